@@ -1,0 +1,48 @@
+# hpuprof: every set-up step for a fresh machine lives here.
+#   make demo   - the main job: an emulated Gaudi workload, profiled and analysed
+#   make test   - ruff, mypy and the whole test suite (browser tests included)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# torch 2.13.0 is pinned for this CPU-only environment (a local wheel): an unpinned torch
+# would pull several GB of CUDA packages. pyproject.toml states the supported range.
+PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
+
+.PHONY: demo test lint typecheck pytest samples bench browser clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP_INSTALL) -e '.[torch,dashboard,test,dev]'
+	touch $(STAMP)
+
+browser:
+	@test -x /usr/bin/chromium || { \
+	  echo "installing Debian chromium for the browser tests"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+demo: $(STAMP)
+	$(VENV)/bin/hpuprof demo -o runs/demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check hpuprof runtime/hpusim dashboards/hpudash tests bench
+	$(VENV)/bin/ruff format --check hpuprof runtime/hpusim dashboards/hpudash tests bench
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy hpuprof runtime/hpusim dashboards/hpudash
+
+pytest: $(STAMP) browser
+	$(PY) -m pytest -n 2 --timeout 600
+
+test: lint typecheck pytest
+
+samples: $(STAMP)
+	$(PY) sample_traces/make_samples.py
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""One module per `hpuprof` subcommand, each with `register(app)`."""

@@ -1,0 +1,66 @@
+"""`hpuprof` entry point: builds the Typer app from the command registry, maps errors to codes.
+
+Each command lives in its own module under `hpuprof.cli.commands` and exposes
+`register(app: typer.Typer) -> None`. Command modules import nothing heavy at module level
+(no torch, no dash, no pandas): those imports live inside the command function, so
+`hpuprof --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+import click
+import typer
+
+from hpuprof.errors import HpuprofError
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "hpuprof.cli.commands.info",
+    "hpuprof.cli.commands.convert",
+)
+"""Registered commands, in `--help` order. Add a module here to add a command."""
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        name="hpuprof",
+        help="Profile and analyse PyTorch on Intel Gaudi (HPU), real or emulated.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(app)
+    return app
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI on `argv` (default: `sys.argv[1:]`) and return the exit code.
+
+    Known errors become one line on stderr and their exit code; Ctrl-C is 130.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        result = build_app()(args=args, standalone_mode=False)
+    except HpuprofError as error:
+        print(f"hpuprof: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except click.exceptions.Exit as done:
+        return int(done.exit_code or 0)
+    except click.ClickException as error:
+        error.show()
+        return error.exit_code
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        print("hpuprof: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return int(result) if isinstance(result, int) else 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

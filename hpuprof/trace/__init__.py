@@ -1,0 +1,1 @@
+"""The columnar trace model, its loaders and writers."""
