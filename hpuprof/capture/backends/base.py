@@ -1,0 +1,87 @@
+"""What every capture backend implements, and what the profiler gives it."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """torch.profiler's recording switches, honoured by the backends that can.
+
+    Args:
+        record_shapes: record op input shapes and dtypes (`Input Dims`, `Input type`).
+        profile_memory: record allocator events (`[memory]` instants).
+        with_stack: record Python frames (`python_function` events).
+        with_modules: record nn.Module hierarchy.
+        with_flops: estimate FLOPs of matmul/conv ops.
+        schedule: a step -> action callable, or None to record from start to stop.
+    """
+
+    record_shapes: bool = False
+    profile_memory: bool = False
+    with_stack: bool = False
+    with_modules: bool = False
+    with_flops: bool = False
+    schedule: Callable[[int], Any] | None = None
+
+
+class BackendContext(Protocol):
+    """The profiler side a backend talks to."""
+
+    base_ns: int  # epoch ns that is ts 0 in the Chrome JSON we write
+    pid: int
+    options: CaptureOptions
+    scratch_dir: Path  # for temporary exports
+
+    def emit(self, events: list[dict[str, Any]]) -> None:
+        """Stream a chunk of Chrome-trace event dicts (ts relative to base_ns) to disk."""
+
+    def set_trace_keys(self, keys: Mapping[str, Any]) -> None:
+        """Top-level trace keys learnt on the way (deviceProperties, ...), written at close."""
+
+    def window_ready(self) -> None:
+        """A schedule window closed and was emitted (the profiler calls on_trace_ready)."""
+
+
+class Backend(abc.ABC):
+    """A source of trace events.
+
+    `handles_schedule` backends (torch.profiler based) run the schedule themselves and call
+    `ctx.window_ready()`; for the others the profiler calls `set_recording` per step.
+    """
+
+    name: ClassVar[str]
+    device_time: ClassVar[str]  # schema.DeviceTimeSource
+    handles_schedule: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def start(self, ctx: BackendContext) -> None: ...
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop recording and emit everything not yet emitted."""
+
+    def step(self) -> None:
+        """The user called `prof.step()`."""
+        return None
+
+    def poll(self) -> None:
+        """Emit what was recorded so far (called on the thread that runs the model)."""
+        return None
+
+    def set_recording(self, on: bool) -> None:
+        """Schedule: record (True) or not (False) from now on."""
+        return None
+
+    def run_metadata(self) -> dict[str, Any]:
+        """Keys for our `hpuprof` top-level metadata (device_profile, mode, ...)."""
+        return {}
+
+    def metrics(self) -> list[dict[str, Any]] | None:
+        """The Habana-format metrics dump records, or None when the backend has none."""
+        return None

@@ -1,0 +1,81 @@
+"""The emulated Gaudi runtime (`hpusim`): drains its event sink in chunks while the run goes on.
+
+The sink is written without locks by the thread that drives the emulated device, so it is
+drained on that thread only: at `prof.step()`, at optimizer steps, at `profile(action)` exits
+and at stop (see `HPUProfiler.poll`). Device times in these traces are modeled
+(`device_time: "modeled"`), host times measured.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from hpuprof.capture.backends.base import Backend, BackendContext
+
+
+class EmulatedBackend(Backend):
+    """Reads the `hpusim` sink; the schedule toggles `sink.recording`."""
+
+    name = "emulated"
+    device_time = "modeled"
+
+    def __init__(self) -> None:
+        self._ctx: BackendContext | None = None
+        self._sink: Any = None
+
+    def start(self, ctx: BackendContext) -> None:
+        from hpusim.chrome_events import metadata_events
+        from hpusim.sink import get_sink
+
+        self._ctx = ctx
+        self._sink = get_sink()
+        self._sink.drain()  # what ran before the profiler started is not in this profile
+        self._sink.recording = True
+        ctx.emit(metadata_events(ctx.pid))
+
+    def set_recording(self, on: bool) -> None:
+        if self._sink is not None:
+            if not on:
+                self.poll()
+            self._sink.recording = on
+
+    def poll(self) -> None:
+        if self._sink is None or self._ctx is None or not len(self._sink):
+            return
+        from hpusim.chrome_events import to_chrome_events
+
+        batch = self._sink.drain()
+        if len(batch):
+            self._ctx.emit(to_chrome_events(batch, pid=self._ctx.pid, base_ns=self._ctx.base_ns))
+
+    def stop(self) -> None:
+        self.poll()
+        if self._sink is not None:
+            self._sink.recording = False
+
+    def run_metadata(self) -> dict[str, Any]:
+        import hpusim
+
+        meta = dict(hpusim.run_metadata())
+        meta.pop("backend", None)
+        return meta
+
+    def metrics(self) -> list[dict[str, Any]] | None:
+        import hpusim
+
+        snap: Any = hpusim.metrics_snapshot()
+        if isinstance(snap, list):
+            return snap
+        now = dt.datetime.now().isoformat()
+        if isinstance(snap, dict) and "metrics" in snap and isinstance(snap["metrics"], list):
+            return list(snap["metrics"])
+        return [
+            {
+                "metric_name": name,
+                "triggered_by": "user",
+                "generated_on": now,
+                "statistics": stats if isinstance(stats, dict) else dict(stats),
+            }
+            for name, stats in dict(snap).items()
+        ]

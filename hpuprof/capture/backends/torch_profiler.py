@@ -1,0 +1,103 @@
+"""The torch.profiler-based backends' shared part: run it, export each window, stream it."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import orjson
+
+from hpuprof.capture.backends.base import Backend, BackendContext
+from hpuprof.capture.schedule import Schedule
+from hpuprof.errors import HpuprofError
+
+# Top-level keys we write ourselves (header) and must not repeat from torch's export.
+_OWN_KEYS = frozenset(
+    {"schemaVersion", "traceEvents", "displayTimeUnit", "baseTimeNanoseconds", "traceName"}
+)
+
+
+class TorchProfilerBackend(Backend):
+    """torch.profiler with `activities()`, each window exported and streamed to our writer."""
+
+    handles_schedule = True
+
+    def __init__(self) -> None:
+        self._prof: Any = None
+        self._ctx: BackendContext | None = None
+        self._windows = 0
+        self._stopped = False
+
+    def activities(self) -> list[Any]:
+        raise NotImplementedError
+
+    def profiler_kwargs(self) -> dict[str, Any]:
+        """Extra torch.profiler.profile keyword arguments (subclasses add theirs)."""
+        return {}
+
+    def start(self, ctx: BackendContext) -> None:
+        import torch.profiler
+
+        self._ctx = ctx
+        opts = ctx.options
+        kwargs: dict[str, Any] = {
+            "activities": self.activities(),
+            "record_shapes": opts.record_shapes,
+            "profile_memory": opts.profile_memory,
+            "with_stack": opts.with_stack,
+            "with_modules": opts.with_modules,
+            "with_flops": opts.with_flops,
+            **self.profiler_kwargs(),
+        }
+        if opts.schedule is not None:
+            sched = opts.schedule
+            kwargs["schedule"] = sched.to_torch() if isinstance(sched, Schedule) else sched
+            kwargs["on_trace_ready"] = self._on_trace_ready
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*is not available.*")
+            self._prof = torch.profiler.profile(**kwargs)
+            self._prof.start()
+
+    def step(self) -> None:
+        if self._prof is not None and not self._stopped:
+            self._prof.step()
+
+    def stop(self) -> None:
+        if self._prof is None or self._stopped:
+            return
+        self._stopped = True
+        windows_before = self._windows
+        self._prof.stop()
+        if self._ctx is not None and self._ctx.options.schedule is None:
+            self._export(self._prof)
+        elif self._windows == windows_before and self._windows == 0:
+            pass  # a schedule whose window never closed: torch recorded nothing to save
+
+    def _on_trace_ready(self, prof: Any) -> None:
+        self._export(prof)
+        assert self._ctx is not None
+        self._ctx.window_ready()
+
+    def _export(self, prof: Any) -> None:
+        ctx = self._ctx
+        assert ctx is not None
+        tmp = ctx.scratch_dir / f".export-{os.getpid()}-{self._windows}.json"
+        try:
+            prof.export_chrome_trace(str(tmp))
+            data = orjson.loads(tmp.read_bytes())
+        except (OSError, orjson.JSONDecodeError, RuntimeError) as error:
+            raise HpuprofError(f"torch.profiler export failed: {error}") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        events: list[dict[str, Any]] = data.get("traceEvents", [])
+        shift_us = (int(data.get("baseTimeNanoseconds", ctx.base_ns)) - ctx.base_ns) / 1000.0
+        if shift_us:
+            for ev in events:
+                if isinstance(ev.get("ts"), int | float):
+                    ev["ts"] = round(ev["ts"] + shift_us, 3)
+        if self._windows:  # process / thread names were written with the first window
+            events = [ev for ev in events if ev.get("ph") != "M"]
+        self._windows += 1
+        ctx.set_trace_keys({k: v for k, v in data.items() if k not in _OWN_KEYS})
+        ctx.emit(events)

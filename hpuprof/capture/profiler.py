@@ -1,0 +1,516 @@
+"""`HPUProfiler`: record a run into a run directory, on any backend, without losing events.
+
+    from hpuprof import HPUProfiler
+
+    with HPUProfiler(dirpath="runs/exp1", schedule=schedule(wait=1, warmup=1, active=3)) as prof:
+        for batch in loader:
+            train_step(batch)
+            prof.step()
+
+It speaks both surfaces Gaudi users know: lightning-habana's (`dirpath`, `filename`,
+`profile(action)`, `start(action)` / `stop(action)`, `summary()`) and torch.profiler's
+(`schedule`, `step()`, `on_trace_ready`, `record_shapes`, `with_stack`, `with_modules`,
+`profile_memory`). Events stream to `traces/<filename>-rank<R>.pt.trace.incomplete.json` while
+the run goes on and are renamed to `.pt.trace.json` at stop; then the Perfetto trace, the
+Habana metrics dump and `run.json` are written (see `run_dir.py`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import os
+import shutil
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from hpuprof.capture import backends
+from hpuprof.capture.backends.base import Backend, CaptureOptions
+from hpuprof.capture.dynamo_records import DynamoRecorder, dynamo_counters
+from hpuprof.capture.run_dir import (
+    RunPaths,
+    base_manifest,
+    now_iso,
+    safe_stem,
+    update_manifest,
+)
+from hpuprof.capture.schedule import RECORDING, Action, action_of, as_schedule
+from hpuprof.capture.signals import SignalGuard
+from hpuprof.capture.stream_writer import ChunkedTraceWriter, write_bytes_atomic
+from hpuprof.errors import HpuprofError, UsageError
+from hpuprof.trace.schema import METADATA_KEY, SCHEMA_VERSION
+
+KINETO_BASE_PERIOD_NS = 7_889_238 * 1_000_000_000
+"""Kineto floors its trace base time to 3-month periods; we use the same base so our traces'
+`ts` values line up with torch.profiler's own exports."""
+
+POLL_INTERVAL_NS = 200_000_000
+"""Optimizer-step hooks drain the emulated sink at most this often."""
+
+
+def _env_int(*names: str) -> int | None:
+    for name in names:
+        value = os.environ.get(name, "")
+        if value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def default_run_dir() -> Path:
+    """`$HPUPROF_RUN_DIR`, else `runs/<date>-<time>` under the working directory."""
+    env = os.environ.get("HPUPROF_RUN_DIR")
+    if env:
+        return Path(env)
+    return Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+
+
+class HPUProfiler:
+    """Profile a block or a span of a run into a run directory.
+
+    Args:
+        dirpath: the run directory (created). Default `$HPUPROF_RUN_DIR` or `runs/<time>`.
+        filename: trace file stem; files are `<filename>-rank<R>...` (one output per rank).
+        schedule: `hpuprof.capture.schedule.schedule(...)`, a torch.profiler schedule, a
+            `(wait, warmup, active[, repeat[, skip_first]])` tuple, or None to record from
+            start to stop. Steps advance with `step()`.
+        on_trace_ready: called with this profiler after each recorded window (or once at stop
+            without a schedule), after the window is on disk.
+        record_shapes, profile_memory, with_stack, with_modules, with_flops: as torch.profiler.
+        backend: "emulated", "gaudi", "cuda", "cpu", or None to choose automatically.
+        rank, world_size: default from `RANK` / `OMPI_COMM_WORLD_RANK` and `WORLD_SIZE`.
+        perfetto: also write the Perfetto protobuf trace at stop.
+        handle_signals: on SIGINT/SIGTERM write everything, then chain to the old handler.
+        step_on_optimizer: call `step()` after every `optimizer.step()` (for unchanged
+            scripts under `hpuprof record`).
+        activities, **_ignored: accepted for torch.profiler compatibility; the backend
+            decides the activities.
+    """
+
+    def __init__(
+        self,
+        dirpath: str | os.PathLike[str] | None = None,
+        filename: str | None = None,
+        *,
+        schedule: Any = None,
+        on_trace_ready: Callable[[HPUProfiler], Any] | None = None,
+        record_shapes: bool = False,
+        profile_memory: bool = False,
+        with_stack: bool = False,
+        with_modules: bool = False,
+        with_flops: bool = False,
+        backend: str | None = None,
+        rank: int | None = None,
+        world_size: int | None = None,
+        perfetto: bool = True,
+        handle_signals: bool = True,
+        step_on_optimizer: bool = False,
+        activities: Any = None,
+        **_ignored: Any,
+    ) -> None:
+        if backend not in (None, "auto", *backends.BACKEND_NAMES):
+            raise UsageError(
+                f"unknown backend {backend!r}; choose one of {', '.join(backends.BACKEND_NAMES)}"
+            )
+        self.dirpath = Path(dirpath) if dirpath is not None else default_run_dir()
+        self.filename = safe_stem(filename or "trace")
+        self.rank = rank if rank is not None else (_env_int("RANK", "OMPI_COMM_WORLD_RANK") or 0)
+        self.world_size = world_size or _env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE") or 1
+        self.on_trace_ready = on_trace_ready
+        self.options = CaptureOptions(
+            record_shapes=record_shapes,
+            profile_memory=profile_memory,
+            with_stack=with_stack,
+            with_modules=with_modules,
+            with_flops=with_flops,
+            schedule=as_schedule(schedule),
+        )
+        self.backend_name = backend
+        self.perfetto = perfetto
+        self.handle_signals = handle_signals
+        self.step_on_optimizer = step_on_optimizer
+        self.paths = RunPaths(self.dirpath, self.filename, self.rank)
+        self.step_num = 0
+        self.status = "not started"
+        self.event_counts: collections.Counter[str] = collections.Counter()
+        self.files: dict[str, list[str]] = {"traces": [], "perfetto": [], "metrics": []}
+        self.warnings: list[str] = []
+        # capture state
+        self.base_ns = 0
+        self.pid = os.getpid()
+        self.scratch_dir = self.dirpath
+        self._backend: Backend | None = None
+        self._writer: ChunkedTraceWriter | None = None
+        self._dynamo: DynamoRecorder | None = None
+        self._signals = SignalGuard()
+        self._lock = threading.RLock()
+        self._trace_keys: dict[str, Any] = {}
+        self._actions: dict[str, list[int]] = {}
+        self._step_start_ns = 0
+        self._last_poll_ns = 0
+        self._hook: Any = None
+        self._host_tid = threading.get_native_id()
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+
+    # --- the BackendContext side -------------------------------------------------------------
+    def emit(self, events: list[dict[str, Any]]) -> None:
+        """Stream a chunk of Chrome-trace events to the trace file (thread-safe)."""
+        if not events or self._writer is None:
+            return
+        with self._lock, self._signals.busy():
+            self._writer.write(events)
+            counts = self.event_counts
+            for ev in events:
+                counts[ev.get("cat") or ev.get("ph", "")] += 1
+
+    def set_trace_keys(self, keys: Mapping[str, Any]) -> None:
+        self._trace_keys.update(keys)
+
+    def window_ready(self) -> None:
+        if self.on_trace_ready is not None:
+            self.on_trace_ready(self)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    @property
+    def backend(self) -> str:
+        """The backend in use (or the one that would be chosen)."""
+        return self._backend.name if self._backend else (self.backend_name or backends.choose())
+
+    def start(self, action_name: str | None = None) -> HPUProfiler:
+        """Start profiling; with `action_name`, also start that action (Lightning surface)."""
+        if not self.running:
+            self._start()
+        if action_name is not None:
+            self._actions.setdefault(action_name, []).append(time.time_ns())
+        return self
+
+    def stop(self, action_name: str | None = None) -> None:
+        """Stop profiling and write everything; with `action_name`, only end that action."""
+        if action_name is not None:
+            self._end_action(action_name)
+            return
+        self._finish("complete")
+
+    def __enter__(self) -> HPUProfiler:
+        return self.start()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            status = "complete"
+        elif issubclass(exc_type, KeyboardInterrupt):
+            status = "interrupted"
+        else:
+            status = f"error: {exc_type.__name__}"
+        self._finish(status)
+
+    @contextlib.contextmanager
+    def profile(self, action_name: str) -> Iterator[HPUProfiler]:
+        """Record `action_name` as an annotated span (lightning's `profiler.profile(...)`)."""
+        self.start(action_name)
+        try:
+            yield self
+        finally:
+            if self.running:
+                self._end_action(action_name)
+
+    def _start(self) -> None:
+        if self.status not in ("not started",):
+            raise UsageError("an HPUProfiler records once; create a new one for another run")
+        self.paths.prepare()
+        self._backend = backends.create(self.backend_name)
+        now = time.time_ns()
+        self.base_ns = now - now % KINETO_BASE_PERIOD_NS
+        self._scratch = tempfile.TemporaryDirectory(prefix=".scratch-", dir=self.dirpath)
+        self.scratch_dir = Path(self._scratch.name)
+        meta = self._run_metadata()
+        header = {
+            "schemaVersion": 1,
+            "deviceProperties": [],
+            "distributedInfo": {
+                "rank": self.rank,
+                "world_size": self.world_size,
+                "backend": "hccl" if self._backend.name in ("gaudi", "emulated") else "",
+            },
+            METADATA_KEY: meta,
+            "displayTimeUnit": "ms",
+            "baseTimeNanoseconds": self.base_ns,
+        }
+        self._writer = ChunkedTraceWriter(self.paths.trace, header)
+        self.status = "running"
+        update_manifest(
+            self.dirpath,
+            {
+                **base_manifest(
+                    rank=self.rank,
+                    world_size=self.world_size,
+                    mode=str(meta.get("mode", "")),
+                    device_profile=str(meta.get("device_profile", "")),
+                    backend=self._backend.name,
+                    device_time=self._backend.device_time,
+                ),
+                "incomplete": [self.paths.rel(self._writer.path)],
+            },
+            fresh_for_rank=self.rank,
+        )
+        if self.handle_signals:
+            self._signals.install(self._on_signal)
+        atexit.register(self._at_exit)
+        self._dynamo = DynamoRecorder(self.pid, self.base_ns)
+        self._dynamo.start(now)
+        self._install_optimizer_hook()
+        try:
+            self._backend.start(self)
+        except HpuprofError:
+            self._finish("error: backend failed to start")
+            raise
+        self._step_start_ns = time.time_ns()
+        if not self._backend.handles_schedule and self.options.schedule is not None:
+            self._backend.set_recording(self._action() in RECORDING)
+
+    def _run_metadata(self) -> dict[str, Any]:
+        import hpuprof
+
+        assert self._backend is not None
+        meta: dict[str, Any] = {
+            "schema": SCHEMA_VERSION,
+            "version": hpuprof.__version__,
+            "device_time": self._backend.device_time,
+            "host_time": "measured",
+            "device_profile": "",
+            "mode": "",
+        }
+        meta.update(self._backend.run_metadata())
+        meta.update({"backend": self._backend.name, "rank": self.rank})
+        meta["world_size"] = self.world_size
+        return meta
+
+    def _action(self) -> Action:
+        sched = self.options.schedule
+        return Action.RECORD if sched is None else action_of(sched, self.step_num)
+
+    # --- steps, actions, polling ---------------------------------------------------------------
+    def step(self) -> None:
+        """Mark the end of a step: advances the schedule (torch.profiler's `prof.step()`)."""
+        if not self.running or self._backend is None:
+            return
+        backend = self._backend
+        if backend.handles_schedule:
+            backend.step()
+            self.step_num += 1
+            self._emit_dynamo()
+            return
+        before = self._action()
+        now = time.time_ns()
+        if before in RECORDING:
+            self.emit([self._span(f"ProfilerStep#{self.step_num}", self._step_start_ns, now)])
+        self.step_num += 1
+        self._step_start_ns = now
+        after = self._action()
+        if before is Action.RECORD_AND_SAVE or (before in RECORDING) != (after in RECORDING):
+            backend.set_recording(after in RECORDING)
+        self.poll(force=True)
+        if before is Action.RECORD_AND_SAVE:
+            self.window_ready()
+
+    def poll(self, force: bool = False) -> None:
+        """Stream what the backend recorded so far (call on the thread running the model)."""
+        if not self.running or self._backend is None:
+            return
+        now = time.monotonic_ns()
+        if not force and now - self._last_poll_ns < POLL_INTERVAL_NS:
+            return
+        self._last_poll_ns = now
+        self._backend.poll()
+        self._emit_dynamo()
+
+    def _emit_dynamo(self) -> None:
+        if self._dynamo is not None:
+            self.emit(self._dynamo.collect())
+
+    def _span(self, name: str, start_ns: int, end_ns: int) -> dict[str, Any]:
+        return {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": name,
+            "pid": self.pid,
+            "tid": self._host_tid,
+            "ts": round((start_ns - self.base_ns) / 1000.0, 3),
+            "dur": round((end_ns - start_ns) / 1000.0, 3),
+            "args": {},
+        }
+
+    def _end_action(self, action_name: str) -> None:
+        starts = self._actions.get(action_name)
+        if not starts:
+            raise UsageError(f"stop({action_name!r}) without a matching start({action_name!r})")
+        start_ns = starts.pop()
+        if self.running:
+            self.emit([self._span(action_name, start_ns, time.time_ns())])
+            self.poll()
+
+    def _install_optimizer_hook(self) -> None:
+        import sys
+
+        optimizer = sys.modules.get("torch.optim.optimizer")
+        register = getattr(optimizer, "register_optimizer_step_post_hook", None)
+        if register is None:
+            return
+
+        def hook(*_: Any) -> None:
+            if self.step_on_optimizer:
+                self.step()
+            else:
+                self.poll()
+
+        self._hook = register(hook)
+
+    # --- finishing ---------------------------------------------------------------------------
+    def _on_signal(self, signum: int) -> None:
+        import signal
+
+        self._finish(f"interrupted: {signal.Signals(signum).name}")
+
+    def _at_exit(self) -> None:
+        if self.running:
+            self._finish("complete: stopped at exit")
+
+    def _finish(self, status: str) -> None:
+        with self._lock:
+            if not self.running:
+                return
+            self.status = "stopping"
+            try:
+                with self._signals.busy():
+                    self._write_all(status)
+            finally:
+                self._signals.uninstall()
+                atexit.unregister(self._at_exit)
+                if self._hook is not None:
+                    self._hook.remove()
+                    self._hook = None
+                if self._scratch is not None:
+                    self._scratch.cleanup()
+                self.status = status
+        if self.options.schedule is None:
+            self.window_ready()
+
+    def _write_all(self, status: str) -> None:
+        backend, writer = self._backend, self._writer
+        assert backend is not None and writer is not None
+        errors: list[str] = []
+        try:
+            now = time.time_ns()
+            for name, starts in self._actions.items():  # actions still open at stop
+                self.emit([self._span(name, s, now) for s in starts])
+            sched = self.options.schedule
+            if not backend.handles_schedule and sched is not None and self._action() in RECORDING:
+                self.emit([self._span(f"ProfilerStep#{self.step_num}", self._step_start_ns, now)])
+            backend.stop()
+            self._emit_dynamo()
+        except HpuprofError as error:
+            errors.append(str(error))
+        trace = writer.close(self._trace_keys)
+        self.files["traces"].append(self.paths.rel(trace))
+        self._write_metrics(backend)
+        if self.perfetto:
+            self._write_perfetto(trace)
+        manifest: dict[str, Any] = {
+            "end_time": now_iso(),
+            "end_ns": time.time_ns(),
+            "status": status,
+            **self.files,
+            "event_counts": {str(self.rank): dict(self.event_counts)},
+        }
+        counters = dynamo_counters()
+        if counters:
+            manifest["dynamo_counters"] = counters
+        if errors or self.warnings:
+            manifest["warnings"] = [*errors, *self.warnings]
+        update_manifest(
+            self.dirpath, manifest, remove={"incomplete": [self.paths.rel(writer.path)]}
+        )
+        if errors:
+            raise HpuprofError("; ".join(errors))
+
+    def _write_metrics(self, backend: Backend) -> None:
+        try:
+            records = backend.metrics()
+        except Exception as error:  # a metrics API problem must not lose the trace
+            self.warnings.append(f"metrics not written: {error}")
+            return
+        if records is None:
+            return
+        import orjson
+
+        body = b",\n".join(orjson.dumps(r) for r in records)
+        write_bytes_atomic(self.paths.metrics, b"[" + body + b"]\n")
+        self.files["metrics"].append(self.paths.rel(self.paths.metrics))
+
+    def _write_perfetto(self, trace_path: Path) -> None:
+        try:
+            from hpuprof import load
+            from hpuprof.trace.perfetto_write import write_perfetto
+        except ImportError as error:
+            self.warnings.append(f"Perfetto trace not written: {error}")
+            return
+        try:
+            write_perfetto(load(trace_path), self.paths.perfetto)
+        except (HpuprofError, ImportError, ValueError, OSError) as error:
+            self.warnings.append(f"Perfetto trace not written: {error}")
+            warnings.warn(f"hpuprof: Perfetto trace not written: {error}", stacklevel=3)
+            return
+        self.files["perfetto"].append(self.paths.rel(self.paths.perfetto))
+
+    # --- results -----------------------------------------------------------------------------
+    @property
+    def trace_path(self) -> Path:
+        """The Chrome JSON trace: the final file after stop, the incomplete one while running."""
+        if self._writer is not None and not self._writer.closed:
+            return self._writer.path
+        return self.paths.trace
+
+    def export_chrome_trace(self, path: str | os.PathLike[str]) -> None:
+        """Copy the trace recorded so far to `path` (valid JSON, also while running)."""
+        with self._lock:
+            shutil.copyfile(self.trace_path, path)
+
+    def summary(self) -> str:
+        """The short analysis summary once the run is written, or the event counts before."""
+        if not self.running and self.paths.trace.is_file():
+            text = analysis_summary(self.paths.trace)
+            if text is not None:
+                return text
+        return format_counts(self.event_counts, self.backend)
+
+
+def analysis_summary(trace_path: Path) -> str | None:
+    """`hpuprof.analysis.summarize(load(trace))` when the analysis package provides it."""
+    import importlib
+
+    try:
+        summarize = getattr(importlib.import_module("hpuprof.analysis"), "summarize", None)
+    except ImportError:
+        return None
+    if summarize is None:
+        return None
+    from hpuprof import load
+
+    return str(summarize(load(trace_path)))
+
+
+def format_counts(counts: Mapping[str, int], backend: str) -> str:
+    """A few lines of event counts by category."""
+    total = sum(counts.values())
+    lines = [f"{total} events recorded ({backend} backend)"]
+    for cat, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"  {n:>9}  {cat or '(none)'}")
+    return "\n".join(lines)

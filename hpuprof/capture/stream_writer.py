@@ -1,0 +1,157 @@
+"""Crash-safe Chrome-trace JSON, written in chunks while the run goes on.
+
+The in-progress file `<stem>.incomplete.json` is a complete, valid JSON document after every
+chunk: the writer keeps the closing `]}` at the end of the file and writes each new chunk over
+it, then writes the closing bytes again and flushes to the OS. A `kill -9` therefore leaves a
+valid file (or, if it lands in the middle of a chunk, a file that `hpuprof.load` recovers up to
+the last complete event). `close()` writes the footer, fsyncs and renames the file to its final
+name in one atomic step, so a final-named file is always whole.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from hpuprof.errors import OutputError
+
+INCOMPLETE_SUFFIX = ".incomplete.json"
+MIN_FREE_BYTES = 4 * 1024 * 1024
+"""Refuse to start a run on a file system with less free space than this."""
+
+_CLOSE = b"]}\n"
+
+
+def incomplete_path(final_path: Path) -> Path:
+    """`dir/x.pt.trace.json` -> `dir/x.pt.trace.incomplete.json` (still ends in `.json`)."""
+    name = final_path.name
+    stem = name[: -len(".json")] if name.endswith(".json") else name
+    return final_path.with_name(stem + INCOMPLETE_SUFFIX)
+
+
+def check_writable_dir(directory: Path, min_free_bytes: int = MIN_FREE_BYTES) -> None:
+    """Create `directory` and make sure we can write there, raising `OutputError` if not."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputError(f"cannot create output directory {directory}: {error.strerror}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise OutputError(f"output directory {directory} is not writable")
+    free = shutil.disk_usage(directory).free
+    if free < min_free_bytes:
+        raise OutputError(
+            f"output directory {directory} has only {free} bytes free "
+            f"(need at least {min_free_bytes}); free some space or pass another -o DIR"
+        )
+
+
+def _dump_items(items: Mapping[str, Any]) -> bytes:
+    """`"k": v,` for each item: top-level keys written before or after traceEvents."""
+    return b"".join(orjson.dumps(k) + b":" + orjson.dumps(v) + b",\n" for k, v in items.items())
+
+
+def dump_events(events: Iterable[Mapping[str, Any]]) -> bytes:
+    """Events as `{...},\\n{...}` (no brackets); empty bytes for no events."""
+    seq = events if isinstance(events, list) else list(events)
+    if not seq:
+        return b""
+    return orjson.dumps(seq, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1]
+
+
+class ChunkedTraceWriter:
+    """Streams events into `<stem>.incomplete.json`, renamed to `final_path` by `close()`.
+
+    Args:
+        final_path: where the finished trace goes, e.g. `run/traces/trace-rank0.pt.trace.json`.
+        header: top-level keys written before `traceEvents` (schemaVersion, distributedInfo,
+            our `hpuprof` metadata, baseTimeNanoseconds, ...), so a killed run keeps them.
+    """
+
+    def __init__(self, final_path: Path, header: Mapping[str, Any]) -> None:
+        self.final_path = Path(final_path)
+        self.path = incomplete_path(self.final_path)
+        self.events_written = 0
+        self.closed = False
+        try:
+            self._file: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 (kept open for the run)
+            self._file.write(b"{" + _dump_items(header) + b'"traceEvents":[\n')
+            self._pos = self._file.tell()
+            self._file.write(_CLOSE)
+            self._file.flush()
+        except OSError as error:
+            raise self._error(error) from None
+
+    def _error(self, error: OSError) -> OutputError:
+        if error.errno == errno.ENOSPC:
+            return OutputError(f"disk full while writing {self.path}; the trace is incomplete")
+        return OutputError(f"cannot write {self.path}: {error.strerror or error}")
+
+    def write(self, events: Iterable[Mapping[str, Any]]) -> int:
+        """Append one chunk of Chrome-trace event dicts and flush it; returns how many."""
+        seq = events if isinstance(events, list) else list(events)
+        data = dump_events(seq)
+        if not data:
+            return 0
+        if self.closed:
+            raise OutputError(f"{self.final_path} is already closed")
+        n = len(seq)
+        sep = b",\n" if self.events_written else b""
+        try:
+            self._file.seek(self._pos)
+            self._file.write(sep + data)
+            self._pos = self._file.tell()
+            self._file.write(_CLOSE)
+            self._file.flush()
+        except OSError as error:
+            raise self._error(error) from None
+        self.events_written += n
+        return n
+
+    def close(self, footer: Mapping[str, Any] | None = None) -> Path:
+        """Write the footer keys, fsync, and rename to the final name; returns it."""
+        if self.closed:
+            return self.final_path
+        items = dict(footer or {})
+        items.setdefault("traceName", str(self.final_path))
+        tail = b"\n]," + _dump_items(items)[:-2] + b"}\n"
+        try:
+            self._file.seek(self._pos)
+            self._file.write(tail)
+            self._file.truncate()
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            os.replace(self.path, self.final_path)
+        except OSError as error:
+            raise self._error(error) from None
+        self.closed = True
+        return self.final_path
+
+    def abandon(self) -> None:
+        """Close without renaming (the `.incomplete.json` file stays, valid)."""
+        if not self.closed:
+            self.closed = True
+            self._file.close()
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    """Write `data` to a temporary sibling, fsync, then rename onto `path`."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        if error.errno == errno.ENOSPC:
+            raise OutputError(f"disk full while writing {path}") from None
+        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+    return path
