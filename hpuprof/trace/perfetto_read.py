@@ -1,0 +1,525 @@
+"""Read a Perfetto protobuf trace (`.perfetto-trace`, `.pftrace`) into a `Trace`.
+
+Parsed with the `perfetto` package's `perfetto_trace_pb2`: track descriptors (process, thread
+and plain tracks, parent links), TrackEvent slices (BEGIN/END, and legacy complete `X`
+events), instants, counters, flows (`flow_ids` / `terminating_flow_ids`) and interned data
+(event names, categories, debug-annotation names and string values), with interning state
+scoped to each packet sequence and reset where the sequence says so.
+
+Files written by hpuprof (`perfetto_write.py`) come back exactly: every column, dtype, flow,
+counter and metadata entry. Other TrackEvent traces are turned into Chrome-trace events and
+normalized by the same code as Kineto JSON, so they get the same derived columns.
+
+Timestamps are taken as one clock (the packet's own); clock snapshots are not applied.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, cast
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from hpuprof.errors import TraceFormatError
+from hpuprof.trace.perfetto_layout import (
+    ANN_ARGS,
+    ANN_ARGS_B64,
+    ANN_COLUMNS,
+    META_TRACE,
+    default_for,
+    dumps,
+    loads,
+    table_from_text,
+)
+
+if TYPE_CHECKING:
+    from hpuprof.trace.model import Trace
+
+_BEGIN, _END, _INSTANT, _COUNTER = 1, 2, 3, 4
+_CLEARED: Final = 1
+_EXPECTED: Final = "a Perfetto protobuf trace (a stream of TracePacket messages)"
+
+
+# --- framing: locate the packets, so a broken file names the byte where it breaks ----------
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if at >= len(data) or shift > 63:
+            raise IndexError(at)
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+
+
+def _frame_end(data: bytes) -> tuple[int, int, str | None]:
+    """Walk the top-level fields: (bytes of complete fields, packets, problem or None)."""
+    at = packets = 0
+    while at < len(data):
+        start = at
+        try:
+            tag, at = _varint(data, at)
+            if tag >> 3 == 0:
+                return start, packets, "a protobuf field tag"
+            wire = tag & 7
+            if wire == 0:
+                _, at = _varint(data, at)
+            elif wire == 1:
+                at += 8
+            elif wire == 2:
+                size, at = _varint(data, at)
+                at += size
+            elif wire == 5:
+                at += 4
+            else:
+                return start, packets, f"a protobuf field (wire type {wire} is not valid)"
+        except IndexError:
+            return start, packets, "more bytes (the file ends inside a packet)"
+        if at > len(data):
+            return start, packets, "more bytes (the file ends inside a packet)"
+        packets += tag >> 3 == 1
+    return at, packets, None
+
+
+def _parse(path: Path, data: bytes) -> Any:
+    from google.protobuf.message import DecodeError
+    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace as TraceProto
+
+    if not data:
+        raise TraceFormatError(str(path), 0, f"{_EXPECTED}; the file is empty")
+    proto = TraceProto()
+    try:
+        proto.ParseFromString(data)
+        return proto
+    except DecodeError:
+        pass
+    good, packets, problem = _frame_end(data)
+    if problem is None or packets == 0 or not problem.startswith("more bytes"):
+        where = f"byte {good} (packet {packets})"
+        raise TraceFormatError(str(path), where, f"{_EXPECTED}: {problem or 'a valid packet'}")
+    try:
+        proto.ParseFromString(data[:good])
+    except DecodeError:
+        raise TraceFormatError(str(path), f"before byte {good}", _EXPECTED) from None
+    warnings.warn(
+        f"{path}: truncated Perfetto trace; kept the {packets} complete packets before byte"
+        f" {good} of {len(data)}",
+        stacklevel=3,
+    )
+    return proto
+
+
+# --- one pass over the packets --------------------------------------------------------------
+
+
+@dataclass
+class _Track:
+    uuid: int
+    parent: int = 0
+    name: str = ""
+    pid: int | None = None
+    tid: int | None = None
+    process_name: str = ""
+    thread_name: str = ""
+    is_counter: bool = False
+
+
+@dataclass
+class _Sequence:
+    names: dict[int, str] = field(default_factory=dict)
+    cats: dict[int, str] = field(default_factory=dict)
+    annotation_names: dict[int, str] = field(default_factory=dict)
+    strings: dict[int, str] = field(default_factory=dict)
+    default_track: int = 0
+    last_us: int = 0
+
+
+@dataclass
+class _Collected:
+    """What one pass over the packets gathers, in file order."""
+
+    tracks: dict[int, _Track] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    cats: list[str] = field(default_factory=list)
+    ph: list[str] = field(default_factory=list)
+    track: list[int] = field(default_factory=list)
+    ts: list[int] = field(default_factory=list)
+    dur: list[int] = field(default_factory=list)
+    args: list[bytes] = field(default_factory=list)
+    notes: list[dict[str, Any] | None] = field(default_factory=list)
+    flows_out: dict[int, list[int]] = field(default_factory=dict)
+    flows_end: dict[int, list[int]] = field(default_factory=dict)
+    counter_track: list[int] = field(default_factory=list)
+    counter_ts: list[int] = field(default_factory=list)
+    counter_value: list[float] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    unmatched_ends: int = 0
+    last_ts: int = 0
+
+
+def _annotation_value(annotation: Any, seq: _Sequence) -> Any:
+    kind = annotation.WhichOneof("value")
+    if kind == "legacy_json_value":
+        try:
+            return orjson.loads(annotation.legacy_json_value)
+        except orjson.JSONDecodeError:
+            return annotation.legacy_json_value
+    if kind == "string_value_iid":
+        return seq.strings.get(annotation.string_value_iid, "")
+    if kind == "pointer_value":
+        return hex(annotation.pointer_value)
+    if kind == "nested_value":
+        return None
+    if kind is not None:
+        return getattr(annotation, kind)
+    if annotation.dict_entries:
+        return {
+            _annotation_name(entry, seq): _annotation_value(entry, seq)
+            for entry in annotation.dict_entries
+        }
+    if annotation.array_values:
+        return [_annotation_value(entry, seq) for entry in annotation.array_values]
+    return None
+
+
+def _annotation_name(annotation: Any, seq: _Sequence) -> str:
+    if annotation.HasField("name_iid"):
+        return seq.annotation_names.get(annotation.name_iid, f"#{annotation.name_iid}")
+    return str(annotation.name)
+
+
+def _event_args(event: Any, seq: _Sequence) -> tuple[bytes, dict[str, Any] | None]:
+    """(raw args JSON bytes, hpuprof column notes or None) of one TrackEvent."""
+    raw = b""
+    notes: dict[str, Any] | None = None
+    generic: dict[str, Any] = {}
+    for annotation in event.debug_annotations:
+        name = _annotation_name(annotation, seq)
+        if name == ANN_ARGS and annotation.HasField("legacy_json_value"):
+            raw = annotation.legacy_json_value.encode()
+        elif name == ANN_ARGS_B64:
+            import base64
+
+            raw = base64.b64decode(annotation.string_value)
+        elif name == ANN_COLUMNS and annotation.HasField("legacy_json_value"):
+            notes = orjson.loads(annotation.legacy_json_value)
+        else:
+            generic[name] = _annotation_value(annotation, seq)
+    if generic and not raw:
+        raw = dumps(generic)
+    return raw, notes
+
+
+def _read_sequence_state(packet: Any, sequences: dict[int, _Sequence]) -> _Sequence:
+    key = packet.trusted_packet_sequence_id
+    seq = sequences.get(key)
+    if seq is None or packet.incremental_state_cleared or packet.sequence_flags & _CLEARED:
+        default_track = seq.default_track if seq is not None else 0
+        seq = sequences[key] = _Sequence(default_track=default_track)
+    if packet.HasField("trace_packet_defaults"):
+        defaults = packet.trace_packet_defaults
+        if defaults.HasField("track_event_defaults"):
+            seq.default_track = defaults.track_event_defaults.track_uuid
+    if packet.HasField("interned_data"):
+        interned = packet.interned_data
+        for entry in interned.event_names:
+            seq.names[entry.iid] = entry.name
+        for entry in interned.event_categories:
+            seq.cats[entry.iid] = entry.name
+        for entry in interned.debug_annotation_names:
+            seq.annotation_names[entry.iid] = entry.name
+        for string in interned.debug_annotation_string_values:
+            seq.strings[string.iid] = string.str.decode("utf-8", "replace")
+    return seq
+
+
+def _read_track(descriptor: Any, tracks: dict[int, _Track]) -> None:
+    track = tracks.setdefault(descriptor.uuid, _Track(descriptor.uuid))
+    track.parent = descriptor.parent_uuid or track.parent
+    track.name = descriptor.name or descriptor.static_name or track.name
+    if descriptor.HasField("process"):
+        track.pid = descriptor.process.pid
+        track.process_name = descriptor.process.process_name or track.process_name
+    if descriptor.HasField("thread"):
+        track.pid = descriptor.thread.pid
+        track.tid = descriptor.thread.tid
+        track.thread_name = descriptor.thread.thread_name or track.thread_name
+    track.is_counter = track.is_counter or descriptor.HasField("counter")
+
+
+def _timestamp(packet: Any, event: Any, seq: _Sequence) -> int:
+    if packet.HasField("timestamp"):
+        return int(packet.timestamp)
+    if event.HasField("timestamp_absolute_us"):
+        seq.last_us = event.timestamp_absolute_us
+        return int(seq.last_us) * 1000
+    if event.HasField("timestamp_delta_us"):
+        seq.last_us += event.timestamp_delta_us
+        return int(seq.last_us) * 1000
+    return 0
+
+
+def _collect(proto: Any) -> _Collected:
+    out = _Collected()
+    sequences: dict[int, _Sequence] = {}
+    stacks: dict[int, list[int]] = {}
+    for packet in proto.packet:
+        kind = packet.WhichOneof("data")
+        seq = _read_sequence_state(packet, sequences)
+        if kind == "track_descriptor":
+            _read_track(packet.track_descriptor, out.tracks)
+        elif kind == "chrome_events":
+            for entry in packet.chrome_events.metadata:
+                value_kind = entry.WhichOneof("value")
+                out.metadata[entry.name] = getattr(entry, value_kind) if value_kind else None
+        elif kind == "track_event":
+            _collect_event(packet, seq, out, stacks)
+    for track_uuid, stack in stacks.items():  # slices never closed end at the trace's end
+        for index in stack:
+            out.dur[index] = max(0, out.last_ts - out.ts[index])
+        if stack:
+            warnings.warn(
+                f"{len(stack)} slices on track {track_uuid} have no end; they end with the trace",
+                stacklevel=4,
+            )
+    return out
+
+
+def _collect_event(
+    packet: Any, seq: _Sequence, out: _Collected, stacks: dict[int, list[int]]
+) -> None:
+    event = packet.track_event
+    ts = _timestamp(packet, event, seq)
+    out.last_ts = max(out.last_ts, ts)
+    track = event.track_uuid if event.HasField("track_uuid") else seq.default_track
+    kind = event.type
+    duration = -1  # open until its END
+    if kind == 0 and event.HasField("legacy_event"):
+        phase = chr(event.legacy_event.phase)
+        kind = {"B": _BEGIN, "E": _END, "X": _BEGIN, "i": _INSTANT, "I": _INSTANT}.get(phase, 0)
+        duration = event.legacy_event.duration_us * 1000 if phase == "X" else -1
+    if kind == _END:
+        stack = stacks.get(track)
+        if stack:
+            index = stack.pop()
+            out.dur[index] = ts - out.ts[index]
+        else:
+            out.unmatched_ends += 1
+        return
+    if kind == _COUNTER:
+        is_double = event.HasField("double_counter_value")
+        out.counter_track.append(track)
+        out.counter_ts.append(ts)
+        out.counter_value.append(
+            float(event.double_counter_value if is_double else event.counter_value)
+        )
+        return
+    if kind not in (_BEGIN, _INSTANT):
+        return
+    if event.HasField("name_iid"):
+        name = seq.names.get(event.name_iid, "")
+    elif event.HasField("legacy_event") and event.legacy_event.HasField("name_iid"):
+        name = seq.names.get(event.legacy_event.name_iid, "")
+    else:
+        name = event.name
+    cats = list(event.categories) or [seq.cats.get(iid, "") for iid in event.category_iids]
+    raw, notes = _event_args(event, seq)
+    index = len(out.ts)
+    out.names.append(name)
+    out.cats.append(",".join(cats))
+    out.ph.append("X" if kind == _BEGIN else "i")
+    out.track.append(track)
+    out.ts.append(ts)
+    out.dur.append(max(duration, 0))
+    out.args.append(raw)
+    out.notes.append(notes)
+    flow_ids = [*event.flow_ids, *event.flow_ids_old]
+    if flow_ids:
+        out.flows_out[index] = flow_ids
+    ends = [*event.terminating_flow_ids, *event.terminating_flow_ids_old]
+    if ends:
+        out.flows_end[index] = ends
+    if kind == _BEGIN and duration < 0:
+        stacks.setdefault(track, []).append(index)
+
+
+# --- hpuprof's own files: exact columns -----------------------------------------------------
+
+
+def _column(values: list[Any], template: pd.Series) -> Any:
+    dtype = template.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return pd.Categorical(values)
+    return pd.Series(values, dtype=cast(Any, dtype)).array
+
+
+def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
+    from hpuprof.trace.model import Trace
+
+    offset = int(blob["ts_offset"])
+    lanes = {int(uuid): key for uuid, key in blob["tracks"].items()}
+    template = table_from_text(blob["events_dtypes"])
+    n = len(got.ts)
+    rows = np.empty(n, dtype=np.int64)
+    for index, notes in enumerate(got.notes):
+        if notes is None:
+            raise TraceFormatError(str(path), f"event {index}", "an hpuprof column annotation")
+        rows[index] = notes["row"]
+    order = np.argsort(rows, kind="stable")
+    try:
+        keys = [lanes[got.track[i]] for i in order.tolist()]
+    except KeyError as missing:
+        raise TraceFormatError(str(path), f"track {missing}", "a track hpuprof wrote") from None
+    data: dict[str, list[Any]] = {
+        "name": [got.names[i] for i in order],
+        "cat": [got.cats[i] for i in order],
+        "ph": [got.ph[i] for i in order],
+        "pid": [key[1] for key in keys],
+        "tid": [key[2] for key in keys],
+        "rank": [key[0] for key in keys],
+        "ts_ns": (np.asarray(got.ts, dtype=np.int64)[order] + offset).tolist() if n else [],
+        "dur_ns": np.asarray(got.dur, dtype=np.int64)[order].tolist() if n else [],
+        "args": [got.args[i] for i in order],
+    }
+    ordered_notes = [got.notes[i] or {} for i in order]
+    for column in template.columns:
+        if column in data:
+            continue
+        default = default_for(column, template[column].dtype)
+        data[column] = [notes.get(column, default) for notes in ordered_notes]
+    for column in ("ph", "dur_ns"):
+        data[column] = [
+            notes.get(column, value)
+            for notes, value in zip(ordered_notes, data[column], strict=True)
+        ]
+    events = pd.DataFrame(
+        {column: _column(data[column], template[column]) for column in template.columns}
+    )
+    ctemplate = table_from_text(blob["counters_dtypes"])
+    ckeys = {int(uuid): key for uuid, key in blob["counter_tracks"].items()}
+    cdata: dict[str, list[Any]] = {column: [] for column in ctemplate.columns}
+    for track, ts, value in zip(got.counter_track, got.counter_ts, got.counter_value, strict=True):
+        rank, name, series, pid, tid, cat = ckeys[track]
+        row = {"rank": rank, "name": name, "series": series, "pid": pid, "tid": tid}
+        row.update(cat=cat, ts_ns=ts + offset, value=value)
+        for column in ctemplate.columns:
+            cdata[column].append(row.get(column))
+    counters = pd.DataFrame(
+        {column: _column(cdata[column], ctemplate[column]) for column in ctemplate.columns}
+    )
+    return Trace(
+        events=events,
+        counters=counters,
+        flows=table_from_text(blob["flows"]),
+        metadata={int(rank): meta for rank, meta in blob["metadata"].items()},
+        processes=table_from_text(blob["processes"]),
+        threads=table_from_text(blob["threads"]),
+        sources=tuple(blob["sources"]),
+        format=blob["format"],
+        schema_version=int(blob["schema_version"]),
+    )
+
+
+# --- other TrackEvent traces: via Chrome-trace events and the shared normalizer -------------
+
+
+def _lane(track: _Track | None, tracks: dict[int, _Track]) -> tuple[str, str]:
+    """(pid, tid) text of a track: its thread, else its process ancestor and its own name."""
+    if track is None:
+        return "", ""
+    if track.tid is not None:
+        return str(track.pid), str(track.tid)
+    node: _Track | None = track
+    seen: set[int] = set()
+    while node is not None and node.pid is None and node.uuid not in seen:
+        seen.add(node.uuid)
+        node = tracks.get(node.parent)
+    pid = str(node.pid) if node is not None and node.pid is not None else ""
+    if track.pid is not None and track.name == "":
+        return pid, ""
+    return pid, track.name or str(track.uuid)
+
+
+def _us(ns: int) -> float:
+    return ns / 1000.0
+
+
+def _chrome_events(got: _Collected) -> Iterator[dict[str, Any]]:
+    tracks = got.tracks
+    for track in tracks.values():
+        if track.process_name and track.pid is not None and track.tid is None:
+            yield {"ph": "M", "name": "process_name", "pid": str(track.pid), "tid": "",
+                   "args": {"name": track.process_name}}  # fmt: skip
+        if track.thread_name and track.tid is not None:
+            yield {"ph": "M", "name": "thread_name", "pid": str(track.pid),
+                   "tid": str(track.tid), "args": {"name": track.thread_name}}  # fmt: skip
+    flow_seen: set[int] = set()
+    for index, ts in enumerate(got.ts):
+        pid, tid = _lane(tracks.get(got.track[index]), tracks)
+        event: dict[str, Any] = {"ph": got.ph[index], "name": got.names[index],
+                                 "cat": got.cats[index], "pid": pid, "tid": tid, "ts": _us(ts)}  # fmt: skip
+        if got.ph[index] == "X":
+            event["dur"] = _us(got.dur[index])
+        if got.args[index]:
+            event["args"] = orjson.loads(got.args[index])
+        yield event
+        for flow in got.flows_out.get(index, ()):
+            phase = "t" if flow in flow_seen else "s"
+            flow_seen.add(flow)
+            yield {"ph": phase, "id": flow, "cat": "flow", "name": "flow", "pid": pid,
+                   "tid": tid, "ts": _us(ts)}  # fmt: skip
+        for flow in got.flows_end.get(index, ()):
+            yield {"ph": "f", "bp": "e", "id": flow, "cat": "flow", "name": "flow",
+                   "pid": pid, "tid": tid, "ts": _us(ts)}  # fmt: skip
+    for track_uuid, ts, value in zip(
+        got.counter_track, got.counter_ts, got.counter_value, strict=True
+    ):
+        counter = tracks.get(track_uuid)
+        pid, _ = _lane(counter, tracks)
+        name = counter.name if counter is not None and counter.name else str(track_uuid)
+        yield {"ph": "C", "name": name, "cat": "", "pid": pid, "tid": "", "ts": _us(ts),
+               "args": {name: value}}  # fmt: skip
+
+
+def _foreign_trace(path: Path, got: _Collected) -> Trace:
+    from hpuprof.trace.kineto_json import trace_from_events
+
+    metadata = {key: value for key, value in got.metadata.items() if value is not None}
+    return trace_from_events(list(_chrome_events(got)), metadata, source=str(path))
+
+
+def load_perfetto(path: str | os.PathLike[str]) -> Trace:
+    """Read a Perfetto protobuf trace into a `Trace`.
+
+    Args:
+        path: a `.perfetto-trace` / `.pftrace` file.
+
+    Raises:
+        TraceFormatError: the file is empty, not a Perfetto trace, or has no track events.
+    """
+    source = Path(path)
+    try:
+        data = source.read_bytes()
+    except OSError as error:
+        raise TraceFormatError(str(source), None, f"a readable file ({error.strerror})") from None
+    got = _collect(_parse(source, data))
+    if not got.tracks and not got.ts and not got.counter_ts:
+        raise TraceFormatError(str(source), 0, f"{_EXPECTED} with TrackEvent packets")
+    blob_text = got.metadata.get(META_TRACE)
+    if isinstance(blob_text, str):
+        try:
+            blob = loads(blob_text)
+        except ValueError:
+            raise TraceFormatError(str(source), META_TRACE, "hpuprof's JSON metadata") from None
+        return _own_trace(source, got, blob)
+    return _foreign_trace(source, got)
