@@ -1,0 +1,175 @@
+"""Shared vectorized helpers over the events table (schema.EVENT_COLUMNS)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from hpuprof.trace.schema import NO_ID, STEP_ANNOTATION_PREFIX
+
+# HTA 0.5.0's kernel-type regexes (hta/utils/utils.py), applied to names, so that our temporal
+# and kernel-type breakdowns are comparable with HTA's on CUDA/ROCm/MTIA traces.
+HTA_COMM_RE = re.compile(r"^nccl.*Kernel")
+HTA_MEMORY_RE = re.compile(r"(^Memcpy)|(^Memset)|(^dma)")
+HTA_NOT_COMPUTE_RE = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")
+# Wider communication names we also accept (HTA HEAD: hccl, ncclDevKernel, rccl, ...)
+COMM_NAME_RE = re.compile(r"^(nccl|rccl|hccl|ncclDev)|ncclKernel|AllReduce|AllGather|ReduceScatter")
+
+KERNEL_TYPES = ("COMPUTATION", "COMMUNICATION", "MEMORY", "OTHER")
+
+
+def map_by_name(values: pd.Series, fn: Callable[[str], Any]) -> pd.Series:
+    """Apply `fn` once per distinct value of a (categorical) string column, then broadcast."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        cats = values.cat.categories
+        table = np.empty(len(cats) + 1, dtype=object)
+        table[:-1] = [fn(str(c)) for c in cats]
+        table[-1] = None
+        codes = values.cat.codes.to_numpy()
+        return pd.Series(table[np.where(codes >= 0, codes, len(cats))], index=values.index)
+    uniq = pd.unique(values.astype(str))
+    lookup = {u: fn(u) for u in uniq}
+    return values.astype(str).map(lookup)
+
+
+def hta_kernel_type(name: str) -> str:
+    """HTA 0.5.0's `get_kernel_type` on a device event name."""
+    if HTA_COMM_RE.match(name):
+        return "COMMUNICATION"
+    if HTA_MEMORY_RE.match(name):
+        return "MEMORY"
+    if not HTA_NOT_COMPUTE_RE.match(name):
+        return "COMPUTATION"
+    return "OTHER"
+
+
+def device_events(ev: pd.DataFrame) -> pd.DataFrame:
+    """Device activity rows (kernels, copies, sets, other device ops); annotations excluded."""
+    mask = ev["is_device"].to_numpy(dtype=bool) & (ev["kind"] != "device_annotation").to_numpy()
+    mask &= (ev["ph"] == "X").to_numpy()
+    return ev[mask]
+
+
+def kernel_types(dev: pd.DataFrame) -> pd.Series:
+    """COMPUTATION / COMMUNICATION / MEMORY / OTHER per device row.
+
+    Gaudi engines decide where known (MME/TPC compute, DMA memory, NIC communication); other
+    rows use the event kind (memcpy/memset, collective) and then HTA's name regexes.
+    """
+    by_name = map_by_name(dev["name"], hta_kernel_type).to_numpy(dtype=object)
+    eng = dev["engine"].astype(str).to_numpy()
+    kind = dev["kind"].astype(str).to_numpy()
+    out = by_name.copy()
+    out[np.isin(kind, ["memcpy", "memset"])] = "MEMORY"
+    out[kind == "collective"] = "COMMUNICATION"
+    out[np.isin(eng, ["MME", "TPC"])] = "COMPUTATION"
+    out[eng == "DMA"] = "MEMORY"
+    out[eng == "NIC"] = "COMMUNICATION"
+    return pd.Series(out, index=dev.index, dtype=object)
+
+
+def ends(ev: pd.DataFrame) -> np.ndarray:
+    """End timestamps (ts + dur) in ns."""
+    return ev["ts_ns"].to_numpy(dtype=np.int64) + ev["dur_ns"].to_numpy(dtype=np.int64)
+
+
+def self_time(ev: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.Series:
+    """Host self time: duration minus the durations of direct children (same lane).
+
+    `parent` holds the row label of the enclosing slice, so the table must keep its labels.
+    """
+    rows = ev if rows is None else rows
+    par = ev["parent"].to_numpy(dtype=np.int64)
+    has = par != NO_ID
+    child_sum = pd.Series(ev["dur_ns"].to_numpy(dtype=np.int64)[has]).groupby(par[has]).sum()
+    sub = child_sum.reindex(rows.index, fill_value=0).to_numpy(dtype=np.int64)
+    return pd.Series(np.maximum(rows["dur_ns"].to_numpy(dtype=np.int64) - sub, 0), index=rows.index)
+
+
+def parse_args(raw: Any) -> dict[str, Any]:
+    """The args object of one event from its raw JSON bytes ({} when absent or invalid)."""
+    if raw is None or (isinstance(raw, float) and np.isnan(raw)):
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        raw = raw.encode()
+    if not raw:
+        return {}
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def args_of(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """Parsed args of a (small) set of rows, in order."""
+    if "args" not in rows.columns:
+        return [{} for _ in range(len(rows))]
+    return [parse_args(r) for r in rows["args"].tolist()]
+
+
+def rows_with_arg(ev: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Rows whose raw args contain `key` (a byte search first; parse only those)."""
+    if "args" not in ev.columns or ev.empty:
+        return ev.iloc[:0]
+    needle = f'"{key}"'.encode()
+    col = ev["args"]
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pa.array(col.to_numpy(dtype=object), type=pa.binary(), from_pandas=True)
+        hit = pc.match_substring(arr, pattern=needle.decode()).fill_null(False)
+        mask = np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
+    except Exception:  # pragma: no cover - pyarrow is a dependency; plain fallback
+        mask = np.array([bool(r) and needle in r for r in col.tolist()], dtype=bool)
+    return ev[mask]
+
+
+def step_windows(ev: pd.DataFrame) -> pd.DataFrame:
+    """Step windows [rank, step, start_ns, end_ns] from ProfilerStep#N or our step slices."""
+    names = ev["name"].astype(str)
+    is_prof = names.str.startswith(STEP_ANNOTATION_PREFIX) & (ev["kind"] == "user_annotation")
+    is_ours = (ev["hpu_event"] == "step") & ~is_prof
+    rows = ev[is_prof | is_ours]
+    if rows.empty:
+        return pd.DataFrame(
+            {
+                "rank": pd.Series(dtype=np.int32),
+                "step": pd.Series(dtype=np.int64),
+                "start_ns": pd.Series(dtype=np.int64),
+                "end_ns": pd.Series(dtype=np.int64),
+            }
+        )
+    step_num = pd.to_numeric(
+        rows["name"].astype(str).str.extract(r"#(\d+)", expand=False), errors="coerce"
+    )
+    out = pd.DataFrame(
+        {
+            "rank": rows["rank"].to_numpy(),
+            "step": step_num.fillna(-1).astype(np.int64).to_numpy(),
+            "start_ns": rows["ts_ns"].to_numpy(dtype=np.int64),
+            "end_ns": ends(rows),
+        }
+    )
+    out = out.groupby(["rank", "step"], as_index=False).agg(
+        start_ns=("start_ns", "min"), end_ns=("end_ns", "max")
+    )
+    return out.sort_values(["rank", "start_ns"], ignore_index=True)
+
+
+def pct(part: float, whole: float) -> float:
+    """Percentage rounded to 2 decimals; 0 when the whole is 0."""
+    return round(100.0 * part / whole, 2) if whole else 0.0
+
+
+def host_ops(ev: pd.DataFrame) -> pd.DataFrame:
+    """Host ATen / torch ops (kind cpu_op), slices only."""
+    return ev[(ev["kind"] == "cpu_op") & (ev["ph"] == "X")]

@@ -1,0 +1,622 @@
+"""Bottleneck report: where device time goes, why the device is idle, what the host does.
+
+Definitions (comparable with HTA 0.5.0 `get_temporal_breakdown`, hta.md §1):
+- device events: device activity rows (kernels, memcpy, memset, other device ops), device
+  annotations excluded;
+- per rank, `span` = first device start .. last device end; intervals merged across streams;
+- `idle` = span - merged busy; `compute` = merged COMPUTATION intervals;
+  `non_compute` = span - idle - compute (communication, memory and OTHER);
+- kernel type: Gaudi engine where known (MME/TPC compute, DMA memory, NIC comm), then the event
+  kind (memcpy/memset memory, collective comm), then HTA's name regexes.
+Differences from HTA's defaults, by design: we keep the last ProfilerStep (HTA drops it unless
+`include_last_profiler_step=True`; `options.drop_last_step` mimics it) and keep nanoseconds (HTA
+rounds to microseconds); HTA sees no device events on HPU traces at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hpuprof.analysis import intervals as iv
+from hpuprof.analysis._common import (
+    args_of,
+    device_events,
+    ends,
+    host_ops,
+    kernel_types,
+    pct,
+    self_time,
+    step_windows,
+)
+from hpuprof.analysis.findings import Finding
+from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.trace.model import Trace
+from hpuprof.trace.schema import NO_ID
+
+DATA_LOADING_RE = r"enumerate\(DataLoader\)|DataLoader|dataloader|_next_data|__next__"
+
+
+@dataclass(frozen=True)
+class TemporalRow:
+    """HTA's temporal breakdown for one rank (times in ns)."""
+
+    rank: int
+    span_ns: int
+    idle_ns: int
+    compute_ns: int
+    non_compute_ns: int
+    comm_ns: int
+    memory_ns: int
+    idle_pct: float
+    compute_pct: float
+    non_compute_pct: float
+
+
+@dataclass(frozen=True)
+class KernelTypeRow:
+    """Exclusive device time of a kernel-type class (overlaps as their own classes)."""
+
+    kernel_type: str
+    time_ns: int
+    pct: float
+
+
+@dataclass(frozen=True)
+class EngineRow:
+    """Busy time of one device engine class on one rank (merged across its lanes)."""
+
+    rank: int
+    engine: str
+    busy_ns: int
+    ops: int
+    pct_of_span: float
+
+
+@dataclass(frozen=True)
+class HostDeviceRow:
+    """habana_perf_tool-style summary for one rank (gaudi.md 6.4)."""
+
+    rank: int
+    wall_ns: int
+    device_busy_ns: int
+    host_busy_ns: int
+    device_ratio_pct: float
+    host_ratio_pct: float
+    mme_ns: int
+    tpc_ns: int
+    dma_ns: int
+    mme_tpc_overlap_ns: int
+    device_idle_ns: int
+    overlap_host_device_pct: float
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One step on one rank: wall duration and device split (ns)."""
+
+    rank: int
+    step: int
+    duration_ns: int
+    compute_ns: int
+    comm_ns: int
+    memory_ns: int
+    idle_ns: int
+    idle_pct: float
+    host_ops: int
+
+
+@dataclass(frozen=True)
+class IdleCauseRow:
+    """Device idle time attributed to one cause (exclusive; priority order in the docs)."""
+
+    rank: int
+    cause: str
+    time_ns: int
+    gaps: int
+    pct_of_idle: float
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """An op name aggregated (ns)."""
+
+    name: str
+    count: int
+    total_ns: int
+    self_ns: int
+    mean_ns: float
+    max_ns: int
+    kernel_type: str = ""
+    engine: str = ""
+
+
+@dataclass(frozen=True)
+class LaunchStats:
+    """Host launch -> device op statistics (HTA's launch stats, any runtime name)."""
+
+    launches: int
+    by_api: dict[str, int]
+    cpu_mean_ns: float
+    cpu_p95_ns: float
+    delay_mean_ns: float
+    delay_p95_ns: float
+    short_kernels: int
+    runtime_outliers: int
+    delay_outliers: int
+
+
+@dataclass(frozen=True)
+class BottleneckReport:
+    """Result of `analyze_bottlenecks`."""
+
+    temporal: tuple[TemporalRow, ...]
+    kernel_types: tuple[KernelTypeRow, ...]
+    engines: tuple[EngineRow, ...]
+    host_device: tuple[HostDeviceRow, ...]
+    steps: tuple[StepRow, ...]
+    idle_causes: tuple[IdleCauseRow, ...]
+    top_host_ops: tuple[OpRow, ...]
+    top_device_ops: tuple[OpRow, ...]
+    launch: LaunchStats
+    device_time: str
+    findings: tuple[Finding, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        from hpuprof.analysis.report import as_plain
+
+        return as_plain(self)
+
+
+def _merged(df: pd.DataFrame) -> iv.Merged:
+    return iv.merge(df["ts_ns"].to_numpy(dtype=np.int64), ends(df))
+
+
+def _drop_last_step(ev: pd.DataFrame) -> pd.DataFrame:
+    """HTA's default: drop events at or after the start of the last ProfilerStep (>= 2 steps).
+
+    Device events go by the start of their launching host event (correlation), like HTA.
+    """
+    win = step_windows(ev)
+    if len(win) < 2:
+        return ev
+    keep = np.ones(len(ev), dtype=bool)
+    for rank, w in win.groupby("rank"):
+        last = int(w["start_ns"].max())
+        in_rank = (ev["rank"] == rank).to_numpy()
+        host = ~ev["is_device"].to_numpy(dtype=bool)
+        keep &= ~(in_rank & host & (ev["ts_ns"].to_numpy() >= last))
+        launch = ev[in_rank & host & (ev["correlation"].to_numpy() != NO_ID)]
+        late = set(launch.loc[launch["ts_ns"] >= last, "correlation"].tolist())
+        if late:
+            dev = in_rank & ~host & np.isin(ev["correlation"].to_numpy(), list(late))
+            keep &= ~dev
+    return ev[keep]
+
+
+def _launch_pairs(ev: pd.DataFrame, dev: pd.DataFrame) -> pd.DataFrame:
+    """Host launch events joined to device events on (rank, correlation)."""
+    host = ev[
+        (~ev["is_device"].to_numpy(dtype=bool))
+        & (ev["correlation"].to_numpy() != NO_ID)
+        & ev["kind"].isin(["runtime", "hpu_runtime"]).to_numpy()
+    ]
+    left = pd.DataFrame(
+        {
+            "rank": host["rank"].to_numpy(),
+            "correlation": host["correlation"].to_numpy(),
+            "api": host["name"].astype(str).to_numpy(),
+            "cpu_ts": host["ts_ns"].to_numpy(),
+            "cpu_end": ends(host),
+        }
+    ).drop_duplicates(["rank", "correlation"])
+    d = dev[dev["correlation"].to_numpy() != NO_ID]
+    right = pd.DataFrame(
+        {
+            "rank": d["rank"].to_numpy(),
+            "correlation": d["correlation"].to_numpy(),
+            "gpu_ts": d["ts_ns"].to_numpy(),
+            "gpu_dur": d["dur_ns"].to_numpy(),
+            "row": d.index.to_numpy(),
+        }
+    )
+    return left.merge(right, on=["rank", "correlation"], how="inner")
+
+
+def _launch_stats(pairs: pd.DataFrame) -> LaunchStats:
+    if pairs.empty:
+        return LaunchStats(0, {}, 0.0, 0.0, 0.0, 0.0, 0, 0, 0)
+    first = pairs.drop_duplicates(["rank", "correlation"])
+    cpu = (first["cpu_end"] - first["cpu_ts"]).to_numpy(dtype=np.float64)
+    delay = np.maximum(first["gpu_ts"].to_numpy() - first["cpu_end"].to_numpy(), 0).astype(
+        np.float64
+    )
+    by_api = first["api"].value_counts().to_dict()
+    return LaunchStats(
+        launches=len(first),
+        by_api={str(k): int(v) for k, v in by_api.items()},
+        cpu_mean_ns=round(float(cpu.mean()), 1),
+        cpu_p95_ns=round(float(np.percentile(cpu, 95)), 1),
+        delay_mean_ns=round(float(delay.mean()), 1),
+        delay_p95_ns=round(float(np.percentile(delay, 95)), 1),
+        short_kernels=int((first["gpu_dur"].to_numpy() < cpu).sum()),
+        runtime_outliers=int((cpu > 50_000).sum()),
+        delay_outliers=int((delay > 100_000).sum()),
+    )
+
+
+def _cause_sets(ev: pd.DataFrame, rank: int) -> list[tuple[str, iv.Merged]]:
+    """Host intervals that explain device idle, in priority order."""
+    r = ev[ev["rank"].to_numpy() == rank]
+    r = r[~r["is_device"].to_numpy(dtype=bool)]
+    hev = r["hpu_event"].astype(str)
+    out: list[tuple[str, iv.Merged]] = []
+    compile_rows = r[hev.isin(["compile", "dynamo_compile"]).to_numpy()]
+    out.append(("graph compilation", _merged(compile_rows)))
+    fb = r[r["fallback"].to_numpy(dtype=bool) | (hev == "fallback").to_numpy()]
+    out.append(("CPU fallback", _merged(fb)))
+    names = r["name"].astype(str)
+    dl = r[names.str.contains(DATA_LOADING_RE, regex=True).to_numpy()]
+    out.append(("data loading", _merged(dl)))
+    sync = r[(r["kind"] == "sync").to_numpy() | (hev == "sync").to_numpy()]
+    if not sync.empty:
+        reasons = [
+            str(a.get("hpuprof.sync_reason") or n)
+            for a, n in zip(args_of(sync), sync["name"].astype(str).tolist(), strict=True)
+        ]
+        sync = sync.assign(_reason=reasons)
+        for reason, grp in sync.groupby("_reason"):
+            out.append((f"sync wait: {reason}", _merged(grp)))
+    return out
+
+
+def _idle_causes(
+    ev: pd.DataFrame,
+    dev: pd.DataFrame,
+    rank: int,
+    busy: iv.Merged,
+    pairs: pd.DataFrame,
+    options: AnalysisOptions,
+) -> list[IdleCauseRow]:
+    gap_s, gap_e = iv.gaps(busy)
+    keep = gap_e > gap_s
+    gaps_set: iv.Merged = (gap_s[keep], gap_e[keep])
+    total_idle = iv.total(gaps_set)
+    if total_idle == 0:
+        return []
+    rows: list[IdleCauseRow] = []
+    remaining = gaps_set
+    for cause, cset in _cause_sets(ev, rank):
+        if cset[0].size == 0:
+            continue
+        hit = iv.intersect(remaining, cset)
+        t = iv.total(hit)
+        if t > 0:
+            rows.append(IdleCauseRow(rank, cause, t, int(hit[0].size), pct(t, total_idle)))
+            remaining = iv.subtract(remaining, hit)
+    # what is left: classify each piece by the gap it belongs to
+    rs, re_ = remaining
+    if rs.size:
+        gi = np.searchsorted(gaps_set[0], rs, side="right") - 1
+        gap_len = gaps_set[1][gi] - gaps_set[0][gi]
+        # the device op right after each gap, and when its launch started on the host
+        rp = pairs[pairs["rank"] == rank]
+        late = np.zeros(rs.size, dtype=bool)
+        if not rp.empty:
+            first_after = rp.groupby("gpu_ts")["cpu_ts"].min()
+            nxt = first_after.reindex(gaps_set[1][gi]).to_numpy()
+            late = np.nan_to_num(nxt.astype(np.float64), nan=-1.0) >= gaps_set[0][gi]
+        piece = re_ - rs
+        classes = np.where(
+            late,
+            "host-bound launch gap",
+            np.where(gap_len < options.launch_gap_ns, "short gap (kernel wait)", "other"),
+        )
+        for cause in ("host-bound launch gap", "short gap (kernel wait)", "other"):
+            sel = classes == cause
+            if sel.any():
+                t = int(piece[sel].sum())
+                rows.append(IdleCauseRow(rank, cause, t, int(sel.sum()), pct(t, total_idle)))
+    return rows
+
+
+def _kernel_type_rows(per_rank_sets: list[dict[str, iv.Merged]]) -> list[KernelTypeRow]:
+    names = ["COMPUTATION", "COMMUNICATION", "MEMORY"]
+    totals: dict[str, int] = {}
+    for sets in per_rank_sets:
+        res = iv.sweep_classes([sets[n] for n in names])
+        for mask, t in res.items():
+            label = " overlapping ".join(n for i, n in enumerate(names) if mask & (1 << i))
+            totals[label] = totals.get(label, 0) + t
+    whole = sum(totals.values())
+    return [
+        KernelTypeRow(k, v, round(100.0 * v / whole, 2) if whole else 0.0)
+        for k, v in sorted(totals.items(), key=lambda kv: -kv[1])
+    ]
+
+
+def _top_ops(
+    ev: pd.DataFrame, dev: pd.DataFrame, ktype: pd.Series, top_n: int
+) -> tuple[list[OpRow], list[OpRow]]:
+    host = host_ops(ev)
+    host_rows: list[OpRow] = []
+    if not host.empty:
+        h = pd.DataFrame(
+            {
+                "name": host["name"].astype(str).to_numpy(),
+                "dur": host["dur_ns"].to_numpy(),
+                "self": self_time(ev, host).to_numpy(),
+            }
+        )
+        g = h.groupby("name").agg(
+            count=("dur", "size"), total=("dur", "sum"), slf=("self", "sum"), mx=("dur", "max")
+        )
+        g = g.sort_values("slf", ascending=False).head(top_n)
+        host_rows = [
+            OpRow(
+                str(n),
+                int(r["count"]),
+                int(r["total"]),
+                int(r["slf"]),
+                round(float(r["total"]) / float(r["count"]), 1),
+                int(r["mx"]),
+            )
+            for n, r in g.iterrows()
+        ]
+    dev_rows: list[OpRow] = []
+    if not dev.empty:
+        d = pd.DataFrame(
+            {
+                "name": dev["name"].astype(str).to_numpy(),
+                "dur": dev["dur_ns"].to_numpy(),
+                "ktype": ktype.to_numpy(),
+                "engine": dev["engine"].astype(str).to_numpy(),
+            }
+        )
+        g = d.groupby("name").agg(
+            count=("dur", "size"),
+            total=("dur", "sum"),
+            mx=("dur", "max"),
+            ktype=("ktype", "first"),
+            eng=("engine", "first"),
+        )
+        g = g.sort_values("total", ascending=False).head(top_n)
+        dev_rows = [
+            OpRow(
+                str(n),
+                int(r["count"]),
+                int(r["total"]),
+                int(r["total"]),
+                round(float(r["total"]) / float(r["count"]), 1),
+                int(r["mx"]),
+                str(r["ktype"]),
+                str(r["eng"]),
+            )
+            for n, r in g.iterrows()
+        ]
+    return host_rows, dev_rows
+
+
+def device_time_source(trace: Trace) -> str:
+    """'measured', 'modeled' or 'none' from our run metadata (measured when unknown)."""
+    for meta in trace.metadata.values():
+        ours = meta.get("hpuprof") if isinstance(meta, dict) else None
+        if isinstance(ours, dict) and ours.get("device_time"):
+            return str(ours["device_time"])
+    return "measured"
+
+
+def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) -> BottleneckReport:
+    """Temporal and kernel-type breakdowns, idle causes, top ops, launch stats, findings."""
+    options = options or AnalysisOptions()
+    ev = trace.events
+    notes: list[str] = []
+    if options.drop_last_step:
+        ev = _drop_last_step(ev)
+        notes.append("last ProfilerStep dropped (HTA's default)")
+    dev = device_events(ev)
+    ktype = kernel_types(dev)
+    pairs = _launch_pairs(ev, dev)
+    temporal: list[TemporalRow] = []
+    engines: list[EngineRow] = []
+    host_device: list[HostDeviceRow] = []
+    steps: list[StepRow] = []
+    causes: list[IdleCauseRow] = []
+    per_rank_sets: list[dict[str, iv.Merged]] = []
+    windows = step_windows(ev)
+    host_all = host_ops(ev)
+    for rank in sorted(pd.unique(ev["rank"]).tolist()):
+        rmask = dev["rank"].to_numpy() == rank
+        rdev = dev[rmask]
+        rtype = ktype.to_numpy()[rmask]
+        sets = {
+            k: _merged(rdev[rtype == k])
+            for k in ("COMPUTATION", "COMMUNICATION", "MEMORY", "OTHER")
+        }
+        busy = _merged(rdev)
+        rhost = host_all[host_all["rank"].to_numpy() == rank]
+        if busy[0].size:
+            per_rank_sets.append(sets)
+            span = int(busy[1][-1] - busy[0][0])
+            idle = span - iv.total(busy)
+            compute = iv.total(sets["COMPUTATION"])
+            temporal.append(
+                TemporalRow(
+                    rank=int(rank),
+                    span_ns=span,
+                    idle_ns=idle,
+                    compute_ns=compute,
+                    non_compute_ns=span - idle - compute,
+                    comm_ns=iv.total(sets["COMMUNICATION"]),
+                    memory_ns=iv.total(sets["MEMORY"]),
+                    idle_pct=pct(idle, span),
+                    compute_pct=pct(compute, span),
+                    non_compute_pct=pct(span - idle - compute, span),
+                )
+            )
+            causes += _idle_causes(ev, rdev, int(rank), busy, pairs, options)
+            eng = rdev["engine"].astype(str).to_numpy()
+            for e in sorted(set(eng.tolist()) - {""}):
+                sel = rdev[eng == e]
+                b = iv.total(_merged(sel))
+                engines.append(EngineRow(int(rank), e, b, len(sel), pct(b, span)))
+            mme = _merged(rdev[eng == "MME"])
+            tpc = _merged(rdev[eng == "TPC"])
+            dma = _merged(rdev[eng == "DMA"])
+            top_host = rhost[rhost["depth"].to_numpy() == 0] if not rhost.empty else rhost
+            host_set = _merged(top_host)
+            lo = min(int(busy[0][0]), int(host_set[0][0]) if host_set[0].size else int(busy[0][0]))
+            hi = max(int(busy[1][-1]), int(host_set[1][-1]) if host_set[1].size else 0)
+            dev_busy = iv.total(busy)
+            host_busy = iv.total(host_set)
+            host_device.append(
+                HostDeviceRow(
+                    rank=int(rank),
+                    wall_ns=hi - lo,
+                    device_busy_ns=dev_busy,
+                    host_busy_ns=host_busy,
+                    device_ratio_pct=pct(dev_busy, hi - lo),
+                    host_ratio_pct=pct(host_busy, hi - lo),
+                    mme_ns=iv.total(mme),
+                    tpc_ns=iv.total(tpc),
+                    dma_ns=iv.total(dma),
+                    mme_tpc_overlap_ns=iv.overlap(mme, tpc),
+                    device_idle_ns=idle,
+                    overlap_host_device_pct=pct(iv.overlap(busy, host_set), dev_busy),
+                )
+            )
+        w = windows[windows["rank"] == rank]
+        if not w.empty:
+            lo_w = w["start_ns"].to_numpy(dtype=np.int64)
+            hi_w = w["end_ns"].to_numpy(dtype=np.int64)
+            all_cov = iv.covered_in_windows(busy, lo_w, hi_w)
+            comp = iv.covered_in_windows(sets["COMPUTATION"], lo_w, hi_w)
+            comm = iv.covered_in_windows(sets["COMMUNICATION"], lo_w, hi_w)
+            mem = iv.covered_in_windows(sets["MEMORY"], lo_w, hi_w)
+            ops_per = rhost["step"].value_counts()
+            for i, s in enumerate(w["step"].tolist()):
+                dur = int(hi_w[i] - lo_w[i])
+                idle_s = dur - int(all_cov[i]) if busy[0].size else 0
+                steps.append(
+                    StepRow(
+                        int(rank),
+                        int(s),
+                        dur,
+                        int(comp[i]),
+                        int(comm[i]),
+                        int(mem[i]),
+                        idle_s,
+                        pct(idle_s, dur) if busy[0].size else 0.0,
+                        int(ops_per.get(s, 0)),
+                    )
+                )
+    if dev.empty:
+        notes.append("no device events: device breakdowns are empty (CPU-only trace?)")
+    host_rows, dev_rows = _top_ops(ev, dev, ktype, options.top_n)
+    launch = _launch_stats(pairs)
+    src = device_time_source(trace)
+    if src == "modeled":
+        notes.append("device times are MODELED by the emulated runtime, host times measured")
+    report = BottleneckReport(
+        temporal=tuple(temporal),
+        kernel_types=tuple(_kernel_type_rows(per_rank_sets)),
+        engines=tuple(engines),
+        host_device=tuple(host_device),
+        steps=tuple(steps),
+        idle_causes=tuple(causes),
+        top_host_ops=tuple(host_rows),
+        top_device_ops=tuple(dev_rows),
+        launch=launch,
+        device_time=src,
+        notes=tuple(notes),
+    )
+    from dataclasses import replace
+
+    return replace(report, findings=tuple(bottleneck_findings(report, options)))
+
+
+def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list[Finding]:
+    """Host-bound steps, dominant idle causes, MME/TPC balance."""
+    out: list[Finding] = []
+    for t in rep.temporal:
+        rank_steps = [s for s in rep.steps if s.rank == t.rank]
+        idle = float(np.median([s.idle_pct for s in rank_steps])) if rank_steps else t.idle_pct
+        if idle >= options.host_bound_idle_pct:
+            ops = int(np.median([s.host_ops for s in rank_steps])) if rank_steps else 0
+            rc = sorted((c for c in rep.idle_causes if c.rank == t.rank), key=lambda c: -c.time_ns)
+            top = rc[0].cause if rc else "unknown"
+            where = "of each step" if rank_steps else "of the device span"
+            out.append(
+                Finding(
+                    severity="critical" if idle >= 50 else "warning",
+                    report="bottleneck",
+                    title=(
+                        f"host-bound: device idle {idle:.0f}% {where}, {ops:,} host ops per step"
+                        f" (rank {t.rank}); largest idle cause: {top}"
+                    ),
+                    metric="device_idle_pct",
+                    value=round(idle, 2),
+                    threshold=options.host_bound_idle_pct,
+                    evidence={
+                        "rank": t.rank,
+                        "host_ops_per_step": ops,
+                        "idle_causes_ns": {c.cause: c.time_ns for c in rc},
+                    },
+                    advice=(
+                        "wrap the forward in an HPU graph (ht.hpu.wrap_in_hpu_graph) or use "
+                        "torch.compile to cut per-op host overhead; remove syncs (.item(), "
+                        "print, .cpu()) from the step; feed data with more DataLoader workers"
+                    ),
+                )
+            )
+    for c in rep.idle_causes:
+        if c.cause.startswith("sync wait") and c.pct_of_idle >= 20:
+            out.append(
+                Finding(
+                    "warning",
+                    "bottleneck",
+                    f"{c.pct_of_idle:.0f}% of device idle is the host waiting ({c.cause}), "
+                    f"{c.gaps} waits, rank {c.rank}",
+                    "idle_pct_sync",
+                    c.pct_of_idle,
+                    20.0,
+                    {"rank": c.rank, "cause": c.cause, "time_ns": c.time_ns},
+                    "avoid host reads of device values inside the step (.item(), .cpu(), "
+                    "printing tensors); accumulate metrics on the device and read them rarely",
+                )
+            )
+        if c.cause == "data loading" and c.pct_of_idle >= 20:
+            out.append(
+                Finding(
+                    "warning",
+                    "bottleneck",
+                    f"{c.pct_of_idle:.0f}% of device idle is data loading (rank {c.rank})",
+                    "idle_pct_data_loading",
+                    c.pct_of_idle,
+                    20.0,
+                    {"rank": c.rank, "time_ns": c.time_ns},
+                    "raise DataLoader num_workers, pin_memory, prefetch; use the Habana "
+                    "DataLoader where available",
+                )
+            )
+    for h in rep.host_device:
+        if h.mme_ns and h.tpc_ns and h.tpc_ns > 2 * h.mme_ns:
+            out.append(
+                Finding(
+                    "info",
+                    "bottleneck",
+                    f"TPC-bound: TPC busy {h.tpc_ns / 1e6:.2f} ms vs MME {h.mme_ns / 1e6:.2f} ms"
+                    f" (rank {h.rank})",
+                    "tpc_to_mme_ratio",
+                    round(h.tpc_ns / h.mme_ns, 2),
+                    2.0,
+                    {"rank": h.rank, "tpc_ns": h.tpc_ns, "mme_ns": h.mme_ns},
+                    "elementwise/normalization ops dominate: fuse them (torch.compile, fused "
+                    "optimizers, FusedSDPA) or run them in bf16",
+                )
+            )
+    return out

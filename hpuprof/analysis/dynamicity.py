@@ -1,0 +1,463 @@
+"""Dynamicity report: compilations and recompilations, their causes, shapes, dynamic ops.
+
+Sources, best first: our compile events (`hpuprof.event` compile / dynamo_compile, with
+`hpuprof.cause`); otherwise (CUDA/CPU traces, real Gaudi traces without compile events) the
+report derives dynamicity from changes of `input_dims` per op, and says so in `source`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from hpuprof.analysis._common import args_of, host_ops
+from hpuprof.analysis.bucketing import BucketPlan, recommend_buckets
+from hpuprof.analysis.findings import Finding
+from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.trace.model import Trace
+
+DYNAMIC_OP_NAMES = (
+    "aten::nonzero",
+    "aten::unique",
+    "aten::_unique",
+    "aten::_unique2",
+    "aten::unique_consecutive",
+    "aten::unique_dim",
+    "aten::masked_select",
+    "aten::argwhere",
+    "aten::nonzero_static",
+    "aten::arange",
+)
+DYNAMIC_FLUSH_REASONS = ("non zero", "unique")
+NEW_GRAPH_KINDS = ("", "new_graph")
+
+
+@dataclass(frozen=True)
+class Compilation:
+    """One compilation event and its cause."""
+
+    rank: int
+    ts_ns: int
+    dur_ns: int
+    step: int
+    graph: str
+    module: str
+    call_site: str
+    event: str
+    recompile: bool
+    cause_kind: str
+    cause_input: int | None
+    cause_from: str
+    cause_to: str
+    cause_text: str
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """Compilations of one graph / module / call site."""
+
+    key: str
+    compilations: int
+    recompilations: int
+    time_ns: int
+    causes: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class StepCompiles:
+    """Compilations over time, per step."""
+
+    step: int
+    compilations: int
+    recompilations: int
+    time_ns: int
+
+
+@dataclass(frozen=True)
+class ShapeHistogram:
+    """Distinct input shapes of one op (what `data_dynamicity` prints, per op)."""
+
+    op: str
+    calls: int
+    unique_shapes: int
+    verdict: str
+    shapes: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class DynamicOp:
+    """A data-dependent-shape op seen in the trace."""
+
+    op: str
+    count: int
+    host_time_ns: int
+    steps: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DynamicityReport:
+    """Result of `analyze_dynamicity`.
+
+    `source` is "compile events" or "input_dims changes (derived: no compile events)".
+    `recompile_table` / `recompile_counts` are the two tables of
+    `detect_recompilation_auto_model` (gaudi.md 2.2), exportable as CSV.
+    """
+
+    source: str
+    compilations: int
+    recompilations: int
+    compile_time_ns: int
+    timeline: tuple[StepCompiles, ...]
+    events: tuple[Compilation, ...]
+    by_graph: tuple[GroupStats, ...]
+    by_module: tuple[GroupStats, ...]
+    by_call_site: tuple[GroupStats, ...]
+    shape_histograms: tuple[ShapeHistogram, ...]
+    recompile_table: tuple[dict[str, Any], ...]
+    recompile_counts: tuple[dict[str, Any], ...]
+    dynamic_ops: tuple[DynamicOp, ...]
+    bucketing: BucketPlan | None
+    bucketing_target: str
+    findings: tuple[Finding, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def verdict(unique: int) -> str:
+    """`data_dynamicity`'s verdict line for a number of unique shapes."""
+    if unique <= 0:
+        return "Dataset looks empty"
+    if unique == 1:
+        return "There is no dynamicity in input data shapes"
+    if unique <= 5:
+        return "There is a little dynamicity in input data shapes"
+    if unique <= 20:
+        return "There is some dynamicity in input data shapes"
+    return "There is a lot of dynamicity in input data shapes"
+
+
+def _compile_events(ev: pd.DataFrame) -> list[Compilation]:
+    rows = ev[ev["hpu_event"].isin(["compile", "dynamo_compile"]).to_numpy()]
+    rows = rows.sort_values("ts_ns", kind="stable")
+    out: list[Compilation] = []
+    seen: set[str] = set()
+    for (_, r), a in zip(rows.iterrows(), args_of(rows), strict=True):
+        cause = a.get("hpuprof.cause") or {}
+        if not isinstance(cause, dict):
+            cause = {"kind": "guard", "text": str(cause)}
+        kind = str(cause.get("kind", ""))
+        graph = str(r["graph_id"]) or str(a.get("recipeName", "")) or str(r["name"])
+        module = str(r["module"])
+        key = module or graph
+        recompile = kind not in NEW_GRAPH_KINDS if kind else key in seen
+        seen.add(key)
+        inp = cause.get("input")
+        out.append(
+            Compilation(
+                rank=int(r["rank"]),
+                ts_ns=int(r["ts_ns"]),
+                dur_ns=int(r["dur_ns"]),
+                step=int(r["step"]),
+                graph=graph,
+                module=module,
+                call_site=str(a.get("hpuprof.call_site", "")),
+                event=str(r["hpu_event"]),
+                recompile=bool(recompile),
+                cause_kind=kind or "unknown",
+                cause_input=int(inp) if isinstance(inp, (int, float)) else None,
+                cause_from=str(cause.get("from", "")),
+                cause_to=str(cause.get("to", "")),
+                cause_text=str(cause.get("text", "")),
+            )
+        )
+    return out
+
+
+def _group(comps: list[Compilation], attr: str) -> tuple[GroupStats, ...]:
+    groups: dict[str, list[Compilation]] = {}
+    for c in comps:
+        key = getattr(c, attr) or "(none)"
+        groups.setdefault(key, []).append(c)
+    out = [
+        GroupStats(
+            key=k,
+            compilations=len(v),
+            recompilations=sum(c.recompile for c in v),
+            time_ns=sum(c.dur_ns for c in v),
+            causes=tuple(
+                {
+                    "ts_ns": c.ts_ns,
+                    "step": c.step,
+                    "kind": c.cause_kind,
+                    "input": c.cause_input,
+                    "from": c.cause_from,
+                    "to": c.cause_to,
+                    "text": c.cause_text,
+                    "recompile": c.recompile,
+                }
+                for c in v
+            ),
+        )
+        for k, v in groups.items()
+    ]
+    return tuple(sorted(out, key=lambda g: (-g.compilations, g.key)))
+
+
+def _shape_table(host: pd.DataFrame) -> pd.DataFrame:
+    """(op, shape, count) for ops called with recorded shapes; grouped on categories."""
+    shaped = host[host["input_dims"].astype(str) != ""]
+    if shaped.empty:
+        return pd.DataFrame(columns=["op", "shape", "count"])
+    g = shaped.groupby(["name", "input_dims"], observed=True).size().reset_index(name="count")
+    g = g[g["count"] > 0]
+    return pd.DataFrame(
+        {"op": g["name"].astype(str), "shape": g["input_dims"].astype(str), "count": g["count"]}
+    )
+
+
+def _histograms(table: pd.DataFrame, top_n: int) -> list[ShapeHistogram]:
+    if table.empty:
+        return []
+    per = table.groupby("op").agg(unique=("shape", "size"), calls=("count", "sum"))
+    per = per[per["unique"] > 1].sort_values(["unique", "calls"], ascending=False).head(top_n)
+    out = []
+    for op, row in per.iterrows():
+        sub = table[table["op"] == op].sort_values("count", ascending=False)
+        out.append(
+            ShapeHistogram(
+                op=str(op),
+                calls=int(row["calls"]),
+                unique_shapes=int(row["unique"]),
+                verdict=verdict(int(row["unique"])),
+                shapes=tuple(
+                    (str(s), int(c)) for s, c in zip(sub["shape"], sub["count"], strict=True)
+                ),
+            )
+        )
+    return out
+
+
+def _varying_dim(shapes: list[tuple[str, int]]) -> tuple[list[int], list[int], str]:
+    """Sizes (with counts) of the one dimension of the first input that varies most."""
+    parsed: list[tuple[list[int], int]] = []
+    for text, count in shapes:
+        try:
+            dims = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            continue
+        first = dims[0] if dims and isinstance(dims[0], list) else None
+        if first and all(isinstance(x, int) for x in first):
+            parsed.append((first, count))
+    if not parsed:
+        return [], [], ""
+    rank = max(len(p[0]) for p in parsed)
+    same = [p for p in parsed if len(p[0]) == rank]
+    best, best_n = -1, 1
+    for d in range(rank):
+        n = len({p[0][d] for p in same})
+        if n > best_n:
+            best, best_n = d, n
+    if best < 0:
+        return [], [], ""
+    return [p[0][best] for p in same], [p[1] for p in same], f"input 0, dim {best}"
+
+
+def _dynamic_ops(ev: pd.DataFrame, host: pd.DataFrame) -> list[DynamicOp]:
+    names = host["name"].astype(str)
+    types = host["input_types"].astype(str)
+    is_dyn = names.isin(DYNAMIC_OP_NAMES) | (
+        names.isin(["aten::index", "aten::index.Tensor"]) & types.str.contains("bool")
+    )
+    rows = host[is_dyn.to_numpy()]
+    out: list[DynamicOp] = []
+    if not rows.empty:
+        op_name = np.where(
+            rows["name"].astype(str).isin(["aten::index", "aten::index.Tensor"]),
+            "aten::index (boolean mask)",
+            rows["name"].astype(str),
+        )
+        frame = pd.DataFrame(
+            {"op": op_name, "dur": rows["dur_ns"].to_numpy(), "step": rows["step"].to_numpy()}
+        )
+        for op, grp in frame.groupby("op"):
+            steps = sorted({int(s) for s in grp["step"].tolist() if s >= 0})
+            out.append(DynamicOp(str(op), len(grp), int(grp["dur"].sum()), tuple(steps)))
+    flush = ev[ev["flush_reason"].isin(DYNAMIC_FLUSH_REASONS).to_numpy()]
+    for reason, grp in flush.groupby(flush["flush_reason"].astype(str)):
+        steps = sorted({int(s) for s in grp["step"].tolist() if s >= 0})
+        out.append(DynamicOp(f"flush: {reason}", len(grp), int(grp["dur_ns"].sum()), tuple(steps)))
+    return sorted(out, key=lambda d: -d.count)
+
+
+def _auto_model_tables(
+    comps: list[Compilation],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    table1: list[dict[str, Any]] = []
+    seen_in: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
+    for c in comps:
+        if not c.module:
+            continue
+        prev = seen_in.setdefault(c.module, set())
+        shape = c.cause_to or c.cause_from
+        new_in = c.cause_kind in ("shape", "stride", "dtype", "scalar", "new_graph") and (
+            shape not in prev
+        )
+        prev.add(shape)
+        if c.recompile:
+            counts[c.module] = counts.get(c.module, 0) + 1
+            table1.append(
+                {
+                    "Step": c.step,
+                    "Recompiling modules": c.module,
+                    "New in": bool(new_in),
+                    "New out": False,
+                    "Class": "",
+                    "Location": c.call_site,
+                    "Comment": "Recompiled due to new input shape"
+                    if new_in
+                    else "Already processed input shape still recompiled. Maybe dyn ops",
+                }
+            )
+    table2 = [
+        {"Module name": m, "Recompile count": n}
+        for m, n in sorted(counts.items(), key=lambda kv: -kv[1])
+    ]
+    return table1, table2
+
+
+def analyze_dynamicity(trace: Trace, options: AnalysisOptions | None = None) -> DynamicityReport:
+    """Compilations, recompilations and causes, shape histograms, dynamic ops, buckets."""
+    options = options or AnalysisOptions()
+    ev = trace.events
+    host = host_ops(ev)
+    comps = _compile_events(ev)
+    table = _shape_table(host)
+    notes: list[str] = []
+    if comps:
+        source = "compile events"
+    else:
+        source = "input_dims changes (derived: no compile events in this trace)"
+        notes.append(
+            "no compile events: each distinct input shape of an op counts as one would-be "
+            "compilation, each shape change after the first as a would-be recompilation"
+        )
+    hists = _histograms(table, options.top_n)
+    timeline: list[StepCompiles] = []
+    if comps:
+        frame = pd.DataFrame(
+            {
+                "step": [c.step for c in comps],
+                "re": [c.recompile for c in comps],
+                "dur": [c.dur_ns for c in comps],
+            }
+        )
+        for s, grp in frame.groupby("step"):
+            timeline.append(
+                StepCompiles(int(str(s)), len(grp), int(grp["re"].sum()), int(grp["dur"].sum()))
+            )
+        n_comp = len(comps)
+        n_re = sum(c.recompile for c in comps)
+        t_comp = sum(c.dur_ns for c in comps)
+    else:
+        n_comp = sum(h.unique_shapes for h in hists)
+        n_re = sum(h.unique_shapes - 1 for h in hists)
+        t_comp = 0
+    bucket: BucketPlan | None = None
+    target = ""
+    if hists:
+        sizes, counts, dim = _varying_dim(list(hists[0].shapes))
+        if sizes:
+            bucket = recommend_buckets(sizes, counts, options.bucket_k)
+            target = f"{hists[0].op} {dim}"
+    t1, t2 = _auto_model_tables(comps)
+    rep = DynamicityReport(
+        source=source,
+        compilations=n_comp,
+        recompilations=n_re,
+        compile_time_ns=t_comp,
+        timeline=tuple(timeline),
+        events=tuple(comps),
+        by_graph=_group(comps, "graph"),
+        by_module=_group(comps, "module"),
+        by_call_site=_group(comps, "call_site"),
+        shape_histograms=tuple(hists),
+        recompile_table=tuple(t1),
+        recompile_counts=tuple(t2),
+        dynamic_ops=tuple(_dynamic_ops(ev, host)),
+        bucketing=bucket,
+        bucketing_target=target,
+        notes=tuple(notes),
+    )
+    from dataclasses import replace
+
+    return replace(rep, findings=tuple(dynamicity_findings(rep, options)))
+
+
+def dynamicity_findings(rep: DynamicityReport, options: AnalysisOptions) -> list[Finding]:
+    """Recompiling graphs, dynamic ops, and the bucketing opportunity."""
+    out: list[Finding] = []
+    derived = not rep.events
+    for g in rep.by_module if rep.by_module and rep.by_module[0].key != "(none)" else rep.by_graph:
+        if g.recompilations >= options.recompile_warn:
+            kinds: dict[str, int] = {}
+            for c in g.causes:
+                if c["recompile"]:
+                    kinds[str(c["kind"])] = kinds.get(str(c["kind"]), 0) + 1
+            example = next((c for c in g.causes if c["recompile"]), {})
+            out.append(
+                Finding(
+                    "critical" if g.recompilations >= 5 else "warning",
+                    "dynamicity",
+                    f"{g.key} recompiled {g.recompilations} times ({g.time_ns / 1e6:.1f} ms "
+                    f"compiling); causes: {', '.join(f'{k} x{v}' for k, v in kinds.items())}",
+                    "recompilations",
+                    g.recompilations,
+                    options.recompile_warn,
+                    {"key": g.key, "causes": kinds, "example": example},
+                    "pad inputs to a few fixed sizes (see the bucketing recommendation), "
+                    "keep Python scalars out of the graph (pass tensors), or mark the dimension "
+                    "dynamic for torch.compile",
+                )
+            )
+    if rep.dynamic_ops:
+        d = rep.dynamic_ops[0]
+        out.append(
+            Finding(
+                "warning",
+                "dynamicity",
+                f"data-dependent shapes: {d.op} x{d.count}"
+                + (f" (+{len(rep.dynamic_ops) - 1} more)" if len(rep.dynamic_ops) > 1 else ""),
+                "dynamic_ops",
+                float(sum(x.count for x in rep.dynamic_ops)),
+                0.0,
+                {"ops": {x.op: x.count for x in rep.dynamic_ops}},
+                "replace with static forms (x*mask instead of x[mask], torch.where with three "
+                "arguments), move them to CPU explicitly, or isolate them with mark_step()",
+            )
+        )
+    b = rep.bucketing
+    if b and b.compilations_saved > 0:
+        out.append(
+            Finding(
+                "info",
+                "dynamicity",
+                f"{b.distinct_sizes} distinct sizes of {rep.bucketing_target}: buckets "
+                f"{list(b.boundaries)} save {b.compilations_saved} compilations for "
+                f"{b.padding_pct:.1f}% padding"
+                + (" (derived from input shapes)" if derived else ""),
+                "distinct_sizes",
+                b.distinct_sizes,
+                float(len(b.boundaries)),
+                {
+                    "boundaries": list(b.boundaries),
+                    "padding": b.padding,
+                    "percentile_heuristic_padding": b.percentile_padding,
+                },
+                f"pad {rep.bucketing_target} up to the next of {list(b.boundaries)}",
+            )
+        )
+    return out

@@ -1,0 +1,132 @@
+"""Fallback report: each op that ran on CPU because the device has no kernel for it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from hpuprof.analysis._common import args_of
+from hpuprof.analysis.findings import Finding
+from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.trace.model import Trace
+from hpuprof.trace.schema import NO_ID
+
+COPY_RE = r"copy|_to_copy|aten::to$|memcpy|synMemCopy"
+
+
+@dataclass(frozen=True)
+class FallbackOp:
+    """One op that fell back to CPU.
+
+    Args:
+        op: the ATen op (`hpuprof.op`, else the event name).
+        count: times it fell back.
+        host_time_ns: host time spent in it (including its copies).
+        copies: device<->host copies nested inside the fallbacks.
+        steps: steps where it happened.
+        forced_flush: how many of its fallbacks were preceded by a lazy flush
+            with reason `cpu fallback`.
+    """
+
+    op: str
+    count: int
+    host_time_ns: int
+    copies: int
+    steps: tuple[int, ...]
+    forced_flush: int
+
+
+@dataclass(frozen=True)
+class FallbackReport:
+    """Result of `analyze_fallbacks`."""
+
+    total: int
+    host_time_ns: int
+    ops: tuple[FallbackOp, ...]
+    findings: tuple[Finding, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> FallbackReport:
+    """Per-op CPU fallbacks: count, host time, copies, steps, forced flushes."""
+    options = options or AnalysisOptions()
+    ev = trace.events
+    is_fb = ev["fallback"].to_numpy(dtype=bool) | (ev["hpu_event"] == "fallback").to_numpy()
+    rows = ev[is_fb & ~ev["is_device"].to_numpy(dtype=bool)]
+    # a fallback marker nested in another fallback row counts once (the outermost)
+    par = rows["parent"].to_numpy()
+    rows = rows[~np.isin(par, rows.index.to_numpy())]
+    if rows.empty:
+        return FallbackReport(0, 0, ())
+    ops = [
+        str(a.get("hpuprof.op") or n)
+        for a, n in zip(args_of(rows), rows["name"].astype(str).tolist(), strict=True)
+    ]
+    # copies: descendants (children and grandchildren) whose name looks like a copy
+    idx = rows.index.to_numpy()
+    parent = ev["parent"].to_numpy()
+    child = np.isin(parent, idx)
+    grand_parent = pd.Series(parent, index=ev.index).reindex(parent[parent != NO_ID])
+    gp = np.full(len(ev), NO_ID, dtype=np.int64)
+    has = parent != NO_ID
+    gp[has] = grand_parent.fillna(NO_ID).to_numpy(dtype=np.int64)
+    grandchild = np.isin(gp, idx)
+    owner = np.where(child, parent, np.where(grandchild, gp, NO_ID))
+    is_copy = ev["name"].astype(str).str.contains(COPY_RE, regex=True).to_numpy()
+    sel = (owner != NO_ID) & is_copy
+    copies = pd.Series(1, index=owner[sel]).groupby(level=0).sum() if sel.any() else pd.Series()
+    # flushes forced by a fallback: attribute each to the next fallback on its rank
+    flush = ev[(ev["flush_reason"] == "cpu fallback").to_numpy()]
+    forced = np.zeros(len(rows), dtype=np.int64)
+    for rank, fr in flush.groupby("rank"):
+        rmask = rows["rank"].to_numpy() == rank
+        pos = np.flatnonzero(rmask)
+        ts = rows["ts_ns"].to_numpy()[pos]
+        order = np.argsort(ts)
+        k = np.searchsorted(ts[order], fr["ts_ns"].to_numpy(), side="left")
+        k = k[k < pos.size]
+        np.add.at(forced, pos[order][k], 1)
+    frame = pd.DataFrame(
+        {
+            "op": ops,
+            "dur": rows["dur_ns"].to_numpy(),
+            "step": rows["step"].to_numpy(),
+            "copies": copies.reindex(idx, fill_value=0).to_numpy(),
+            "forced": np.minimum(forced, 1),
+        }
+    )
+    out = []
+    for op, g in frame.groupby("op"):
+        out.append(
+            FallbackOp(
+                op=str(op),
+                count=len(g),
+                host_time_ns=int(g["dur"].sum()),
+                copies=int(g["copies"].sum()),
+                steps=tuple(sorted({int(s) for s in g["step"].tolist() if s >= 0})),
+                forced_flush=int(g["forced"].sum()),
+            )
+        )
+    out.sort(key=lambda o: (-o.host_time_ns, o.op))
+    rep = FallbackReport(len(rows), int(frame["dur"].sum()), tuple(out))
+    findings = [
+        Finding(
+            "critical" if o.count >= 10 else "warning",
+            "fallback",
+            f"{o.op} fell back to CPU {o.count} times ({o.host_time_ns / 1e6:.2f} ms host, "
+            f"{o.copies} copies, {o.forced_flush} forced flushes)",
+            "fallback_count",
+            o.count,
+            0.0,
+            {"op": o.op, "steps": list(o.steps[:20]), "copies": o.copies},
+            f"{o.op} has no HPU kernel: replace it with supported ops, move it out of the step, "
+            "or run it on CPU explicitly once (PT_HPU_LOG_MOD_MASK / cpu_fallback metric shows "
+            "all of them)",
+        )
+        for o in out[: options.top_n]
+    ]
+    from dataclasses import replace
+
+    return replace(rep, findings=tuple(findings))

@@ -1,0 +1,551 @@
+"""Mixed-precision report: device time and FLOPs by dtype, bf16 coverage, casts, list misses.
+
+Device dtype comes from the device op's `dataType` arg (Gaudi bridge, our emulator) or else from
+the host op that launched it (its first floating input in `input_types`). FLOPs come from
+`hpuprof.flops` on device ops, else torch.profiler's `flops` arg, else from shapes for
+mm/bmm/addmm/baddbmm/linear/matmul/conv (conv assumes stride 1 and same padding; labelled).
+Autocast op lists: gaudi.md 5.1 (Gaudi's default lower-precision and FP32 lists).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from hpuprof.analysis._common import args_of, device_events, host_ops, map_by_name, rows_with_arg
+from hpuprof.analysis.findings import Finding
+from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.trace.model import Trace
+from hpuprof.trace.schema import NO_ID
+
+LOWER_PRECISION_OPS = frozenset(
+    [
+        "addmm",
+        "addbmm",
+        "batch_norm",
+        "baddbmm",
+        "bmm",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "dot",
+        "dropout",
+        "feature_dropout",
+        "group_norm",
+        "instance_norm",
+        "layer_norm",
+        "leaky_relu",
+        "linear",
+        "matmul",
+        "mean",
+        "mm",
+        "mul",
+        "mv",
+        "softmax",
+        "log_softmax",
+        "scaled_dot_product_attention",
+    ]
+)
+FP32_OPS = frozenset(
+    [
+        "acos",
+        "addcdiv",
+        "asin",
+        "atan2",
+        "bilinear",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "cdist",
+        "cosh",
+        "cosine_embedding_loss",
+        "cosine_similarity",
+        "cross_entropy_loss",
+        "dist",
+        "div",
+        "divide",
+        "embedding",
+        "embedding_bag",
+        "erfinv",
+        "exp",
+        "expm1",
+        "hinge_embedding_loss",
+        "huber_loss",
+        "kl_div",
+        "l1_loss",
+        "log",
+        "log10",
+        "log1p",
+        "log2",
+        "logsumexp",
+        "margin_ranking_loss",
+        "mse_loss",
+        "multi_margin_loss",
+        "multilabel_margin_loss",
+        "nll_loss",
+        "pdist",
+        "poisson_nll_loss",
+        "pow",
+        "reciprocal",
+        "renorm",
+        "rsqrt",
+        "sinh",
+        "smooth_l1_loss",
+        "soft_margin_loss",
+        "softplus",
+        "tan",
+        "topk",
+        "triplet_margin_loss",
+        "truediv",
+        "true_divide",
+    ]
+)
+MATMUL_CONV = frozenset(
+    [
+        "mm",
+        "bmm",
+        "addmm",
+        "baddbmm",
+        "addbmm",
+        "linear",
+        "matmul",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "convolution",
+        "_convolution",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "cudnn_convolution",
+        "dot",
+        "mv",
+    ]
+)
+LOW = ("bf16", "fp16", "fp8")
+SILENT = {("fp64", "fp32"), ("int64", "int32"), ("float64", "float32")}
+
+_DTYPE_ALIASES = {
+    "float": "fp32",
+    "float32": "fp32",
+    "torch.float32": "fp32",
+    "f32": "fp32",
+    "double": "fp64",
+    "float64": "fp64",
+    "torch.float64": "fp64",
+    "c10::bfloat16": "bf16",
+    "bfloat16": "bf16",
+    "torch.bfloat16": "bf16",
+    "bf16": "bf16",
+    "c10::half": "fp16",
+    "half": "fp16",
+    "float16": "fp16",
+    "torch.float16": "fp16",
+    "fp16": "fp16",
+    "fp32": "fp32",
+    "fp64": "fp64",
+    "fp8": "fp8",
+    "c10::float8_e4m3fn": "fp8",
+    "c10::float8_e5m2": "fp8",
+    "float8": "fp8",
+    "long int": "int64",
+    "int64": "int64",
+    "long": "int64",
+    "int": "int32",
+    "int32": "int32",
+    "bool": "bool",
+    "unsigned char": "uint8",
+    "signed char": "int8",
+    "short int": "int16",
+}
+
+
+def norm_dtype(text: str) -> str:
+    """A dtype name in our vocabulary (fp32, bf16, fp16, fp64, fp8, int64, ...)."""
+    t = text.strip().lower()
+    return _DTYPE_ALIASES.get(t, t)
+
+
+def first_float_dtype(types_json: str) -> str:
+    """The first floating dtype among an op's recorded input types ("" if none)."""
+    if not types_json:
+        return ""
+    try:
+        types = orjson.loads(types_json)
+    except orjson.JSONDecodeError:
+        return ""
+    for t in types if isinstance(types, list) else []:
+        d = norm_dtype(str(t))
+        if d in ("fp32", "bf16", "fp16", "fp64", "fp8"):
+            return d
+    return ""
+
+
+def short_op(name: str) -> str:
+    """`aten::addmm.out` -> `addmm`."""
+    base = name.split("::", 1)[-1]
+    return base.split(".", 1)[0].lstrip("_") if base.startswith("_") else base.split(".", 1)[0]
+
+
+def shape_flops(name: str, dims_json: str) -> float:
+    """Multiply-add FLOPs (2 per MAC) of a matmul/conv op from its input shapes; 0 if unknown."""
+    op = short_op(name)
+    if op not in MATMUL_CONV or not dims_json:
+        return 0.0
+    try:
+        dims = orjson.loads(dims_json)
+    except orjson.JSONDecodeError:
+        return 0.0
+    shapes = [d for d in dims if isinstance(d, list) and d and all(isinstance(x, int) for x in d)]
+    try:
+        if op in ("mm",) and len(shapes) >= 2:
+            (m, k), (_, n) = shapes[0][-2:], shapes[1][-2:]
+            return 2.0 * m * k * n
+        if op in ("addmm",) and len(shapes) >= 3:
+            (m, k), (_, n) = shapes[1][-2:], shapes[2][-2:]
+            return 2.0 * m * k * n
+        if op in ("bmm",) and len(shapes) >= 2:
+            b, m, k = shapes[0][-3:]
+            n = shapes[1][-1]
+            return 2.0 * b * m * k * n
+        if op in ("baddbmm", "addbmm") and len(shapes) >= 3:
+            b, m, k = shapes[1][-3:]
+            n = shapes[2][-1]
+            return 2.0 * b * m * k * n
+        if op == "linear" and len(shapes) >= 2:
+            x, w = shapes[0], shapes[1]
+            return 2.0 * math.prod(x[:-1]) * x[-1] * w[0]
+        if op == "matmul" and len(shapes) >= 2:
+            a, b2 = shapes[0], shapes[1]
+            if len(a) == 1 or len(b2) == 1:
+                return 2.0 * math.prod(a) * (b2[-1] if len(b2) > 1 else 1)
+            batch = math.prod(a[:-2]) if len(a) > 2 else 1
+            return 2.0 * batch * a[-2] * a[-1] * b2[-1]
+        if op in ("dot",) and shapes:
+            return 2.0 * shapes[0][0]
+        if op in ("mv",) and shapes:
+            return 2.0 * shapes[0][0] * shapes[0][1]
+        is_conv = op.startswith("conv") or op in ("convolution", "cudnn_convolution")
+        if is_conv and len(shapes) >= 2 and len(shapes[0]) >= 3:
+            x, w = shapes[0], shapes[1]
+            return 2.0 * x[0] * w[0] * math.prod(x[2:]) * math.prod(w[1:])
+    except (ValueError, TypeError):
+        return 0.0
+    return 0.0
+
+
+@dataclass(frozen=True)
+class DtypeRow:
+    """Device time and FLOPs of one dtype."""
+
+    dtype: str
+    device_time_ns: int
+    flops: float
+    ops: int
+
+
+@dataclass(frozen=True)
+class OpDtypeRow:
+    """One op (or module) in one dtype."""
+
+    name: str
+    dtype: str
+    count: int
+    device_time_ns: int
+    host_time_ns: int
+    flops: float
+
+
+@dataclass(frozen=True)
+class CastRow:
+    """Casts from one dtype to another, where they were inserted."""
+
+    dtype_from: str
+    dtype_to: str
+    count: int
+    time_ns: int
+    where: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PrecisionReport:
+    """Result of `analyze_precision`."""
+
+    by_dtype: tuple[DtypeRow, ...]
+    by_op: tuple[OpDtypeRow, ...]
+    by_module: tuple[OpDtypeRow, ...]
+    matmul_conv_flops: float
+    bf16_coverage_pct: float
+    casts: tuple[CastRow, ...]
+    to_copy_ops: int
+    missed_lower_precision: tuple[OpDtypeRow, ...]
+    fp32_list_in_low_precision: tuple[OpDtypeRow, ...]
+    silent_dtype_changes: tuple[CastRow, ...]
+    flops_source: str
+    findings: tuple[Finding, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _extract(rows: pd.DataFrame, pattern: str) -> pd.Series:
+    """Vectorized regex capture from raw args bytes (pyarrow), as strings ('' when absent)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if rows.empty:
+        return pd.Series([], dtype=object)
+    arr = pa.array(rows["args"].to_numpy(dtype=object), type=pa.binary(), from_pandas=True)
+    text = pc.cast(arr, pa.string())
+    got = pc.extract_regex(text, pattern).field("v")
+    return pd.Series(got.to_pandas().fillna("").to_numpy(dtype=object), index=rows.index)
+
+
+def _host_of_device(ev: pd.DataFrame, dev: pd.DataFrame) -> pd.Series:
+    """Row label of the host cpu_op that launched each device row (NO_ID when unknown)."""
+    launch = ev[(~ev["is_device"].to_numpy(dtype=bool)) & (ev["correlation"].to_numpy() != NO_ID)]
+    if launch.empty or dev.empty:
+        return pd.Series(NO_ID, index=dev.index, dtype=np.int64)
+    key = pd.Series(
+        launch.index.to_numpy(),
+        index=pd.MultiIndex.from_arrays(
+            [launch["rank"].to_numpy(), launch["correlation"].to_numpy()]
+        ),
+    )
+    key = key[~key.index.duplicated()]
+    lbl = key.reindex(
+        pd.MultiIndex.from_arrays([dev["rank"].to_numpy(), dev["correlation"].to_numpy()])
+    )
+    cur = lbl.fillna(NO_ID).to_numpy(dtype=np.int64)
+    kind = ev["kind"].astype(str)
+    parent = ev["parent"]
+    for _ in range(4):  # walk up to the nearest cpu_op
+        ok = cur != NO_ID
+        k = kind.reindex(cur[ok]).to_numpy(dtype=object)
+        need = np.zeros(cur.size, dtype=bool)
+        need[np.flatnonzero(ok)[k != "cpu_op"]] = True
+        if not need.any():
+            break
+        cur[need] = parent.reindex(cur[need]).fillna(NO_ID).to_numpy(dtype=np.int64)
+    return pd.Series(cur, index=dev.index)
+
+
+def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> PrecisionReport:
+    """Device time and FLOPs by dtype, per op and module; coverage, casts, list misses."""
+    options = options or AnalysisOptions()
+    ev = trace.events
+    host = host_ops(ev)
+    dev = device_events(ev)
+    notes: list[str] = []
+    # host op dtype and shape FLOPs, computed once per distinct category value
+    host_dtype = map_by_name(host["input_types"], first_float_dtype).fillna("")
+    key = host["name"].astype(str) + "\x00" + host["input_dims"].astype(str)
+    host_flops = map_by_name(
+        key.astype("category"), lambda k: shape_flops(*k.split("\x00", 1))
+    ).astype(float)
+    prof_flops = _extract(rows_with_arg(host, "flops"), r'"flops":\s*(?P<v>[0-9.eE+-]+)')
+    if not prof_flops.empty:
+        pf = pd.to_numeric(prof_flops, errors="coerce")
+        host_flops.loc[pf.index[pf.notna()]] = pf[pf.notna()].to_numpy()
+    # device dtype and flops
+    dtype_dev = pd.Series("", index=dev.index, dtype=object)
+    dt_rows = rows_with_arg(dev, "dataType")
+    if not dt_rows.empty:
+        got = _extract(dt_rows, r'"dataType":\s*"(?P<v>[^"]*)"')
+        dtype_dev.loc[got.index] = map_by_name(got.astype("category"), norm_dtype).to_numpy()
+    owner = _host_of_device(ev, dev)
+    hd = host_dtype.reindex(owner.to_numpy()).fillna("").to_numpy(dtype=object)
+    dtype_dev = dtype_dev.where(dtype_dev != "", pd.Series(hd, index=dev.index))
+    dev_flops = pd.Series(0.0, index=dev.index)
+    fl_rows = rows_with_arg(dev, "hpuprof.flops")
+    if not fl_rows.empty:
+        got = pd.to_numeric(
+            _extract(fl_rows, r'"hpuprof\.flops":\s*(?P<v>[0-9.eE+-]+)'), errors="coerce"
+        ).fillna(0.0)
+        dev_flops.loc[got.index] = got.to_numpy()
+        flops_source = "device ops (hpuprof.flops)"
+        if trace.metadata and any(
+            isinstance(m.get("hpuprof"), dict) and m["hpuprof"].get("device_time") == "modeled"
+            for m in trace.metadata.values()
+        ):
+            flops_source += ", modeled"
+    elif host_flops.sum() > 0:
+        flops_source = "host op shapes / torch.profiler flops"
+        notes.append("conv FLOPs from shapes assume stride 1 and same padding")
+    else:
+        flops_source = "none"
+    use_dev_flops = flops_source.startswith("device")
+    # by dtype
+    d = pd.DataFrame(
+        {
+            "dtype": dtype_dev.replace("", "unknown").to_numpy(dtype=object),
+            "dur": dev["dur_ns"].to_numpy(),
+            "flops": dev_flops.to_numpy(),
+        }
+    )
+    h = pd.DataFrame(
+        {
+            "name": host["name"].astype(str).to_numpy(),
+            "module": host["module"].astype(str).to_numpy(),
+            "dtype": host_dtype.replace("", "unknown").to_numpy(dtype=object),
+            "dur": host["dur_ns"].to_numpy(),
+            "flops": host_flops.to_numpy() if not use_dev_flops else 0.0,
+        },
+        index=host.index,
+    )
+    # device time per host op: sum of its device rows
+    dev_by_owner = (
+        pd.Series(dev["dur_ns"].to_numpy(), index=owner.to_numpy()).groupby(level=0).sum()
+    )
+    h["dev"] = dev_by_owner.reindex(h.index, fill_value=0).to_numpy()
+    if use_dev_flops:
+        fl_by_owner = pd.Series(dev_flops.to_numpy(), index=owner.to_numpy()).groupby(level=0).sum()
+        h["flops"] = fl_by_owner.reindex(h.index, fill_value=0.0).to_numpy()
+    by_dtype_dev = d.groupby("dtype").agg(t=("dur", "sum"), f=("flops", "sum"), n=("dur", "size"))
+    if not use_dev_flops:
+        hf = h.groupby("dtype")["flops"].sum()
+        by_dtype_dev = by_dtype_dev.join(hf.rename("hf"), how="outer").fillna(0)
+        by_dtype_dev["f"] = by_dtype_dev["hf"]
+    by_dtype = tuple(
+        DtypeRow(str(k), int(r["t"]), float(r["f"]), int(r["n"]))
+        for k, r in by_dtype_dev.sort_values("t", ascending=False).iterrows()
+    )
+
+    def agg(col: str, frame: pd.DataFrame) -> list[OpDtypeRow]:
+        if frame.empty:
+            return []
+        g = frame.groupby([col, "dtype"]).agg(
+            n=("dur", "size"), dev=("dev", "sum"), host=("dur", "sum"), fl=("flops", "sum")
+        )
+        g = g.sort_values(["dev", "host"], ascending=False)
+        keys: list[tuple[Any, Any]] = list(g.index)
+        return [
+            OpDtypeRow(str(k[0]), str(k[1]), int(n), int(dv), int(hs), float(fl))
+            for k, n, dv, hs, fl in zip(keys, g["n"], g["dev"], g["host"], g["fl"], strict=True)
+        ]
+
+    op_rows = agg("name", h)
+    mod_rows = agg("module", h[h["module"] != ""])
+    short = h["name"].map(short_op) if not h.empty else pd.Series(dtype=object)
+    mm = h[short.isin(MATMUL_CONV).to_numpy()] if not h.empty else h
+    mm_flops = float(mm["flops"].sum()) if not mm.empty else 0.0
+    low_flops = float(mm.loc[mm["dtype"].isin(LOW), "flops"].sum()) if not mm.empty else 0.0
+    coverage = round(100.0 * low_flops / mm_flops, 2) if mm_flops else 0.0
+    # casts
+    cast_rows = ev[(ev["hpu_event"] == "cast").to_numpy()]
+    casts: list[CastRow] = []
+    if not cast_rows.empty:
+        a = args_of(cast_rows)
+        cf = pd.DataFrame(
+            {
+                "f": [norm_dtype(str(x.get("hpuprof.dtype_from", "?"))) for x in a],
+                "t": [norm_dtype(str(x.get("hpuprof.dtype_to", "?"))) for x in a],
+                "dur": cast_rows["dur_ns"].to_numpy(),
+                "where": cast_rows["module"].astype(str).to_numpy(),
+            }
+        )
+        for (f, t), g in cf.groupby(["f", "t"]):
+            where = tuple(sorted({w for w in g["where"] if w}))[:10]
+            casts.append(CastRow(str(f), str(t), len(g), int(g["dur"].sum()), where))
+    to_copy = int(host["name"].astype(str).isin(["aten::_to_copy", "aten::to"]).sum())
+    silent_rows = rows_with_arg(ev, "hpuprof.dtype_from")
+    silent: list[CastRow] = []
+    if not silent_rows.empty:
+        a = args_of(silent_rows)
+        pairs: dict[tuple[str, str], list[int]] = {}
+        for x, dur in zip(a, silent_rows["dur_ns"].tolist(), strict=True):
+            p = (
+                norm_dtype(str(x.get("hpuprof.dtype_from", ""))),
+                norm_dtype(str(x.get("hpuprof.dtype_to", ""))),
+            )
+            if p in SILENT:
+                pairs.setdefault(p, []).append(int(dur))
+        silent = [CastRow(f, t, len(v), sum(v), ()) for (f, t), v in pairs.items()]
+    missed = [r for r in op_rows if short_op(r.name) in LOWER_PRECISION_OPS and r.dtype == "fp32"]
+    risky = [r for r in op_rows if short_op(r.name) in FP32_OPS and r.dtype in LOW]
+    rep = PrecisionReport(
+        by_dtype=by_dtype,
+        by_op=tuple(op_rows[: options.top_n * 4]),
+        by_module=tuple(mod_rows[: options.top_n * 4]),
+        matmul_conv_flops=mm_flops,
+        bf16_coverage_pct=coverage,
+        casts=tuple(casts),
+        to_copy_ops=to_copy,
+        missed_lower_precision=tuple(missed),
+        fp32_list_in_low_precision=tuple(risky),
+        silent_dtype_changes=tuple(silent),
+        flops_source=flops_source,
+        notes=tuple(notes),
+    )
+    from dataclasses import replace
+
+    return replace(rep, findings=tuple(precision_findings(rep)))
+
+
+def precision_findings(rep: PrecisionReport) -> list[Finding]:
+    out: list[Finding] = []
+    has_low = any(r.dtype in LOW for r in rep.by_dtype)
+    if rep.matmul_conv_flops > 0 and rep.bf16_coverage_pct < 90:
+        out.append(
+            Finding(
+                "warning" if has_low else "info",
+                "precision",
+                f"only {rep.bf16_coverage_pct:.0f}% of matmul/conv FLOPs run in bf16/fp16",
+                "bf16_coverage_pct",
+                rep.bf16_coverage_pct,
+                90.0,
+                {"matmul_conv_flops": rep.matmul_conv_flops},
+                'run the forward under torch.autocast(device_type="hpu", dtype=torch.bfloat16)',
+            )
+        )
+    if rep.missed_lower_precision and has_low:
+        names = sorted({r.name for r in rep.missed_lower_precision})
+        t = sum(r.device_time_ns or r.host_time_ns for r in rep.missed_lower_precision)
+        out.append(
+            Finding(
+                "warning",
+                "precision",
+                f"{len(names)} ops on Gaudi's lower-precision list still run in fp32 "
+                f"({t / 1e6:.2f} ms): {', '.join(names[:5])}",
+                "missed_lower_precision_ns",
+                t,
+                0.0,
+                {"ops": names},
+                "check they run inside the autocast region; pass bf16 inputs; or add them to "
+                "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST",
+            )
+        )
+    if rep.fp32_list_in_low_precision:
+        names = sorted({r.name for r in rep.fp32_list_in_low_precision})
+        out.append(
+            Finding(
+                "warning",
+                "precision",
+                f"{len(names)} ops on Gaudi's FP32 list run in low precision (numerical risk): "
+                f"{', '.join(names[:5])}",
+                "fp32_ops_in_low_precision",
+                len(names),
+                0.0,
+                {"ops": names},
+                "keep losses, softmax-like reductions and exp/log in fp32 (autocast's fp32 list)",
+            )
+        )
+    for s in rep.silent_dtype_changes:
+        out.append(
+            Finding(
+                "info",
+                "precision",
+                f"silent dtype change {s.dtype_from} -> {s.dtype_to} x{s.count}",
+                "silent_dtype_changes",
+                s.count,
+                0.0,
+                {"from": s.dtype_from, "to": s.dtype_to},
+                "Gaudi computes these in the narrower type: cast explicitly if values need the range",
+            )
+        )
+    return out

@@ -1,0 +1,121 @@
+"""Self-contained HTML renderer: findings, tables and plotly figures; every name escaped."""
+
+from __future__ import annotations
+
+import html as _html
+from typing import Any
+
+import orjson
+
+from hpuprof.analysis.report import Report
+from hpuprof.render.tables import fmt_cell, report_tables
+
+
+def _esc(text: Any) -> str:
+    return _html.escape(str(text), quote=True)
+
+
+def _table(name: str, rows: list[dict[str, Any]], limit: int = 200) -> str:
+    cols: list[str] = []
+    for r in rows:
+        cols += [k for k in r if k not in cols]
+    head = "".join(f"<th>{_esc(c)}</th>" for c in cols)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_esc(fmt_cell(c, r.get(c)))}</td>" for c in cols) + "</tr>"
+        for r in rows[:limit]
+    )
+    return f"<h2>{_esc(name.replace('_', ' '))}</h2><table><tr>{head}</tr>{body}</table>"
+
+
+def _figures(report: Report) -> list[dict[str, Any]]:
+    """Plotly figure dicts (data + layout), built from the report only."""
+    figs: list[dict[str, Any]] = []
+    b = report.sections.get("bottleneck")
+    if b is not None and b.temporal:
+        ranks = [str(t.rank) for t in b.temporal]
+        figs.append(
+            {
+                "data": [
+                    {"type": "bar", "name": k, "x": ranks, "y": [getattr(t, f) for t in b.temporal]}
+                    for k, f in (
+                        ("idle", "idle_pct"),
+                        ("compute", "compute_pct"),
+                        ("non-compute", "non_compute_pct"),
+                    )
+                ],
+                "layout": {"barmode": "stack", "title": {"text": "Temporal breakdown (% of span)"}},
+            }
+        )
+    if b is not None and b.steps:
+        figs.append(
+            {
+                "data": [
+                    {
+                        "type": "bar",
+                        "name": "step ms",
+                        "x": [f"r{s.rank}:{s.step}" for s in b.steps],
+                        "y": [s.duration_ns / 1e6 for s in b.steps],
+                    }
+                ],
+                "layout": {"title": {"text": "Step time (ms)"}},
+            }
+        )
+    p = report.sections.get("precision")
+    if p is not None and p.by_dtype:
+        figs.append(
+            {
+                "data": [
+                    {
+                        "type": "pie",
+                        "labels": [r.dtype for r in p.by_dtype],
+                        "values": [r.device_time_ns for r in p.by_dtype],
+                    }
+                ],
+                "layout": {"title": {"text": "Device time by dtype"}},
+            }
+        )
+    return figs
+
+
+class HtmlRenderer:
+    """A single HTML file with inline plotly.js (no network needed to view it)."""
+
+    extension = ".html"
+
+    def __init__(self, include_plotlyjs: bool = True) -> None:
+        self.include_plotlyjs = include_plotlyjs
+
+    def render(self, report: Report) -> str:
+        parts = [
+            "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+            f"<title>hpuprof report: {_esc(', '.join(report.source))}</title>",
+            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;"
+            "margin-bottom:1em}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
+            ".critical{color:#b00}.warning{color:#a60}.info{color:#06a}</style>",
+        ]
+        figs = _figures(report)
+        if figs and self.include_plotlyjs:
+            from plotly.offline import get_plotlyjs
+
+            parts.append(f"<script>{get_plotlyjs()}</script>")
+        parts.append("</head><body>")
+        parts.append(f"<h1>hpuprof report: {_esc(', '.join(report.source))}</h1>")
+        parts.append("<h2>Findings</h2><ul>")
+        for f in report.findings:
+            parts.append(
+                f"<li class='{_esc(f.severity)}'><b>{_esc(f.severity)}</b> ({_esc(f.report)}): "
+                f"{_esc(f.title)}<br><i>{_esc(f.advice)}</i></li>"
+            )
+        parts.append("</ul>")
+        for i, fig in enumerate(figs):
+            payload = orjson.dumps(fig).decode().replace("</", "<\\/")
+            parts.append(
+                f"<div id='fig{i}' style='height:360px'></div><script>"
+                f"(function(){{var f={payload};Plotly.newPlot('fig{i}',f.data,f.layout);}})();"
+                "</script>"
+            )
+        for name, rows in report_tables(report).items():
+            if name != "findings":
+                parts.append(_table(name, rows))
+        parts.append("</body></html>")
+        return "".join(parts)
