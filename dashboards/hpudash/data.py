@@ -8,9 +8,11 @@ on threads), and each run is computed once even when several requests ask at the
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,7 +24,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 Loader = Callable[[Path], "Trace"]
-Analyzer = Callable[["Trace"], dict[str, Any]]
+Analyzer = Callable[["Trace"], "Analysis"]
+log = logging.getLogger("hpudash")
 
 
 class UnknownRunError(HpuprofError):
@@ -35,14 +38,41 @@ def default_loader(path: Path) -> Trace:
     return hpuprof.load(path)
 
 
-def default_analyzer(trace: Trace) -> dict[str, Any]:
-    """`hpuprof.analysis.analyze(trace).to_dict()`; `{}` while the analysis is unavailable."""
+@dataclass(frozen=True)
+class Analysis:
+    """A run's analysis: the `Report` (for renderers), its dict (for pages), section errors.
+
+    Args:
+        report: the `hpuprof.analysis.Report`, or None when nothing could be analysed.
+        data: `report.to_dict()` (the JSON contract), `{}` when there is no report.
+        errors: report section -> error message for sections whose analysis failed; pages
+            show them (a failing section never hides the others).
+    """
+
+    report: Any
+    data: dict[str, Any]
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def default_analyzer(trace: Trace) -> Analysis:
+    """`hpuprof.analysis.analyze(trace)`; sections that fail are reported, the rest kept."""
+    from hpuprof.analysis import REPORT_NAMES, analyze
+
     try:
-        from hpuprof.analysis import analyze
-    except ImportError:
-        return {}
-    result: dict[str, Any] = analyze(trace).to_dict()
-    return result
+        report = analyze(trace)
+        return Analysis(report, report.to_dict())
+    except Exception:
+        log.exception("analysis of %s failed; retrying section by section", trace.sources)
+    errors: dict[str, str] = {}
+    ok: list[str] = []
+    for name in REPORT_NAMES:
+        try:
+            analyze(trace, reports=[name])
+            ok.append(name)
+        except Exception as error:
+            errors[name] = f"{type(error).__name__}: {error}"
+    partial = analyze(trace, reports=ok) if ok else None
+    return Analysis(partial, partial.to_dict() if partial is not None else {}, errors)
 
 
 class DataStore:
@@ -51,7 +81,7 @@ class DataStore:
     Args:
         root: the directory the dashboard serves.
         loader: path -> Trace (default `hpuprof.load`).
-        analyzer: Trace -> report dict (default `hpuprof.analysis.analyze(...).to_dict()`).
+        analyzer: Trace -> Analysis (default `default_analyzer`).
         capacity: how many runs stay in memory (least recently used are dropped).
     """
 
@@ -123,5 +153,13 @@ class DataStore:
     def trace(self, key: str) -> Trace:
         return self.get(key, "trace", lambda e: self._loader(e.load_path))
 
+    def analysis(self, key: str) -> Analysis:
+        return self.get(key, "analysis", lambda e: self._analyzer(self.trace(key)))
+
     def report(self, key: str) -> dict[str, Any]:
-        return self.get(key, "report", lambda e: self._analyzer(self.trace(key)))
+        """The report dict of `key` (`Report.to_dict()` keys)."""
+        return self.analysis(key).data
+
+    def derived(self, key: str, what: str, fn: Callable[[Trace], T]) -> T:
+        """`fn(trace)` cached with the run (op table, timeline index, ...)."""
+        return self.get(key, what, lambda e: fn(self.trace(key)))

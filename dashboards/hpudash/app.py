@@ -1,0 +1,130 @@
+"""`create_app(run_dir)`: the Dash app over a directory of runs, pages registered explicitly.
+
+The factory builds the layout shell (header, URL, page container), registers each page's
+callbacks and the file routes, and loads nothing: data is read by the store on first request.
+Routing is one thin callback from the URL to a page's `layout(ctx)`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import dash
+from dash import Input, Output, dcc, html
+
+from hpudash import server
+from hpudash.data import Analyzer, DataStore, Loader
+from hpudash.ids import Id
+from hpudash.pages import common, compare, dynamicity, ops, overview, precision, ranks, runs
+from hpudash.pages import timeline as timeline_page
+from hpuprof.errors import HpuprofError, UsageError
+
+PAGES: tuple[ModuleType, ...] = (
+    runs, overview, timeline_page, ops, dynamicity, precision, compare, ranks,
+)  # fmt: skip
+log = logging.getLogger("hpudash")
+
+
+def _nav(path: str, run: str) -> list[Any]:
+    links: list[Any] = [html.Span("hpudash", className="brand")]
+    for page in PAGES:
+        target = common.href(page.PATH, run=run) if page.PATH != "/" else "/"
+        cls = "active" if path == page.PATH else ""
+        links.append(
+            dcc.Link(
+                page.TITLE, href=target, className=cls, id=f"nav-{page.__name__.rsplit('.', 1)[-1]}"
+            )
+        )
+    return links  # fmt: skip
+
+
+def render_page(store: DataStore, path: str, search: str) -> Any:
+    """The layout of page `path` for the query `search` (errors become a message)."""
+    query = common.parse_query(search)
+    page = next((p for p in PAGES if path == p.PATH), None)
+    if page is None:
+        return common.message(f"No page at {path}.", "error")
+    run = query.get("run", "")
+    if page.NEEDS_RUN and not run:
+        entries = store.entries()
+        if not entries:
+            return common.message(f"No runs or traces under {store.root} yet.")
+        run = entries[0].key
+    ctx = common.Context(store=store, run=run, query=query)
+    try:
+        body = page.layout(ctx)
+    except HpuprofError as error:
+        return common.message(str(error), "error")
+    except Exception as error:
+        log.exception("page %s for run %r", path, run)
+        return common.message(f"Internal error building this page: {type(error).__name__}: {error}", "error")  # fmt: skip
+    if not page.NEEDS_RUN:
+        return body
+    picker = html.Div([html.Span("run"), common.run_picker(ctx, Id.RUN_SELECT, run)], className="runbar")  # fmt: skip
+    return [picker, body]
+
+
+def create_app(
+    run_dir: str | Path,
+    *,
+    loader: Loader | None = None,
+    analyzer: Analyzer | None = None,
+    capacity: int = 4,
+) -> dash.Dash:
+    """The dashboard over `run_dir` (runs and traces found recursively, rescanned per request).
+
+    Args:
+        run_dir: the directory to serve; nothing outside it is ever read or served.
+        loader: path -> Trace (default `hpuprof.load`, with its Parquet cache).
+        analyzer: Trace -> `data.Analysis` (default: `hpuprof.analysis.analyze`).
+        capacity: runs kept in memory.
+    """
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a directory")
+    store = DataStore(root, loader=loader, analyzer=analyzer, capacity=capacity)
+    app = dash.Dash(
+        "hpudash",
+        title="hpudash",
+        assets_folder=str(Path(__file__).parent / "assets"),
+        suppress_callback_exceptions=True,
+        update_title="",
+    )
+    app.layout = html.Div(
+        [
+            dcc.Location(id=Id.URL, refresh="callback-nav"),
+            html.Div(id=Id.NAV, className="header"),
+            html.Div(id=Id.PAGE, className="page"),
+        ]
+    )
+
+    @app.callback(
+        Output(Id.PAGE, "children"),
+        Output(Id.NAV, "children"),
+        Input(Id.URL, "pathname"),
+        Input(Id.URL, "search"),
+    )
+    def route(path: str | None, search: str | None) -> tuple[Any, list[Any]]:
+        run = common.parse_query(search).get("run", "")
+        return render_page(store, path or "/", search or ""), _nav(path or "/", run)
+
+    @app.callback(
+        Output(Id.URL, "search"),
+        Input(Id.RUN_SELECT, "value"),
+        Input(Id.URL, "search"),
+        prevent_initial_call=True,
+    )
+    def select_run(run: str | None, search: str | None) -> str:
+        query = common.parse_query(search)
+        if not run or query.get("run") == run:
+            raise dash.exceptions.PreventUpdate
+        return "?" + common.href("", **(query | {"run": run})).lstrip("?")
+
+    for page in PAGES:
+        page.register(app, store)
+    server.register_routes(app.server, store)
+    app.server.config["hpudash.store"] = store
+    return app

@@ -1,0 +1,1 @@
+"""One module per page, each with PATH, TITLE, `layout(ctx)` and `register(app, store)`."""
