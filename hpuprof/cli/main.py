@@ -20,6 +20,8 @@ from hpuprof.errors import HpuprofError
 COMMAND_MODULES: tuple[str, ...] = (
     "hpuprof.cli.commands.info",
     "hpuprof.cli.commands.convert",
+    "hpuprof.cli.commands.analyze",
+    "hpuprof.cli.commands.diff",
 )
 """Registered commands, in `--help` order. Add a module here to add a command."""
 

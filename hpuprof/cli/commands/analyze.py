@@ -1,0 +1,37 @@
+"""`hpuprof analyze PATH... [--report ...] [--format ...] [-o OUT] [--rank R] [--steps A:B]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "analyze",
+        help="Analyse traces: bottleneck, dynamicity, precision, fallback and HPU-graph "
+        "reports. With -o the format follows the suffix (.json .md .html .txt; .csv or a "
+        "directory: one CSV per table).",
+    )
+    def analyze(
+        paths: list[Path] = typer.Argument(..., help="Trace files or run/rank directories."),
+        report: str = typer.Option(
+            "",
+            "--report",
+            "-r",
+            help="Comma list: bottleneck,dynamicity,precision,fallback,graphs.",
+        ),
+        fmt: str = typer.Option("", "--format", "-f", help="text | json | md | html | csv."),
+        output: Path | None = typer.Option(None, "-o", "--output", help="Output file or dir."),
+        rank: list[int] = typer.Option([], "--rank", help="Only these ranks (repeatable)."),
+        steps: str = typer.Option("", "--steps", help="Step range A:B (inclusive)."),
+        name: str = typer.Option("", "--name", help="Only events whose name matches (regex)."),
+        drop_last_step: bool = typer.Option(
+            False, "--drop-last-step", help="Drop the last ProfilerStep like HTA's default."
+        ),
+        color: bool = typer.Option(False, "--color/--no-color", help="ANSI colour (text)."),
+    ) -> int:
+        from hpuprof.cli.commands._report_io import run_analyze
+
+        return run_analyze(paths, report, fmt, output, rank, steps, name, drop_last_step, color)
