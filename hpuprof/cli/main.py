@@ -20,8 +20,11 @@ from hpuprof.errors import HpuprofError
 COMMAND_MODULES: tuple[str, ...] = (
     "hpuprof.cli.commands.info",
     "hpuprof.cli.commands.convert",
+    "hpuprof.cli.commands.record",
+    "hpuprof.cli.commands.demo",
     "hpuprof.cli.commands.analyze",
     "hpuprof.cli.commands.diff",
+    "hpuprof.cli.commands.dashboard",
 )
 """Registered commands, in `--help` order. Add a module here to add a command."""
 
