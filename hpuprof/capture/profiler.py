@@ -266,12 +266,12 @@ class HPUProfiler:
         atexit.register(self._at_exit)
         self._dynamo = DynamoRecorder(self.pid, self.base_ns)
         self._dynamo.start(now)
-        self._install_optimizer_hook()
         try:
             self._backend.start(self)
         except HpuprofError:
             self._finish("error: backend failed to start")
             raise
+        self._install_optimizer_hook()
         self._step_start_ns = time.time_ns()
         if not self._backend.handles_schedule and self.options.schedule is not None:
             self._backend.set_recording(self._action() in RECORDING)
@@ -504,7 +504,10 @@ def analysis_summary(trace_path: Path) -> str | None:
         return None
     from hpuprof import load
 
-    return str(summarize(load(trace_path)))
+    try:
+        return str(summarize(load(trace_path)))
+    except (ImportError, HpuprofError) as error:  # loader not there yet, or an odd trace
+        return f"(analysis unavailable: {error})"
 
 
 def format_counts(counts: Mapping[str, int], backend: str) -> str:

@@ -4,8 +4,10 @@ The in-progress file `<stem>.incomplete.json` is a complete, valid JSON document
 chunk: the writer keeps the closing `]}` at the end of the file and writes each new chunk over
 it, then writes the closing bytes again and flushes to the OS. A `kill -9` therefore leaves a
 valid file (or, if it lands in the middle of a chunk, a file that `hpuprof.load` recovers up to
-the last complete event). `close()` writes the footer, fsyncs and renames the file to its final
-name in one atomic step, so a final-named file is always whole.
+the last complete event). `close()` ends the array, fsyncs and renames the file to its final
+name in one atomic step, so a final-named file is always whole. Top-level keys learnt during
+the run go into the header of the final file (one sequential copy to a temporary name), so
+`traceEvents` is followed only by `traceName`, as Kineto writes it.
 """
 
 from __future__ import annotations
@@ -76,12 +78,13 @@ class ChunkedTraceWriter:
     def __init__(self, final_path: Path, header: Mapping[str, Any]) -> None:
         self.final_path = Path(final_path)
         self.path = incomplete_path(self.final_path)
+        self.header = dict(header)
         self.events_written = 0
         self.closed = False
         try:
-            self._file: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 (kept open for the run)
+            self._file: IO[bytes] = open(self.path, "w+b")  # noqa: SIM115 (kept open for the run)
             self._file.write(b"{" + _dump_items(header) + b'"traceEvents":[\n')
-            self._pos = self._file.tell()
+            self._pos = self._events_start = self._file.tell()
             self._file.write(_CLOSE)
             self._file.flush()
         except OSError as error:
@@ -113,25 +116,50 @@ class ChunkedTraceWriter:
         self.events_written += n
         return n
 
-    def close(self, footer: Mapping[str, Any] | None = None) -> Path:
-        """Write the footer keys, fsync, and rename to the final name; returns it."""
+    def close(self, header_updates: Mapping[str, Any] | None = None) -> Path:
+        """Finish the trace, fsync it and rename it to the final name; returns that name.
+
+        Args:
+            header_updates: top-level keys learnt during the run (e.g. torch's
+                deviceProperties). They go into the header, so the file keeps one copy of each
+                key and `traceEvents` followed only by `traceName`: the final file is then
+                rewritten once (a sequential copy) to a temporary name before the rename.
+        """
         if self.closed:
             return self.final_path
-        items = dict(footer or {})
-        items.setdefault("traceName", str(self.final_path))
-        tail = b"\n]," + _dump_items(items)[:-2] + b"}\n"
+        tail = b"\n]," + _dump_items({"traceName": str(self.final_path)})[:-2] + b"}\n"
+        updates = {k: v for k, v in (header_updates or {}).items() if k != "traceName"}
         try:
             self._file.seek(self._pos)
             self._file.write(tail)
             self._file.truncate()
             self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
-            os.replace(self.path, self.final_path)
+            if updates:
+                self._rewrite_with_header({**self.header, **updates})
+            else:
+                os.fsync(self._file.fileno())
+                self._file.close()
+                os.replace(self.path, self.final_path)
         except OSError as error:
             raise self._error(error) from None
         self.closed = True
         return self.final_path
+
+    def _rewrite_with_header(self, header: Mapping[str, Any]) -> None:
+        tmp = self.final_path.with_name(f".{self.final_path.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "wb") as out:
+                out.write(b"{" + _dump_items(header) + b'"traceEvents":[\n')
+                self._file.seek(self._events_start)
+                shutil.copyfileobj(self._file, out, 1 << 22)
+                out.flush()
+                os.fsync(out.fileno())
+            self._file.close()
+            os.replace(tmp, self.final_path)
+            self.path.unlink()
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
 
     def abandon(self) -> None:
         """Close without renaming (the `.incomplete.json` file stays, valid)."""

@@ -56,6 +56,7 @@ class TorchProfilerBackend(Backend):
             kwargs["on_trace_ready"] = self._on_trace_ready
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*is not available.*")
+            warnings.filterwarnings("ignore", message=".*clears events at the end of each cycle")
             self._prof = torch.profiler.profile(**kwargs)
             self._prof.start()
 

@@ -1,0 +1,87 @@
+"""`hpuprof record` and `hpuprof demo`: enable the emulator if asked, profile, report."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from hpuprof.capture.profiler import HPUProfiler, analysis_summary, format_counts
+from hpuprof.capture.runner import run_command
+from hpuprof.capture.schedule import parse_schedule
+from hpuprof.errors import UsageError
+
+MODES = ("lazy", "eager", "compile")
+DEVICES = ("gaudi2", "gaudi3")
+
+
+def enable_emulator(mode: str, device: str) -> None:
+    """`hpusim.enable(mode, device)`, with a clear error for bad values or a missing runtime."""
+    if mode not in MODES:
+        raise UsageError(f"--mode {mode!r}: choose one of {', '.join(MODES)}")
+    if device not in DEVICES:
+        raise UsageError(f"--device {device!r}: choose one of {', '.join(DEVICES)}")
+    try:
+        import hpusim
+    except ImportError as error:
+        raise UsageError(f"the emulated runtime (hpusim) is not installed: {error}") from None
+    hpusim.enable(mode=mode, device=device)
+
+
+def report(prof: HPUProfiler, out: Callable[[str], None] = print) -> None:
+    """Where the run went, and a one-screen summary."""
+    out(f"hpuprof: run written to {prof.dirpath} ({prof.status})")
+    for key, paths in prof.files.items():
+        for rel in paths:
+            out(f"  {key:<9} {prof.dirpath / rel}")
+    for warning in prof.warnings:
+        out(f"  warning: {warning}")
+    text = analysis_summary(prof.paths.trace) if prof.paths.trace.is_file() else None
+    out(text if text is not None else format_counts(prof.event_counts, prof.backend))
+
+
+def record_command(
+    command: list[str],
+    *,
+    emulate: bool,
+    mode: str,
+    device: str,
+    output: Path | None,
+    schedule: str | None,
+    backend: str | None,
+    record_shapes: bool = True,
+    with_stack: bool = False,
+) -> int:
+    """Profile `command` (`python script.py args`); returns the script's exit code."""
+    if not command:
+        raise UsageError("nothing to record: give a command after --, e.g. -- python train.py")
+    if emulate or backend == "emulated":
+        enable_emulator(mode, device)
+        backend = backend or "emulated"
+    prof = HPUProfiler(
+        output,
+        filename=_script_name(command),
+        schedule=parse_schedule(schedule) if schedule else None,
+        backend=backend,
+        record_shapes=record_shapes,
+        with_stack=with_stack,
+        step_on_optimizer=True,
+    )
+    prof.start()
+    try:
+        code = run_command(command)
+    finally:
+        prof.stop()
+        sys.stdout.flush()
+    report(prof)
+    return code
+
+
+def _script_name(command: list[str]) -> str:
+    """Trace file stem: the script's name, or the module's for `-m`."""
+    if "-m" in command[:2] and command.index("-m") + 1 < len(command):
+        return command[command.index("-m") + 1].rsplit(".", 1)[-1]
+    for arg in command:
+        if arg.endswith(".py"):
+            return Path(arg).stem
+    return Path(command[-1]).stem

@@ -1,0 +1,50 @@
+"""`hpuprof record [options] -- python script.py args...`: profile an unchanged script."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+HELP = """Run a script unchanged under HPUProfiler and write a run directory.
+
+The script runs in this process (like `python script.py args`); its exit code is passed
+through. With --emulate, the emulated Gaudi runtime serves `habana_frameworks` and `hpu`
+tensors. Steps advance at every optimizer.step(), which drives --schedule.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "record",
+        help=HELP,
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )
+    def record(
+        ctx: typer.Context,
+        emulate: bool = typer.Option(False, "--emulate", help="Run on the emulated Gaudi."),
+        mode: str = typer.Option("lazy", "--mode", help="lazy | eager | compile (emulated)."),
+        device: str = typer.Option("gaudi2", "--device", help="gaudi2 | gaudi3 (emulated)."),
+        output: Path | None = typer.Option(None, "-o", "--output", help="Run directory."),
+        schedule: str | None = typer.Option(
+            None, "--schedule", help="wait,warmup,active[,repeat[,skip_first]] in steps."
+        ),
+        backend: str | None = typer.Option(
+            None, "--backend", help="emulated | gaudi | cuda | cpu (default: automatic)."
+        ),
+        record_shapes: bool = typer.Option(True, "--record-shapes/--no-record-shapes"),
+        with_stack: bool = typer.Option(False, "--with-stack"),
+    ) -> int:
+        from hpuprof.capture.record_session import record_command
+
+        return record_command(
+            list(ctx.args),
+            emulate=emulate,
+            mode=mode,
+            device=device,
+            output=output,
+            schedule=schedule,
+            backend=backend,
+            record_shapes=record_shapes,
+            with_stack=with_stack,
+        )

@@ -1,0 +1,1 @@
+"""The built-in demo: an emulated Gaudi workload that shows every problem hpuprof finds."""
