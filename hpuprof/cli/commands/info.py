@@ -1,0 +1,56 @@
+"""`hpuprof info PATH [--json]`: what a trace holds (events, span, ranks, devices, steps...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+
+def _render_text(summary: Any) -> str:
+    lines = [
+        f"source:      {', '.join(summary.sources)}",
+        f"format:      {summary.format}",
+        f"events:      {summary.events:,} (counters {summary.counters:,}, flows {summary.flows:,})",
+        f"time span:   {summary.span_ns / 1e6:,.3f} ms ({summary.start_ns} .. {summary.end_ns} ns)",
+        f"ranks:       {', '.join(map(str, summary.ranks)) or '-'}",
+    ]
+    devices = [f"{d} ({name})" if name else d for d, name in summary.devices.items()]
+    lines.append(f"devices:     {', '.join(devices) or 'none'}")
+    if summary.device_time:
+        lines.append(f"device time: {summary.device_time}")
+    steps = summary.steps
+    step_text = f"{len(steps)} ({steps[0]}..{steps[-1]})" if steps else "none"
+    lines.append(f"steps:       {step_text}")
+    lines.append("kinds:       " + ", ".join(f"{k} {v:,}" for k, v in summary.kinds.items()))
+    lines.append("categories:")
+    lines.extend(
+        f"  {cat or '(none)':<28} {count:>10,}" for cat, count in summary.categories.items()
+    )
+    return "\n".join(lines)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("info")
+    def info(
+        path: str = typer.Argument(..., help="trace file or directory of rank traces"),
+        as_json: bool = typer.Option(False, "--json", help="print JSON instead of text"),
+        cache: bool = typer.Option(True, "--cache/--no-cache", help="use the Parquet cache"),
+    ) -> None:
+        """Events, time span, ranks, devices, categories, kinds, steps and format of a trace."""
+        import json
+        from pathlib import Path
+
+        from hpuprof.trace.load import load
+        from hpuprof.trace.progress import delayed_progress
+        from hpuprof.trace.summary import summarize
+
+        source = Path(path)
+        total = source.stat().st_size if source.is_file() else None
+        with delayed_progress(total, f"loading {source.name}") as progress:
+            trace = load(source, cache=cache, progress=progress)
+        summary = summarize(trace)
+        if as_json:
+            typer.echo(json.dumps(summary.to_dict(), indent=2))
+        else:
+            typer.echo(_render_text(summary))

@@ -1,0 +1,590 @@
+"""Raw columns of one file -> the normalized tables of `schema.py` (done once, at load time).
+
+Everything downstream reads the normalized columns; nothing looks at raw categories again:
+- times: integer ns, `round(ts * 1000) + baseTimeNanoseconds` (integer and fraction handled
+  apart so epoch µs stay exact and 4458676522690.655 µs gives ...690655 ns);
+- B/E pairs become X slices (an unmatched B is kept with duration 0); `I` becomes `i`;
+- kind / is_device / device / stream / engine from the category and, for real Gaudi traces,
+  from the `/device:HPU` process and its engine thread names;
+- depth / parent per (pid, tid) lane (`nesting.py`); instants take the depth and parent of
+  the slice around them;
+- correlation from args, else from launch flows (`ac2g`, `enqueue`, ...): the `s` end binds to
+  the host slice enclosing it, the `f` end to the device slice, both get the flow id;
+- step from `ProfilerStep#N` annotations or our `Step#N` step events; a device event takes the
+  step of its correlated launch, else the step whose window holds its start.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from hpuprof.errors import TraceFormatError
+from hpuprof.trace.kineto_json import Coded, RawColumns
+from hpuprof.trace.model import Trace
+from hpuprof.trace.nesting import enclosing, lane_bounds, nest
+from hpuprof.trace.schema import (
+    COUNTER_COLUMNS,
+    DEVICE_KINDS,
+    EVENT_COLUMNS,
+    GAUDI_DEVICE_PROCESS_PREFIX,
+    GAUDI_ENGINE_PREFIXES,
+    KINETO_CATEGORY_KIND,
+    LAUNCH_FLOW_CATEGORIES,
+    METADATA_KEY,
+    NO_ID,
+    STEP_ANNOTATION_PREFIX,
+)
+
+PROCESS_COLUMNS = ("rank", "pid", "name", "labels", "sort_index")
+THREAD_COLUMNS = ("rank", "pid", "tid", "name", "sort_index")
+LEGACY_CATEGORIES = frozenset({"Kernel", "Runtime", "Memcpy", "Memset"})
+HOST_RUNTIME_PROCESSES = ("Bridge Logs", "Synapse Logger")
+GAUDI_DEVICE_KIND = {
+    "Kernel": "kernel",
+    "kernel": "kernel",
+    "Memcpy": "memcpy",
+    "gpu_memcpy": "memcpy",
+    "Memset": "memset",
+    "gpu_memset": "memset",
+    "gpu_user_annotation": "device_annotation",
+}
+_RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+_STEP_NAME = re.compile(r"(?:ProfilerStep|Step)#(\d+)")
+_HPU_INDEX = re.compile(r"/device:HPU:(\d+)")
+_EPOCH_US = 1e14  # integer µs beyond this are epoch times (1973 onwards)
+
+
+def build_trace(
+    raw: RawColumns, metadata: dict[str, Any], *, source: str, rank: int | None
+) -> Trace:
+    """Normalize the raw columns of one file into a `Trace` (rank detected unless given)."""
+    return _Normalizer(raw, metadata, source).build(rank)
+
+
+def categorical(codes: NDArray[Any] | Sequence[int], categories: Sequence[str]) -> pd.Categorical:
+    """A categorical with only the used categories, sorted (a canonical form for equality)."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if len(categories) == 0 or len(codes) == 0:
+        empty = pd.CategoricalDtype(pd.Index([], dtype="str"))
+        return pd.Categorical.from_codes(np.zeros(0, dtype=np.int8), dtype=empty)
+    used = np.flatnonzero(np.bincount(codes, minlength=len(categories)))
+    names = np.asarray(categories, dtype=object)[used]
+    order = np.argsort(names.astype(str), kind="stable")
+    remap = np.full(len(categories), -1, dtype=np.int32)
+    remap[used[order]] = np.arange(len(used), dtype=np.int32)
+    dtype = pd.CategoricalDtype(pd.Index(names[order].astype(str), dtype="str"))
+    return pd.Categorical.from_codes(remap[codes], dtype=dtype, validate=False)
+
+
+def text_categorical(values: Sequence[str] | NDArray[Any]) -> pd.Categorical:
+    """A categorical of text values, categories sorted."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    return categorical(codes, [str(u) for u in uniques]) if len(codes) else categorical([], [])
+
+
+def detect_rank(metadata: Mapping[str, Any], source: str) -> int:
+    """distributedInfo.rank, else our `hpuprof.rank`, else `rank-N` in the file name, else 0."""
+    info = metadata.get("distributedInfo")
+    if isinstance(info, dict) and isinstance(info.get("rank"), int):
+        return int(info["rank"])
+    ours = metadata.get(METADATA_KEY)
+    if isinstance(ours, dict) and isinstance(ours.get("rank"), int):
+        return int(ours["rank"])
+    match = _RANK_IN_NAME.search(Path(source).name)
+    return int(match.group(1)) if match else 0
+
+
+def ns_from_us(values: NDArray[np.float64], base: int) -> NDArray[np.int64]:
+    """µs (int or float) to integer ns plus `base`, exact for integers and ±1 ns for floats."""
+    whole = np.floor(values)
+    fraction = np.rint((values - whole) * 1000.0).astype(np.int64)
+    return whole.astype(np.int64) * 1000 + fraction + base
+
+
+def _code_mask(coded: Coded, wanted: set[str] | frozenset[str]) -> NDArray[np.bool_]:
+    hits = [i for i, value in enumerate(coded.categories) if value in wanted]
+    return np.isin(coded.codes, hits) if hits else np.zeros(len(coded.codes), dtype=bool)
+
+
+def _as_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return NO_ID
+
+
+class _Normalizer:
+    def __init__(self, raw: RawColumns, metadata: dict[str, Any], source: str) -> None:
+        self.raw = raw
+        self.metadata = metadata
+        self.source = source
+        base = metadata.get("baseTimeNanoseconds")
+        self.base = int(base) if isinstance(base, int | float) else 0
+
+    # --- top level ---------------------------------------------------------------------------
+
+    def build(self, rank: int | None) -> Trace:
+        raw = self.raw
+        rank = detect_rank(self.metadata, self.source) if rank is None else rank
+        ph = raw.ph
+        meta_rows = np.flatnonzero(_code_mask(ph, {"M"}))
+        processes, threads = self._names(meta_rows, rank)
+        timed = ~_code_mask(ph, {"M"})
+        missing = np.flatnonzero(timed & np.isnan(raw.ts_us))
+        if len(missing):
+            raise TraceFormatError(self.source, f"event {missing[0]}", "a numeric 'ts' field")
+        ts_ns = np.zeros(len(raw), dtype=np.int64)
+        ts_ns[timed] = ns_from_us(raw.ts_us[timed], self.base)
+        dur_us = np.nan_to_num(raw.dur_us, nan=0.0)
+        dur_ns = np.maximum(np.rint(dur_us * 1000.0).astype(np.int64), 0)
+
+        rows, dur_ns = self._slice_rows(ts_ns, dur_ns)
+        counters = self._counters(np.flatnonzero(_code_mask(ph, {"C"})), ts_ns, rank)
+        flow_rows = np.flatnonzero(_code_mask(ph, {"s", "t", "f"}))
+        flows = self._flows(flow_rows, ts_ns, rank)
+        events = self._events(rows, ts_ns, dur_ns, rank, processes, threads, flow_rows)
+        return Trace(
+            events=events,
+            counters=counters,
+            flows=flows,
+            metadata={rank: dict(self.metadata)},
+            processes=processes,
+            threads=threads,
+            sources=(self.source,),
+            format=self._format(processes, ts_ns),
+        )
+
+    def _format(self, processes: pd.DataFrame, ts_ns: NDArray[np.int64]) -> str:
+        if "baseTimeNanoseconds" in self.metadata:
+            era = "relative-ns"
+        else:
+            ts = self.raw.ts_us[~np.isnan(self.raw.ts_us)]
+            integral = len(ts) > 0 and bool(np.all(ts == np.floor(ts)))
+            era = "epoch-us" if integral and float(ts.max()) > _EPOCH_US else "relative-us"
+        parts = [f"kineto-json/{era}"]
+        if set(self.raw.cat.categories) & LEGACY_CATEGORIES:
+            parts.append("legacy-categories")
+        names = processes["name"].astype(str) if len(processes) else pd.Series([], dtype=str)
+        if names.str.startswith(GAUDI_DEVICE_PROCESS_PREFIX).any():
+            parts.append("gaudi")
+        if METADATA_KEY in self.metadata:
+            parts.append("hpuprof")
+        return "+".join(parts)
+
+    # --- metadata events -----------------------------------------------------------------------
+
+    def _names(self, rows: NDArray[np.int64], rank: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        raw = self.raw
+        procs: dict[str, dict[str, Any]] = {}
+        threads: dict[tuple[str, str], dict[str, Any]] = {}
+        names: list[Any] = raw.name.values()[rows].tolist()
+        pids: list[Any] = raw.pid.values()[rows].tolist()
+        tids: list[Any] = raw.tid.values()[rows].tolist()
+        for row, name, pid, tid in zip(rows.tolist(), names, pids, tids, strict=True):
+            args = _decode_args(raw.side_args.get(row, b""))
+            if name.startswith("process_"):
+                entry = procs.setdefault(pid, {"name": "", "labels": "", "sort_index": NO_ID})
+            elif name.startswith("thread_"):
+                entry = threads.setdefault(
+                    (pid, tid), {"name": "", "labels": "", "sort_index": NO_ID}
+                )
+            else:
+                continue
+            if name.endswith("_name"):
+                entry["name"] = str(args.get("name", ""))
+            elif name.endswith("_labels"):
+                entry["labels"] = str(args.get("labels", ""))
+            elif name.endswith("_sort_index"):
+                value = args.get("sort_index")
+                entry["sort_index"] = value if isinstance(value, int) else NO_ID
+        processes = pd.DataFrame(
+            {
+                "rank": pd.Series([rank] * len(procs), dtype="int32"),
+                "pid": pd.Series(list(procs), dtype=str),
+                "name": pd.Series([p["name"] for p in procs.values()], dtype=str),
+                "labels": pd.Series([p["labels"] for p in procs.values()], dtype=str),
+                "sort_index": pd.Series([p["sort_index"] for p in procs.values()], dtype="int64"),
+            }
+        )
+        thread_frame = pd.DataFrame(
+            {
+                "rank": pd.Series([rank] * len(threads), dtype="int32"),
+                "pid": pd.Series([k[0] for k in threads], dtype=str),
+                "tid": pd.Series([k[1] for k in threads], dtype=str),
+                "name": pd.Series([t["name"] for t in threads.values()], dtype=str),
+                "sort_index": pd.Series([t["sort_index"] for t in threads.values()], dtype="int64"),
+            }
+        )
+        return processes, thread_frame
+
+    # --- slices ------------------------------------------------------------------------------
+
+    def _slice_rows(
+        self, ts_ns: NDArray[np.int64], dur_ns: NDArray[np.int64]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Rows of the events table (X, paired B, i, I) and durations with B/E pairs applied."""
+        ph = self.raw.ph
+        keep = _code_mask(ph, {"X", "i", "I"})
+        begin = _code_mask(ph, {"B"})
+        if begin.any() or _code_mask(ph, {"E"}).any():
+            dur_ns = dur_ns.copy()
+            dur_ns[begin] = 0
+            pair_rows = np.flatnonzero(begin | _code_mask(ph, {"E"}))
+            open_slices: dict[tuple[int, int], list[int]] = {}
+            is_begin = begin[pair_rows].tolist()
+            pids = self.raw.pid.codes[pair_rows].tolist()
+            tids = self.raw.tid.codes[pair_rows].tolist()
+            order = np.argsort(ts_ns[pair_rows], kind="stable")
+            for i in order.tolist():
+                row, lane = int(pair_rows[i]), (pids[i], tids[i])
+                if is_begin[i]:
+                    open_slices.setdefault(lane, []).append(row)
+                elif open_slices.get(lane):
+                    start_row = open_slices[lane].pop()
+                    dur_ns[start_row] = max(int(ts_ns[row] - ts_ns[start_row]), 0)
+            keep |= begin
+        return np.flatnonzero(keep), dur_ns
+
+    def _events(
+        self,
+        rows: NDArray[np.int64],
+        ts_all: NDArray[np.int64],
+        dur_all: NDArray[np.int64],
+        rank: int,
+        processes: pd.DataFrame,
+        threads: pd.DataFrame,
+        flow_rows: NDArray[np.int64],
+    ) -> pd.DataFrame:
+        raw = self.raw
+        ts = ts_all[rows]
+        dur = dur_all[rows]
+        # final order: (ts, -dur, file order); the lane order adds (pid, tid) in front
+        order = np.lexsort((rows, -dur, ts))
+        rows, ts, dur = rows[order], ts[order], dur[order]
+        n = len(rows)
+        pid_codes = raw.pid.codes[rows].astype(np.int64)
+        tid_codes = raw.tid.codes[rows].astype(np.int64)
+        lane = pid_codes * max(len(raw.tid.categories), 1) + tid_codes
+        instant = _code_mask(raw.ph, {"i", "I"})[rows]
+
+        kind, engine, device, stream = self._device_columns(
+            rows, pid_codes, tid_codes, instant, processes, threads
+        )
+        is_device = np.isin(kind, list(DEVICE_KINDS))
+
+        by_lane = np.lexsort((np.arange(n), lane))
+        depth_l, parent_l = nest(lane[by_lane], ts[by_lane], (ts + dur)[by_lane])
+        depth = np.empty(n, dtype=np.int64)
+        depth[by_lane] = depth_l
+        parent = np.full(n, NO_ID, dtype=np.int64)
+        has_parent = parent_l >= 0
+        parent[by_lane[has_parent]] = by_lane[parent_l[has_parent]]
+
+        correlation = raw.correlation[rows].copy()
+        self._flow_correlation(
+            correlation, flow_rows, ts_all, lane, ts, dur, instant, by_lane, parent_l, n
+        )
+        names = raw.name.values()[rows] if n else np.empty(0, dtype=object)
+        step = self._steps(names, kind, rows, ts, dur, is_device, correlation)
+
+        ph_text = np.where(instant, "i", "X")
+        graph_id = self._graph_ids(rows)
+        fallback = raw.fallback[rows] == 1
+        args = raw.args.take(pa.array(rows)) if n else raw.args.slice(0, 0)
+        columns: dict[str, Any] = {
+            "name": categorical(raw.name.codes[rows], raw.name.categories),
+            "cat": categorical(raw.cat.codes[rows], raw.cat.categories),
+            "ph": text_categorical(ph_text),
+            "pid": categorical(raw.pid.codes[rows], raw.pid.categories),
+            "tid": categorical(raw.tid.codes[rows], raw.tid.categories),
+            "ts_ns": ts,
+            "dur_ns": dur,
+            "rank": np.full(n, rank, dtype=np.int32),
+            "kind": text_categorical(kind),
+            "is_device": is_device,
+            "device": device.astype(np.int32),
+            "stream": stream,
+            "engine": text_categorical(engine),
+            "correlation": correlation,
+            "external_id": raw.external_id[rows],
+            "depth": np.minimum(depth, np.iinfo(np.int16).max).astype(np.int16),
+            "parent": parent,
+            "step": step.astype(np.int32),
+            "input_dims": categorical(raw.input_dims.codes[rows], raw.input_dims.categories),
+            "input_types": categorical(raw.input_types.codes[rows], raw.input_types.categories),
+            "mode": categorical(raw.mode.codes[rows], raw.mode.categories),
+            "module": categorical(raw.module.codes[rows], raw.module.categories),
+            "phase": categorical(raw.phase.codes[rows], raw.phase.categories),
+            "graph_id": graph_id,
+            "hpu_event": categorical(raw.hpu_event.codes[rows], raw.hpu_event.categories),
+            "flush_reason": categorical(raw.flush_reason.codes[rows], raw.flush_reason.categories),
+            "fallback": fallback,
+            "args": pd.arrays.ArrowExtensionArray(
+                pa.chunked_array(args.chunks, type=pa.large_binary())
+                if isinstance(args, pa.ChunkedArray)
+                else pa.chunked_array([args])
+            ),
+        }
+        assert list(columns) == list(EVENT_COLUMNS)
+        return pd.DataFrame(columns, copy=False)
+
+    def _graph_ids(self, rows: NDArray[np.int64]) -> pd.Categorical:
+        raw = self.raw
+        ours = categorical(raw.graph_id.codes[rows], raw.graph_id.categories)
+        if raw.recipe_id.categories in ([], [""]):
+            return ours
+        recipe = np.asarray(raw.recipe_id.categories, dtype=object)[raw.recipe_id.codes[rows]]
+        own = np.asarray(ours.astype(object))
+        return text_categorical(np.where(own != "", own, recipe))
+
+    def _device_columns(
+        self,
+        rows: NDArray[np.int64],
+        pid_codes: NDArray[np.int64],
+        tid_codes: NDArray[np.int64],
+        instant: NDArray[np.bool_],
+        processes: pd.DataFrame,
+        threads: pd.DataFrame,
+    ) -> tuple[NDArray[Any], NDArray[Any], NDArray[np.int64], NDArray[np.int64]]:
+        """kind, engine, device, stream of each event row."""
+        raw = self.raw
+        n = len(rows)
+        cat_codes = raw.cat.codes[rows]
+        cats = raw.cat.categories
+        process_name = dict(zip(processes["pid"], processes["name"], strict=True))
+        pid_names = [process_name.get(pid, "") for pid in raw.pid.categories]
+        hpu_pid = np.array([p.startswith(GAUDI_DEVICE_PROCESS_PREFIX) for p in pid_names])
+        host_runtime_pid = np.array([p.startswith(HOST_RUNTIME_PROCESSES) for p in pid_names])
+
+        on_hpu = hpu_pid[pid_codes] if len(hpu_pid) else np.zeros(n, dtype=bool)
+        kind_by_cat = np.array([KINETO_CATEGORY_KIND.get(c, "other") for c in cats] or ["other"])
+        kind = kind_by_cat[cat_codes].astype(object)
+        gaudi_kind = np.array([GAUDI_DEVICE_KIND.get(c, "device_op") for c in cats] or ["x"])
+        kind[on_hpu] = gaudi_kind[cat_codes[on_hpu]]
+        hpu_op = np.array([c == "hpu_op" for c in cats] or [False])[cat_codes]
+        kind[hpu_op & ~on_hpu] = "runtime"
+        if host_runtime_pid.any():
+            bridge = host_runtime_pid[pid_codes] & (kind == "other")
+            kind[bridge] = "runtime"
+        kind[instant] = "instant"
+
+        is_device = np.isin(kind, list(DEVICE_KINDS))
+        device_lane = is_device | (kind == "sync")
+        pid_ints = np.array([_as_int(p) for p in raw.pid.categories] or [NO_ID])
+        tid_ints = np.array([_as_int(t) for t in raw.tid.categories] or [NO_ID])
+        hpu_index = np.array(
+            [int(m.group(1)) if (m := _HPU_INDEX.match(p)) else NO_ID for p in pid_names] or [NO_ID]
+        )
+        stream = np.where(raw.stream[rows] != NO_ID, raw.stream[rows], tid_ints[tid_codes])
+        stream = np.where(device_lane, stream, NO_ID)
+        lane_device = np.where(hpu_index != NO_ID, hpu_index, pid_ints)[pid_codes]
+        device = np.where(raw.device[rows] != NO_ID, raw.device[rows], lane_device)
+        device = np.where(on_hpu & is_device, lane_device, device)
+        device = np.where(device_lane, device, NO_ID)
+
+        engine = np.full(n, "", dtype=object)
+        engine[is_device & ~on_hpu] = "GPU"
+        if on_hpu.any():
+            thread_name = {
+                (p, t): name
+                for p, t, name in zip(threads["pid"], threads["tid"], threads["name"], strict=True)
+            }
+            lanes = pid_codes[on_hpu] * max(len(raw.tid.categories), 1) + tid_codes[on_hpu]
+            unique, inverse = np.unique(lanes, return_inverse=True)
+            width = max(len(raw.tid.categories), 1)
+            names = [
+                thread_name.get((raw.pid.categories[u // width], raw.tid.categories[u % width]), "")
+                for u in unique.tolist()
+            ]
+            engines = np.array([gaudi_engine(name) for name in names], dtype=object)
+            engine[on_hpu] = np.where(is_device[on_hpu], engines[inverse], "")
+        return kind, engine, device.astype(np.int64), stream.astype(np.int64)
+
+    # --- flows -> correlation --------------------------------------------------------------------
+
+    def _flow_correlation(
+        self,
+        correlation: NDArray[np.int64],
+        flow_rows: NDArray[np.int64],
+        ts_all: NDArray[np.int64],
+        lane: NDArray[np.int64],
+        ts: NDArray[np.int64],
+        dur: NDArray[np.int64],
+        instant: NDArray[np.bool_],
+        by_lane: NDArray[np.int64],
+        parent_l: NDArray[np.int64],
+        n: int,
+    ) -> None:
+        """Bind launch flow ends to slices and give both ends the flow id as correlation."""
+        raw = self.raw
+        launch = _code_mask(raw.cat, LAUNCH_FLOW_CATEGORIES)[flow_rows]
+        launch &= _code_mask(raw.ph, {"s", "f"})[flow_rows]
+        rows = flow_rows[launch]
+        if len(rows) == 0 or n == 0:
+            return
+        width = max(len(raw.tid.categories), 1)
+        flow_lane = raw.pid.codes[rows].astype(np.int64) * width + raw.tid.codes[rows]
+        flow_ts = ts_all[rows]
+        flow_id = np.array([_flow_int(v) for v in raw.flow_id.categories] or [NO_ID])
+        ids = flow_id[raw.flow_id.codes[rows]]
+        target = np.full(len(rows), NO_ID, dtype=np.int64)
+        sorted_lane = lane[by_lane]
+        sorted_ts = ts[by_lane]
+        sorted_end = (ts + dur)[by_lane]
+        usable = ~instant[by_lane]
+        bounds = {int(sorted_lane[a]): (a, b) for a, b in lane_bounds(sorted_lane)}
+        for value in np.unique(flow_lane).tolist():
+            if value not in bounds:
+                continue
+            a, b = bounds[value]
+            mine = np.flatnonzero(flow_lane == value)
+            local_parent = np.where(parent_l[a:b] >= 0, parent_l[a:b] - a, NO_ID)
+            hit = enclosing(
+                sorted_ts[a:b], sorted_end[a:b], local_parent, usable[a:b], flow_ts[mine]
+            )
+            found = hit >= 0
+            target[mine[found]] = by_lane[a + hit[found]]
+        ok = (target >= 0) & (ids != NO_ID)
+        target, ids = target[ok], ids[ok]
+        unset = correlation[target] == NO_ID
+        correlation[target[unset]] = ids[unset]
+
+    # --- steps -----------------------------------------------------------------------------------
+
+    def _steps(
+        self,
+        names: NDArray[Any],
+        kind: NDArray[Any],
+        rows: NDArray[np.int64],
+        ts: NDArray[np.int64],
+        dur: NDArray[np.int64],
+        is_device: NDArray[np.bool_],
+        correlation: NDArray[np.int64],
+    ) -> NDArray[np.int64]:
+        raw = self.raw
+        n = len(rows)
+        step = np.full(n, NO_ID, dtype=np.int64)
+        if n == 0:
+            return step
+        ours = _code_mask(raw.hpu_event, {"step"})[rows]
+        marker_names = [
+            i
+            for i, c in enumerate(raw.name.categories)
+            if c.startswith((STEP_ANNOTATION_PREFIX, "Step#"))
+        ]
+        candidate = np.isin(raw.name.codes[rows], marker_names)
+        marker = candidate & (((kind == "user_annotation") & ~ours) | ours) & ~is_device
+        if not marker.any():
+            return step
+        positions = np.flatnonzero(marker)
+        numbers = np.array([_step_number(name) for name in names[positions]])
+        positions, numbers = positions[numbers >= 0], numbers[numbers >= 0]
+        if len(positions) == 0:
+            return step
+        starts = ts[positions]
+        ends = starts + dur[positions]
+        k = np.searchsorted(starts, ts, side="right") - 1
+        safe = np.maximum(k, 0)
+        inside = (k >= 0) & ((ts < ends[safe]) | (ts == starts[safe]))
+        step = np.where(inside, numbers[safe], NO_ID)
+        host_launch = ~is_device & (correlation != NO_ID) & (step != NO_ID)
+        device_corr = is_device & (correlation != NO_ID)
+        if host_launch.any() and device_corr.any():
+            by_corr = pd.Series(step[host_launch], index=correlation[host_launch])
+            by_corr = by_corr[~by_corr.index.duplicated(keep="first")]
+            mapped = by_corr.reindex(correlation[device_corr]).to_numpy()
+            known = ~np.isnan(mapped)
+            target = np.flatnonzero(device_corr)[known]
+            step[target] = mapped[known].astype(np.int64)
+        return step
+
+    # --- counters and flows ------------------------------------------------------------------
+
+    def _counters(
+        self, rows: NDArray[np.int64], ts_ns: NDArray[np.int64], rank: int
+    ) -> pd.DataFrame:
+        raw = self.raw
+        record: dict[str, list[Any]] = {c: [] for c in COUNTER_COLUMNS}
+        names: list[Any] = raw.name.values()[rows].tolist()
+        for row, name in zip(rows.tolist(), names, strict=True):
+            args = _decode_args(raw.side_args.get(row, b""))
+            for series, value in args.items():
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    continue
+                record["name"].append(name)
+                record["series"].append(series)
+                record["cat"].append(raw.cat.categories[raw.cat.codes[row]])
+                record["pid"].append(raw.pid.categories[raw.pid.codes[row]])
+                record["tid"].append(raw.tid.categories[raw.tid.codes[row]])
+                record["rank"].append(rank)
+                record["ts_ns"].append(int(ts_ns[row]))
+                record["value"].append(float(value))
+        return _frame(record, COUNTER_COLUMNS)
+
+    def _flows(self, rows: NDArray[np.int64], ts_ns: NDArray[np.int64], rank: int) -> pd.DataFrame:
+        raw = self.raw
+        columns: dict[str, Any] = {
+            "id": categorical(raw.flow_id.codes[rows], raw.flow_id.categories),
+            "cat": categorical(raw.cat.codes[rows], raw.cat.categories),
+            "name": categorical(raw.name.codes[rows], raw.name.categories),
+            "ph": categorical(raw.ph.codes[rows], raw.ph.categories),
+            "pid": categorical(raw.pid.codes[rows], raw.pid.categories),
+            "tid": categorical(raw.tid.codes[rows], raw.tid.categories),
+            "rank": np.full(len(rows), rank, dtype=np.int32),
+            "ts_ns": ts_ns[rows],
+            "binding": categorical(raw.bp.codes[rows], raw.bp.categories),
+        }
+        return pd.DataFrame(columns)
+
+
+def gaudi_engine(thread_name: str) -> str:
+    """EngineKind of a Gaudi device thread name (`*TPC 3`, `**MME 0`, `*EDMA`...)."""
+    name = thread_name.lstrip("* ").upper()
+    for prefix, engine in GAUDI_ENGINE_PREFIXES:
+        if name.startswith(prefix):
+            return engine
+    return "OTHER"
+
+
+def _step_number(name: str) -> int:
+    match = _STEP_NAME.search(name)
+    return int(match.group(1)) if match else NO_ID
+
+
+def _flow_int(value: str) -> int:
+    from hpuprof.trace.kineto_json import to_int64_ids
+
+    if value == "":
+        return NO_ID
+    return int(to_int64_ids([value])[0])
+
+
+def _decode_args(raw: bytes) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _frame(record: Mapping[str, list[Any]], schema: Mapping[str, str]) -> pd.DataFrame:
+    """A small table from Python lists with the schema's dtypes (categoricals sorted)."""
+    columns: dict[str, Any] = {}
+    for name, dtype in schema.items():
+        values = record[name]
+        if dtype == "category":
+            columns[name] = text_categorical([str(v) for v in values])
+        else:
+            columns[name] = np.asarray(values, dtype=dtype)
+    return pd.DataFrame(columns)

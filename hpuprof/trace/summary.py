@@ -1,0 +1,90 @@
+"""What `hpuprof info` reports: a pure summary of a `Trace`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hpuprof.trace.model import Trace
+from hpuprof.trace.schema import METADATA_KEY, NO_ID
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """Counts and spans of one loaded trace.
+
+    Args:
+        span_ns: last event end minus first event start (0 when empty).
+        devices: accelerator indexes seen on device events, with names from deviceProperties.
+        device_time: our `hpuprof.device_time` ("modeled" / "measured") or "" when absent.
+    """
+
+    sources: tuple[str, ...]
+    format: str
+    events: int
+    counters: int
+    flows: int
+    start_ns: int
+    end_ns: int
+    span_ns: int
+    ranks: tuple[int, ...]
+    devices: dict[str, str]
+    categories: dict[str, int]
+    kinds: dict[str, int]
+    steps: tuple[int, ...]
+    device_time: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _device_names(trace: Trace) -> dict[int, str]:
+    names: dict[int, str] = {}
+    for meta in trace.metadata.values():
+        props = meta.get("deviceProperties")
+        if not isinstance(props, list):
+            continue
+        for i, prop in enumerate(props):
+            if isinstance(prop, dict):
+                index = prop.get("id", i)
+                names[int(index) if isinstance(index, int) else i] = str(prop.get("name", ""))
+    return names
+
+
+def summarize(trace: Trace) -> TraceSummary:
+    """Summarize `trace` (no side effects)."""
+    events = trace.events
+    if len(events):
+        start = int(events["ts_ns"].min())
+        end = int((events["ts_ns"] + events["dur_ns"]).max())
+    else:
+        start = end = 0
+    device_ids = sorted(
+        int(d) for d in events.loc[events["is_device"], "device"].unique() if d != NO_ID
+    )
+    names = _device_names(trace)
+    devices = {str(d): names.get(d, "") for d in device_ids}
+    steps = sorted(int(s) for s in events["step"].unique() if s != NO_ID)
+    device_time = ""
+    for meta in trace.metadata.values():
+        ours = meta.get(METADATA_KEY)
+        if isinstance(ours, dict) and ours.get("device_time"):
+            device_time = str(ours["device_time"])
+    cats = events["cat"].value_counts()
+    kinds = events["kind"].value_counts()
+    return TraceSummary(
+        sources=trace.sources,
+        format=trace.format,
+        events=len(events),
+        counters=len(trace.counters),
+        flows=len(trace.flows),
+        start_ns=start,
+        end_ns=end,
+        span_ns=end - start,
+        ranks=tuple(trace.ranks),
+        devices=devices,
+        categories={str(k): int(v) for k, v in cats.items() if v},
+        kinds={str(k): int(v) for k, v in kinds.items() if v},
+        steps=tuple(steps),
+        device_time=device_time,
+    )
