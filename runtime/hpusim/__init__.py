@@ -1,0 +1,252 @@
+"""hpusim: an emulated Intel Gaudi PyTorch bridge on CPU PyTorch.
+
+`import hpusim` has no side effects. `hpusim.enable()` installs the emulated `hpu` device
+(tensor subclass, HPU-key factory fallback, `torch.hpu` module, transfer patches, module and
+optimizer hooks) and puts `runtime/shim` (the drop-in `habana_frameworks`) on `sys.path`. The
+shim exists only in a source or editable checkout (it is never packaged: on a Gaudi machine it
+would shadow the real bridge). `disable()` undoes what it can.
+
+Every op really runs on CPU (results bit-identical to CPU); device times are MODELED from a
+named device profile, host times are measured.
+
+Contract with the capture layer: `enable`, `disable`, `is_enabled`, `config`,
+`sink.get_sink()` (`.recording`, `.drain()`), `chrome_events.to_chrome_events`,
+`chrome_events.metadata_events`, `run_metadata()`, `metrics_snapshot()`, `step_marker()`.
+
+Extension points (HPU graphs, autocast, torch.compile):
+- `get_sink().runtime(hpu_event, name, ts, dur, payload=...)` records an event;
+- `dispatch.add_op_listener(fn)` sees every device op after it ran (capture / replay);
+- `on_enable(fn)` / `on_disable(fn)` run extension installers with enable/disable;
+- `device_module.register_attribute(name, obj)` exposes `torch.hpu.<name>` and
+  `habana_frameworks.torch.hpu.<name>`;
+- `autocast_state()` reports whether an `hpu` autocast region is active and its dtype.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from time import perf_counter_ns
+from typing import Any
+
+__all__ = [
+    "autocast_state",
+    "config",
+    "disable",
+    "enable",
+    "is_enabled",
+    "mark_step",
+    "metrics_snapshot",
+    "on_disable",
+    "on_enable",
+    "run_metadata",
+    "shim_path",
+    "step_marker",
+]
+
+_on_enable: list[Callable[[], None]] = []
+_on_disable: list[Callable[[], None]] = []
+
+
+def shim_path() -> Path:
+    """`runtime/shim`, beside this package in a source/editable checkout."""
+    return Path(__file__).resolve().parent.parent / "shim"
+
+
+def on_enable(fn: Callable[[], None]) -> None:
+    """Run `fn()` at every `enable()` (now too, if already enabled)."""
+    _on_enable.append(fn)
+    if is_enabled():
+        fn()
+
+
+def on_disable(fn: Callable[[], None]) -> None:
+    """Run `fn()` at every `disable()`."""
+    _on_disable.append(fn)
+
+
+def is_enabled() -> bool:
+    from hpusim import state
+
+    return state.RT is not None
+
+
+def enable(mode: str | None = None, device: str = "gaudi2", *, record: bool = True) -> None:
+    """Install the emulated HPU. Idempotent when called again with the same settings.
+
+    Args:
+        mode: "lazy" or "eager"; None reads `PT_HPU_LAZY_MODE` like the bridge (1 = lazy,
+            default eager).
+        device: device profile, `gaudi2` or `gaudi3`.
+        record: initial value of `get_sink().recording`.
+    """
+    from hpusim import state
+
+    if mode not in (None, "lazy", "eager"):
+        raise ValueError(f"mode must be 'lazy', 'eager' or None, not {mode!r}")
+    from hpusim.device_model import load_profile
+    from hpusim.env import read_flags
+
+    profile = load_profile(device)
+    flags = read_flags()
+    resolved = mode or ("lazy" if flags.lazy else "eager")
+    if state.RT is not None:
+        cfg = state.RT.config
+        if cfg.mode == resolved and cfg.device_profile == device:
+            return
+        disable()
+
+    from hpusim import attribution, device_module, dispatch, factories, metrics, transfers
+    from hpusim.state import Config, Runtime
+
+    rt = Runtime(Config(resolved, device, "argument" if mode else "env"), flags, profile)
+    rt.sink.recording = record
+    metrics.install(gc_details=flags.gc_details, cache_metrics=flags.cache_metrics)
+    if flags.metrics_file:
+        rt.saver = metrics.Saver(flags.metrics_file, flags.metrics_format, flags.metrics_triggers)
+    dispatch.op_info  # noqa: B018 - dispatch installs itself into HpuTensor at import
+    device_module.install()
+    factories.install()
+    transfers.install()
+    attribution.install()
+    state.RT = rt
+    shim = str(shim_path())
+    if shim not in sys.path:
+        sys.path.insert(0, shim)
+    import atexit
+
+    atexit.register(_at_exit)
+    for fn in list(_on_enable):
+        fn()
+
+
+def disable() -> None:
+    """Uninstall the emulated HPU (flushes a pending lazy graph; existing hpu tensors become
+    unusable). The shim leaves `sys.path`; already-imported shim modules stay importable."""
+    from hpusim import state
+
+    rt = state.RT
+    if rt is None:
+        return
+    for fn in list(_on_disable):
+        fn()
+    from hpusim import attribution, device_module, factories, lazy, metrics, transfers
+
+    if rt.lazy:
+        lazy.flush(rt, "mark_step")
+    if rt.saver is not None:
+        rt.saver.process_exit()
+        rt.saver.close()
+    _fallback_summary(rt)
+    attribution.uninstall()
+    transfers.uninstall()
+    factories.uninstall()
+    device_module.uninstall()
+    metrics.uninstall()
+    state.RT = None
+    shim = str(shim_path())
+    while shim in sys.path:
+        sys.path.remove(shim)
+    import atexit
+
+    atexit.unregister(_at_exit)
+
+
+def _fallback_summary(rt: Any) -> None:
+    if rt.flags.fallback_log and rt.fallback_counts:
+        rt.log.fallback_summary(rt.fallback_counts)
+        rt.fallback_counts = {}
+
+
+def _at_exit() -> None:
+    from hpusim import state
+
+    rt = state.RT
+    if rt is not None:
+        if rt.lazy:
+            from hpusim import lazy
+
+            lazy.flush(rt, "mark_step")
+        _fallback_summary(rt)
+
+
+def config() -> Any:
+    """The active `state.Config` (mode, device_profile), or None when disabled."""
+    from hpusim import state
+
+    return state.RT.config if state.RT is not None else None
+
+
+def run_metadata() -> dict[str, Any]:
+    """The `hpuprof` top-level trace metadata for an emulated run (docs/trace-keys.md)."""
+    from hpuprof.trace.schema import SCHEMA_VERSION
+
+    cfg = config()
+    rank = int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    try:
+        from hpuprof import __version__ as version
+    except ImportError:  # pragma: no cover
+        version = "0"
+    return {
+        "schema": SCHEMA_VERSION,
+        "version": version,
+        "device_time": "modeled",
+        "host_time": "measured",
+        "device_profile": cfg.device_profile if cfg else "",
+        "mode": cfg.mode if cfg else "",
+        "backend": "emulated",
+        "rank": rank,
+        "world_size": world,
+    }
+
+
+def metrics_snapshot() -> dict[str, Any]:
+    """The global metrics now, in Habana's JSON dump format: `{"records": [...]}` where
+    `records` is exactly the array a `metrics_dump(..., "json")` file holds (trigger `user`),
+    plus `{"by_name": {metric_name: statistics}}` for convenience."""
+    from hpusim import metrics
+
+    records = metrics.global_records("user")
+    return {"records": records, "by_name": {r["metric_name"]: r["statistics"] for r in records}}
+
+
+def mark_step(device_str: str = "", sync: bool = False) -> None:
+    """`htcore.mark_step()`."""
+    from hpusim import lazy
+
+    lazy.mark_step(device_str, sync)
+
+
+def step_marker(name: str | None = None) -> int:
+    """Close the current step (if any) and open the next; returns the new step number.
+
+    Steps are `cat: "hpuprof"` slices named `Step#N` with `hpuprof.event: "step"`."""
+    from hpusim import state
+
+    rt = state.RT
+    if rt is None:
+        raise RuntimeError("hpusim is not enabled: call hpusim.enable() first")
+    now = perf_counter_ns()
+    if rt.step_number >= 0 and rt.sink.recording:
+        rt.sink.runtime(
+            "step",
+            f"Step#{rt.step_number}",
+            rt.step_start_ns,
+            now - rt.step_start_ns,
+            mode=rt.mode_code,
+            payload={"hpuprof.step": rt.step_number},
+        )
+    rt.step_number += 1
+    rt.step_start_ns = now
+    return rt.step_number
+
+
+def autocast_state() -> tuple[bool, Any]:
+    """(enabled, dtype) of autocast for device type `hpu` in the current thread."""
+    import torch
+
+    enabled = torch.is_autocast_enabled("hpu")
+    return enabled, torch.get_autocast_dtype("hpu") if enabled else None

@@ -1,0 +1,263 @@
+"""Turn drained sink batches into Kineto-shaped Chrome-trace event dicts (docs/trace-keys.md).
+
+Host ops become `cpu_op` slices with `Input Dims` / `Input type`; the emulated card is process
+`pid` 0 named `/device:HPU:0` with one thread per engine; runtime events are `cat: "hpuprof"`
+with `hpuprof.*` args; launches are linked to their first device op by `ac2g` flows; counters are
+`ph: "C"`. Timestamps are float microseconds relative to `base_ns` (ns precision).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from hpusim.recipe_cache import recipe_name
+from hpusim.sink import (
+    ENGINES,
+    HPU_EVENTS,
+    KIND_COUNTER,
+    KIND_DEVICE,
+    KIND_OP,
+    MODES,
+    PHASES,
+    EventBatch,
+)
+
+DEVICE_PID: Final = 0
+DEVICE_PROCESS_NAME: Final = "/device:HPU:0"
+ENGINE_TIDS: Final[dict[str, int]] = {"DMA": 1000, "MME": 3000, "TPC": 4000}
+"""Lane ids follow the bridge's `typeIdx*1000 + engineIndex` (gaudi.md 6.3: PDMA/EDMA, MME, TPC)."""
+ENGINE_THREAD_NAMES: Final[dict[str, str]] = {"MME": "MME 0", "TPC": "TPC 0", "DMA": "DMA 0"}
+_INSTANT_EVENTS: Final = frozenset({"mark_step"})
+
+
+def _us(ts_ns: int, base_ns: int) -> float:
+    return round((ts_ns - base_ns) / 1000.0, 3)
+
+
+def metadata_events(pid: int) -> list[dict[str, Any]]:
+    """Process / thread name metadata (`ph: "M"`) for the host process and the emulated card."""
+    out: list[dict[str, Any]] = [
+        {
+            "name": "process_name",
+            "ph": "M",
+            "ts": 0.0,
+            "pid": pid,
+            "tid": 0,
+            "args": {"name": "python"},
+        },
+        {
+            "name": "process_name",
+            "ph": "M",
+            "ts": 0.0,
+            "pid": DEVICE_PID,
+            "tid": 0,
+            "args": {"name": DEVICE_PROCESS_NAME},
+        },
+        {
+            "name": "process_labels",
+            "ph": "M",
+            "ts": 0.0,
+            "pid": DEVICE_PID,
+            "tid": 0,
+            "args": {"labels": DEVICE_PROCESS_NAME},
+        },
+        {
+            "name": "process_sort_index",
+            "ph": "M",
+            "ts": 0.0,
+            "pid": DEVICE_PID,
+            "tid": 0,
+            "args": {"sort_index": 0x1000000},
+        },
+    ]
+    for engine, tid in ENGINE_TIDS.items():
+        out.append(
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "ts": 0.0,
+                "pid": DEVICE_PID,
+                "tid": tid,
+                "args": {"name": ENGINE_THREAD_NAMES[engine]},
+            }
+        )
+        out.append(
+            {
+                "name": "thread_sort_index",
+                "ph": "M",
+                "ts": 0.0,
+                "pid": DEVICE_PID,
+                "tid": tid,
+                "args": {"sort_index": -1},
+            }
+        )
+    return out
+
+
+def to_chrome_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[str, Any]]:
+    """Kineto-shaped event dicts for every event in `batch` (metadata not included).
+
+    Args:
+        batch: drained events.
+        pid: the host process id to write on host events.
+        base_ns: epoch ns that becomes `ts` 0.
+    """
+    s = batch.strings
+    out: list[dict[str, Any]] = []
+    # correlations with a host start (an op or a launch) in this batch; each gets one flow to
+    # its first device op
+    started = {
+        batch.corr[i]
+        for i in range(len(batch.kind))
+        if batch.corr[i] >= 0 and batch.kind[i] != KIND_DEVICE
+    }
+    flowed: set[int] = set()
+    json_cache: dict[int, Any] = {}
+
+    def parsed(sid: int) -> Any:
+        v = json_cache.get(sid)
+        if v is None:
+            v = json_cache[sid] = json.loads(s[sid]) if s[sid] else []
+        return v
+
+    for i in range(len(batch.kind)):
+        kind = batch.kind[i]
+        ts = _us(batch.ts_ns[i], base_ns)
+        name = s[batch.name[i]]
+        graph = batch.graph[i]
+        corr = batch.corr[i]
+        if kind == KIND_OP:
+            args: dict[str, Any] = {
+                "Input Dims": parsed(batch.dims[i]),
+                "Input type": parsed(batch.types[i]),
+                "hpuprof.event": "op",
+            }
+            _common_args(args, batch, i)
+            if corr >= 0:
+                args["correlation"] = corr
+            ev = {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": name,
+                "pid": pid,
+                "tid": batch.tid[i],
+                "ts": ts,
+                "dur": round(batch.dur_ns[i] / 1000.0, 3),
+                "args": args,
+            }
+            out.append(ev)
+            if corr >= 0:
+                out.append(_flow_start(corr, pid, batch.tid[i], ts))
+        elif kind == KIND_DEVICE:
+            engine = ENGINES[batch.engine[i]]
+            dargs: dict[str, Any] = {
+                "recipeId": graph,
+                "recipeName": recipe_name(graph) if graph >= 0 else "",
+                "device": 0,
+                "correlation": corr,
+                "hpuprof.graph_id": str(graph),
+                "hpuprof.modeled": True,
+                "hpuprof.flops": batch.flops[i],
+                "hpuprof.bytes": batch.nbytes[i],
+            }
+            tid = ENGINE_TIDS.get(engine, ENGINE_TIDS["TPC"])
+            cat = "gpu_memcpy" if engine == "DMA" else "kernel"
+            out.append(
+                {
+                    "ph": "X",
+                    "cat": cat,
+                    "name": name,
+                    "pid": DEVICE_PID,
+                    "tid": tid,
+                    "ts": ts,
+                    "dur": round(batch.dur_ns[i] / 1000.0, 3),
+                    "args": dargs,
+                }
+            )
+            if corr in started and corr not in flowed:
+                flowed.add(corr)
+                out.append(
+                    {
+                        "ph": "f",
+                        "bp": "e",
+                        "cat": "ac2g",
+                        "name": "ac2g",
+                        "id": corr,
+                        "pid": DEVICE_PID,
+                        "tid": tid,
+                        "ts": ts,
+                    }
+                )
+        elif kind == KIND_COUNTER:
+            p = batch.payload[i]
+            values = batch.payloads[p] if p >= 0 else {}
+            out.append(
+                {
+                    "ph": "C",
+                    "cat": "hpuprof",
+                    "name": name,
+                    "pid": pid,
+                    "tid": 0,
+                    "ts": ts,
+                    "args": dict(values),
+                }
+            )
+        else:
+            hev = HPU_EVENTS[batch.hpu_event[i]]
+            rargs: dict[str, Any] = {"hpuprof.event": hev}
+            _common_args(rargs, batch, i)
+            p = batch.payload[i]
+            if p >= 0:
+                rargs.update(batch.payloads[p])
+            dur_ns = batch.dur_ns[i]
+            if corr >= 0:
+                rargs["correlation"] = corr
+            if hev in _INSTANT_EVENTS and dur_ns == 0:
+                out.append(
+                    {
+                        "ph": "i",
+                        "s": "t",
+                        "cat": "hpuprof",
+                        "name": name,
+                        "pid": pid,
+                        "tid": batch.tid[i],
+                        "ts": ts,
+                        "args": rargs,
+                    }
+                )
+            else:
+                out.append(
+                    {
+                        "ph": "X",
+                        "cat": "hpuprof",
+                        "name": name,
+                        "pid": pid,
+                        "tid": batch.tid[i],
+                        "ts": ts,
+                        "dur": round(dur_ns / 1000.0, 3),
+                        "args": rargs,
+                    }
+                )
+            if hev == "launch" and corr >= 0:
+                out.append(_flow_start(corr, pid, batch.tid[i], ts))
+    return out
+
+
+def _flow_start(corr: int, pid: int, tid: int, ts: float) -> dict[str, Any]:
+    return {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": pid, "tid": tid, "ts": ts}
+
+
+def _common_args(args: dict[str, Any], batch: EventBatch, i: int) -> None:
+    mode = batch.mode[i]
+    if mode:
+        args["hpuprof.mode"] = MODES[mode]
+    module = batch.module[i]
+    if module:
+        args["hpuprof.module"] = batch.strings[module]
+    phase = batch.phase[i]
+    if phase:
+        args["hpuprof.phase"] = PHASES[phase]
+    graph = batch.graph[i]
+    if graph >= 0:
+        args["hpuprof.graph_id"] = str(graph)

@@ -1,0 +1,586 @@
+"""`__torch_dispatch__` of the emulated device: run every op on CPU, model it on the device.
+
+Per op: unwrap the hpu wrappers (strict cross-device check), build the op key (op + argument
+signature: sizes, strides, dtypes, storage offsets, scalar values), decide CPU fallback from the
+op table, run the real CPU kernel, wrap outputs (aliasing outputs return the caller's wrapper),
+then account for it on the modeled device: eager = per-op recipe + launch; lazy = append to
+the pending graph (flushed by `lazy.flush`). Schema facts are cached per OpOverload and modeled
+costs per op key, so a repeated op costs a few dict lookups.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from time import perf_counter_ns
+from typing import Any, Final
+
+import torch
+
+from hpusim import fallback as fb
+from hpusim import state
+from hpusim.device_model import ENGINE_DMA, ENGINE_MME, engine_of, matmul_flops
+from hpusim.recipe_cache import recipe_name
+from hpusim.tensor import _DISPATCH, HpuTensor
+
+aten = torch.ops.aten
+_current_node = torch._C._current_autograd_node
+_get_tid = threading.get_native_id
+
+MIXED_DEVICE_ERROR: Final = (
+    "Expected all tensors to be on the same device, but found at least two devices, hpu:0 and cpu!"
+)
+_CROSS_DEVICE_OK: Final = frozenset(
+    {
+        "aten::copy_",
+        "aten::_to_copy",
+        "aten::index",
+        "aten::index_put_",
+        "aten::_index_put_impl_",
+        "aten::_copy_from",
+        "aten::_copy_from_and_resize",
+        "aten::set_",
+    }
+)
+SYNC_REASON: Final[dict[str, str]] = {
+    "aten::_local_scalar_dense": "local scalar",
+    "aten::nonzero": "non zero",
+    "aten::nonzero_static": "non zero",
+    "aten::argwhere": "non zero",
+    "aten::masked_select": "non zero",
+    "aten::_unique": "unique",
+    "aten::_unique2": "unique",
+    "aten::unique_dim": "unique",
+    "aten::unique_consecutive": "unique",
+    "aten::unique_dim_consecutive": "unique",
+}
+_LOW_PRECISION: Final = frozenset(
+    {torch.bfloat16, torch.float16, torch.float8_e5m2, torch.float8_e4m3fn}
+)
+_TYPE_NAMES: Final[dict[torch.dtype, str]] = {
+    torch.float32: "float",
+    torch.float64: "double",
+    torch.bfloat16: "c10::BFloat16",
+    torch.float16: "c10::Half",
+    torch.int64: "long int",
+    torch.int32: "int",
+    torch.int16: "short int",
+    torch.int8: "signed char",
+    torch.uint8: "unsigned char",
+    torch.bool: "bool",
+}
+_DTYPE_SUFFIX: Final[dict[torch.dtype, str]] = {
+    torch.float32: "f32",
+    torch.float64: "f32",
+    torch.bfloat16: "bf16",
+    torch.float16: "f16",
+    torch.int64: "i64",
+    torch.int32: "i32",
+    torch.bool: "i8",
+    torch.int8: "i8",
+    torch.uint8: "u8",
+}
+
+_listeners: list[Any] = []
+
+
+def add_op_listener(fn: Any) -> None:
+    """Extension hook: `fn(func, key, out, info)` after every device op (HPU-graph capture...)."""
+    _listeners.append(fn)
+
+
+def remove_op_listener(fn: Any) -> None:
+    if fn in _listeners:
+        _listeners.remove(fn)
+
+
+class OpInfo:
+    """Schema facts of one OpOverload, computed once."""
+
+    __slots__ = (
+        "alias",
+        "base",
+        "cross_ok",
+        "dtype_cols",
+        "engine",
+        "func",
+        "is_view",
+        "label",
+        "missing",
+        "name_id",
+        "overload",
+        "sync_reason",
+    )
+
+    def __init__(self, func: Any, name_id: int) -> None:
+        schema = func._schema
+        self.func = func
+        self.label: str = schema.name  # "aten::add" (the Kineto cpu_op name)
+        self.overload = fb.overload_name(func)
+        self.name_id = name_id
+        self.base = fb.base_name(func)
+        self.engine = engine_of(schema.name.split("::", 1)[-1])
+        alias: list[tuple[int, str | None, bool]] = []
+        arg_pos = {a.name: i for i, a in enumerate(schema.arguments)}
+        kwarg_only = {a.name for a in schema.arguments if a.kwarg_only}
+        view = False
+        for ret in schema.returns:
+            ai = ret.alias_info
+            if ai is None:
+                alias.append((-1, None, False))
+                continue
+            # find the argument carrying the same alias set
+            match = -1
+            name: str | None = None
+            for a in schema.arguments:
+                if a.alias_info is not None and set(a.alias_info.before_set) & set(ai.before_set):
+                    match = arg_pos[a.name]
+                    name = a.name if a.name in kwarg_only else None
+                    break
+            alias.append((match, name, bool(ai.is_write)))
+            if not ai.is_write:
+                view = True
+        self.alias = tuple(alias)
+        # views and the scalar read launch nothing on the device
+        self.is_view = view or self.label == "aten::_local_scalar_dense"
+        self.cross_ok = self.label in _CROSS_DEVICE_OK
+        self.sync_reason = SYNC_REASON.get(self.label)
+        self.missing = fb.is_missing(func)
+        self.dtype_cols = None if view else fb.dtype_support(func)
+
+
+_INFO: dict[Any, OpInfo] = {}
+
+
+def op_info(func: Any) -> OpInfo:
+    info = _INFO.get(func)
+    if info is None:
+        rt = state.RT
+        sink = rt.sink if rt is not None else None
+        name = func._schema.name
+        info = _INFO[func] = OpInfo(func, sink.intern(name) if sink is not None else 0)
+    return info
+
+
+class OpCost:
+    """Modeled device cost of one op key (and its trace strings), computed once."""
+
+    __slots__ = ("dev_name", "dims", "dur", "engine", "flops", "low", "nbytes", "types")
+
+    def __init__(self) -> None:
+        self.dims = 0
+        self.types = 0
+        self.dev_name = 0
+        self.engine = 0
+        self.flops = 0
+        self.nbytes = 0
+        self.dur = 0
+        self.low = False
+
+
+_COST: dict[Any, OpCost] = {}
+
+
+def _arg_json(sig: tuple[Any, ...]) -> tuple[str, str]:
+    dims: list[Any] = []
+    types: list[Any] = []
+    for a in sig:
+        if type(a) is tuple and len(a) == 5 and a[0] == "T":
+            dims.append(list(a[1]))
+            types.append(_TYPE_NAMES.get(a[3], str(a[3]).replace("torch.", "")))
+        elif (
+            type(a) is tuple
+            and a
+            and all(type(x) is tuple and len(x) == 5 and x[0] == "T" for x in a)
+        ):
+            dims.append([list(x[1]) for x in a])
+            types.append("TensorList")
+        elif a is None:
+            dims.append([])
+            types.append("")
+        elif type(a) is tuple:
+            dims.append([])
+            types.append("ScalarList")
+        elif isinstance(a, (int, float, bool)):
+            dims.append([])
+            types.append("Scalar")
+        else:
+            dims.append([])
+            types.append(type(a).__name__)
+    return json.dumps(dims, separators=(",", ":")), json.dumps(types, separators=(",", ":"))
+
+
+def _tensor_bytes(sig: tuple[Any, ...]) -> tuple[int, list[tuple[int, ...]], torch.dtype | None]:
+    nbytes = 0
+    shapes: list[tuple[int, ...]] = []
+    first: torch.dtype | None = None
+    for a in sig:
+        if type(a) is tuple and len(a) == 5 and a[0] == "T":
+            n = 1
+            for d in a[1]:
+                n *= d
+            nbytes += n * a[3].itemsize
+            shapes.append(tuple(a[1]))
+            if first is None:
+                first = a[3]
+    return nbytes, shapes, first
+
+
+def _out_numel_bytes(out: Any) -> tuple[int, int]:
+    if isinstance(out, torch.Tensor):
+        return out.numel(), out.numel() * out.element_size()
+    if isinstance(out, (tuple, list)):
+        n = b = 0
+        for o in out:
+            if isinstance(o, torch.Tensor):
+                n += o.numel()
+                b += o.numel() * o.element_size()
+        return n, b
+    return 0, 0
+
+
+def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
+    """Model one op: engine, FLOPs, bytes, duration, trace strings (cached per key)."""
+    rt = state.RT
+    assert rt is not None
+    sink = rt.sink
+    c = OpCost()
+    dims, types = _arg_json(key[1])
+    c.dims = sink.intern(dims)
+    c.types = sink.intern(types)
+    in_bytes, shapes, dtype = _tensor_bytes(key[1])
+    out_numel, out_bytes = _out_numel_bytes(out)
+    c.engine = info.engine
+    c.nbytes = in_bytes + out_bytes
+    c.low = dtype in _LOW_PRECISION
+    if c.engine == ENGINE_MME:
+        c.flops = matmul_flops(info.label.split("::", 1)[-1], shapes, out_numel)
+    elif c.engine == ENGINE_DMA:
+        c.flops = 0
+    else:
+        c.flops = out_numel
+    c.dur = rt.timeline.duration(c.engine, c.flops, c.nbytes, c.low)
+    suffix = _DTYPE_SUFFIX.get(dtype, "") if dtype is not None else ""
+    c.dev_name = sink.intern(f"{info.base}_{suffix}" if suffix else info.base)
+    return c
+
+
+def phase_code() -> int:
+    """1 fwd, 2 bwd, 3 optimizer (sink.PHASES)."""
+    if _current_node() is not None:
+        return 2
+    rt = state.RT
+    if rt is not None and rt.optimizer_depth:
+        return 3
+    return 1
+
+
+# --- unwrap / wrap ---------------------------------------------------------------------------
+
+
+def _sig_value(a: Any) -> Any:
+    if isinstance(a, list):
+        return tuple(_sig_value(x) for x in a)
+    try:
+        hash(a)
+    except TypeError:
+        return repr(a)
+    return a
+
+
+def unwrap(
+    args: tuple[Any, ...] | list[Any], cross_ok: bool, H: type
+) -> tuple[list[Any], tuple[Any, ...], int]:
+    """(unwrapped args, signature, number of hpu tensors) of a positional arg list."""
+    out: list[Any] = []
+    sig: list[Any] = []
+    n_hpu = 0
+    for a in args:
+        t = type(a)
+        if t is H:
+            e = a._elem
+            out.append(e)
+            sig.append(("T", e.shape, e.stride(), e.dtype, e.storage_offset()))
+            n_hpu += 1
+        elif t is list or t is tuple:
+            if (a and isinstance(a[0], torch.Tensor)) or (
+                a and a[0] is None and any(isinstance(x, torch.Tensor) for x in a)
+            ):
+                sub, subsig, n = unwrap(a, cross_ok, H)
+                out.append(sub if t is list else tuple(sub))
+                sig.append(subsig)
+                n_hpu += n
+            else:
+                out.append(a)
+                sig.append(_sig_value(a))
+        elif isinstance(a, torch.Tensor):
+            if a.dim() != 0 and not cross_ok:
+                raise RuntimeError(MIXED_DEVICE_ERROR)
+            out.append(a)
+            sig.append(("T", a.shape, a.stride(), a.dtype, a.storage_offset()))
+        elif isinstance(a, torch.device):
+            out.append(torch.device("cpu") if a.type == "hpu" else a)
+            sig.append(a)
+        else:
+            out.append(a)
+            sig.append(_sig_value(a) if t is not int and t is not float and t is not bool else a)
+    return out, tuple(sig), n_hpu
+
+
+def wrap(out: Any, info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any], H: type) -> Any:
+    """Wrap CPU outputs as hpu tensors; aliasing in-place/out outputs return the caller's object."""
+    alias = info.alias
+    if isinstance(out, torch.Tensor):
+        return _wrap_one(out, alias[0] if alias else (-1, None, False), args, kwargs, H, info)
+    if isinstance(out, (tuple, list)):
+        res = [
+            _wrap_one(o, alias[i] if i < len(alias) else (-1, None, False), args, kwargs, H, info)
+            if isinstance(o, torch.Tensor)
+            else o
+            for i, o in enumerate(out)
+        ]
+        return (
+            type(out)(res)
+            if isinstance(out, tuple) and type(out) is not tuple
+            else (tuple(res) if isinstance(out, tuple) else res)
+        )
+    return out
+
+
+def _wrap_one(
+    o: torch.Tensor,
+    al: tuple[int, str | None, bool],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    H: type,
+    info: OpInfo,
+) -> Any:
+    idx, kwname, is_write = al
+    if is_write:
+        orig: Any = (
+            kwargs.get(kwname)
+            if kwname is not None
+            else (args[idx] if 0 <= idx < len(args) else None)
+        )
+        if orig is not None:
+            old_shape = tuple(getattr(orig, "shape", ()))
+            if type(orig) is H and old_shape != tuple(o.shape):
+                raise RuntimeError(
+                    f"emulator: {info.overload} resized an hpu tensor in place "
+                    f"({old_shape} -> {tuple(o.shape)}); wrapper-subclass metadata is "
+                    "immutable, so resize_/set_/out= that must resize are not supported"
+                )
+            return orig
+    if type(o) is H:
+        return o
+    return H(o)
+
+
+# --- the dispatch entry ----------------------------------------------------------------------
+
+
+def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run `func` for hpu tensors (called from HpuTensor.__torch_dispatch__)."""
+    H = HpuTensor
+    info = _INFO.get(func) or op_info(func)
+    rt = state.RT
+    if rt is None:
+        raise RuntimeError("hpusim: an hpu tensor was used after hpusim.disable()")
+    t0 = perf_counter_ns()
+    uargs, sig, n_hpu = unwrap(args, info.cross_ok, H)
+    if kwargs:
+        ukw = {}
+        ksig: list[Any] = []
+        for k, v in kwargs.items():
+            if k == "device":
+                ukw[k] = None if info.label == "aten::_to_copy" else torch.device("cpu")
+                continue
+            if isinstance(v, torch.Tensor):
+                u, s, n = unwrap((v,), info.cross_ok, H)
+                ukw[k] = u[0]
+                ksig.append((k, s[0]))
+                n_hpu += n
+            else:
+                ukw[k] = v
+                ksig.append((k, _sig_value(v)))
+        key = (func, sig + tuple(ksig))
+    else:
+        ukw = kwargs
+        key = (func, sig)
+
+    if info.label == "aten::copy_" and uargs and type(args[0]) is not H:
+        from hpusim.transfers import record_copy
+
+        return record_copy(args[0], uargs[1], "d2h", t0)
+    if (
+        info.label == "aten::copy_"
+        and len(args) > 1
+        and type(args[1]) is not H
+        and isinstance(args[1], torch.Tensor)
+        and args[1].dim() != 0
+    ):
+        from hpusim.transfers import record_copy
+
+        return record_copy(args[0], uargs[1], "h2d", t0)
+
+    fallback = info.missing or (info.dtype_cols is not None and _dtype_unsupported(info, sig, rt))
+    sync_reason = info.sync_reason
+    if fallback:
+        _before_fallback(info, rt, sig)
+
+    out = func(*uargs, **ukw)
+    t1 = perf_counter_ns()
+    result = wrap(out, info, args, kwargs, H)
+
+    cost = _COST.get(key)
+    if cost is None:
+        cost = _COST[key] = make_cost(info, key, out)
+    sink = rt.sink
+    rec = sink.recording
+    graph = -1
+    corr = -1
+    if fallback:
+        _after_fallback(info, rt, sig, t0, t1, cost, rec)
+    elif not info.is_view:
+        if rt.lazy:
+            if not rt.graph:
+                rt.graph_start_ns = t0
+            rt.graph.append((key, cost))
+        else:
+            graph, corr, start = _eager_launch(rt, key, cost, t1, rec)
+    if rec:
+        module = rt.module_stack[-1] if rt.module_stack else 0
+        sink.op(
+            info.name_id,
+            t0,
+            t1 - t0,
+            _get_tid(),
+            module,
+            phase_code(),
+            rt.mode_code,
+            cost.dims,
+            cost.types,
+            graph,
+            corr,
+        )
+        if corr >= 0:
+            sink.device(
+                cost.dev_name, cost.engine, start, cost.dur, graph, corr, cost.flops, cost.nbytes
+            )
+    if sync_reason is not None and not fallback:
+        from hpusim.lazy import host_sync
+
+        host_sync(rt, sync_reason, t1)
+    elif rt.lazy and len(rt.graph) >= rt.flags.max_compound_op_size:
+        from hpusim.lazy import flush
+
+        flush(rt, "op count limit")
+    if _listeners:
+        for fn in _listeners:
+            fn(func, key, result, info)
+    return result
+
+
+def _dtype_unsupported(info: OpInfo, sig: tuple[Any, ...], rt: state.Runtime) -> bool:
+    for a in sig:
+        if type(a) is tuple and len(a) == 5 and a[0] == "T":
+            level = fb.support(info.func, a[3], rt.flags.int64_support)
+            if level != fb.UNSUPPORTED_DTYPE:
+                return False
+            # floating inputs are recomputed in fp32 on the device: only a cast, no fallback
+            if a[3].is_floating_point:
+                from hpusim.dtype_rules import record_rule
+
+                record_rule(rt, info.overload, a[3], torch.float32, "unsupported_dtype")
+                return False
+            return True
+    return False
+
+
+def _first_dtype(sig: tuple[Any, ...]) -> torch.dtype:
+    for a in sig:
+        if type(a) is tuple and len(a) == 5 and a[0] == "T":
+            dtype: torch.dtype = a[3]
+            return dtype
+    return torch.float32
+
+
+def _before_fallback(info: OpInfo, rt: state.Runtime, sig: tuple[Any, ...]) -> None:
+    allow = rt.flags.place_on_cpu
+    if (
+        allow is not None
+        and info.base not in allow
+        and info.overload not in allow
+        and info.label.split("::", 1)[-1] not in allow
+    ):
+        raise RuntimeError(f"{info.overload} is not yet supported on HPU.")
+    if rt.lazy:
+        from hpusim.lazy import flush
+
+        flush(rt, "cpu fallback")
+
+
+def _after_fallback(
+    info: OpInfo, rt: state.Runtime, sig: tuple[Any, ...], t0: int, t1: int, cost: OpCost, rec: bool
+) -> None:
+    from hpusim.metrics import EventId, publish
+
+    op = info.overload
+    rt.fallback_counts[op] = rt.fallback_counts.get(op, 0) + 1
+    publish(EventId.CPU_FALLBACK, [("op_name", op)])
+    if rt.flags.fallback_log:
+        rt.log.fallback(info.label.split("::", 1)[-1], fb.dtype_token(_first_dtype(sig)))
+    if rec:
+        module = rt.module_stack[-1] if rt.module_stack else 0
+        rt.sink.runtime(
+            "fallback",
+            f"cpu fallback {op}",
+            t0,
+            t1 - t0,
+            module=module,
+            phase=phase_code(),
+            mode=rt.mode_code,
+            payload={
+                "hpuprof.op": op,
+                "hpuprof.fallback": True,
+                "hpuprof.sync_reason": "cpu fallback",
+            },
+        )
+
+
+def _eager_launch(
+    rt: state.Runtime, key: Any, cost: OpCost, t1: int, rec: bool
+) -> tuple[int, int, int]:
+    """Per-op eager recipe: (recipe id, correlation, modeled device start)."""
+    rid, hit = rt.eager_cache.add_op(key)
+    ready = t1 + rt.profile.launch_latency_ns
+    if not hit:
+        # eager-compiler recipe: modeled compile, not counted in graph_compilation (as the bridge)
+        comp = rt.timeline.compile_ns(1, eager=True)
+        ready += comp
+        if rec:
+            rt.sink.runtime(
+                "compile",
+                recipe_name(rid),
+                t1,
+                comp,
+                mode=rt.mode_code,
+                graph=rid,
+                payload={
+                    "hpuprof.cause": {
+                        "kind": "new_graph",
+                        "text": "first use of this op signature (eager compiler)",
+                    },
+                    "hpuprof.graph_ops": 1,
+                    "hpuprof.cache": "miss",
+                    "hpuprof.modeled": True,
+                    "hpuprof.eager": True,
+                },
+            )
+    corr = rt.next_corr
+    rt.next_corr += 1
+    start = rt.timeline.schedule(cost.engine, ready, cost.dur)
+    return rid, corr, start
+
+
+_DISPATCH[0] = hpu_dispatch

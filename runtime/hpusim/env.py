@@ -1,0 +1,104 @@
+"""The bridge's environment flags that the emulator honours, read once at `enable()`.
+
+Names and defaults follow gaudi.md section 4.4 and gaudi-env-flags.md. Divergence: the emulator
+defaults `PT_HPU_LAZY_MODE` to 0 (eager), as the bridge does since 1.21.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+_TRUE = frozenset({"y", "yes", "t", "true", "on", "1"})
+INT64_MAX = 9223372036854775807
+
+
+def truthy(value: str | None) -> bool:
+    """The bridge's boolean parsing (`y/yes/t/true/on/1`, case-insensitive)."""
+    return value is not None and value.strip().lower() in _TRUE
+
+
+def _get(env: Mapping[str, str], name: str, alt: str | None = None) -> str | None:
+    v = env.get(name)
+    if v is None and alt is not None:
+        v = env.get(alt)
+    return v
+
+
+@dataclass(frozen=True)
+class EnvFlags:
+    """Parsed flags.
+
+    Args:
+        lazy: PT_HPU_LAZY_MODE == 1.
+        place_on_cpu: PT_HPU_PLACE_ON_CPU allow-list (None when unset; empty for `none`).
+        int64_support: PT_ENABLE_INT64_SUPPORT.
+        max_compound_op_size: PT_HPU_MAX_COMPOUND_OP_SIZE (ops per lazy graph).
+        metrics_file: PT_HPU_METRICS_FILE (HABANA_PT_METRICS_FILE) or None.
+        metrics_format: PT_HPU_METRICS_FILE_FORMAT, `json` or `text`.
+        metrics_triggers: PT_HPU_METRICS_DUMP_TRIGGERS entries.
+        gc_details: PT_HPU_METRICS_GC_DETAILS.
+        cache_metrics: PT_HPU_ENABLE_CACHE_METRICS.
+        fallback_log: per-op CPU-fallback log lines requested (LOG_LEVEL_PT_FALLBACK<=1 or the
+            legacy PT_HPU_LOG_MOD_MASK 0x80 with PT_HPU_LOG_TYPE_MASK 0x8).
+        console: ENABLE_CONSOLE=true (logs on stdout instead of $HABANA_LOGS/pytorch_log.txt).
+        log_dir: HABANA_LOGS or ~/.habana_logs.
+    """
+
+    lazy: bool
+    place_on_cpu: frozenset[str] | None
+    int64_support: bool
+    max_compound_op_size: int
+    metrics_file: str | None
+    metrics_format: str
+    metrics_triggers: tuple[str, ...]
+    gc_details: bool
+    cache_metrics: bool
+    fallback_log: bool
+    console: bool
+    log_dir: str
+
+
+def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
+    """Parse the flags from `env` (default: os.environ)."""
+    e = os.environ if env is None else env
+    place = e.get("PT_HPU_PLACE_ON_CPU")
+    place_set: frozenset[str] | None = None
+    if place is not None and place.strip():
+        items = {p.strip() for p in place.split(",") if p.strip()}
+        place_set = frozenset() if items == {"none"} else frozenset(items)
+    level = e.get("LOG_LEVEL_PT_FALLBACK", e.get("LOG_LEVEL_ALL_PT", e.get("LOG_LEVEL_ALL")))
+    mod_mask = _int(e.get("PT_HPU_LOG_MOD_MASK"), 0)
+    type_mask = _int(e.get("PT_HPU_LOG_TYPE_MASK"), 1)
+    fallback_log = (level is not None and _int(level, 6) <= 1) or (
+        bool(mod_mask & 0x80) and bool(type_mask & 0x8)
+    )
+    triggers = _get(e, "PT_HPU_METRICS_DUMP_TRIGGERS", "HABANA_PT_METRICS_DUMP_TRIGGERS")
+    return EnvFlags(
+        lazy=e.get("PT_HPU_LAZY_MODE", "0").strip() in {"1", "0x1"},
+        place_on_cpu=place_set,
+        int64_support=truthy(e.get("PT_ENABLE_INT64_SUPPORT")),
+        max_compound_op_size=_int(e.get("PT_HPU_MAX_COMPOUND_OP_SIZE"), INT64_MAX),
+        metrics_file=_get(e, "PT_HPU_METRICS_FILE", "HABANA_PT_METRICS_FILE") or None,
+        metrics_format=(
+            _get(e, "PT_HPU_METRICS_FILE_FORMAT", "HABANA_PT_METRICS_FILE_FORMAT") or "json"
+        ).strip(),
+        metrics_triggers=tuple(
+            t.strip() for t in (triggers or "process_exit").split(",") if t.strip()
+        ),
+        gc_details=truthy(e.get("PT_HPU_METRICS_GC_DETAILS")),
+        cache_metrics=truthy(e.get("PT_HPU_ENABLE_CACHE_METRICS")),
+        fallback_log=fallback_log,
+        console=truthy(e.get("ENABLE_CONSOLE")),
+        log_dir=e.get("HABANA_LOGS") or os.path.expanduser("~/.habana_logs"),
+    )
+
+
+def _int(value: str | None, default: int) -> int:
+    if value is None or not value.strip():
+        return default
+    try:
+        return int(value.strip(), 0)
+    except ValueError:
+        return default

@@ -1,0 +1,161 @@
+"""The recipe cache: graph keys to recipe ids, and the cause of every compile.
+
+A lazy graph's key is the tuple of its ops' keys; an op key is `(OpOverload, argument
+signature)` where a tensor argument's signature is `("T", sizes, strides, dtype, storage
+offset)` and a non-tensor argument is its value. So the key covers the op-graph structure plus
+input sizes, strides, dtypes, scalar values and storage offsets, like the bridge's
+RecipeArgumentSpec hash (gaudi.md 2.5). A miss whose *structure* (ops and argument kinds) was
+seen before is a recompile, and `recompile_cause` says which input changed from what to what.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+OpKey = tuple[Any, tuple[Any, ...]]
+GraphKey = tuple[OpKey, ...]
+
+_FIELDS = ("shape", "stride", "dtype", "storage_offset")
+EAGER_RECIPE_BASE = 1 << 20
+"""Eager per-op recipe ids start here so they never collide with lazy graph recipe ids."""
+
+
+def recipe_name(rid: int) -> str:
+    """`graph_recipe_<id>` for lazy graphs, `eager_recipe_<id>` for eager per-op recipes."""
+    return f"eager_recipe_{rid}" if rid >= EAGER_RECIPE_BASE else f"graph_recipe_{rid}"
+
+
+def _is_tensor_sig(x: Any) -> bool:
+    return type(x) is tuple and len(x) == 5 and x[0] == "T"
+
+
+def _kind(x: Any) -> Any:
+    if _is_tensor_sig(x):
+        return "T"
+    if type(x) is tuple:
+        return tuple(_kind(v) for v in x)
+    return type(x).__name__
+
+
+def structure_of(key: GraphKey) -> tuple[Any, ...]:
+    """The op-graph structure: ops in order with their argument kinds (no sizes, no values)."""
+    return tuple((func, tuple(_kind(a) for a in sig)) for func, sig in key)
+
+
+def _fmt(field: str, v: Any) -> str:
+    if field in {"shape", "stride"}:
+        return str(list(v))
+    if field == "dtype":
+        return str(v).replace("torch.", "")
+    return repr(v)
+
+
+def _op_label(func: Any) -> str:
+    name = getattr(func, "_schema", None)
+    return str(name.name) if name is not None else str(func)
+
+
+def _diff_args(
+    a: Any, b: Any, path: tuple[int, ...]
+) -> tuple[str, tuple[int, ...], Any, Any] | None:
+    if _is_tensor_sig(a) and _is_tensor_sig(b):
+        for i, field in enumerate(_FIELDS, start=1):
+            if a[i] != b[i]:
+                return field, path, _fmt(field, a[i]), _fmt(field, b[i])
+        return None
+    if type(a) is tuple and type(b) is tuple and len(a) == len(b):
+        for j, (x, y) in enumerate(zip(a, b, strict=True)):
+            d = _diff_args(x, y, (*path, j))
+            if d is not None:
+                return d
+        return None
+    if a != b or type(a) is not type(b):
+        return "scalar", path, repr(a), repr(b)
+    return None
+
+
+def recompile_cause(old: GraphKey | None, new: GraphKey) -> dict[str, Any]:
+    """Why `new` needed a compile, as `hpuprof.cause` (docs/trace-keys.md).
+
+    Args:
+        old: the last compiled key with the same structure, or None for a new graph.
+        new: the key that missed.
+    """
+    if old is None:
+        return {"kind": "new_graph", "text": f"new graph of {len(new)} ops"}
+    for op_index, ((func, a), (_, b)) in enumerate(zip(old, new, strict=True)):
+        d = _diff_args(a, b, ())
+        if d is None:
+            continue
+        field, path, frm, to = d
+        arg = path[0] if path else 0
+        where = "".join(f"[{p}]" for p in path[1:])
+        label = _op_label(func)
+        text = (
+            f"op {op_index} ({label}) input {arg}{where}: {field.replace('_', ' ')} "
+            f"changed from {frm} to {to}"
+        )
+        return {
+            "kind": field,
+            "input": arg,
+            "op_index": op_index,
+            "op": label,
+            "from": frm,
+            "to": to,
+            "text": text,
+        }
+    return {"kind": "structure", "text": "same structure, different graph key"}
+
+
+@dataclass
+class Lookup:
+    """Result of a cache lookup: the recipe id, whether it hit, and a miss's cause."""
+
+    recipe_id: int
+    hit: bool
+    cause: dict[str, Any] | None
+
+
+class RecipeCache:
+    """Graph keys to recipe ids; remembers the last key of each structure for recompile causes."""
+
+    def __init__(self, first_id: int = 1) -> None:
+        self._ids: dict[Any, int] = {}
+        self._last_by_structure: dict[Any, Any] = {}
+        self._next = first_id
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def get(self, key: Any) -> int | None:
+        """The recipe id of `key` if compiled before."""
+        return self._ids.get(key)
+
+    def lookup(self, key: GraphKey) -> Lookup:
+        """Find `key`; on a miss add it and explain why it was compiled."""
+        rid = self._ids.get(key)
+        if rid is not None:
+            return Lookup(rid, True, None)
+        struct = structure_of(key)
+        cause = recompile_cause(self._last_by_structure.get(struct), key)
+        rid = self._add(key)
+        self._last_by_structure[struct] = key
+        return Lookup(rid, False, cause)
+
+    def add_op(self, key: OpKey) -> tuple[int, bool]:
+        """Eager per-op recipes: (recipe id, hit)."""
+        rid = self._ids.get(key)
+        if rid is not None:
+            return rid, True
+        return self._add(key), False
+
+    def _add(self, key: Any) -> int:
+        rid = self._next
+        self._next += 1
+        self._ids[key] = rid
+        return rid
+
+    def clear(self) -> None:
+        self._ids.clear()
+        self._last_by_structure.clear()

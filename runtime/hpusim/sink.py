@@ -1,0 +1,321 @@
+"""The process-wide in-memory event sink the emulator writes and the capture layer drains.
+
+Events are stored column-wise in plain lists of ints (strings interned to ids), so the hot path
+of a host op is a handful of ``list.append`` calls and no per-event object. Rare runtime events
+(compile causes, counters) may carry a small payload dict, referenced by index.
+
+Clock: host timestamps are ``time.perf_counter_ns()`` readings (measured); device timestamps are
+modeled on the same clock. ``drain()`` converts both to epoch nanoseconds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Final
+
+KIND_OP: Final = 0  # host op dispatched to the emulated device (Kineto cpu_op)
+KIND_RUNTIME: Final = 1  # hpuprof runtime event (compile, launch, sync, fallback, ...)
+KIND_DEVICE: Final = 2  # modeled device op on an engine lane
+KIND_COUNTER: Final = 3  # counter sample; payload holds {series: value}
+KIND_NAMES: Final = ("op", "runtime", "device", "counter")
+
+HPU_EVENTS: Final = (
+    "",
+    "op",
+    "graph_build",
+    "compile",
+    "launch",
+    "fallback",
+    "sync",
+    "mark_step",
+    "graph_capture",
+    "graph_replay",
+    "cast",
+    "dynamo_compile",
+    "graph_break",
+    "step",
+)
+"""schema.HpuEvent, in order; the sink stores the index."""
+EV: Final[dict[str, int]] = {name: i for i, name in enumerate(HPU_EVENTS)}
+
+PHASES: Final = ("", "fwd", "bwd", "optimizer", "other")
+MODES: Final = ("", "lazy", "eager", "compile")
+ENGINES: Final = ("", "MME", "TPC", "DMA")
+
+COLUMNS: Final = (
+    "kind",
+    "hpu_event",
+    "name",
+    "ts_ns",
+    "dur_ns",
+    "tid",
+    "module",
+    "phase",
+    "mode",
+    "dims",
+    "types",
+    "engine",
+    "graph",
+    "corr",
+    "flops",
+    "nbytes",
+    "payload",
+)
+
+
+@dataclass(frozen=True)
+class EventBatch:
+    """Drained events, one list per column (all the same length).
+
+    Args:
+        kind: KIND_* code per event.
+        hpu_event: index into HPU_EVENTS ("" for host and device ops).
+        name: string id (see `strings`): `aten::add`, `compile`, a device op name...
+        ts_ns: start, epoch nanoseconds (host measured, device modeled).
+        dur_ns: duration in ns (host measured; device and compile durations modeled).
+        tid: OS thread id of the host thread (0 for device events).
+        module: string id of the nn.Module path ("" = 0).
+        phase: index into PHASES. mode: index into MODES. engine: index into ENGINES.
+        dims: string id of the compact JSON `Input Dims`. types: id of `Input type` JSON.
+        graph: recipe / graph id, -1 when none. corr: launch correlation id, -1 when none.
+        flops: modeled FLOPs of a device op. nbytes: modeled bytes moved.
+        payload: index into `payloads`, -1 when none.
+        strings: the interned string table (ids index it).
+        payloads: extra args of rare events (compile causes, counter values...).
+        pid: OS process id of the recording process.
+    """
+
+    kind: list[int]
+    hpu_event: list[int]
+    name: list[int]
+    ts_ns: list[int]
+    dur_ns: list[int]
+    tid: list[int]
+    module: list[int]
+    phase: list[int]
+    mode: list[int]
+    dims: list[int]
+    types: list[int]
+    engine: list[int]
+    graph: list[int]
+    corr: list[int]
+    flops: list[int]
+    nbytes: list[int]
+    payload: list[int]
+    strings: tuple[str, ...]
+    payloads: tuple[dict[str, Any], ...]
+    pid: int
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def string(self, sid: int) -> str:
+        """The text of an interned string id."""
+        return self.strings[sid]
+
+
+class Sink:
+    """Column store of emulator events. Not thread-safe across concurrent writers by design:
+    the emulated device is driven from the thread that owns the tensors (backward included)."""
+
+    def __init__(self) -> None:
+        self.recording: bool = True
+        self._strings: list[str] = [""]
+        self._ids: dict[str, int] = {"": 0}
+        self._lock = threading.Lock()
+        self._clock_offset_ns = time.time_ns() - time.perf_counter_ns()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cols: list[list[int]] = [[] for _ in COLUMNS]
+        (
+            self._kind,
+            self._hev,
+            self._name,
+            self._ts,
+            self._dur,
+            self._tid,
+            self._module,
+            self._phase,
+            self._mode,
+            self._dims,
+            self._types,
+            self._engine,
+            self._graph,
+            self._corr,
+            self._flops,
+            self._nbytes,
+            self._payload,
+        ) = (c.append for c in self._cols)
+        self._payloads: list[dict[str, Any]] = []
+
+    # --- interning ---------------------------------------------------------------------------
+    def intern(self, text: str) -> int:
+        """The id of `text` in the string table (stable for the life of the sink)."""
+        sid = self._ids.get(text)
+        if sid is None:
+            with self._lock:
+                sid = self._ids.get(text)
+                if sid is None:
+                    sid = len(self._strings)
+                    self._strings.append(text)
+                    self._ids[text] = sid
+        return sid
+
+    def string(self, sid: int) -> str:
+        return self._strings[sid]
+
+    def __len__(self) -> int:
+        return len(self._cols[0])
+
+    # --- writers -----------------------------------------------------------------------------
+    def op(
+        self,
+        name: int,
+        ts: int,
+        dur: int,
+        tid: int,
+        module: int,
+        phase: int,
+        mode: int,
+        dims: int,
+        types: int,
+        graph: int,
+        corr: int,
+    ) -> None:
+        """A host op on the emulated device (Kineto `cpu_op`)."""
+        self._kind(KIND_OP)
+        self._hev(1)
+        self._name(name)
+        self._ts(ts)
+        self._dur(dur)
+        self._tid(tid)
+        self._module(module)
+        self._phase(phase)
+        self._mode(mode)
+        self._dims(dims)
+        self._types(types)
+        self._engine(0)
+        self._graph(graph)
+        self._corr(corr)
+        self._flops(0)
+        self._nbytes(0)
+        self._payload(-1)
+
+    def runtime(
+        self,
+        hpu_event: str,
+        name: str,
+        ts: int,
+        dur: int = 0,
+        *,
+        tid: int = 0,
+        module: int = 0,
+        phase: int = 0,
+        mode: int = 0,
+        graph: int = -1,
+        corr: int = -1,
+        payload: dict[str, Any] | None = None,
+    ) -> None:
+        """An hpuprof runtime event (`schema.HpuEvent` name) with optional extra args.
+
+        This is the documented hook for extensions (HPU graphs, autocast, torch.compile) to
+        record their own events: `get_sink().runtime("graph_replay", "HPUGraph.replay", ts)`.
+        """
+        self._kind(KIND_RUNTIME)
+        self._hev(EV[hpu_event])
+        self._name(self.intern(name))
+        self._ts(ts)
+        self._dur(dur)
+        self._tid(tid or threading.get_native_id())
+        self._module(module)
+        self._phase(phase)
+        self._mode(mode)
+        self._dims(0)
+        self._types(0)
+        self._engine(0)
+        self._graph(graph)
+        self._corr(corr)
+        self._flops(0)
+        self._nbytes(0)
+        if payload is None:
+            self._payload(-1)
+        else:
+            self._payload(len(self._payloads))
+            self._payloads.append(payload)
+
+    def device(
+        self,
+        name: int,
+        engine: int,
+        ts: int,
+        dur: int,
+        graph: int,
+        corr: int,
+        flops: int,
+        nbytes: int,
+    ) -> None:
+        """A modeled device op on an engine lane (`ENGINES` index)."""
+        self._kind(KIND_DEVICE)
+        self._hev(0)
+        self._name(name)
+        self._ts(ts)
+        self._dur(dur)
+        self._tid(0)
+        self._module(0)
+        self._phase(0)
+        self._mode(0)
+        self._dims(0)
+        self._types(0)
+        self._engine(engine)
+        self._graph(graph)
+        self._corr(corr)
+        self._flops(flops)
+        self._nbytes(nbytes)
+        self._payload(-1)
+
+    def counter(self, name: str, ts: int, values: dict[str, float]) -> None:
+        """A counter sample (`hpu.recipe_cache_size`, `hpu.memory_in_use_bytes`)."""
+        self._kind(KIND_COUNTER)
+        self._hev(0)
+        self._name(self.intern(name))
+        self._ts(ts)
+        self._dur(0)
+        self._tid(0)
+        for col in (self._module, self._phase, self._mode, self._dims, self._types):
+            col(0)
+        self._engine(0)
+        self._graph(-1)
+        self._corr(-1)
+        self._flops(0)
+        self._nbytes(0)
+        self._payload(len(self._payloads))
+        self._payloads.append(dict(values))
+
+    # --- reader ------------------------------------------------------------------------------
+    def drain(self) -> EventBatch:
+        """Remove and return every recorded event (timestamps converted to epoch ns)."""
+        import os
+
+        with self._lock:
+            cols, payloads = self._cols, self._payloads
+            self._reset()
+            strings = tuple(self._strings)
+        off = self._clock_offset_ns
+        data = dict(zip(COLUMNS, cols, strict=True))
+        data["ts_ns"] = [t + off for t in data["ts_ns"]]
+        return EventBatch(**data, strings=strings, payloads=tuple(payloads), pid=os.getpid())
+
+    def now_epoch_ns(self) -> int:
+        """The sink clock (perf_counter_ns) mapped to epoch ns, for a profiler's base time."""
+        return time.perf_counter_ns() + self._clock_offset_ns
+
+
+_SINK = Sink()
+
+
+def get_sink() -> Sink:
+    """The process-wide sink (recording is on by default; set `.recording = False` to stop)."""
+    return _SINK

@@ -1,0 +1,60 @@
+"""The emulator's process-wide mutable state while enabled (one `Runtime`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hpusim.bridge_log import BridgeLog
+from hpusim.device_model import DeviceProfile, DeviceTimeline
+from hpusim.env import EnvFlags
+from hpusim.recipe_cache import EAGER_RECIPE_BASE, RecipeCache
+from hpusim.sink import Sink, get_sink
+
+
+@dataclass(frozen=True)
+class Config:
+    """What `hpusim.config()` reports.
+
+    Args:
+        mode: "lazy" or "eager" (torch.compile runs inside either, like the bridge's eager).
+        device_profile: modeled device profile name (`gaudi2`, `gaudi3`).
+        lazy_source: where the mode came from: "env" (PT_HPU_LAZY_MODE) or "argument".
+    """
+
+    mode: str
+    device_profile: str
+    lazy_source: str
+
+
+class Runtime:
+    """Mutable emulator state: flags, modeled device, recipe cache, lazy graph, counters."""
+
+    def __init__(self, config: Config, flags: EnvFlags, profile: DeviceProfile) -> None:
+        self.config = config
+        self.flags = flags
+        self.profile = profile
+        self.lazy = config.mode == "lazy"
+        self.mode_code = 1 if self.lazy else 2
+        self.sink: Sink = get_sink()
+        self.timeline = DeviceTimeline(profile)
+        self.cache = RecipeCache()
+        self.eager_cache = RecipeCache(first_id=EAGER_RECIPE_BASE)
+        self.graph: list[Any] = []  # pending lazy ops: (op key, OpCost)
+        self.graph_start_ns = 0
+        self.next_corr = 1
+        self.mark_steps = 0
+        self.step_number = -1
+        self.step_start_ns = 0
+        self.fallback_counts: dict[str, int] = {}
+        self.acquired = False
+        self.optimizer_depth = 0
+        self.module_stack: list[int] = []
+        self.log = BridgeLog(flags.console, flags.log_dir)
+        self.saver: Any = None
+        self.step_closures: list[tuple[Any, tuple[Any, ...]]] = []
+        self.warned_mark_step = False
+        self.memory_in_use = 0
+
+
+RT: Runtime | None = None

@@ -1,0 +1,155 @@
+"""`HpuTensor`: a wrapper subclass whose C++ device is cpu but which reports `hpu:0` to Python.
+
+Design from the feasibility probe (emulator-probe.md): a C++-`hpu` wrapper cannot run backward
+on stock torch, so the wrapper is CPU-keyed with an inner CPU tensor `_elem`; every place Python
+reads the device says `hpu:0`; `__tensor_flatten__`/`__tensor_unflatten__` make dynamo/AOT work
+and make `Module._apply` take the swap_tensors path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import torch
+
+HPU_DEVICE: Final = torch.device("hpu", 0)
+
+
+class HpuTensor(torch.Tensor):
+    """A tensor on the emulated HPU. `_elem` is the real CPU tensor holding the data."""
+
+    _elem: torch.Tensor
+
+    @staticmethod
+    def __new__(cls, elem: torch.Tensor, requires_grad: bool = False) -> HpuTensor:
+        r = torch.Tensor._make_wrapper_subclass(
+            cls,
+            elem.size(),
+            strides=elem.stride(),
+            storage_offset=elem.storage_offset(),
+            dtype=elem.dtype,
+            layout=elem.layout,
+            device=elem.device,
+            requires_grad=requires_grad,
+        )
+        r._elem = elem
+        return r
+
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
+
+    @classmethod
+    def __torch_dispatch__(  # type: ignore[override]
+        cls,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        return _DISPATCH[0](func, args, kwargs or {})
+
+    # --- what Python sees -------------------------------------------------------------------
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return HPU_DEVICE
+
+    @property
+    def is_hpu(self) -> bool:
+        return True
+
+    @property
+    def is_cpu(self) -> bool:  # type: ignore[override]
+        return False
+
+    @property
+    def is_cuda(self) -> bool:  # type: ignore[override]
+        return False
+
+    def get_device(self) -> int:
+        return 0
+
+    @property
+    def data(self) -> torch.Tensor:
+        return torch.Tensor.data.__get__(self)  # type: ignore[attr-defined]
+
+    @data.setter
+    def data(self, new: torch.Tensor) -> None:
+        if type(new) is not HpuTensor:
+            raise RuntimeError(
+                "emulator: cannot assign a cpu tensor to .data of an hpu tensor; move it with "
+                ".to('hpu') first"
+            )
+        if new.shape != self.shape or new.dtype != self.dtype or new.stride() != self.stride():
+            raise RuntimeError(
+                "emulator: .data assignment with different metadata is not supported "
+                f"({tuple(self.shape)} {self.dtype} -> {tuple(new.shape)} {new.dtype})"
+            )
+        self._elem = new._elem
+
+    def __repr__(self, *, tensor_contents: Any = None) -> Any:  # type: ignore[override]
+        from hpusim.transfers import note_host_read
+
+        note_host_read("d2h_maybe_eval")
+        text = repr(self._elem.detach())
+        assert text.endswith(")")
+        extra = ", device='hpu:0'"
+        if self.grad_fn is not None:
+            extra += f", grad_fn=<{type(self.grad_fn).__name__}>"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        return text[:-1] + extra + ")"
+
+    def __format__(self, spec: str) -> str:
+        if self.dim() == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+    def tolist(self) -> Any:
+        from hpusim.transfers import note_host_read
+
+        note_host_read("d2h_maybe_eval")
+        return self._elem.tolist()
+
+    def numpy(self, *, force: bool = False) -> Any:
+        raise TypeError(
+            "can't convert hpu:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+            "tensor to host memory first."
+        )
+
+    def cpu(self, memory_format: torch.memory_format = torch.preserve_format) -> torch.Tensor:
+        from hpusim.transfers import to_cpu
+
+        return to_cpu(self)
+
+    def hpu(self, *args: Any, **kwargs: Any) -> HpuTensor:
+        return self
+
+    def new_tensor(  # type: ignore[override]
+        self, data: Any, dtype: torch.dtype | None = None, **kwargs: Any
+    ) -> torch.Tensor:
+        kwargs.setdefault("device", "hpu")
+        return torch.tensor(data, dtype=dtype or self.dtype, **kwargs)
+
+    # --- dynamo / AOT / swap_tensors --------------------------------------------------------
+    def __tensor_flatten__(self) -> tuple[list[str], None]:
+        return ["_elem"], None
+
+    @staticmethod
+    def __tensor_unflatten__(
+        inner: dict[str, torch.Tensor], meta: Any, outer_size: Any, outer_stride: Any
+    ) -> HpuTensor:
+        return HpuTensor(inner["_elem"])
+
+    # --- save / load (the xla/mtia scheme, on torch.load's weights_only allow-list) ---------
+    def __reduce_ex__(self, proto: Any) -> Any:
+        return (
+            torch._utils._rebuild_device_tensor_from_cpu_tensor,
+            (self._elem.detach().clone(), self.dtype, "hpu:0", self.requires_grad),
+        )
+
+
+def _not_ready(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    raise RuntimeError("hpusim: dispatch is not installed (import hpusim.dispatch)")
+
+
+_DISPATCH: list[Any] = [_not_ready]
+"""Set by hpusim.dispatch at import (kept out of the per-op path's import machinery)."""

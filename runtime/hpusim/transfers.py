@@ -1,0 +1,271 @@
+"""Host<->device transfers and the Python patches that route them (probe design item 4).
+
+`Tensor.to`, `Tensor.hpu`, `torch.tensor`, `torch.as_tensor`, `Tensor.pin_memory` and
+`torch._has_compatible_shallow_copy_type` are patched while emulation is on. H2D and D2H are
+autograd Functions, so gradients cross devices. A D2H is a host sync: in lazy mode it flushes
+the pending graph with reason `d2h_maybe_eval`.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter_ns
+from typing import Any
+
+import torch
+
+from hpusim import state
+from hpusim.device_model import ENGINE_DMA
+from hpusim.tensor import HpuTensor
+
+_orig: dict[str, Any] = {}
+
+
+def acquire(rt: state.Runtime) -> None:
+    """First device tensor: publish DEVICE_ACQUIRED (arms the metrics file writer)."""
+    rt.acquired = True
+    from hpusim.metrics import EventId, publish
+
+    publish(EventId.DEVICE_ACQUIRED, [])
+
+
+def _record_transfer(
+    rt: state.Runtime, name: str, direction: str, elem: torch.Tensor, t0: int, t1: int
+) -> None:
+    sink = rt.sink
+    nbytes = elem.numel() * elem.element_size()
+    dur = rt.timeline.transfer(nbytes)
+    corr = rt.next_corr
+    rt.next_corr += 1
+    start = rt.timeline.schedule(ENGINE_DMA, t1, dur)
+    if sink.recording:
+        from hpusim.dispatch import phase_code
+
+        dims = sink.intern(f"[{list(elem.shape)}]".replace(" ", ""))
+        types = sink.intern(f'["{_type_name(elem.dtype)}"]')
+        module = rt.module_stack[-1] if rt.module_stack else 0
+        sink.op(
+            sink.intern(name),
+            t0,
+            t1 - t0,
+            _tid(),
+            module,
+            phase_code(),
+            rt.mode_code,
+            dims,
+            types,
+            -1,
+            corr,
+        )
+        label = (
+            "Memcpy HtoD (Host -> Device)" if direction == "h2d" else "Memcpy DtoH (Device -> Host)"
+        )
+        sink.device(sink.intern(label), ENGINE_DMA, start, dur, -1, corr, 0, nbytes)
+
+
+def _tid() -> int:
+    import threading
+
+    return threading.get_native_id()
+
+
+def _type_name(dtype: torch.dtype) -> str:
+    from hpusim.dispatch import _TYPE_NAMES
+
+    return _TYPE_NAMES.get(dtype, str(dtype).replace("torch.", ""))
+
+
+def _runtime() -> state.Runtime:
+    rt = state.RT
+    if rt is None:
+        raise RuntimeError("hpusim is not enabled: call hpusim.enable() first")
+    return rt
+
+
+class _H2D(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        rt = _runtime()
+        t0 = perf_counter_ns()
+        elem = x.detach().clone()
+        if not rt.acquired:
+            acquire(rt)
+        from hpusim.dtype_rules import on_device_dtype
+
+        on_device_dtype(rt, elem.dtype, "aten::_to_copy")
+        out = HpuTensor(elem)
+        _record_transfer(rt, "aten::_to_copy", "h2d", elem, t0, perf_counter_ns())
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return to_cpu(grad) if type(grad) is HpuTensor else grad
+
+
+class _D2H(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        rt = _runtime()
+        t0 = perf_counter_ns()
+        from hpusim.lazy import host_sync
+
+        host_sync(rt, "d2h_maybe_eval", t0)
+        elem = x._elem  # type: ignore[attr-defined]
+        out = elem.detach().clone()
+        _record_transfer(rt, "aten::_to_copy", "d2h", elem, t0, perf_counter_ns())
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return to_hpu(grad) if type(grad) is not HpuTensor else grad
+
+
+def to_hpu(t: torch.Tensor) -> torch.Tensor:
+    """A copy of a host tensor on the emulated device (autograd-aware)."""
+    if type(t) is HpuTensor:
+        return t
+    out: torch.Tensor = _H2D.apply(t)
+    return out
+
+
+def to_cpu(t: torch.Tensor) -> torch.Tensor:
+    """A host copy of a device tensor (autograd-aware; a host sync)."""
+    if type(t) is not HpuTensor:
+        return t
+    out: torch.Tensor = _D2H.apply(t)
+    return out
+
+
+def note_host_read(reason: str) -> None:
+    """print(t) / tolist(): the host reads device memory (a sync; flushes in lazy mode)."""
+    rt = state.RT
+    if rt is None:
+        return
+    from hpusim.lazy import host_sync
+
+    host_sync(rt, reason, perf_counter_ns())
+
+
+def record_copy(dst: torch.Tensor, src: torch.Tensor, direction: str, t0: int) -> torch.Tensor:
+    """`cpu_t.copy_(hpu_t)` (d2h) or `hpu_t.copy_(cpu_t)` (h2d), inside dispatch."""
+    rt = _runtime()
+    if direction == "d2h":
+        from hpusim.lazy import host_sync
+
+        host_sync(rt, "d2h_maybe_eval", t0)
+        dst.copy_(src)
+        _record_transfer(rt, "aten::copy_", "d2h", src, t0, perf_counter_ns())
+    else:
+        dst._elem.copy_(src)  # type: ignore[attr-defined]
+        _record_transfer(rt, "aten::copy_", "h2d", src, t0, perf_counter_ns())
+    return dst
+
+
+def _is_hpu(device: Any) -> bool:
+    if device is None:
+        return False
+    if isinstance(device, torch.device):
+        return device.type == "hpu"
+    if isinstance(device, str):
+        return device.split(":", 1)[0] == "hpu"
+    return False
+
+
+# --- patches -------------------------------------------------------------------------------
+
+
+def _patched_to(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    copy = bool(kwargs.pop("copy", False))
+    device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args, **kwargs)
+    is_h = type(self) is HpuTensor
+    if device is None or ((device.type == "hpu") == is_h and device.type in ("hpu", "cpu")):
+        if device is None and not is_h:
+            return _orig["to"](self, *args, copy=copy, **kwargs)
+        if dtype is None and memory_format is None:
+            return self.clone() if copy else self
+        return _orig["to"](
+            self,
+            dtype=dtype or self.dtype,
+            non_blocking=non_blocking,
+            copy=copy,
+            memory_format=memory_format or torch.preserve_format,
+        )
+    if device.type == "hpu":
+        t = self if dtype is None else _orig["to"](self, dtype=dtype)
+        return to_hpu(t)
+    if device.type == "cpu" and is_h:
+        t = to_cpu(self)
+        return t if dtype is None else _orig["to"](t, dtype=dtype)
+    return _orig["to"](self, *args, copy=copy, **kwargs)
+
+
+def _patched_hpu(
+    self: torch.Tensor, device: Any = None, non_blocking: bool = False
+) -> torch.Tensor:
+    return to_hpu(self)
+
+
+def _patched_tensor(
+    data: Any, *args: Any, device: Any = None, requires_grad: bool = False, **kwargs: Any
+) -> torch.Tensor:
+    if not _is_hpu(device):
+        return _orig["tensor"](data, *args, device=device, requires_grad=requires_grad, **kwargs)
+    kwargs.pop("pin_memory", None)
+    host = _orig["tensor"](data, *args, **kwargs)
+    out = to_hpu(host)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def _patched_as_tensor(
+    data: Any, dtype: torch.dtype | None = None, device: Any = None
+) -> torch.Tensor:
+    if type(data) is HpuTensor:
+        if device is None or _is_hpu(device):
+            return data if dtype is None or dtype == data.dtype else data.to(dtype)
+        return data.to(device=device, dtype=dtype)
+    if not _is_hpu(device):
+        return _orig["as_tensor"](data, dtype=dtype, device=device)
+    return to_hpu(_orig["as_tensor"](data, dtype=dtype))
+
+
+def _patched_pin_memory(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    return self  # CPU-only torch cannot pin ("no accelerator"); pinning is irrelevant here
+
+
+def _patched_shallow(input: torch.Tensor, from_: torch.Tensor) -> bool:
+    # parameter names match torch's, which dynamo's polyfill registration checks
+    if (type(input) is HpuTensor) != (type(from_) is HpuTensor):
+        return False  # hpu<->cpu: Module._apply must make a new Parameter (probe item 2)
+    return bool(_orig["shallow"](input, from_))
+
+
+def install() -> None:
+    """Apply the patches (idempotent)."""
+    if _orig:
+        return
+    _orig["to"] = torch.Tensor.to
+    _orig["tensor"] = torch.tensor
+    _orig["as_tensor"] = torch.as_tensor
+    _orig["pin_memory"] = torch.Tensor.pin_memory
+    _orig["shallow"] = torch._has_compatible_shallow_copy_type
+    torch.Tensor.to = _patched_to  # type: ignore[method-assign,assignment]
+    torch.Tensor.hpu = _patched_hpu  # type: ignore[attr-defined]
+    torch.tensor = _patched_tensor
+    torch.as_tensor = _patched_as_tensor
+    torch.Tensor.pin_memory = _patched_pin_memory  # type: ignore[method-assign,assignment]
+    torch._has_compatible_shallow_copy_type = _patched_shallow
+
+
+def uninstall() -> None:
+    """Restore torch's originals."""
+    if not _orig:
+        return
+    torch.Tensor.to = _orig["to"]  # type: ignore[method-assign]
+    torch.tensor = _orig["tensor"]
+    torch.as_tensor = _orig["as_tensor"]
+    torch.Tensor.pin_memory = _orig["pin_memory"]  # type: ignore[method-assign]
+    torch._has_compatible_shallow_copy_type = _orig["shallow"]
+    if hasattr(torch.Tensor, "hpu"):
+        del torch.Tensor.hpu  # type: ignore[attr-defined]
+    _orig.clear()
