@@ -1,0 +1,128 @@
+"""`hpuprof convert IN OUT`: convert a trace between formats, chosen by file extension.
+
+Formats: `.json`, `.json.gz` (Kineto/Chrome trace), `.perfetto-trace` / `.pftrace`
+(Perfetto protobuf, opens natively in ui.perfetto.dev), `.parquet` (our columnar cache).
+IN may also be a directory of rank traces. OUT may be a directory (an existing one, or a
+path ending in `/`): one Chrome-trace `rank-<R>.json.gz` per rank, the only way to write a
+multi-rank trace as Chrome JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from hpuprof.errors import UsageError
+
+if TYPE_CHECKING:
+    from hpuprof.trace.model import Trace
+
+INPUT_SUFFIXES = (".json", ".json.gz", ".perfetto-trace", ".pftrace", ".parquet")
+OUTPUT_SUFFIXES = INPUT_SUFFIXES
+
+
+def _suffix(path: Path, known: tuple[str, ...]) -> str | None:
+    name = path.name.lower()
+    return next((s for s in sorted(known, key=len, reverse=True) if name.endswith(s)), None)
+
+
+def _is_directory_target(text: str) -> bool:
+    return text.endswith((os.sep, "/")) or Path(text).is_dir()
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr when it is a terminal; a no-op callback otherwise."""
+    if not sys.stderr.isatty():
+        yield lambda done, total: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn(label), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"))
+    with Progress(
+        *columns, TimeElapsedColumn(), console=Console(stderr=True), transient=True
+    ) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+def _write(trace: Trace, target: str, kind: str | None) -> list[Path]:
+    if kind is None:  # a directory: Chrome JSON per rank
+        from hpuprof.trace.json_write import write_chrome_json
+
+        with _progress("writing JSON") as update:
+            return write_chrome_json(trace, target, progress=update)
+    path = Path(target)
+    if kind in (".json", ".json.gz"):
+        from hpuprof.trace.json_write import write_chrome_json
+
+        with _progress("writing JSON") as update:
+            return write_chrome_json(trace, path, progress=update)
+    if kind in (".perfetto-trace", ".pftrace"):
+        from hpuprof.trace.perfetto_write import write_perfetto
+
+        with _progress("writing Perfetto") as update:
+            return [write_perfetto(trace, path, progress=update)]
+    trace.save(path)
+    return [path]
+
+
+def run_convert(source: Path, target: str) -> int:
+    """Load `source`, write it to `target` in the format its extension names.
+
+    Raises:
+        UsageError: unknown extension, or a missing input.
+    """
+    import hpuprof
+
+    if not source.exists():
+        raise UsageError(f"{source}: no such file or directory")
+    if source.is_file() and _suffix(source, INPUT_SUFFIXES) is None:
+        raise UsageError(
+            f"{source}: unknown input extension; expected one of {', '.join(INPUT_SUFFIXES)}"
+        )
+    directory = _is_directory_target(target)
+    kind = None if directory else _suffix(Path(target), OUTPUT_SUFFIXES)
+    if not directory and kind is None:
+        raise UsageError(
+            f"{target}: unknown output extension; expected one of {', '.join(OUTPUT_SUFFIXES)}"
+            " or a directory (ending in /) for one JSON file per rank"
+        )
+    started = time.perf_counter()
+    if sys.stderr.isatty():
+        from rich.console import Console
+
+        with Console(stderr=True).status(f"loading {source}"):
+            trace: Any = hpuprof.load(source)
+    else:
+        trace = hpuprof.load(source)
+    written = _write(trace, target, kind)
+    seconds = time.perf_counter() - started
+    names = ", ".join(str(p) for p in written)
+    print(f"wrote {names}: {len(trace.events):,} events in {seconds:.1f} s")
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "convert",
+        help="Convert a trace: .json, .json.gz, .perfetto-trace/.pftrace, .parquet (by "
+        "extension); OUT may be a directory for one Chrome-trace file per rank.",
+    )
+    def convert(
+        source: Path = typer.Argument(..., help="Input trace file or directory of rank traces."),
+        target: str = typer.Argument(..., help="Output file (format by extension) or dir/."),
+    ) -> int:
+        return run_convert(source, target)
