@@ -321,7 +321,7 @@ def _host_of_device(ev: pd.DataFrame, dev: pd.DataFrame) -> pd.Series:
     lbl = key.reindex(
         pd.MultiIndex.from_arrays([dev["rank"].to_numpy(), dev["correlation"].to_numpy()])
     )
-    cur = lbl.fillna(NO_ID).to_numpy(dtype=np.int64)
+    cur = lbl.fillna(NO_ID).to_numpy(dtype=np.int64).copy()
     kind = ev["kind"].astype(str)
     parent = ev["parent"]
     for _ in range(4):  # walk up to the nearest cpu_op
