@@ -34,7 +34,7 @@ import pandas as pd
 
 from hpuprof.errors import UsageError
 from hpuprof.trace.atomic_write import atomic_output
-from hpuprof.trace.schema import METADATA_KEY, SCHEMA_VERSION
+from hpuprof.trace.schema import METADATA_KEY, NO_ID, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from hpuprof.trace.model import Trace
@@ -82,18 +82,17 @@ class _Clock:
         self.integer_us = integer_us
 
     @classmethod
-    def choose(cls, metadata: dict[str, Any], times: list[np.ndarray]) -> _Clock:
+    def choose(cls, metadata: dict[str, Any], stamps: np.ndarray, spans: np.ndarray) -> _Clock:
+        """Pick the encoding: `stamps` are absolute times, `spans` durations (both ns)."""
         base = metadata.get("baseTimeNanoseconds")
-        if isinstance(base, int) and not isinstance(base, bool):
-            return cls(base, False)
-        values = np.concatenate([t.astype(np.int64) for t in times]) if times else np.zeros(0)
-        if not len(values):
+        if isinstance(base, int) and not isinstance(base, bool) and base != 0:
+            if not len(stamps) or int(np.abs(stamps - base).max()) < _EXACT_DOUBLE:
+                return cls(base, False)
+        if not np.any(stamps % 1000) and not np.any(spans % 1000):
             return cls(None, True)
-        if not np.any(values % 1000):
-            return cls(None, True)
-        if int(np.abs(values).max()) < _EXACT_DOUBLE:
+        if int(np.abs(stamps).max()) < _EXACT_DOUBLE:
             return cls(None, False)
-        return cls(int(values.min()) // 1_000_000_000 * 1_000_000_000, False)
+        return cls(int(stamps.min()) // 1_000_000_000 * 1_000_000_000, False)
 
     def ts(self, values: np.ndarray) -> list[bytes]:
         return self.span(values - self.base if self.base is not None else values)
@@ -129,7 +128,8 @@ def _metadata_events(trace: Trace, rank: int) -> Iterator[bytes]:
                 ("sort_index", "sort_index"),
             ):
                 value = record.get(column)
-                if value is None or (isinstance(value, float) and np.isnan(value)) or value == "":
+                absent = value is None or value == "" or (column == "sort_index" and value == NO_ID)
+                if absent or (isinstance(value, float) and np.isnan(value)):
                     continue
                 name = f"{prefix}_{column}".encode()
                 payload = _json(value.item() if isinstance(value, np.generic) else value)
@@ -238,9 +238,10 @@ def _write_rank(
     events = _rank_rows(trace.events, rank, single)
     counters = _rank_rows(trace.counters, rank, single)
     flows = _rank_rows(trace.flows, rank, single)
-    times = [events["ts_ns"].to_numpy(), events["dur_ns"].to_numpy()]
-    times += [counters["ts_ns"].to_numpy(), flows["ts_ns"].to_numpy()]
-    clock = _Clock.choose(metadata, times)
+    stamps = np.concatenate(
+        [frame["ts_ns"].to_numpy(dtype=np.int64) for frame in (events, counters, flows)]
+    )
+    clock = _Clock.choose(metadata, stamps, events["dur_ns"].to_numpy(dtype=np.int64))
     body = [
         _metadata_events(trace, rank),
         _slice_events(events, clock),
@@ -268,7 +269,8 @@ def _write_rank(
                         progress(written, total)
         if chunk:
             out.write((b"" if first else b",\n") + b",\n".join(chunk))
-        out.write(b"\n]}\n")
+        name = metadata.get("traceName")
+        out.write(b"\n]" + (b',"traceName":' + _json(name) if name is not None else b"") + b"}\n")
         if out is not raw:
             out.close()
     if progress is not None:
