@@ -106,7 +106,7 @@ def enable(mode: str | None = None, device: str = "gaudi2", *, record: bool = Tr
     metrics.install(gc_details=flags.gc_details, cache_metrics=flags.cache_metrics)
     if flags.metrics_file:
         rt.saver = metrics.Saver(flags.metrics_file, flags.metrics_format, flags.metrics_triggers)
-    dispatch.op_info  # noqa: B018 - dispatch installs itself into HpuTensor at import
+    dispatch.reset_caches()  # importing dispatch also installs it into HpuTensor
     device_module.install()
     factories.install()
     transfers.install()

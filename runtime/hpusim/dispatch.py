@@ -85,7 +85,9 @@ _listeners: list[Any] = []
 
 
 def add_op_listener(fn: Any) -> None:
-    """Extension hook: `fn(func, key, out, info)` after every device op (HPU-graph capture...)."""
+    """Extension hook: `fn(func, key, out, info)` after every device op (HPU-graph capture...).
+
+    `key` is the op key `(overload name, argument signature)` used by the recipe caches."""
     _listeners.append(fn)
 
 
@@ -149,25 +151,41 @@ class OpInfo:
         self.dtype_cols = None if view else fb.dtype_support(func)
 
 
-_INFO: dict[Any, OpInfo] = {}
+_INFO: dict[str, OpInfo] = {}
 
 
 def op_info(func: Any) -> OpInfo:
-    info = _INFO.get(func)
+    info: OpInfo | None = getattr(func, "_hpusim_info", None)
     if info is None:
         rt = state.RT
         sink = rt.sink if rt is not None else None
         name = func._schema.name
-        info = _INFO[func] = OpInfo(func, sink.intern(name) if sink is not None else 0)
+        info = OpInfo(func, sink.intern(name) if sink is not None else 0)
+        # cached on the OpOverload itself: its Python-level __hash__ is too slow for the hot path
+        func._hpusim_info = info
+        _INFO[info.overload] = info
     return info
 
 
 class OpCost:
     """Modeled device cost of one op key (and its trace strings), computed once."""
 
-    __slots__ = ("dev_name", "dims", "dur", "engine", "flops", "low", "nbytes", "types")
+    __slots__ = (
+        "dev_name",
+        "dims",
+        "dur",
+        "eager_new",
+        "eager_rid",
+        "engine",
+        "flops",
+        "low",
+        "nbytes",
+        "types",
+    )
 
     def __init__(self) -> None:
+        self.eager_rid = -1
+        self.eager_new = False
         self.dims = 0
         self.types = 0
         self.dev_name = 0
@@ -179,6 +197,12 @@ class OpCost:
 
 
 _COST: dict[Any, OpCost] = {}
+
+
+def reset_caches() -> None:
+    """Forget modeled costs and support levels (they depend on the profile and the flags)."""
+    _COST.clear()
+    _SUPPORT.clear()
 
 
 def _arg_json(sig: tuple[Any, ...]) -> tuple[str, str]:
@@ -262,6 +286,9 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     c.dur = rt.timeline.duration(c.engine, c.flops, c.nbytes, c.low)
     suffix = _DTYPE_SUFFIX.get(dtype, "") if dtype is not None else ""
     c.dev_name = sink.intern(f"{info.base}_{suffix}" if suffix else info.base)
+    if not rt.lazy:
+        c.eager_rid, hit = rt.eager_cache.add_op(_eager_key(key[0], key[1]))
+        c.eager_new = not hit
     return c
 
 
@@ -291,7 +318,7 @@ def _sig_value(a: Any) -> Any:
 def unwrap(
     args: tuple[Any, ...] | list[Any], cross_ok: bool, H: type
 ) -> tuple[list[Any], tuple[Any, ...], int]:
-    """(unwrapped args, signature, number of hpu tensors) of a positional arg list."""
+    """(unwrapped args, signature, hpu tensors + 1000 * float scalars) of a positional list."""
     out: list[Any] = []
     sig: list[Any] = []
     n_hpu = 0
@@ -321,9 +348,13 @@ def unwrap(
         elif isinstance(a, torch.device):
             out.append(torch.device("cpu") if a.type == "hpu" else a)
             sig.append(a)
+        elif t is float:
+            out.append(a)
+            sig.append(a)
+            n_hpu += 1000
         else:
             out.append(a)
-            sig.append(_sig_value(a) if t is not int and t is not float and t is not bool else a)
+            sig.append(_sig_value(a) if t is not int and t is not bool else a)
     return out, tuple(sig), n_hpu
 
 
@@ -382,7 +413,7 @@ def _wrap_one(
 def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run `func` for hpu tensors (called from HpuTensor.__torch_dispatch__)."""
     H = HpuTensor
-    info = _INFO.get(func) or op_info(func)
+    info = getattr(func, "_hpusim_info", None) or op_info(func)
     rt = state.RT
     if rt is None:
         raise RuntimeError("hpusim: an hpu tensor was used after hpusim.disable()")
@@ -403,10 +434,12 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
             else:
                 ukw[k] = v
                 ksig.append((k, _sig_value(v)))
-        key = (func, sig + tuple(ksig))
+                if type(v) is float:
+                    n_hpu += 1000
+        key = (info.overload, sig + tuple(ksig))
     else:
         ukw = kwargs
-        key = (func, sig)
+        key = (info.overload, sig)
 
     if info.label == "aten::copy_" and uargs and type(args[0]) is not H:
         from hpusim.transfers import record_copy
@@ -432,9 +465,12 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     t1 = perf_counter_ns()
     result = wrap(out, info, args, kwargs, H)
 
-    cost = _COST.get(key)
+    # modeled costs and eager recipes do not depend on float scalar values (lr, eps, bias
+    # corrections): key them without those, so a changing scalar does not grow the caches
+    ckey = key if n_hpu < 1000 else (key[0], _no_floats(key[1]))
+    cost = _COST.get(ckey)
     if cost is None:
-        cost = _COST[key] = make_cost(info, key, out)
+        cost = _COST[ckey] = make_cost(info, ckey, out)
     sink = rt.sink
     rec = sink.recording
     graph = -1
@@ -447,7 +483,7 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                 rt.graph_start_ns = t0
             rt.graph.append((key, cost))
         else:
-            graph, corr, start = _eager_launch(rt, key, cost, t1, rec)
+            graph, corr, start = _eager_launch(rt, cost, t1, rec)
     if rec:
         module = rt.module_stack[-1] if rt.module_stack else 0
         sink.op(
@@ -481,10 +517,39 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     return result
 
 
+def _no_floats(sig: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(
+        float
+        if type(a) is float
+        else ((a[0], float) if type(a) is tuple and len(a) == 2 and type(a[1]) is float else a)
+        for a in sig
+    )
+
+
+def _eager_key(func: Any, sig: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Eager recipes are shape-agnostic (PT_HPU_EAGER_SHAPE_AGNOSTIC_GRAPH): op + ranks + dtypes
+    + non-float scalars."""
+    parts: list[Any] = []
+    for a in sig:
+        if type(a) is tuple and len(a) == 5 and a[0] == "T":
+            parts.append((len(a[1]), a[3]))
+        elif type(a) is tuple:
+            parts.append(_eager_key(None, a))
+        else:
+            parts.append(a)
+    return (func, tuple(parts))
+
+
+_SUPPORT: dict[tuple[str, torch.dtype], str] = {}
+
+
 def _dtype_unsupported(info: OpInfo, sig: tuple[Any, ...], rt: state.Runtime) -> bool:
     for a in sig:
         if type(a) is tuple and len(a) == 5 and a[0] == "T":
-            level = fb.support(info.func, a[3], rt.flags.int64_support)
+            k = (info.overload, a[3])
+            level = _SUPPORT.get(k)
+            if level is None:
+                level = _SUPPORT[k] = fb.support(info.func, a[3], rt.flags.int64_support)
             if level != fb.UNSUPPORTED_DTYPE:
                 return False
             # floating inputs are recomputed in fp32 on the device: only a cast, no fallback
@@ -548,14 +613,13 @@ def _after_fallback(
         )
 
 
-def _eager_launch(
-    rt: state.Runtime, key: Any, cost: OpCost, t1: int, rec: bool
-) -> tuple[int, int, int]:
+def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int, rec: bool) -> tuple[int, int, int]:
     """Per-op eager recipe: (recipe id, correlation, modeled device start)."""
-    rid, hit = rt.eager_cache.add_op(key)
+    rid = cost.eager_rid
     ready = t1 + rt.profile.launch_latency_ns
-    if not hit:
+    if cost.eager_new:
         # eager-compiler recipe: modeled compile, not counted in graph_compilation (as the bridge)
+        cost.eager_new = False
         comp = rt.timeline.compile_ns(1, eager=True)
         ready += comp
         if rec:
@@ -569,7 +633,7 @@ def _eager_launch(
                 payload={
                     "hpuprof.cause": {
                         "kind": "new_graph",
-                        "text": "first use of this op signature (eager compiler)",
+                        "text": "first use of this op, dtypes and ranks (eager compiler)",
                     },
                     "hpuprof.graph_ops": 1,
                     "hpuprof.cache": "miss",

@@ -1,6 +1,6 @@
 """The recipe cache: graph keys to recipe ids, and the cause of every compile.
 
-A lazy graph's key is the tuple of its ops' keys; an op key is `(OpOverload, argument
+A lazy graph's key is the tuple of its ops' keys; an op key is `(overload name, argument
 signature)` where a tensor argument's signature is `("T", sizes, strides, dtype, storage
 offset)` and a non-tensor argument is its value. So the key covers the op-graph structure plus
 input sizes, strides, dtypes, scalar values and storage offsets, like the bridge's
@@ -52,6 +52,8 @@ def _fmt(field: str, v: Any) -> str:
 
 
 def _op_label(func: Any) -> str:
+    if isinstance(func, str):
+        return func
     name = getattr(func, "_schema", None)
     return str(name.name) if name is not None else str(func)
 
