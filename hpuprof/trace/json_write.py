@@ -85,9 +85,9 @@ class _Clock:
     def choose(cls, metadata: dict[str, Any], stamps: np.ndarray, spans: np.ndarray) -> _Clock:
         """Pick the encoding: `stamps` are absolute times, `spans` durations (both ns)."""
         base = metadata.get("baseTimeNanoseconds")
-        if isinstance(base, int) and not isinstance(base, bool) and base != 0:
-            if not len(stamps) or int(np.abs(stamps - base).max()) < _EXACT_DOUBLE:
-                return cls(base, False)
+        usable = isinstance(base, int) and not isinstance(base, bool) and base != 0
+        if usable and (not len(stamps) or int(np.abs(stamps - base).max()) < _EXACT_DOUBLE):
+            return cls(base, False)
         if not np.any(stamps % 1000) and not np.any(spans % 1000):
             return cls(None, True)
         if int(np.abs(stamps).max()) < _EXACT_DOUBLE:

@@ -8,16 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import shared_trace_files
-from trace_builders import assert_same_table
+from trace_builders import SMALL_SHARED, assert_same_trace, kineto_or_skip
 
-from hpuprof.errors import OutputError, TraceFormatError, UsageError
+from hpuprof.errors import OutputError, UsageError
 from hpuprof.trace.combine import combine
 from hpuprof.trace.json_write import write_chrome_json
 from hpuprof.trace.kineto_json import read_kineto_json, trace_from_events
 from hpuprof.trace.model import Trace
-
-TABLES = ("events", "counters", "flows", "processes", "threads")
 
 EVENTS: list[dict[str, Any]] = [
     {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "/device:HPU:0"}},
@@ -45,11 +42,6 @@ META = {"schemaVersion": 1, "deviceProperties": [{"name": "GAUDI2"}],
 
 def built(events: list[dict[str, Any]] = EVENTS, meta: dict[str, Any] = META) -> Trace:
     return trace_from_events(events, meta, source="made.json")
-
-
-def assert_same_trace(left: Trace, right: Trace) -> None:
-    for table in TABLES:
-        assert_same_table(getattr(left, table), getattr(right, table), table)
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -164,15 +156,9 @@ def test_failed_write_leaves_no_partial_file(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-REAL = [p for p in shared_trace_files() if p.stat().st_size < 200_000]
-
-
-@pytest.mark.parametrize("source", REAL, ids=lambda p: p.name)
+@pytest.mark.parametrize("source", SMALL_SHARED, ids=lambda p: p.name)
 def test_real_trace_round_trips_through_json(source: Path, tmp_path: Path) -> None:
-    try:
-        trace = read_kineto_json(source)
-    except TraceFormatError:
-        pytest.skip("not a Kineto trace (execution trace / memory timeline)")
+    trace = kineto_or_skip(source)
     [path] = write_chrome_json(trace, tmp_path / "real.json.gz")
     back = read_kineto_json(path)
     assert_same_trace(trace, back)

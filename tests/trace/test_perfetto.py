@@ -9,24 +9,20 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import shared_trace_files
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from perfetto.trace_builder.proto_builder import TraceProtoBuilder
-from trace_builders import assert_same_table, make_trace
+from trace_builders import SMALL_SHARED, assert_same_trace, kineto_or_skip, make_trace
 
 from hpuprof.errors import TraceFormatError
-from hpuprof.trace.kineto_json import read_kineto_json
 from hpuprof.trace.model import Trace
 from hpuprof.trace.perfetto_read import load_perfetto
 from hpuprof.trace.perfetto_write import write_perfetto
 
-TABLES = ("events", "counters", "flows", "processes", "threads")
 BEGIN, END, INSTANT, COUNTER = 1, 2, 3, 4
 
 
-def assert_same_trace(left: Trace, right: Trace) -> None:
-    for table in TABLES:
-        assert_same_table(getattr(left, table), getattr(right, table), table)
+def assert_same_record(left: Trace, right: Trace) -> None:
+    assert_same_trace(left, right)
     assert dict(left.metadata) == dict(right.metadata)
     assert (left.sources, left.format, left.schema_version) == (
         right.sources,
@@ -91,7 +87,7 @@ def packets(path: Path) -> list[Any]:
 def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
     trace = gaudi_like_trace()
     path = write_perfetto(trace, tmp_path / "t.perfetto-trace")
-    assert_same_trace(trace, load_perfetto(path))
+    assert_same_record(trace, load_perfetto(path))
 
 
 def test_multi_rank_round_trip_and_process_names(tmp_path: Path) -> None:
@@ -106,7 +102,7 @@ def test_multi_rank_round_trip_and_process_names(tmp_path: Path) -> None:
     events["parent"] = parent
     trace = Trace(events=events, counters=one.counters, flows=one.flows, metadata=one.metadata)
     path = write_perfetto(trace, tmp_path / "two.pftrace")
-    assert_same_trace(trace, load_perfetto(path))
+    assert_same_record(trace, load_perfetto(path))
     processes = [
         p.track_descriptor.process for p in packets(path) if p.track_descriptor.HasField("process")
     ]
@@ -303,16 +299,10 @@ def test_write_is_atomic(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["t.pftrace"]
 
 
-SMALL_SHARED = [p for p in shared_trace_files() if p.stat().st_size < 200_000]
-
-
 @pytest.mark.parametrize("source", SMALL_SHARED, ids=lambda p: p.name)
 def test_real_trace_round_trips_through_perfetto(source: Path, tmp_path: Path) -> None:
-    try:
-        trace = read_kineto_json(source)
-    except TraceFormatError:
-        pytest.skip("not a Kineto trace (execution trace / memory timeline)")
+    trace = kineto_or_skip(source)
     path = write_perfetto(trace, tmp_path / "real.perfetto-trace")
-    assert_same_trace(trace, load_perfetto(path))
+    assert_same_record(trace, load_perfetto(path))
     kinds = Counter(p.track_event.type for p in packets(path) if p.HasField("track_event"))
     assert kinds[BEGIN] == kinds[END] == int((trace.events["ph"] == "X").sum())

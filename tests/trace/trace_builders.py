@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
+from conftest import shared_trace_files
 
+from hpuprof.errors import TraceFormatError
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, NO_ID
 
@@ -74,3 +78,24 @@ def assert_same_table(left: pd.DataFrame, right: pd.DataFrame, what: str) -> Non
             )
         else:
             assert va == vb, f"{what}.{column} differs"
+
+
+TABLES = ("events", "counters", "flows", "processes", "threads")
+SMALL_SHARED = [p for p in shared_trace_files() if p.stat().st_size < 200_000]
+"""The small real traces of ../shared (empty when absent), for round-trip parametrizes."""
+
+
+def assert_same_trace(left: Trace, right: Trace) -> None:
+    """Every table equal column by column (categoricals as values)."""
+    for table in TABLES:
+        assert_same_table(getattr(left, table), getattr(right, table), table)
+
+
+def kineto_or_skip(source: Path) -> Trace:
+    """Load a shared file with the JSON reader; skip the ones that are not Kineto traces."""
+    from hpuprof.trace.kineto_json import read_kineto_json
+
+    try:
+        return read_kineto_json(source)
+    except TraceFormatError:
+        pytest.skip("not a Kineto trace (execution trace / memory timeline)")
