@@ -15,17 +15,17 @@ object leaves unbalanced JSON. The same test finds the last complete event of a 
 
 from __future__ import annotations
 
+import gc
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 from numpy.typing import NDArray
 
@@ -45,7 +45,7 @@ _VALIDATION_PATH = re.compile(r"`\$\[(\d+)\]((?:\.[^`]*)?)`")
 _BYTE_POSITION = re.compile(r"\(byte (\d+)\)")
 
 
-class _Event(msgspec.Struct):
+class _Event(msgspec.Struct, gc=False):
     ph: str = ""
     name: str = ""
     cat: str = ""
@@ -60,6 +60,7 @@ class _Event(msgspec.Struct):
 
 class _Args(
     msgspec.Struct,
+    gc=False,
     rename={
         "external_id": "External id",
         "input_dims": "Input Dims",
@@ -86,13 +87,10 @@ class _Args(
     fallback: Any = None
 
 
-_EVENT_FIELDS = ("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "bp", "args")
-_GET_EVENT = attrgetter(*_EVENT_FIELDS)
 _ARG_FIELDS = tuple(_Args.__struct_fields__)
-_GET_ARGS = attrgetter(*_ARG_FIELDS)
 _EMPTY_ARGS = _Args()
 _EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
-_ARGS_DECODER = msgspec.json.Decoder(list[_Args | None])
+_ARGS_DECODER = msgspec.json.Decoder(_Args)
 _ANY_DECODER = msgspec.json.Decoder()
 
 
@@ -107,20 +105,12 @@ class Interner:
         self.values: list[Any] = []
 
     def codes(self, values: Iterable[Any]) -> NDArray[np.int32]:
-        array = np.fromiter(values, dtype=object) if not isinstance(values, list) else None
-        local, uniques = pd.factorize(
-            array if array is not None else np.asarray(values, dtype=object),
-            use_na_sentinel=False,
-        )
-        mapping = np.empty(len(uniques), dtype=np.int32)
-        for i, value in enumerate(uniques):
-            key = None if isinstance(value, float) and value != value else value
-            code = self.index.get(key)
-            if code is None:
-                code = self.index[key] = len(self.values)
-                self.values.append(key)
-            mapping[i] = code
-        return mapping[local]
+        index = self.index
+        before = len(index)
+        codes = [index.setdefault(v, len(index)) for v in values]
+        if len(index) > before:
+            self.values.extend(list(index)[before:])
+        return np.array(codes, dtype=np.int32)
 
 
 @dataclass(frozen=True)
@@ -266,7 +256,16 @@ class _ColumnBuilder:
         if not events:
             return
         n = len(events)
-        ph, name, cat, pid, tid, ts, dur, fid, bp, args = zip(*map(_GET_EVENT, events), strict=True)
+        ph = [e.ph for e in events]
+        name = [e.name for e in events]
+        cat = [e.cat for e in events]
+        pid = [e.pid for e in events]
+        tid = [e.tid for e in events]
+        ts = [e.ts for e in events]
+        dur = [e.dur for e in events]
+        fid = [e.id for e in events]
+        bp = [e.bp for e in events]
+        args = [e.args for e in events]
         code = self._code
         ph_codes = code("ph", ph)
         code("name", name)
@@ -293,8 +292,14 @@ class _ColumnBuilder:
             for i in np.flatnonzero(np.isin(ph_codes, side_codes)).tolist():
                 self.side_args[self.rows + i] = bytes(args[i])
 
-        parsed = _ARGS_DECODER.decode(b"[" + b",".join([a or b"null" for a in args]) + b"]")
-        columns = zip(*map(_GET_ARGS, [p or _EMPTY_ARGS for p in parsed]), strict=True)
+        present = np.flatnonzero(lengths)
+        parsed = _ARGS_DECODER.decode_lines(b"\n".join(args))
+        if len(present) != n:
+            full: list[_Args] = [_EMPTY_ARGS] * n
+            for i, value in zip(present.tolist(), parsed, strict=True):
+                full[i] = value
+            parsed = full
+        columns = [[getattr(p, field) for p in parsed] for field in _ARG_FIELDS]
         for field, values in zip(_ARG_FIELDS, columns, strict=True):
             if field in _ID_ARGS:
                 self.pieces[field].append(to_int64_ids(list(values)))
@@ -303,13 +308,13 @@ class _ColumnBuilder:
                     np.array([-1 if v is None else int(bool(v)) for v in values], dtype=np.int8)
                 )
             elif field in ("input_dims", "input_types"):
-                code(field, [bytes(v) for v in values])
+                code(field, map(bytes, values))
             else:
                 code(field, values)
         self.rows += n
 
     def _code(self, field: str, values: Any) -> NDArray[np.int32]:
-        codes = self.interners[field].codes(list(values))
+        codes = self.interners[field].codes(values)
         self.pieces[field].append(codes)
         return codes
 
@@ -518,7 +523,13 @@ class _Reader:
             if match is None or int(match.group(1)) >= len(text) - 2 or final:
                 return False
             raise self._decode_error(error, pos - 1) from None
-        self.builder.add(events)
+        try:
+            self.builder.add(events)
+        except msgspec.MsgspecError as error:
+            raise self.error(
+                f"events {self.events_seen}..{self.events_seen + len(events) - 1}",
+                f"an object (or nothing) as each event's 'args' ({error})",
+            ) from None
         self.events_seen += len(events)
         return True
 
@@ -588,12 +599,25 @@ class _Reader:
 # --- public entry points ----------------------------------------------------------------------
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Millions of short-lived objects make the cyclic GC rescan the heap again and again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def read_raw(path: Path, progress: Any = None) -> _Decoded:
     """Decode one Kineto/Chrome JSON file (plain or gzip) into raw columns and metadata."""
     stream = BlockStream(path, progress=progress)
     reader = _Reader(path, iter(stream))
-    metadata, truncated = reader.read()
-    columns = reader.builder.finish()
+    with _gc_paused():
+        metadata, truncated = reader.read()
+        columns = reader.builder.finish()
     if stream.truncation is not None:
         truncated = f"{stream.truncation}; {truncated}" if truncated else stream.truncation
     return _Decoded(columns, metadata, stream.size, truncated)
@@ -643,5 +667,7 @@ def trace_from_events(
     except (TypeError, OverflowError) as error:
         raise TraceFormatError(str(source), None, f"JSON-encodable event dicts ({error})") from None
     reader = _Reader(Path(source), iter([body]))
-    reader.read()
-    return build_trace(reader.builder.finish(), dict(metadata), source=source, rank=rank)
+    with _gc_paused():
+        reader.read()
+        columns = reader.builder.finish()
+    return build_trace(columns, dict(metadata), source=source, rank=rank)

@@ -171,11 +171,11 @@ class _Normalizer:
             integral = len(ts) > 0 and bool(np.all(ts == np.floor(ts)))
             era = "epoch-us" if integral and float(ts.max()) > _EPOCH_US else "relative-us"
         parts = [f"kineto-json/{era}"]
-        if set(self.raw.cat.categories) & LEGACY_CATEGORIES:
-            parts.append("legacy-categories")
         names = processes["name"].astype(str) if len(processes) else pd.Series([], dtype=str)
         if names.str.startswith(GAUDI_DEVICE_PROCESS_PREFIX).any():
-            parts.append("gaudi")
+            parts.append("gaudi")  # the bridge writes Kernel/Runtime/Memcpy on purpose
+        elif set(self.raw.cat.categories) & LEGACY_CATEGORIES:
+            parts.append("legacy-categories")
         if METADATA_KEY in self.metadata:
             parts.append("hpuprof")
         return "+".join(parts)
@@ -434,7 +434,7 @@ class _Normalizer:
         width = max(len(raw.tid.categories), 1)
         flow_lane = raw.pid.codes[rows].astype(np.int64) * width + raw.tid.codes[rows]
         flow_ts = ts_all[rows]
-        flow_id = np.array([_flow_int(v) for v in raw.flow_id.categories] or [NO_ID])
+        flow_id = _flow_ints(raw.flow_id.categories)
         ids = flow_id[raw.flow_id.codes[rows]]
         target = np.full(len(rows), NO_ID, dtype=np.int64)
         sorted_lane = lane[by_lane]
@@ -560,12 +560,11 @@ def _step_number(name: str) -> int:
     return int(match.group(1)) if match else NO_ID
 
 
-def _flow_int(value: str) -> int:
+def _flow_ints(values: Sequence[str]) -> NDArray[np.int64]:
+    """Flow ids (text) as int64 correlation keys; NO_ID for "" and non-numeric ids."""
     from hpuprof.trace.kineto_json import to_int64_ids
 
-    if value == "":
-        return NO_ID
-    return int(to_int64_ids([value])[0])
+    return to_int64_ids([v if v != "" else None for v in values] or [None])
 
 
 def _decode_args(raw: bytes) -> dict[str, Any]:
