@@ -304,7 +304,8 @@ class HPUProfiler:
             return
         backend = self._backend
         if backend.handles_schedule:
-            backend.step()
+            with self._signals.busy():  # a signal inside torch's step transition is deferred
+                backend.step()
             self.step_num += 1
             self._emit_dynamo()
             return
@@ -316,7 +317,8 @@ class HPUProfiler:
         self._step_start_ns = now
         after = self._action()
         if before is Action.RECORD_AND_SAVE or (before in RECORDING) != (after in RECORDING):
-            backend.set_recording(after in RECORDING)
+            with self._signals.busy():
+                backend.set_recording(after in RECORDING)
         self.poll(force=True)
         if before is Action.RECORD_AND_SAVE:
             self.window_ready()
@@ -329,7 +331,8 @@ class HPUProfiler:
         if not force and now - self._last_poll_ns < POLL_INTERVAL_NS:
             return
         self._last_poll_ns = now
-        self._backend.poll()
+        with self._signals.busy():
+            self._backend.poll()
         self._emit_dynamo()
 
     def _emit_dynamo(self) -> None:

@@ -25,7 +25,13 @@ def enable_emulator(mode: str, device: str) -> None:
         import hpusim
     except ImportError as error:
         raise UsageError(f"the emulated runtime (hpusim) is not installed: {error}") from None
-    hpusim.enable(mode=mode, device=device)
+    try:
+        hpusim.enable(mode=mode, device=device)
+    except ValueError:
+        if mode != "compile":
+            raise
+        # torch.compile runs on the eager frontend with the hpu_backend compiler
+        hpusim.enable(mode="eager", device=device)
 
 
 def report(prof: HPUProfiler, out: Callable[[str], None] = print) -> None:

@@ -15,7 +15,10 @@ def run_demo(output: Path, *, device: str = "gaudi2", mode: str = "lazy") -> int
     from hpuprof.demo.workload import main
 
     t0 = time.perf_counter()
-    with HPUProfiler(output, filename="demo", backend="emulated", record_shapes=True) as prof:
+    prof = HPUProfiler(
+        output, filename="demo", backend="emulated", record_shapes=True, step_on_optimizer=True
+    )
+    with prof:
         notes = main("hpu")
     elapsed = time.perf_counter() - t0
     print(

@@ -24,9 +24,9 @@ def _work(n: int = 3) -> None:
 
 
 def test_with_block_writes_run_dir(tmp_path: Path) -> None:
-    with HPUProfiler(tmp_path, filename="fit", backend="cpu", record_shapes=True) as prof:
-        with prof.profile("training_step"):
-            _work()
+    prof = HPUProfiler(tmp_path, filename="fit", backend="cpu", record_shapes=True)
+    with prof, prof.profile("training_step"):
+        _work()
     assert prof.status == "complete"
     trace_file = tmp_path / "traces" / "fit-rank0.pt.trace.json"
     trace = read_trace(trace_file)

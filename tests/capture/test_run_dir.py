@@ -17,19 +17,27 @@ def test_rank_paths(tmp_path: Path) -> None:
 
 
 def test_two_ranks_merge_and_rerun_replaces(tmp_path: Path) -> None:
-    update_manifest(tmp_path, {"ranks": [0], "traces": ["traces/a-rank0.pt.trace.json"]}, fresh_for_rank=0)
-    update_manifest(tmp_path, {"ranks": [1], "traces": ["traces/a-rank1.pt.trace.json"]}, fresh_for_rank=1)
+    update_manifest(
+        tmp_path, {"ranks": [0], "traces": ["traces/a-rank0.pt.trace.json"]}, fresh_for_rank=0
+    )
+    update_manifest(
+        tmp_path, {"ranks": [1], "traces": ["traces/a-rank1.pt.trace.json"]}, fresh_for_rank=1
+    )
     manifest = read_manifest(tmp_path)
     assert manifest["ranks"] == [0, 1]
     assert manifest["world_size"] == 2
     assert len(manifest["traces"]) == 2
-    update_manifest(tmp_path, {"ranks": [0], "traces": ["traces/b-rank0.pt.trace.json"]}, fresh_for_rank=0)
+    update_manifest(
+        tmp_path, {"ranks": [0], "traces": ["traces/b-rank0.pt.trace.json"]}, fresh_for_rank=0
+    )
     assert read_manifest(tmp_path)["traces"] == ["traces/b-rank0.pt.trace.json"]
 
 
 def test_remove_incomplete(tmp_path: Path) -> None:
     update_manifest(tmp_path, {"incomplete": ["traces/x.incomplete.json"]})
-    update_manifest(tmp_path, {"status": "complete"}, remove={"incomplete": ["traces/x.incomplete.json"]})
+    update_manifest(
+        tmp_path, {"status": "complete"}, remove={"incomplete": ["traces/x.incomplete.json"]}
+    )
     assert read_manifest(tmp_path)["incomplete"] == []
 
 

@@ -68,8 +68,8 @@ class EmulatedBackend(Backend):
         if isinstance(snap, list):
             return snap
         now = dt.datetime.now().isoformat()
-        if isinstance(snap, dict) and "metrics" in snap and isinstance(snap["metrics"], list):
-            return list(snap["metrics"])
+        if isinstance(snap, dict) and isinstance(snap.get("records"), list):
+            return list(snap["records"])  # hpusim: {"records": [...dump array...], "by_name"}
         return [
             {
                 "metric_name": name,

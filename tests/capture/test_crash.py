@@ -1,0 +1,86 @@
+"""Nothing recorded is lost: exception, SIGTERM, SIGINT and kill -9 of a profiled process."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import orjson
+import pytest
+
+from hpuprof.capture.run_dir import read_manifest
+
+from .helpers import names, read_trace, spawn, try_load
+
+pytest.importorskip("torch")
+
+LOOP = """
+import sys, torch
+from hpuprof.capture.profiler import HPUProfiler
+from hpuprof.capture.schedule import schedule
+prof = HPUProfiler(sys.argv[1] if len(sys.argv) > 1 else {out!r}, backend="cpu",
+                   schedule=schedule(wait=0, warmup=0, active=1))
+prof.start()
+x = torch.ones(8, 8)
+for i in range(100000):
+    x = torch.mm(x, x) * 0.1
+    prof.step()
+    if i == 5:
+        print("ready", flush=True)
+    {fail}
+"""
+
+
+def _run_until_ready(out: Path, fail: str = "") -> object:
+    child = spawn(LOOP.format(out=str(out), fail=fail))
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    assert line.strip() == b"ready", child.stderr.read() if child.stderr else line
+    return child
+
+
+def _final(out: Path) -> Path:
+    return out / "traces" / "trace-rank0.pt.trace.json"
+
+
+@pytest.mark.parametrize(
+    ("sig", "code"), [(signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, -signal.SIGINT)]
+)
+def test_signal_writes_everything_then_dies_as_before(
+    tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
+    child = _run_until_ready(tmp_path)
+    child.send_signal(sig)  # type: ignore[attr-defined]
+    assert child.wait(60) in (code, 1, 130)  # type: ignore[attr-defined]
+    trace = read_trace(_final(tmp_path))
+    assert sum(n.startswith("ProfilerStep#") for n in names(trace, "user_annotation")) >= 6
+    manifest = read_manifest(tmp_path)
+    assert manifest["status"] == f"interrupted: {sig.name}"
+    assert manifest["traces"] == ["traces/trace-rank0.pt.trace.json"]
+    assert manifest["incomplete"] == []
+
+
+def test_kill_9_leaves_a_loadable_incomplete_trace(tmp_path: Path) -> None:
+    child = _run_until_ready(tmp_path)
+    child.kill()  # type: ignore[attr-defined]
+    assert child.wait(60) == -signal.SIGKILL  # type: ignore[attr-defined]
+    assert not _final(tmp_path).exists()
+    manifest = read_manifest(tmp_path)
+    assert manifest["status"] == "running"
+    [incomplete] = manifest["incomplete"]
+    assert incomplete.endswith(".incomplete.json")
+    data = orjson.loads((tmp_path / incomplete).read_bytes())  # valid JSON as left on disk
+    steps = [e for e in data["traceEvents"] if e["name"].startswith("ProfilerStep#")]
+    assert len(steps) >= 6
+    assert data["hpuprof"]["backend"] == "cpu"
+    trace = try_load(tmp_path / incomplete)
+    assert (trace.events["name"] == "aten::mm").sum() >= 6
+
+
+def test_exception_in_child_writes_and_exits_1(tmp_path: Path) -> None:
+    child = _run_until_ready(tmp_path, fail="if i == 7: raise ValueError('boom')")
+    assert child.wait(60) == 1  # type: ignore[attr-defined]
+    assert child.stderr is not None and b"ValueError: boom" in child.stderr.read()  # type: ignore[attr-defined]
+    trace = read_trace(_final(tmp_path))  # written at exit by the atexit hook
+    assert "aten::mm" in names(trace)
+    assert read_manifest(tmp_path)["status"].startswith("complete")
