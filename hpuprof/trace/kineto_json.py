@@ -581,7 +581,11 @@ class _Reader:
         return value if isinstance(value, dict) else None
 
     def _recover(self, pos: int) -> str:
-        """Keep every complete event of a truncated file; return where its data ends."""
+        """Keep every complete event of a truncated file; return where its data ends.
+
+        What follows the last complete event must be a cut-off event (or cut-off metadata
+        after the array); anything else is corrupt JSON and raises.
+        """
         buf = self.buf
         end = len(buf)
         for _ in range(_MAX_CUT_TRIES * 4):
@@ -589,11 +593,24 @@ class _Reader:
             if end < 0:
                 break
             if self._try_decode(pos, end + 1, final=True):
+                self._check_cut_off(end + 1)
                 return f"the last complete event ends at byte {self.base + end + 1}"
-        body = buf[pos:].strip(_WS)
-        if body:
-            return f"no complete event after byte {self.base + pos}"
-        return f"the events end at byte {self.base + pos}"
+        self._check_cut_off(pos)
+        return f"no complete event after byte {self.base + pos}"
+
+    def _check_cut_off(self, pos: int) -> None:
+        rest = self.buf[pos:].lstrip(_WS + b",")
+        if rest.startswith(b"]"):
+            tail = rest[1:].lstrip(_WS + b",")
+            text, offset = b"{" + tail, pos + len(self.buf[pos:]) - len(tail) - 1
+        else:
+            text, offset = b"[" + rest, pos + len(self.buf[pos:]) - len(rest) - 1
+        try:
+            _ANY_DECODER.decode(text)
+        except msgspec.DecodeError as error:
+            if "truncated" in str(error):
+                return
+            raise self._decode_error(error, offset) from None
 
 
 # --- public entry points ----------------------------------------------------------------------
