@@ -1,0 +1,98 @@
+"""Load benchmark: JSON -> Trace MB/s for hpuprof vs the naive baseline, peak RSS, cached reopen.
+
+Each measurement runs in a fresh subprocess (peak RSS from `ru_maxrss` of that process), pinned
+to one core when possible. Prints the figures and their ratio in one run.
+
+    python bench/bench_load.py [TRACE.json] [--events 2000000]
+
+Without TRACE, a synthetic trace is generated (bench/gen_synthetic_trace.py) in a temp dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+_CHILD = r"""
+import json, os, resource, sys, time
+if hasattr(os, "sched_setaffinity"):
+    try:
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    except OSError:
+        pass
+mode, path = sys.argv[1], sys.argv[2]
+import pandas as pd
+import hpuprof.trace.kineto_json, hpuprof.trace.parquet
+idle = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+t0 = time.perf_counter()
+if mode == "hpuprof":
+    rows = len(hpuprof.trace.kineto_json.read_kineto_json(path).events)
+elif mode == "naive":
+    with open(path) as handle:
+        doc = json.load(handle)
+    rows = len(pd.DataFrame(doc["traceEvents"]))
+elif mode == "save":
+    trace = hpuprof.trace.kineto_json.read_kineto_json(path)
+    hpuprof.trace.parquet.save_parquet(trace, sys.argv[3])
+    rows = len(trace.events)
+elif mode == "reopen":
+    rows = len(hpuprof.trace.parquet.load_parquet(sys.argv[3]).events)
+seconds = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"seconds": seconds, "rows": rows, "peak": peak, "idle": idle}))
+"""
+
+
+def _run(mode: str, trace: Path, extra: str = "") -> dict[str, float]:
+    args = [sys.executable, "-c", _CHILD, mode, str(trace)] + ([extra] if extra else [])
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="hpuprof load benchmark")
+    parser.add_argument("trace", nargs="?", type=Path)
+    parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--skip-naive", action="store_true", help="skip the slow baseline")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        trace = options.trace
+        if trace is None:
+            sys.path.insert(0, str(Path(__file__).parent))
+            from gen_synthetic_trace import generate
+
+            trace = Path(scratch) / "synthetic.pt.trace.json"
+            generate(trace, options.events)
+        size = os.path.getsize(trace)
+        mb = size / 1e6
+        print(f"trace: {trace} ({mb:,.1f} MB)")
+        ours = _run("hpuprof", trace)
+        print(
+            f"hpuprof   JSON -> Trace: {mb / ours['seconds']:8.1f} MB/s  ({ours['seconds']:.2f} s, "
+            f"{ours['rows']:,} event rows), peak RSS {ours['peak'] / size:.2f}x JSON size "
+            f"({ours['peak'] / 1e6:,.0f} MB; {ours['idle'] / 1e6:,.0f} MB after imports)"
+        )
+        if not options.skip_naive:
+            naive = _run("naive", trace)
+            print(
+                f"baseline  json.load + pd.DataFrame: {mb / naive['seconds']:8.1f} MB/s "
+                f"({naive['seconds']:.2f} s), peak RSS {naive['peak'] / size:.2f}x JSON size"
+            )
+            print(f"ratio     hpuprof / baseline: {naive['seconds'] / ours['seconds']:.1f}x faster")
+        cache = str(Path(scratch) / "cache.parquet")
+        _run("save", trace, cache)
+        reopen = _run("reopen", trace, cache)
+        print(
+            f"cached reopen (Parquet): {reopen['rows'] / reopen['seconds'] / 1e6:8.2f} M events/s "
+            f"({reopen['seconds']:.2f} s), vs JSON load "
+            f"{ours['seconds'] / reopen['seconds']:.1f}x faster"
+        )
+
+
+if __name__ == "__main__":
+    main()
