@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gen_synthetic_trace import generate  # noqa: E402
+from gen_synthetic_trace import generate
 
-from hpuprof.trace.kineto_json import read_kineto_json  # noqa: E402
-from hpuprof.trace.perfetto_read import load_perfetto  # noqa: E402
-from hpuprof.trace.perfetto_write import write_perfetto  # noqa: E402
+from hpuprof.trace.kineto_json import read_kineto_json
+from hpuprof.trace.perfetto_read import load_perfetto
+from hpuprof.trace.perfetto_write import write_perfetto
 
 
 def raw_builder_loop(slices: int, path: Path) -> float:
