@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import Any
 
 import dash
-from dash import Input, Output, dcc, html
+from dash import Input, Output, State, dcc, html
 
 from hpudash import server
 from hpudash.data import Analyzer, DataStore, Loader
@@ -114,7 +114,7 @@ def create_app(
     @app.callback(
         Output(Id.URL, "search"),
         Input(Id.RUN_SELECT, "value"),
-        Input(Id.URL, "search"),
+        State(Id.URL, "search"),
         prevent_initial_call=True,
     )
     def select_run(run: str | None, search: str | None) -> str:

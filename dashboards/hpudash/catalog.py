@@ -49,14 +49,6 @@ class Entry:
     mtime_ns: int = 0
     size: int = 0
 
-    @property
-    def load_path(self) -> Path:
-        """What `hpuprof.load` is given: the trace, or the directory holding a run's ranks."""
-        if len(self.traces) == 1:
-            return self.traces[0]
-        parents = {p.parent for p in self.traces}
-        return parents.pop() if len(parents) == 1 else self.path
-
 
 def is_trace_name(name: str) -> bool:
     """True for file names the loaders read (and not partial or manifest files)."""

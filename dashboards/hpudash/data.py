@@ -151,7 +151,16 @@ class DataStore:
         return value
 
     def trace(self, key: str) -> Trace:
-        return self.get(key, "trace", lambda e: self._loader(e.load_path))
+        return self.get(key, "trace", self._load_entry)
+
+    def _load_entry(self, entry: catalog.Entry) -> Trace:
+        """The entry's trace files, loaded one by one and combined (a run's ranks)."""
+        traces = [self._loader(p) for p in entry.traces]
+        if len(traces) == 1:
+            return traces[0]
+        from hpuprof.trace.combine import combine
+
+        return combine(traces)
 
     def analysis(self, key: str) -> Analysis:
         return self.get(key, "analysis", lambda e: self._analyzer(self.trace(key)))

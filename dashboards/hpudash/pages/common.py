@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
+import dash_ag_grid as dag
 from dash import dcc, html
 
 from hpudash.data import DataStore
@@ -35,8 +36,6 @@ def href(path: str, **query: str) -> str:
 
 def grid(id_: str, rows: Sequence[Mapping[str, Any]], *, height: int = 420, **extra: Any) -> Any:
     """A sortable, filterable AG Grid over plain rows (cells render as text, never HTML)."""
-    import dash_ag_grid as dag
-
     columns = [{"field": k} for k in (rows[0] if rows else {})]
     return dag.AgGrid(
         id=id_,

@@ -43,7 +43,7 @@ def layout(ctx: Context) -> Any:
         html.A(
             f"Download trace {p.name} (open in ui.perfetto.dev)",
             href="/files/" + quote(p.relative_to(store.root).as_posix()),
-            id=Id.OVERVIEW_DOWNLOAD_TRACE if i == 0 else None,
+            id=Id.OVERVIEW_DOWNLOAD_TRACE if i == 0 else f"{Id.OVERVIEW_DOWNLOAD_TRACE}-{i}",
             className="button",
         )
         for i, p in enumerate((*entry.perfetto, *entry.traces))
