@@ -52,7 +52,7 @@ def device_events(ev: pd.DataFrame) -> pd.DataFrame:
     """Device activity rows (kernels, copies, sets, other device ops); annotations excluded."""
     mask = ev["is_device"].to_numpy(dtype=bool) & (ev["kind"] != "device_annotation").to_numpy()
     mask &= (ev["ph"] == "X").to_numpy()
-    return ev[mask]
+    return ev.loc[mask, [c for c in ev.columns if c != "args"]]
 
 
 def kernel_types(dev: pd.DataFrame) -> pd.Series:
@@ -115,22 +115,27 @@ def args_of(rows: pd.DataFrame) -> list[dict[str, Any]]:
     return [parse_args(r) for r in rows["args"].tolist()]
 
 
-def rows_with_arg(ev: pd.DataFrame, key: str) -> pd.DataFrame:
-    """Rows whose raw args contain `key` (a byte search first; parse only those)."""
+def arrow_args(rows: pd.DataFrame) -> Any:
+    """The raw args column as a pyarrow (chunked) binary array, without a Python copy."""
+    import pyarrow as pa
+
+    col = rows["args"]
+    arrow = getattr(col.array, "__arrow_array__", None)
+    if arrow is not None:
+        return arrow()
+    return pa.array(col.to_numpy(dtype=object), type=pa.binary(), from_pandas=True)
+
+
+def rows_with_arg(ev: pd.DataFrame, key: str | tuple[str, ...]) -> pd.DataFrame:
+    """Rows whose raw args contain `"key"` (a vectorized byte search; nothing is parsed)."""
+    import pyarrow.compute as pc
+
     if "args" not in ev.columns or ev.empty:
         return ev.iloc[:0]
-    needle = f'"{key}"'.encode()
-    col = ev["args"]
-    try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        arr = pa.array(col.to_numpy(dtype=object), type=pa.binary(), from_pandas=True)
-        hit = pc.match_substring(arr, pattern=needle.decode()).fill_null(False)
-        mask = np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
-    except Exception:  # pragma: no cover - pyarrow is a dependency; plain fallback
-        mask = np.array([bool(r) and needle in r for r in col.tolist()], dtype=bool)
-    return ev[mask]
+    keys = (key,) if isinstance(key, str) else key
+    pattern = "|".join(f'"{k}"'.replace(".", "\\.") for k in keys)
+    hit = pc.match_substring_regex(arrow_args(ev), pattern=pattern).fill_null(False)
+    return ev[np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)]
 
 
 def step_windows(ev: pd.DataFrame) -> pd.DataFrame:
@@ -172,4 +177,5 @@ def pct(part: float, whole: float) -> float:
 
 def host_ops(ev: pd.DataFrame) -> pd.DataFrame:
     """Host ATen / torch ops (kind cpu_op), slices only."""
-    return ev[(ev["kind"] == "cpu_op") & (ev["ph"] == "X")]
+    mask = ((ev["kind"] == "cpu_op") & (ev["ph"] == "X")).to_numpy()
+    return ev.loc[mask, [c for c in ev.columns if c != "args"]]

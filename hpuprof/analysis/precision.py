@@ -17,7 +17,14 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from hpuprof.analysis._common import args_of, device_events, host_ops, map_by_name, rows_with_arg
+from hpuprof.analysis._common import (
+    args_of,
+    arrow_args,
+    device_events,
+    host_ops,
+    map_by_name,
+    rows_with_arg,
+)
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.trace.model import Trace
@@ -300,8 +307,8 @@ def _extract(rows: pd.DataFrame, pattern: str) -> pd.Series:
 
     if rows.empty:
         return pd.Series([], dtype=object)
-    arr = pa.array(rows["args"].to_numpy(dtype=object), type=pa.binary(), from_pandas=True)
-    text = pc.cast(arr, pa.string())
+    arr = arrow_args(rows)
+    text = pc.cast(arr, pa.large_string() if "large" in str(arr.type) else pa.string())
     got = pc.extract_regex(text, pattern).field("v")
     return pd.Series(got.to_pandas().fillna("").to_numpy(dtype=object), index=rows.index)
 
@@ -342,19 +349,23 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
     host = host_ops(ev)
     dev = device_events(ev)
     notes: list[str] = []
+    # one vectorized pass over the raw args finds every row carrying a key we read
+    keyed = rows_with_arg(ev, ("flops", "dataType", "hpuprof.flops"))
+    keyed_host = keyed[keyed.index.isin(host.index)]
+    keyed_dev = keyed[keyed.index.isin(dev.index)]
     # host op dtype and shape FLOPs, computed once per distinct category value
     host_dtype = map_by_name(host["input_types"], first_float_dtype).fillna("")
     key = host["name"].astype(str) + "\x00" + host["input_dims"].astype(str)
     host_flops = map_by_name(
         key.astype("category"), lambda k: shape_flops(*k.split("\x00", 1))
     ).astype(float)
-    prof_flops = _extract(rows_with_arg(host, "flops"), r'"flops":\s*(?P<v>[0-9.eE+-]+)')
+    prof_flops = _extract(rows_with_arg(keyed_host, "flops"), r'"flops":\s*(?P<v>[0-9.eE+-]+)')
     if not prof_flops.empty:
         pf = pd.to_numeric(prof_flops, errors="coerce")
         host_flops.loc[pf.index[pf.notna()]] = pf[pf.notna()].to_numpy()
     # device dtype and flops
     dtype_dev = pd.Series("", index=dev.index, dtype=object)
-    dt_rows = rows_with_arg(dev, "dataType")
+    dt_rows = rows_with_arg(keyed_dev, "dataType")
     if not dt_rows.empty:
         got = _extract(dt_rows, r'"dataType":\s*"(?P<v>[^"]*)"')
         dtype_dev.loc[got.index] = map_by_name(got.astype("category"), norm_dtype).to_numpy()
@@ -362,7 +373,7 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
     hd = host_dtype.reindex(owner.to_numpy()).fillna("").to_numpy(dtype=object)
     dtype_dev = dtype_dev.where(dtype_dev != "", pd.Series(hd, index=dev.index))
     dev_flops = pd.Series(0.0, index=dev.index)
-    fl_rows = rows_with_arg(dev, "hpuprof.flops")
+    fl_rows = rows_with_arg(keyed_dev, "hpuprof.flops")
     if not fl_rows.empty:
         got = pd.to_numeric(
             _extract(fl_rows, r'"hpuprof\.flops":\s*(?P<v>[0-9.eE+-]+)'), errors="coerce"
@@ -431,8 +442,8 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
 
     op_rows = agg("name", h)
     mod_rows = agg("module", h[h["module"] != ""])
-    short = h["name"].map(short_op) if not h.empty else pd.Series(dtype=object)
-    mm = h[short.isin(MATMUL_CONV).to_numpy()] if not h.empty else h
+    short = map_by_name(host["name"], short_op) if not h.empty else pd.Series(dtype=object)
+    mm = h[short.isin(list(MATMUL_CONV)).to_numpy()] if not h.empty else h
     mm_flops = float(mm["flops"].sum()) if not mm.empty else 0.0
     low_flops = float(mm.loc[mm["dtype"].isin(LOW), "flops"].sum()) if not mm.empty else 0.0
     coverage = round(100.0 * low_flops / mm_flops, 2) if mm_flops else 0.0
