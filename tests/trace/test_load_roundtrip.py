@@ -1,0 +1,106 @@
+"""Parquet round trip, the transparent cache, and dicts vs file giving the same tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import hpuprof
+from hpuprof.trace.kineto_json import trace_from_events
+from hpuprof.trace.model import Trace
+from hpuprof.trace.parquet import CACHE_SUFFIX, load_parquet
+from hpuprof.trace.schema import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS
+
+GAUDI = Path(__file__).parent / "data" / "gaudi_merged.json"
+TABLES = ("events", "counters", "flows", "processes", "threads")
+
+
+def assert_same(a: Trace, b: Trace) -> None:
+    for name in TABLES:
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), obj=name)
+    assert dict(a.metadata) == dict(b.metadata)
+    assert (a.format, a.sources, a.schema_version) == (b.format, b.sources, b.schema_version)
+
+
+def test_columns_follow_the_schema() -> None:
+    trace = hpuprof.load(GAUDI, cache=False)
+    assert list(trace.events.columns) == list(EVENT_COLUMNS)
+    assert list(trace.counters.columns) == list(COUNTER_COLUMNS)
+    assert list(trace.flows.columns) == list(FLOW_COLUMNS)
+    for name, dtype in EVENT_COLUMNS.items():
+        actual = trace.events[name].dtype
+        if dtype == "binary":
+            assert isinstance(actual, pd.ArrowDtype)
+        else:
+            assert str(actual) == dtype, name
+    raw = trace.events["args"].iloc[int((trace.events["name"] == "gemm_bf16").argmax())]
+    assert raw.startswith(b'{"recipeId": 3, "recipeName"')  # exact bytes of the file
+
+
+def test_parquet_round_trip_keeps_every_column(tmp_path: Path) -> None:
+    trace = hpuprof.load(GAUDI, cache=False)
+    trace.save(tmp_path / "t.parquet")
+    assert_same(trace, load_parquet(tmp_path / "t.parquet"))
+    assert_same(trace, hpuprof.load(tmp_path / "t.parquet"))
+
+
+def test_parquet_round_trip_real_trace(tmp_path: Path, shared_kineto_dir: Path) -> None:
+    trace = hpuprof.load(
+        shared_kineto_dir / "tests/data/mtia_inference_trace/mtia_inference_rank_0.json.gz",
+        cache=False,
+    )
+    trace.save(tmp_path / "m.parquet")
+    assert_same(trace, hpuprof.load(tmp_path / "m.parquet"))
+
+
+def test_cache_is_used_and_invalidated(tmp_path: Path) -> None:
+    path = tmp_path / "gaudi.json"
+    shutil.copy(GAUDI, path)
+    first = hpuprof.load(path)
+    cache_dir = tmp_path / f"gaudi.json{CACHE_SUFFIX}"
+    entries = list(cache_dir.glob("*.parquet"))
+    assert len(entries) == 1
+    assert_same(first, hpuprof.load(path))
+    doc = json.loads(path.read_text())
+    doc["traceEvents"] = doc["traceEvents"][:-1]  # drop the memory instant
+    path.write_text(json.dumps(doc))
+    os.utime(path, ns=(1, 1))
+    second = hpuprof.load(path)
+    assert len(second.events) == len(first.events) - 1
+    assert [p.name for p in cache_dir.glob("*.parquet")] != [entries[0].name]
+    assert len(list(cache_dir.glob("*.parquet"))) == 1
+
+
+def test_cache_falls_back_to_user_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace_dir = tmp_path / "ro"
+    trace_dir.mkdir()
+    path = trace_dir / "gaudi.json"
+    shutil.copy(GAUDI, path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    real_access = os.access
+    monkeypatch.setattr(
+        os,
+        "access",
+        lambda p, mode: False if str(p).startswith(str(trace_dir)) else real_access(p, mode),
+    )
+    hpuprof.load(path)
+    assert list((tmp_path / "xdg" / "hpuprof").glob("gaudi.json-*.parquet"))
+
+
+def test_dicts_give_the_same_tables_as_the_file() -> None:
+    from_file = hpuprof.load(GAUDI, cache=False)
+    doc = json.loads(GAUDI.read_text())
+    events = doc.pop("traceEvents")
+    from_dicts = trace_from_events(events, doc, source=str(GAUDI))
+    a = from_file.events.drop(columns="args")
+    b = from_dicts.events.drop(columns="args")
+    pd.testing.assert_frame_equal(a, b)
+    for i in range(len(from_file.events)):
+        assert from_file.args(i) == from_dicts.args(i)
+    for name in ("counters", "flows", "processes", "threads"):
+        pd.testing.assert_frame_equal(getattr(from_file, name), getattr(from_dicts, name))
