@@ -1,0 +1,151 @@
+"""Device semantics of the emulated HPU: factories, transfers, host reads, errors, persistence."""
+
+from __future__ import annotations
+
+import copy
+import io
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def test_import_has_no_side_effects() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch, hpusim; "
+        "assert not hasattr(torch, 'hpu'); assert 'torch.hpu' not in sys.modules; "
+        "assert not any('shim' in p for p in sys.path); "
+        "assert not any(m.startswith('habana_frameworks') for m in sys.modules); print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.randn(3, 4, device="hpu"),
+        lambda: torch.zeros(3, 4, device=torch.device("hpu")),
+        lambda: torch.ones(3, 4, device="hpu:0"),
+        lambda: torch.full((3, 4), 2.5, device="hpu"),
+        lambda: torch.empty(3, 4, device="hpu"),
+        lambda: torch.arange(12, device="hpu").reshape(3, 4),
+        lambda: torch.linspace(0, 1, 12, device="hpu").reshape(3, 4),
+        lambda: torch.eye(3, 4, device="hpu"),
+        lambda: torch.tensor([[1.0] * 4] * 3, device="hpu"),
+        lambda: torch.as_tensor([[1] * 4] * 3, device="hpu"),
+    ],
+)
+def test_factories_make_hpu_tensors_of_the_right_shape(hpu: Any, make: Any) -> None:
+    hpu()
+    t = make()
+    assert t.device == torch.device("hpu", 0)
+    assert str(t.device) == "hpu:0"
+    assert t.is_hpu and not t.is_cpu
+    assert tuple(t.shape) == (3, 4)
+
+
+def test_resizing_factories_have_real_values(hpu: Any) -> None:
+    hpu()
+    assert torch.arange(5, device="hpu").tolist() == [0, 1, 2, 3, 4]
+    assert torch.linspace(0, 1, 3, device="hpu").tolist() == [0.0, 0.5, 1.0]
+    assert sorted(torch.randperm(6, device="hpu").tolist()) == list(range(6))
+    assert torch.eye(2, device="hpu").tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+def test_transfers_and_host_reads(hpu: Any) -> None:
+    hpu()
+    x = torch.tensor([1.0, 2.0, 3.0])
+    h = x.to("hpu")
+    assert h.device.type == "hpu" and x.device.type == "cpu"
+    assert x.hpu().device.type == "hpu"
+    assert x.to(device="hpu", dtype=torch.float64).dtype == torch.float64
+    back = (h * 2).cpu()
+    assert type(back) is torch.Tensor and back.device.type == "cpu"
+    assert back.tolist() == [2.0, 4.0, 6.0]
+    assert (h * 2).to("cpu").tolist() == [2.0, 4.0, 6.0]
+    assert h.sum().item() == 6.0
+    assert f"{h.sum():.1f}" == "6.0"
+    assert repr(h) == "tensor([1., 2., 3.], device='hpu:0')"
+    h[0] = 5.0  # copy into a view
+    assert h.tolist() == [5.0, 2.0, 3.0]
+    assert x.tolist() == [1.0, 2.0, 3.0]  # .to('hpu') copied
+
+
+def test_mixed_devices_raise_like_a_real_device(hpu: Any) -> None:
+    hpu()
+    h = torch.ones(3, device="hpu")
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at least two devices, hpu:0 and cpu!"):
+        h + torch.ones(3)
+    assert (h + torch.tensor(1.0)).tolist() == [2.0, 2.0, 2.0]  # a 0-dim cpu scalar is allowed
+    with pytest.raises(TypeError, match="can't convert hpu:0 device type tensor to numpy"):
+        h.numpy()
+
+
+def test_autograd_crosses_devices(hpu: Any) -> None:
+    hpu()
+    x = torch.randn(4, requires_grad=True)
+    y = (x.to("hpu") * 3).sum()
+    y.backward()
+    assert x.grad is not None and x.grad.device.type == "cpu"
+    assert x.grad.tolist() == [3.0] * 4
+
+
+def test_model_state_dict_save_load_deepcopy(hpu: Any) -> None:
+    hpu()
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)  # built before .to(): params keep identity
+    model.to("hpu")
+    assert all(p.device.type == "hpu" and isinstance(p, torch.nn.Parameter) for p in model.parameters())
+    assert opt.param_groups[0]["params"][0] is model.weight
+    sd = model.state_dict()
+    assert all(v.device.type == "hpu" for v in sd.values())
+    buf = io.BytesIO()
+    torch.save(sd, buf)
+    buf.seek(0)
+    loaded = torch.load(buf)
+    assert loaded["weight"].device.type == "hpu"
+    assert torch.equal(loaded["weight"].cpu(), model.weight.cpu())
+    buf.seek(0)
+    assert torch.load(buf, map_location="cpu")["weight"].device.type == "cpu"
+    twin = copy.deepcopy(model)
+    assert twin.weight.device.type == "hpu"
+    assert torch.equal(twin.weight.cpu(), model.weight.cpu())
+    twin.load_state_dict(loaded)
+    on_cpu = model.to("cpu")
+    assert on_cpu.weight.device.type == "cpu" and type(on_cpu.weight) is torch.nn.Parameter
+
+
+def test_in_place_and_views_alias_like_cpu(hpu: Any) -> None:
+    hpu()
+    x = torch.arange(6.0).to("hpu")
+    v = x.view(2, 3)
+    v[0].mul_(2)
+    assert x.tolist() == [0.0, 2.0, 4.0, 3.0, 4.0, 5.0]
+    r = x.add_(1)
+    assert r is x
+    assert x.narrow(0, 2, 2).storage_offset() == 2
+
+
+def test_torch_hpu_module(hpu: Any) -> None:
+    hpu()
+    assert torch.hpu.is_available() and torch.hpu.device_count() == 1
+    torch.hpu.synchronize()
+    assert "Limit" in torch.hpu.memory_stats()
+
+
+def test_disable_restores_torch(hpu: Any) -> None:
+    import hpusim
+
+    hpu()
+    hpusim.disable()
+    assert not hasattr(torch, "hpu")
+    assert not hasattr(torch.Tensor, "hpu")
+    assert torch.ones(2).to("cpu").tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError):
+        torch.zeros(2, device="hpu")
