@@ -38,13 +38,10 @@ def _brute_force_parent(events: list[dict[str, Any]], i: int) -> int:
         if j == i or (other["pid"], other["tid"]) != (me["pid"], me["tid"]):
             continue
         s, e = other["ts"], other["ts"] + other["dur"]
-        if (
-            s <= me["ts"]
-            and me["ts"] + me["dur"] <= e
-            and (s, -other["dur"]) < (me["ts"], -me["dur"])
-        ):
-            if best < 0 or other["dur"] < events[best]["dur"]:
-                best = j
+        encloses = s <= me["ts"] and me["ts"] + me["dur"] <= e
+        placed_before = (s, -other["dur"]) < (me["ts"], -me["dur"])
+        if encloses and placed_before and (best < 0 or other["dur"] < events[best]["dur"]):
+            best = j
     return best
 
 
