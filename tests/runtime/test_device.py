@@ -79,7 +79,10 @@ def test_transfers_and_host_reads(hpu: Any) -> None:
 def test_mixed_devices_raise_like_a_real_device(hpu: Any) -> None:
     hpu()
     h = torch.ones(3, device="hpu")
-    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at least two devices, hpu:0 and cpu!"):
+    with pytest.raises(
+        RuntimeError,
+        match="Expected all tensors to be on the same device, but found at least two devices, hpu:0 and cpu!",
+    ):
         h + torch.ones(3)
     assert (h + torch.tensor(1.0)).tolist() == [2.0, 2.0, 2.0]  # a 0-dim cpu scalar is allowed
     with pytest.raises(TypeError, match="can't convert hpu:0 device type tensor to numpy"):
@@ -101,7 +104,9 @@ def test_model_state_dict_save_load_deepcopy(hpu: Any) -> None:
     model = torch.nn.Linear(4, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)  # built before .to(): params keep identity
     model.to("hpu")
-    assert all(p.device.type == "hpu" and isinstance(p, torch.nn.Parameter) for p in model.parameters())
+    assert all(
+        p.device.type == "hpu" and isinstance(p, torch.nn.Parameter) for p in model.parameters()
+    )
     assert opt.param_groups[0]["params"][0] is model.weight
     sd = model.state_dict()
     assert all(v.device.type == "hpu" for v in sd.values())

@@ -102,7 +102,9 @@ def test_unsupported_dtype_of_a_floating_op_is_an_fp32_recompute_not_a_fallback(
     torch.tril(x)  # the op table has no FP16 for tril
     assert dict(metric_global("cpu_fallback").stats())["TotalNumber"] == 0
     casts = runtime_events(get_sink().drain(), "cast")
-    assert any(c["hpuprof.rule"] == "unsupported_dtype" and c["hpuprof.op"] == "aten::tril" for c in casts)
+    assert any(
+        c["hpuprof.rule"] == "unsupported_dtype" and c["hpuprof.op"] == "aten::tril" for c in casts
+    )
 
 
 def test_op_support_data_is_derived_from_the_shared_tables(tmp_path: Path) -> None:
@@ -112,7 +114,9 @@ def test_op_support_data_is_derived_from_the_shared_tables(tmp_path: Path) -> No
     ref = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
     if not (ref / "gaudi-op-support.csv").is_file():
         pytest.skip("../shared/reference is not present")
-    script = Path(__file__).resolve().parents[2] / "runtime" / "hpusim" / "data" / "make_op_support.py"
+    script = (
+        Path(__file__).resolve().parents[2] / "runtime" / "hpusim" / "data" / "make_op_support.py"
+    )
     build = runpy.run_path(str(script))["build"]
     fresh = build(ref)
     shipped = json.loads((script.parent / "op_support.json").read_text())
