@@ -77,11 +77,12 @@ def categorical(codes: NDArray[Any] | Sequence[int], categories: Sequence[str]) 
         empty = pd.CategoricalDtype(pd.Index([], dtype="str"))
         return pd.Categorical.from_codes(np.zeros(0, dtype=np.int8), dtype=empty)
     used = np.flatnonzero(np.bincount(codes, minlength=len(categories)))
-    names = np.asarray(categories, dtype=object)[used]
-    order = np.argsort(names.astype(str), kind="stable")
+    # Python str, not numpy's fixed-width unicode (which drops trailing NUL characters)
+    names = [str(categories[i]) for i in used.tolist()]
+    order = sorted(range(len(names)), key=names.__getitem__)
     remap = np.full(len(categories), -1, dtype=np.int32)
     remap[used[order]] = np.arange(len(used), dtype=np.int32)
-    dtype = pd.CategoricalDtype(pd.Index(names[order].astype(str), dtype="str"))
+    dtype = pd.CategoricalDtype(pd.Index([names[i] for i in order], dtype="str"))
     return pd.Categorical.from_codes(remap[codes], dtype=dtype, validate=False)
 
 

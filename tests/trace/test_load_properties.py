@@ -31,17 +31,21 @@ def nested_lane(
 
 
 def _brute_force_parent(events: list[dict[str, Any]], i: int) -> int:
-    """The innermost strictly-earlier-placed slice enclosing event i (same lane)."""
+    """The innermost enclosing slice placed before event i on its lane.
+
+    Placement is (start, -duration, file order): of two identical intervals the one written
+    first encloses the other (the loader's documented rule).
+    """
     me = events[i]
-    best = -1
+    mine = (me["ts"], -me["dur"], i)
+    best, best_key = -1, None
     for j, other in enumerate(events):
-        if j == i or (other["pid"], other["tid"]) != (me["pid"], me["tid"]):
+        if (other["pid"], other["tid"]) != (me["pid"], me["tid"]):
             continue
-        s, e = other["ts"], other["ts"] + other["dur"]
-        encloses = s <= me["ts"] and me["ts"] + me["dur"] <= e
-        placed_before = (s, -other["dur"]) < (me["ts"], -me["dur"])
-        if encloses and placed_before and (best < 0 or other["dur"] < events[best]["dur"]):
-            best = j
+        key = (other["ts"], -other["dur"], j)
+        encloses = other["ts"] <= me["ts"] and me["ts"] + me["dur"] <= other["ts"] + other["dur"]
+        if encloses and key < mine and (best_key is None or key > best_key):
+            best, best_key = j, key
     return best
 
 
