@@ -21,6 +21,7 @@ import atexit
 import collections
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -50,6 +51,7 @@ KINETO_BASE_PERIOD_NS = 7_889_238 * 1_000_000_000
 """Kineto floors its trace base time to 3-month periods; we use the same base so our traces'
 `ts` values line up with torch.profiler's own exports."""
 
+_CAT_VALUE = re.compile(rb'"cat"\s*:\s*"([^"]*)"')
 POLL_INTERVAL_NS = 200_000_000
 """Optimizer-step hooks drain the emulated sink at most this often."""
 
@@ -167,6 +169,15 @@ class HPUProfiler:
             counts = self.event_counts
             for ev in events:
                 counts[ev.get("cat") or ev.get("ph", "")] += 1
+
+    def emit_raw(self, body: bytes) -> None:
+        """Stream already-encoded events (a Kineto export's traceEvents bytes)."""
+        if self._writer is None:
+            return
+        with self._lock, self._signals.busy():
+            self._writer.write_raw(body)
+            for cat, n in collections.Counter(_CAT_VALUE.findall(body)).items():
+                self.event_counts[cat.decode("utf-8", "replace")] += n
 
     def set_trace_keys(self, keys: Mapping[str, Any]) -> None:
         self._trace_keys.update(keys)
@@ -466,7 +477,7 @@ class HPUProfiler:
             self.warnings.append(f"Perfetto trace not written: {error}")
             return
         try:
-            write_perfetto(load(trace_path), self.paths.perfetto)
+            write_perfetto(load(trace_path, cache=False), self.paths.perfetto)
         except (HpuprofError, ImportError, ValueError, OSError) as error:
             self.warnings.append(f"Perfetto trace not written: {error}")
             warnings.warn(f"hpuprof: Perfetto trace not written: {error}", stacklevel=3)
@@ -509,8 +520,14 @@ def analysis_summary(trace_path: Path) -> str | None:
 
     try:
         return str(summarize(load(trace_path)))
-    except (ImportError, HpuprofError) as error:  # loader not there yet, or an odd trace
-        return f"(analysis unavailable: {error})"
+    except Exception as error:  # the run is on disk: a failing analysis must not lose it
+        return None if isinstance(error, ImportError) else _analysis_failed(error)
+
+
+def _analysis_failed(error: Exception) -> None:
+    warnings.warn(
+        f"hpuprof: analysis summary failed: {type(error).__name__}: {error}", stacklevel=3
+    )
 
 
 def format_counts(counts: Mapping[str, int], backend: str) -> str:

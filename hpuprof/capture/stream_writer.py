@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -28,6 +29,7 @@ MIN_FREE_BYTES = 4 * 1024 * 1024
 """Refuse to start a run on a file system with less free space than this."""
 
 _CLOSE = b"]}\n"
+_PH_KEY = re.compile(rb'[{,]\s*"ph"\s*:')
 
 
 def incomplete_path(final_path: Path) -> Path:
@@ -114,6 +116,28 @@ class ChunkedTraceWriter:
         except OSError as error:
             raise self._error(error) from None
         self.events_written += n
+        return n
+
+    def write_raw(self, body: bytes) -> int:
+        """Append already-encoded events (`{...},{...}`, no brackets); returns how many.
+
+        The count is the number of `"ph"` keys, one per Chrome-trace event."""
+        body = body.strip()
+        if not body:
+            return 0
+        if self.closed:
+            raise OutputError(f"{self.final_path} is already closed")
+        sep = b",\n" if self.events_written else b""
+        try:
+            self._file.seek(self._pos)
+            self._file.write(sep + body)
+            self._pos = self._file.tell()
+            self._file.write(_CLOSE)
+            self._file.flush()
+        except OSError as error:
+            raise self._error(error) from None
+        n = len(_PH_KEY.findall(body))
+        self.events_written += max(n, 1)
         return n
 
     def close(self, header_updates: Mapping[str, Any] | None = None) -> Path:

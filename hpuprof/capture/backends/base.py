@@ -41,6 +41,9 @@ class BackendContext(Protocol):
     def emit(self, events: list[dict[str, Any]]) -> None:
         """Stream a chunk of Chrome-trace event dicts (ts relative to base_ns) to disk."""
 
+    def emit_raw(self, body: bytes) -> None:
+        """Stream already-encoded events: the bytes between a JSON array's brackets."""
+
     def set_trace_keys(self, keys: Mapping[str, Any]) -> None:
         """Top-level trace keys learnt on the way (deviceProperties, ...), written at close."""
 

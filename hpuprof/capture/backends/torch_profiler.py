@@ -86,19 +86,56 @@ class TorchProfilerBackend(Backend):
         tmp = ctx.scratch_dir / f".export-{os.getpid()}-{self._windows}.json"
         try:
             prof.export_chrome_trace(str(tmp))
-            data = orjson.loads(tmp.read_bytes())
-        except (OSError, orjson.JSONDecodeError, RuntimeError) as error:
+            raw = tmp.read_bytes()
+        except (OSError, RuntimeError) as error:
             raise HpuprofError(f"torch.profiler export failed: {error}") from None
         finally:
             tmp.unlink(missing_ok=True)
+        first = self._windows == 0
+        self._windows += 1
+        spliced = split_kineto_export(raw) if first else None
+        if spliced is not None:
+            keys, body = spliced
+            if int(keys.get("baseTimeNanoseconds", ctx.base_ns)) == ctx.base_ns:
+                ctx.set_trace_keys({k: v for k, v in keys.items() if k not in _OWN_KEYS})
+                ctx.emit_raw(body)
+                return
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as error:
+            raise HpuprofError(f"torch.profiler export is not valid JSON: {error}") from None
         events: list[dict[str, Any]] = data.get("traceEvents", [])
         shift_us = (int(data.get("baseTimeNanoseconds", ctx.base_ns)) - ctx.base_ns) / 1000.0
         if shift_us:
             for ev in events:
                 if isinstance(ev.get("ts"), int | float):
                     ev["ts"] = round(ev["ts"] + shift_us, 3)
-        if self._windows:  # process / thread names were written with the first window
+        if not first:  # process / thread names were written with the first window
             events = [ev for ev in events if ev.get("ph") != "M"]
-        self._windows += 1
         ctx.set_trace_keys({k: v for k, v in data.items() if k not in _OWN_KEYS})
         ctx.emit(events)
+
+
+def split_kineto_export(raw: bytes) -> tuple[dict[str, Any], bytes] | None:
+    """(top-level keys, the bytes inside `traceEvents: [...]`) of a Kineto export, without
+    decoding the events; None when the layout is not Kineto's (then the caller decodes it).
+
+    Kineto writes the metadata keys, then `"traceEvents": [`, the events, `]` and the last
+    keys (`traceName`, sometimes `distributedInfo`). Splicing the events' bytes avoids
+    decoding and re-encoding every event of a large window.
+    """
+    key = raw.find(b'"traceEvents"')
+    open_at = raw.find(b"[", key)
+    close_at = raw.rfind(b"]", 0, raw.rfind(b'"traceName"'))
+    if key < 0 or open_at < 0 or close_at <= open_at:
+        return None
+    try:
+        keys = orjson.loads(raw[:key].rstrip().rstrip(b",") + b"}")
+        tail = raw[close_at + 1 :].strip()
+        keys.update(orjson.loads(b"{" + tail[1:]) if tail.startswith(b",") else {})
+    except orjson.JSONDecodeError:
+        return None
+    body = raw[open_at + 1 : close_at].strip()
+    if not (body.startswith(b"{") and body.endswith(b"}")) and body:
+        return None
+    return keys, body
