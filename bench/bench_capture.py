@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import tempfile
 import time
@@ -74,7 +75,7 @@ def main() -> None:
     for i in range(args.repeat):
         samples["none"].append(_timed(n, contextlib.nullcontext))
         samples["torch"].append(_timed(n, _torch_profiler))
-        samples["ours"].append(_timed(n, lambda i=i: _hpuprof(scratch / f"run{i}")))
+        samples["ours"].append(_timed(n, functools.partial(_hpuprof, scratch / f"run{i}")))
     none, torch_prof, ours = (min(samples[k]) for k in ("none", "torch", "ours"))
     torch_over = torch_prof - none
     ours_over = ours - none

@@ -521,13 +521,11 @@ def analysis_summary(trace_path: Path) -> str | None:
     try:
         return str(summarize(load(trace_path)))
     except Exception as error:  # the run is on disk: a failing analysis must not lose it
-        return None if isinstance(error, ImportError) else _analysis_failed(error)
-
-
-def _analysis_failed(error: Exception) -> None:
-    warnings.warn(
-        f"hpuprof: analysis summary failed: {type(error).__name__}: {error}", stacklevel=3
-    )
+        if not isinstance(error, ImportError):
+            warnings.warn(
+                f"hpuprof: analysis summary failed: {type(error).__name__}: {error}", stacklevel=2
+            )
+        return None
 
 
 def format_counts(counts: Mapping[str, int], backend: str) -> str:
