@@ -18,11 +18,12 @@ from hpusim import state
 _handles: list[Any] = []
 _paths: weakref.WeakKeyDictionary[torch.nn.Module, dict[int, str]] = weakref.WeakKeyDictionary()
 _roots: list[torch.nn.Module] = []
+_compiling = torch.compiler.is_compiling
 
 
 def _pre(module: torch.nn.Module, args: Any) -> None:
     rt = state.RT
-    if rt is None:
+    if rt is None or _compiling():  # dynamo: compiled graphs carry nn_module_stack instead
         return
     stack = rt.module_stack
     if not stack:
@@ -41,7 +42,7 @@ def _pre(module: torch.nn.Module, args: Any) -> None:
 
 def _post(module: torch.nn.Module, args: Any, output: Any) -> None:
     rt = state.RT
-    if rt is None or not rt.module_stack:
+    if rt is None or not rt.module_stack or _compiling():
         return
     rt.module_stack.pop()
     if not rt.module_stack and _roots:

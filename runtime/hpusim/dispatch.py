@@ -106,11 +106,13 @@ class OpInfo:
         "dtype_cols",
         "engine",
         "func",
+        "is_copy",
         "is_view",
         "label",
         "missing",
         "name_id",
         "overload",
+        "plain_out",
         "sync_reason",
     )
 
@@ -146,6 +148,8 @@ class OpInfo:
         # views and the scalar read launch nothing on the device
         self.is_view = view or self.label == "aten::_local_scalar_dense"
         self.cross_ok = self.label in _CROSS_DEVICE_OK
+        self.is_copy = self.label == "aten::copy_"
+        self.plain_out = len(alias) == 1 and alias[0][0] == -1
         self.sync_reason = SYNC_REASON.get(self.label)
         self.missing = fb.is_missing(func)
         self.dtype_cols = None if view else fb.dtype_support(func)
@@ -177,15 +181,19 @@ class OpCost:
         "eager_new",
         "eager_rid",
         "engine",
+        "fallback",
         "flops",
         "low",
         "nbytes",
+        "rule_dtype",
         "types",
     )
 
     def __init__(self) -> None:
         self.eager_rid = -1
         self.eager_new = False
+        self.fallback = False
+        self.rule_dtype: torch.dtype | None = None
         self.dims = 0
         self.types = 0
         self.dev_name = 0
@@ -441,72 +449,66 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         ukw = kwargs
         key = (info.overload, sig)
 
-    if info.label == "aten::copy_" and uargs and type(args[0]) is not H:
-        from hpusim.transfers import record_copy
+    if info.is_copy:
+        copied = _cross_device_copy(args, uargs, t0)
+        if copied is not None:
+            return copied
 
-        return record_copy(args[0], uargs[1], "d2h", t0)
-    if (
-        info.label == "aten::copy_"
-        and len(args) > 1
-        and type(args[1]) is not H
-        and isinstance(args[1], torch.Tensor)
-        and args[1].dim() != 0
-    ):
-        from hpusim.transfers import record_copy
+    # modeled costs, eager recipes and the fallback decision do not depend on float scalar
+    # values (lr, eps, bias corrections): key them without those, so the caches do not grow
+    ckey = key if n_hpu < 1000 else (key[0], _no_floats(key[1]))
+    cost = _COST.get(ckey)
+    if cost is None:
+        fallback, rule_dtype = _support_decision(info, sig, rt)
+    else:
+        fallback = cost.fallback
+        rule_dtype = cost.rule_dtype
+    if rule_dtype is not None:
+        from hpusim.dtype_rules import record_rule
 
-        return record_copy(args[0], uargs[1], "h2d", t0)
-
-    fallback = info.missing or (info.dtype_cols is not None and _dtype_unsupported(info, sig, rt))
-    sync_reason = info.sync_reason
+        record_rule(rt, info.overload, rule_dtype, torch.float32, "unsupported_dtype")
     if fallback:
         _before_fallback(info, rt, sig)
 
     out = func(*uargs, **ukw)
     t1 = perf_counter_ns()
-    result = wrap(out, info, args, kwargs, H)
+    if info.plain_out and type(out) is torch.Tensor:
+        result: Any = H(out)
+    else:
+        result = wrap(out, info, args, kwargs, H)
 
-    # modeled costs and eager recipes do not depend on float scalar values (lr, eps, bias
-    # corrections): key them without those, so a changing scalar does not grow the caches
-    ckey = key if n_hpu < 1000 else (key[0], _no_floats(key[1]))
-    cost = _COST.get(ckey)
     if cost is None:
         cost = _COST[ckey] = make_cost(info, ckey, out)
+        cost.fallback = fallback
+        cost.rule_dtype = rule_dtype
     sink = rt.sink
     rec = sink.recording
-    graph = -1
-    corr = -1
     if fallback:
         _after_fallback(info, rt, sig, t0, t1, cost, rec)
-    elif not info.is_view:
-        if rt.lazy:
-            if not rt.graph:
-                rt.graph_start_ns = t0
-            rt.graph.append((key, cost))
-        else:
-            graph, corr, start = _eager_launch(rt, cost, t1, rec)
-    if rec:
-        module = rt.module_stack[-1] if rt.module_stack else 0
-        sink.op(
-            info.name_id,
-            t0,
-            t1 - t0,
-            _get_tid(),
-            module,
-            phase_code(),
-            rt.mode_code,
-            cost.dims,
-            cost.types,
-            graph,
-            corr,
-        )
-        if corr >= 0:
-            sink.device(
-                cost.dev_name, cost.engine, start, cost.dur, graph, corr, cost.flops, cost.nbytes
-            )
-    if sync_reason is not None and not fallback:
+        if rec:
+            _record_op(rt, info, cost, t0, t1, -1, -1)
+    elif info.is_view:
+        if rec:
+            _record_op(rt, info, cost, t0, t1, -1, -1)
+    elif rt.lazy:
+        if not rt.graph:
+            rt.graph_start_ns = t0
+        rt.graph.append((key, cost))
+        if rec:
+            _record_op(rt, info, cost, t0, t1, -1, -1)
+    else:
+        graph, corr, start = _eager_launch(rt, cost, t1, rec)
+        if rec:
+            module = rt.module_stack[-1] if rt.module_stack else 0
+            phase = 2 if _current_node() is not None else (3 if rt.optimizer_depth else 1)
+            sink.op_and_device(
+                info.name_id, t0, t1 - t0, _get_tid(), module, phase, 2, cost.dims, cost.types,
+                graph, corr, cost.dev_name, cost.engine, start, cost.dur, cost.flops, cost.nbytes,
+            )  # fmt: skip
+    if info.sync_reason is not None and not fallback:
         from hpusim.lazy import host_sync
 
-        host_sync(rt, sync_reason, t1)
+        host_sync(rt, info.sync_reason, t1)
     elif rt.lazy and len(rt.graph) >= rt.flags.max_compound_op_size:
         from hpusim.lazy import flush
 
@@ -515,6 +517,33 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         for fn in _listeners:
             fn(func, key, result, info)
     return result
+
+
+def _record_op(
+    rt: state.Runtime, info: OpInfo, cost: OpCost, t0: int, t1: int, graph: int, corr: int
+) -> None:
+    module = rt.module_stack[-1] if rt.module_stack else 0
+    phase = 2 if _current_node() is not None else (3 if rt.optimizer_depth else 1)
+    rt.sink.op(
+        info.name_id, t0, t1 - t0, _get_tid(), module, phase, rt.mode_code, cost.dims,
+        cost.types, graph, corr,
+    )  # fmt: skip
+
+
+def _cross_device_copy(args: tuple[Any, ...], uargs: list[Any], t0: int) -> Any:
+    """`cpu_t.copy_(hpu_t)` is a D2H, `hpu_t.copy_(cpu_t)` an H2D; None for a device copy."""
+    from hpusim.transfers import record_copy
+
+    if uargs and type(args[0]) is not HpuTensor:
+        return record_copy(args[0], uargs[1], "d2h", t0)
+    if (
+        len(args) > 1
+        and type(args[1]) is not HpuTensor
+        and isinstance(args[1], torch.Tensor)
+        and args[1].dim() != 0
+    ):
+        return record_copy(args[0], uargs[1], "h2d", t0)
+    return None
 
 
 def _no_floats(sig: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -543,7 +572,18 @@ def _eager_key(func: Any, sig: tuple[Any, ...]) -> tuple[Any, ...]:
 _SUPPORT: dict[tuple[str, torch.dtype], str] = {}
 
 
-def _dtype_unsupported(info: OpInfo, sig: tuple[Any, ...], rt: state.Runtime) -> bool:
+def _support_decision(
+    info: OpInfo, sig: tuple[Any, ...], rt: state.Runtime
+) -> tuple[bool, torch.dtype | None]:
+    """(falls back to CPU, dtype recomputed in fp32 on the device or None) for this signature.
+
+    The op table is checked for the first tensor's dtype: no kernel at all -> fallback; a kernel
+    but not for this dtype -> floating inputs are recomputed in fp32 on the device (a dtype rule),
+    other dtypes fall back (the bridge's unsupported_dtype path, gaudi.md 4.3)."""
+    if info.missing:
+        return True, None
+    if info.dtype_cols is None:
+        return False, None
     for a in sig:
         if type(a) is tuple and len(a) == 5 and a[0] == "T":
             k = (info.overload, a[3])
@@ -551,15 +591,11 @@ def _dtype_unsupported(info: OpInfo, sig: tuple[Any, ...], rt: state.Runtime) ->
             if level is None:
                 level = _SUPPORT[k] = fb.support(info.func, a[3], rt.flags.int64_support)
             if level != fb.UNSUPPORTED_DTYPE:
-                return False
-            # floating inputs are recomputed in fp32 on the device: only a cast, no fallback
+                return False, None
             if a[3].is_floating_point:
-                from hpusim.dtype_rules import record_rule
-
-                record_rule(rt, info.overload, a[3], torch.float32, "unsupported_dtype")
-                return False
-            return True
-    return False
+                return False, a[3]
+            return True, None
+    return False, None
 
 
 def _first_dtype(sig: tuple[Any, ...]) -> torch.dtype:

@@ -204,6 +204,49 @@ class Sink:
         self._nbytes(0)
         self._payload(-1)
 
+    def op_and_device(
+        self,
+        name: int,
+        ts: int,
+        dur: int,
+        tid: int,
+        module: int,
+        phase: int,
+        mode: int,
+        dims: int,
+        types: int,
+        graph: int,
+        corr: int,
+        dev_name: int,
+        engine: int,
+        dev_ts: int,
+        dev_dur: int,
+        flops: int,
+        nbytes: int,
+    ) -> None:
+        """A host op and the device op it launched (eager), in one call (the hot path)."""
+        kind, hev, nm, tsa, du = self._kind, self._hev, self._name, self._ts, self._dur
+        ti, mo, ph, md, di, ty = (
+            self._tid,
+            self._module,
+            self._phase,
+            self._mode,
+            self._dims,
+            self._types,
+        )
+        en, gr, co, fl, nb, pl = (
+            self._engine,
+            self._graph,
+            self._corr,
+            self._flops,
+            self._nbytes,
+            self._payload,
+        )
+        kind(KIND_OP), hev(1), nm(name), tsa(ts), du(dur), ti(tid), mo(module), ph(phase)
+        md(mode), di(dims), ty(types), en(0), gr(graph), co(corr), fl(0), nb(0), pl(-1)
+        kind(KIND_DEVICE), hev(0), nm(dev_name), tsa(dev_ts), du(dev_dur), ti(0), mo(0), ph(0)
+        md(0), di(0), ty(0), en(engine), gr(graph), co(corr), fl(flops), nb(nbytes), pl(-1)
+
     def runtime(
         self,
         hpu_event: str,
