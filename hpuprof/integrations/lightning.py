@@ -1,0 +1,98 @@
+"""`Trainer(profiler=HPUProfiler(...))`: hpuprof as a Lightning profiler (extra `lightning`).
+
+Mirrors lightning-habana's `HPUProfiler` surface (`dirpath`, `filename`, one output per rank)
+on top of `hpuprof.capture.HPUProfiler`: recording runs from `setup` to `teardown`; each
+`training_step` / `validation_step` / `test_step` / `predict_step` action is an annotated span
+and ends a profiler step (which drives `schedule`), as Lightning's PyTorchProfiler does; other
+actions are annotated spans. `summary()` returns hpuprof's analysis summary (lightning-habana's
+returns "Summary not supported for HPU Profiler").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hpuprof.capture.profiler import HPUProfiler as _Capture
+
+STEP_FUNCTIONS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+
+try:
+    from lightning.pytorch.profilers import Profiler as _Base
+except ImportError:  # pragma: no cover - depends on the installed extra
+    try:
+        from pytorch_lightning.profilers import Profiler as _Base
+    except ImportError:
+        _Base = None
+
+LIGHTNING_AVAILABLE = _Base is not None
+
+
+def _action_key(action_name: str) -> str | None:
+    """Lightning names step actions like `[Strategy]SingleDeviceStrategy.training_step`."""
+    tail = action_name.rsplit(".", 1)[-1]
+    return tail if tail in STEP_FUNCTIONS else None
+
+
+if _Base is not None:
+
+    class HPUProfiler(_Base):
+        """A Lightning `Profiler` writing an hpuprof run directory.
+
+        Args:
+            dirpath: run directory; default the trainer's `log_dir` / `hpuprof`.
+            filename: trace stem (rank and stage are added).
+            **profiler_kwargs: passed to `hpuprof.HPUProfiler` (schedule, record_shapes, ...).
+        """
+
+        def __init__(
+            self,
+            dirpath: str | Path | None = None,
+            filename: str | None = None,
+            **profiler_kwargs: Any,
+        ) -> None:
+            super().__init__(dirpath=dirpath, filename=filename)
+            self._kwargs = profiler_kwargs
+            self._capture: _Capture | None = None
+
+        def setup(
+            self, stage: str, local_rank: int | None = None, log_dir: str | None = None
+        ) -> None:
+            super().setup(stage=stage, local_rank=local_rank, log_dir=log_dir)
+            root = self.dirpath or (Path(log_dir) / "hpuprof" if log_dir else None)
+            stem = "-".join(p for p in (stage, self.filename or "trace") if p)
+            self._capture = _Capture(root, filename=stem, **self._kwargs)
+            self._capture.start()
+
+        def start(self, action_name: str) -> None:
+            if self._capture is not None and self._capture.running:
+                self._capture.start(action_name)
+
+        def stop(self, action_name: str) -> None:
+            capture = self._capture
+            if capture is None or not capture.running:
+                return
+            try:
+                capture.stop(action_name)
+            except Exception:  # Lightning stops actions it never started (e.g. on errors)
+                return
+            if _action_key(action_name) is not None:
+                capture.step()
+
+        def summary(self) -> str:
+            return self._capture.summary() if self._capture is not None else ""
+
+        def teardown(self, stage: str | None) -> None:
+            if self._capture is not None and self._capture.running:
+                self._capture.stop()
+            super().teardown(stage=stage)
+
+else:
+
+    class HPUProfiler:  # type: ignore[no-redef]
+        """Placeholder when Lightning is not installed: constructing it explains what to do."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise ImportError(
+                "hpuprof.integrations.lightning needs Lightning: pip install 'hpuprof[lightning]'"
+            )

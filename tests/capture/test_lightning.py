@@ -1,0 +1,47 @@
+"""The Lightning profiler integration (skipped when lightning is not installed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hpuprof.integrations import lightning as integration
+
+
+def test_placeholder_explains_missing_extra() -> None:
+    if integration.LIGHTNING_AVAILABLE:
+        pytest.skip("lightning is installed")
+    with pytest.raises(ImportError, match=r"hpuprof\[lightning\]"):
+        integration.HPUProfiler(dirpath="x")
+
+
+def test_step_action_names() -> None:
+    assert (
+        integration._action_key("[Strategy]SingleDeviceStrategy.training_step") == "training_step"
+    )
+    assert integration._action_key("[LightningModule]M.optimizer_step") is None
+
+
+def test_trainer_writes_run(tmp_path: Path) -> None:
+    pl = pytest.importorskip("lightning.pytorch")
+    import torch
+
+    class Tiny(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch: list[torch.Tensor], _: int) -> torch.Tensor:
+            return self.layer(batch[0]).sum()
+
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    data = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.ones(8, 4)), batch_size=2
+    )
+    prof = integration.HPUProfiler(dirpath=tmp_path, filename="fit", backend="cpu")
+    trainer = pl.Trainer(max_steps=3, profiler=prof, logger=False, enable_checkpointing=False)
+    trainer.fit(Tiny(), data)
+    assert list((tmp_path / "traces").glob("fit-fit-rank0.pt.trace.json"))
