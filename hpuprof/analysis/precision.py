@@ -18,12 +18,16 @@ import orjson
 import pandas as pd
 
 from hpuprof.analysis._common import (
-    args_of,
+    args_at,
     arrow_args,
+    cat_test,
     device_events,
+    factor,
     host_ops,
+    isin,
     map_by_name,
-    rows_with_arg,
+    strs,
+    without_args,
 )
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
@@ -300,24 +304,25 @@ class PrecisionReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _extract(rows: pd.DataFrame, pattern: str) -> pd.Series:
-    """Vectorized regex capture from raw args bytes (pyarrow), as strings ('' when absent)."""
+def _extract(full: pd.DataFrame, labels: pd.Index, pattern: str) -> pd.Series:
+    """Regex capture `v` from the raw args of the rows `labels` only ('' when absent)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if rows.empty:
+    if len(labels) == 0 or "args" not in full.columns:
         return pd.Series([], dtype=object)
-    arr = arrow_args(rows)
+    arr = arrow_args(full).take(pa.array(full.index.get_indexer(labels), type=pa.int64()))
     text = pc.cast(arr, pa.large_string() if "large" in str(arr.type) else pa.string())
-    got = pc.extract_regex(text, pattern).field("v")
-    return pd.Series(got.to_pandas().fillna("").to_numpy(dtype=object), index=rows.index)
+    # struct_field, not .field(): the args column of a Parquet-cached trace is a ChunkedArray
+    got = pc.struct_field(pc.extract_regex(text, pattern), "v")
+    return pd.Series(got.to_pandas().fillna("").to_numpy(dtype=object), index=labels)
 
 
-def _host_of_device(ev: pd.DataFrame, dev: pd.DataFrame) -> pd.Series:
+def _host_of_device(ev: pd.DataFrame, dev: pd.DataFrame) -> np.ndarray:
     """Row label of the host cpu_op that launched each device row (NO_ID when unknown)."""
     launch = ev[(~ev["is_device"].to_numpy(dtype=bool)) & (ev["correlation"].to_numpy() != NO_ID)]
     if launch.empty or dev.empty:
-        return pd.Series(NO_ID, index=dev.index, dtype=np.int64)
+        return np.full(len(dev), NO_ID, dtype=np.int64)
     key = pd.Series(
         launch.index.to_numpy(),
         index=pd.MultiIndex.from_arrays(
@@ -329,56 +334,127 @@ def _host_of_device(ev: pd.DataFrame, dev: pd.DataFrame) -> pd.Series:
         pd.MultiIndex.from_arrays([dev["rank"].to_numpy(), dev["correlation"].to_numpy()])
     )
     cur = lbl.fillna(NO_ID).to_numpy(dtype=np.int64).copy()
-    kind = ev["kind"].astype(str)
-    parent = ev["parent"]
+    is_cpu = isin(ev["kind"], ("cpu_op",))
+    parent = ev["parent"].to_numpy(dtype=np.int64)
     for _ in range(4):  # walk up to the nearest cpu_op
-        ok = cur != NO_ID
-        k = kind.reindex(cur[ok]).to_numpy(dtype=object)
-        need = np.zeros(cur.size, dtype=bool)
-        need[np.flatnonzero(ok)[k != "cpu_op"]] = True
+        ok = np.flatnonzero(cur != NO_ID)
+        pos = ev.index.get_indexer(cur[ok])
+        gone = pos < 0
+        cur[ok[gone]] = NO_ID
+        ok, pos = ok[~gone], pos[~gone]
+        need = ~is_cpu[pos]
         if not need.any():
             break
-        cur[need] = parent.reindex(cur[need]).fillna(NO_ID).to_numpy(dtype=np.int64)
-    return pd.Series(cur, index=dev.index)
+        cur[ok[need]] = parent[pos[need]]
+    return cur
+
+
+def _host_flops(host: pd.DataFrame) -> np.ndarray:
+    """Matmul/conv FLOPs of each host op from its shapes, once per distinct (name, dims)."""
+    out = np.zeros(len(host), dtype=np.float64)
+    mm = cat_test(host["name"], lambda n: short_op(n) in MATMUL_CONV)
+    if not mm.any():
+        return out
+    ncodes, names = factor(host["name"])
+    dcodes, dims = factor(host["input_dims"])
+    pair = ncodes[mm].astype(np.int64) * (len(dims) + 1) + dcodes[mm].astype(np.int64)
+    uniq, inv = np.unique(pair, return_inverse=True)
+    vals = np.array(
+        [
+            shape_flops(str(names[u // (len(dims) + 1)]), str(dims[u % (len(dims) + 1)]))
+            if u % (len(dims) + 1) < len(dims) and u // (len(dims) + 1) >= 0
+            else 0.0
+            for u in uniq.tolist()
+        ],
+        dtype=np.float64,
+    )
+    out[mm] = vals[inv]
+    return out
+
+
+def _by(frame: pd.DataFrame, key: np.ndarray, names: np.ndarray) -> list[OpDtypeRow]:
+    """Rows of `frame` (dtype, dur, dev, flops) grouped by (name code, dtype)."""
+    if frame.empty:
+        return []
+    g = (
+        frame.assign(_k=key)
+        .groupby(["_k", "dtype"])
+        .agg(n=("dur", "size"), dev=("dev", "sum"), host=("dur", "sum"), fl=("flops", "sum"))
+    )
+    g = g.sort_values(["dev", "host"], ascending=False)
+    keys: list[tuple[Any, Any]] = list(g.index)
+    return [
+        OpDtypeRow(str(names[k[0]]), str(k[1]), int(n), int(dv), int(hs), float(fl))
+        for k, n, dv, hs, fl in zip(keys, g["n"], g["dev"], g["host"], g["fl"], strict=True)
+    ]
+
+
+def _casts(full: pd.DataFrame, ev: pd.DataFrame) -> tuple[list[CastRow], list[CastRow]]:
+    """Cast events (ours: `hpuprof.dtype_from/to`) grouped, and the silent narrowings."""
+    cast_rows = ev[isin(ev["hpu_event"], ("cast",))]
+    if cast_rows.empty:
+        return [], []
+    a = args_at(full, cast_rows.index)
+    cf = pd.DataFrame(
+        {
+            "f": [norm_dtype(str(x.get("hpuprof.dtype_from", "?"))) for x in a],
+            "t": [norm_dtype(str(x.get("hpuprof.dtype_to", "?"))) for x in a],
+            "dur": cast_rows["dur_ns"].to_numpy(),
+            "where": strs(cast_rows["module"]),
+        }
+    )
+    casts: list[CastRow] = []
+    silent: list[CastRow] = []
+    for (f, t), g in cf.groupby(["f", "t"]):
+        where = tuple(sorted({w for w in g["where"] if w}))[:10]
+        casts.append(CastRow(str(f), str(t), len(g), int(g["dur"].sum()), where))
+        if (f, t) in SILENT:
+            silent.append(CastRow(str(f), str(t), len(g), int(g["dur"].sum()), ()))
+    return casts, silent
 
 
 def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> PrecisionReport:
-    """Device time and FLOPs by dtype, per op and module; coverage, casts, list misses."""
+    """Device time and FLOPs by dtype, per op and module; coverage, casts, list misses.
+
+    The raw args are read only where a key can be: torch.profiler `flops` on matmul/conv
+    host ops, `dataType` / `hpuprof.flops` on non-CUDA device ops (Gaudi engines, ours).
+    """
     options = options or AnalysisOptions()
-    ev = trace.events
+    full = trace.events
+    ev = without_args(full)
     host = host_ops(ev)
     dev = device_events(ev)
     notes: list[str] = []
-    # one vectorized pass over the raw args finds every row carrying a key we read
-    keyed = rows_with_arg(ev, ("flops", "dataType", "hpuprof.flops"))
-    keyed_host = keyed[keyed.index.isin(host.index)]
-    keyed_dev = keyed[keyed.index.isin(dev.index)]
     # host op dtype and shape FLOPs, computed once per distinct category value
-    host_dtype = map_by_name(host["input_types"], first_float_dtype).fillna("")
-    key = host["name"].astype(str) + "\x00" + host["input_dims"].astype(str)
-    host_flops = map_by_name(
-        key.astype("category"), lambda k: shape_flops(*k.split("\x00", 1))
-    ).astype(float)
-    prof_flops = _extract(rows_with_arg(keyed_host, "flops"), r'"flops":\s*(?P<v>[0-9.eE+-]+)')
+    host_dtype = (
+        map_by_name(host["input_types"], first_float_dtype).fillna("").to_numpy(dtype=object)
+    )
+    host_flops = _host_flops(host)
+    flop_host = host.index[cat_test(host["name"], lambda n: short_op(n) in MATMUL_CONV)]
+    prof_flops = _extract(full, flop_host, r'"flops":\s*(?P<v>[0-9.eE+-]+)')
     if not prof_flops.empty:
-        pf = pd.to_numeric(prof_flops, errors="coerce")
-        host_flops.loc[pf.index[pf.notna()]] = pf[pf.notna()].to_numpy()
-    # device dtype and flops
-    dtype_dev = pd.Series("", index=dev.index, dtype=object)
-    dt_rows = rows_with_arg(keyed_dev, "dataType")
-    if not dt_rows.empty:
-        got = _extract(dt_rows, r'"dataType":\s*"(?P<v>[^"]*)"')
-        dtype_dev.loc[got.index] = map_by_name(got.astype("category"), norm_dtype).to_numpy()
+        pf = pd.to_numeric(prof_flops, errors="coerce").to_numpy(dtype=np.float64)
+        ok = ~np.isnan(pf)
+        host_flops[host.index.get_indexer(flop_host[ok])] = pf[ok]
+    # device dtype and flops, from the args of device ops that can carry them
+    keyed_dev = dev.index[~isin(dev["engine"], ("GPU",))]
+    dtype_dev = np.full(len(dev), "", dtype=object)
+    got = _extract(full, keyed_dev, r'"dataType":\s*"(?P<v>[^"]*)"')
+    if not got.empty:
+        dtype_dev[dev.index.get_indexer(got.index)] = map_by_name(
+            got.astype("category"), norm_dtype
+        ).to_numpy(dtype=object)
     owner = _host_of_device(ev, dev)
-    hd = host_dtype.reindex(owner.to_numpy()).fillna("").to_numpy(dtype=object)
-    dtype_dev = dtype_dev.where(dtype_dev != "", pd.Series(hd, index=dev.index))
-    dev_flops = pd.Series(0.0, index=dev.index)
-    fl_rows = rows_with_arg(keyed_dev, "hpuprof.flops")
-    if not fl_rows.empty:
-        got = pd.to_numeric(
-            _extract(fl_rows, r'"hpuprof\.flops":\s*(?P<v>[0-9.eE+-]+)'), errors="coerce"
-        ).fillna(0.0)
-        dev_flops.loc[got.index] = got.to_numpy()
+    hpos = host.index.get_indexer(owner)
+    hd = np.where(hpos >= 0, host_dtype[np.maximum(hpos, 0)] if len(host) else "", "")
+    dtype_dev = np.where(dtype_dev != "", dtype_dev, hd).astype(object)
+    dev_flops = np.zeros(len(dev), dtype=np.float64)
+    fl = pd.to_numeric(
+        _extract(full, keyed_dev, r'"hpuprof\.flops":\s*(?P<v>[0-9.eE+-]+)'), errors="coerce"
+    )
+    has_dev_flops = bool(fl.notna().any()) if not fl.empty else False
+    if has_dev_flops:
+        dev_flops[dev.index.get_indexer(fl.index)] = fl.fillna(0.0).to_numpy()
         flops_source = "device ops (hpuprof.flops)"
         if trace.metadata and any(
             isinstance(m.get("hpuprof"), dict) and m["hpuprof"].get("device_time") == "modeled"
@@ -394,29 +470,25 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
     # by dtype
     d = pd.DataFrame(
         {
-            "dtype": dtype_dev.replace("", "unknown").to_numpy(dtype=object),
+            "dtype": np.where(dtype_dev == "", "unknown", dtype_dev),
             "dur": dev["dur_ns"].to_numpy(),
-            "flops": dev_flops.to_numpy(),
+            "flops": dev_flops,
         }
     )
     h = pd.DataFrame(
         {
-            "name": host["name"].astype(str).to_numpy(),
-            "module": host["module"].astype(str).to_numpy(),
-            "dtype": host_dtype.replace("", "unknown").to_numpy(dtype=object),
+            "dtype": np.where(host_dtype == "", "unknown", host_dtype),
             "dur": host["dur_ns"].to_numpy(),
-            "flops": host_flops.to_numpy() if not use_dev_flops else 0.0,
-        },
-        index=host.index,
+            "flops": host_flops if not use_dev_flops else 0.0,
+        }
     )
-    # device time per host op: sum of its device rows
-    dev_by_owner = (
-        pd.Series(dev["dur_ns"].to_numpy(), index=owner.to_numpy()).groupby(level=0).sum()
-    )
-    h["dev"] = dev_by_owner.reindex(h.index, fill_value=0).to_numpy()
+    # device time (and flops) per host op: sum over its device rows
+    own = hpos >= 0
+    h["dev"] = np.bincount(
+        hpos[own], weights=dev["dur_ns"].to_numpy()[own], minlength=len(host)
+    ).astype(np.int64)
     if use_dev_flops:
-        fl_by_owner = pd.Series(dev_flops.to_numpy(), index=owner.to_numpy()).groupby(level=0).sum()
-        h["flops"] = fl_by_owner.reindex(h.index, fill_value=0.0).to_numpy()
+        h["flops"] = np.bincount(hpos[own], weights=dev_flops[own], minlength=len(host))
     by_dtype_dev = d.groupby("dtype").agg(t=("dur", "sum"), f=("flops", "sum"), n=("dur", "size"))
     if not use_dev_flops:
         hf = h.groupby("dtype")["flops"].sum()
@@ -426,57 +498,18 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
         DtypeRow(str(k), int(r["t"]), float(r["f"]), int(r["n"]))
         for k, r in by_dtype_dev.sort_values("t", ascending=False).iterrows()
     )
-
-    def agg(col: str, frame: pd.DataFrame) -> list[OpDtypeRow]:
-        if frame.empty:
-            return []
-        g = frame.groupby([col, "dtype"]).agg(
-            n=("dur", "size"), dev=("dev", "sum"), host=("dur", "sum"), fl=("flops", "sum")
-        )
-        g = g.sort_values(["dev", "host"], ascending=False)
-        keys: list[tuple[Any, Any]] = list(g.index)
-        return [
-            OpDtypeRow(str(k[0]), str(k[1]), int(n), int(dv), int(hs), float(fl))
-            for k, n, dv, hs, fl in zip(keys, g["n"], g["dev"], g["host"], g["fl"], strict=True)
-        ]
-
-    op_rows = agg("name", h)
-    mod_rows = agg("module", h[h["module"] != ""])
-    short = map_by_name(host["name"], short_op) if not h.empty else pd.Series(dtype=object)
-    mm = h[short.isin(list(MATMUL_CONV)).to_numpy()] if not h.empty else h
-    mm_flops = float(mm["flops"].sum()) if not mm.empty else 0.0
-    low_flops = float(mm.loc[mm["dtype"].isin(LOW), "flops"].sum()) if not mm.empty else 0.0
+    ncodes, names = factor(host["name"])
+    op_rows = _by(h, ncodes, names)
+    mcodes, modules = factor(host["module"])
+    has_mod = strs(host["module"]) != ""
+    mod_rows = _by(h[has_mod], mcodes[has_mod], modules)
+    mm = cat_test(host["name"], lambda n: short_op(n) in MATMUL_CONV)
+    mm_flops = float(h["flops"].to_numpy()[mm].sum())
+    low = mm & np.isin(h["dtype"].to_numpy(), LOW)
+    low_flops = float(h["flops"].to_numpy()[low].sum())
     coverage = round(100.0 * low_flops / mm_flops, 2) if mm_flops else 0.0
-    # casts
-    cast_rows = ev[(ev["hpu_event"] == "cast").to_numpy()]
-    casts: list[CastRow] = []
-    if not cast_rows.empty:
-        a = args_of(cast_rows)
-        cf = pd.DataFrame(
-            {
-                "f": [norm_dtype(str(x.get("hpuprof.dtype_from", "?"))) for x in a],
-                "t": [norm_dtype(str(x.get("hpuprof.dtype_to", "?"))) for x in a],
-                "dur": cast_rows["dur_ns"].to_numpy(),
-                "where": cast_rows["module"].astype(str).to_numpy(),
-            }
-        )
-        for (f, t), g in cf.groupby(["f", "t"]):
-            where = tuple(sorted({w for w in g["where"] if w}))[:10]
-            casts.append(CastRow(str(f), str(t), len(g), int(g["dur"].sum()), where))
-    to_copy = int(host["name"].astype(str).isin(["aten::_to_copy", "aten::to"]).sum())
-    silent_rows = rows_with_arg(ev, "hpuprof.dtype_from")
-    silent: list[CastRow] = []
-    if not silent_rows.empty:
-        a = args_of(silent_rows)
-        pairs: dict[tuple[str, str], list[int]] = {}
-        for x, dur in zip(a, silent_rows["dur_ns"].tolist(), strict=True):
-            p = (
-                norm_dtype(str(x.get("hpuprof.dtype_from", ""))),
-                norm_dtype(str(x.get("hpuprof.dtype_to", ""))),
-            )
-            if p in SILENT:
-                pairs.setdefault(p, []).append(int(dur))
-        silent = [CastRow(f, t, len(v), sum(v), ()) for (f, t), v in pairs.items()]
+    casts, silent = _casts(full, ev)
+    to_copy = int(isin(host["name"], ("aten::_to_copy", "aten::to")).sum())
     missed = [r for r in op_rows if short_op(r.name) in LOWER_PRECISION_OPS and r.dtype == "fp32"]
     risky = [r for r in op_rows if short_op(r.name) in FP32_OPS and r.dtype in LOW]
     rep = PrecisionReport(
