@@ -15,6 +15,7 @@ rounds to microseconds); HTA sees no device events on HPU traces at all.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,14 +24,19 @@ import pandas as pd
 
 from hpuprof.analysis import intervals as iv
 from hpuprof.analysis._common import (
-    args_of,
+    args_at,
+    cat_test,
     device_events,
     ends,
+    factor,
     host_ops,
+    isin,
     kernel_types,
     pct,
     self_time,
     step_windows,
+    strs,
+    without_args,
 )
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
@@ -203,13 +209,13 @@ def _launch_pairs(ev: pd.DataFrame, dev: pd.DataFrame) -> pd.DataFrame:
     host = ev[
         (~ev["is_device"].to_numpy(dtype=bool))
         & (ev["correlation"].to_numpy() != NO_ID)
-        & ev["kind"].isin(["runtime", "hpu_runtime"]).to_numpy()
+        & isin(ev["kind"], ("runtime", "hpu_runtime"))
     ]
     left = pd.DataFrame(
         {
             "rank": host["rank"].to_numpy(),
             "correlation": host["correlation"].to_numpy(),
-            "api": host["name"].astype(str).to_numpy(),
+            "api": strs(host["name"]),
             "cpu_ts": host["ts_ns"].to_numpy(),
             "cpu_end": ends(host),
         }
@@ -249,24 +255,26 @@ def _launch_stats(pairs: pd.DataFrame) -> LaunchStats:
     )
 
 
-def _cause_sets(ev: pd.DataFrame, rank: int) -> list[tuple[str, iv.Merged]]:
-    """Host intervals that explain device idle, in priority order."""
-    r = ev[ev["rank"].to_numpy() == rank]
-    r = r[~r["is_device"].to_numpy(dtype=bool)]
-    hev = r["hpu_event"].astype(str)
+def _cause_sets(ev: pd.DataFrame, full: pd.DataFrame, rank: int) -> list[tuple[str, iv.Merged]]:
+    """Host intervals that explain device idle, in priority order.
+
+    `ev` has no args column; `full` is the events table the args of sync rows are read from.
+    """
+    keep = (ev["rank"].to_numpy() == rank) & ~ev["is_device"].to_numpy(dtype=bool)
+    hev = ev["hpu_event"]
     out: list[tuple[str, iv.Merged]] = []
-    compile_rows = r[hev.isin(["compile", "dynamo_compile"]).to_numpy()]
+    compile_rows = ev[keep & isin(hev, ("compile", "dynamo_compile"))]
     out.append(("graph compilation", _merged(compile_rows)))
-    fb = r[r["fallback"].to_numpy(dtype=bool) | (hev == "fallback").to_numpy()]
+    fb = ev[keep & (ev["fallback"].to_numpy(dtype=bool) | isin(hev, ("fallback",)))]
     out.append(("CPU fallback", _merged(fb)))
-    names = r["name"].astype(str)
-    dl = r[names.str.contains(DATA_LOADING_RE, regex=True).to_numpy()]
+    dl_re = re.compile(DATA_LOADING_RE)
+    dl = ev[keep & cat_test(ev["name"], lambda n: dl_re.search(n) is not None)]
     out.append(("data loading", _merged(dl)))
-    sync = r[(r["kind"] == "sync").to_numpy() | (hev == "sync").to_numpy()]
+    sync = ev[keep & (isin(ev["kind"], ("sync",)) | isin(hev, ("sync",)))]
     if not sync.empty:
         reasons = [
             str(a.get("hpuprof.sync_reason") or n)
-            for a, n in zip(args_of(sync), sync["name"].astype(str).tolist(), strict=True)
+            for a, n in zip(args_at(full, sync.index), strs(sync["name"]).tolist(), strict=True)
         ]
         sync = sync.assign(_reason=reasons)
         for reason, grp in sync.groupby("_reason"):
@@ -276,6 +284,7 @@ def _cause_sets(ev: pd.DataFrame, rank: int) -> list[tuple[str, iv.Merged]]:
 
 def _idle_causes(
     ev: pd.DataFrame,
+    full: pd.DataFrame,
     dev: pd.DataFrame,
     rank: int,
     busy: iv.Merged,
@@ -290,7 +299,7 @@ def _idle_causes(
         return []
     rows: list[IdleCauseRow] = []
     remaining = gaps_set
-    for cause, cset in _cause_sets(ev, rank):
+    for cause, cset in _cause_sets(ev, full, rank):
         if cset[0].size == 0:
             continue
         hit = iv.intersect(remaining, cset)
@@ -345,9 +354,10 @@ def _top_ops(
     host = host_ops(ev)
     host_rows: list[OpRow] = []
     if not host.empty:
+        codes, names = factor(host["name"])
         h = pd.DataFrame(
             {
-                "name": host["name"].astype(str).to_numpy(),
+                "name": codes,
                 "dur": host["dur_ns"].to_numpy(),
                 "self": self_time(ev, host).to_numpy(),
             }
@@ -355,7 +365,8 @@ def _top_ops(
         g = h.groupby("name").agg(
             count=("dur", "size"), total=("dur", "sum"), slf=("self", "sum"), mx=("dur", "max")
         )
-        g = g.sort_values("slf", ascending=False).head(top_n)
+        g = g.sort_values(["slf", "total"], ascending=False).head(top_n)
+        g.index = names[g.index.to_numpy()]
         host_rows = [
             OpRow(
                 str(n),
@@ -369,12 +380,13 @@ def _top_ops(
         ]
     dev_rows: list[OpRow] = []
     if not dev.empty:
+        codes, names = factor(dev["name"])
         d = pd.DataFrame(
             {
-                "name": dev["name"].astype(str).to_numpy(),
+                "name": codes,
                 "dur": dev["dur_ns"].to_numpy(),
                 "ktype": ktype.to_numpy(),
-                "engine": dev["engine"].astype(str).to_numpy(),
+                "engine": strs(dev["engine"]),
             }
         )
         g = d.groupby("name").agg(
@@ -385,6 +397,7 @@ def _top_ops(
             eng=("engine", "first"),
         )
         g = g.sort_values("total", ascending=False).head(top_n)
+        g.index = names[g.index.to_numpy()]
         dev_rows = [
             OpRow(
                 str(n),
@@ -413,7 +426,8 @@ def device_time_source(trace: Trace) -> str:
 def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) -> BottleneckReport:
     """Temporal and kernel-type breakdowns, idle causes, top ops, launch stats, findings."""
     options = options or AnalysisOptions()
-    ev = trace.events
+    full = trace.events
+    ev = without_args(full)
     notes: list[str] = []
     if options.drop_last_step:
         ev = _drop_last_step(ev)
@@ -458,8 +472,8 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
                     non_compute_pct=pct(span - idle - compute, span),
                 )
             )
-            causes += _idle_causes(ev, rdev, int(rank), busy, pairs, options)
-            eng = rdev["engine"].astype(str).to_numpy()
+            causes += _idle_causes(ev, full, rdev, int(rank), busy, pairs, options)
+            eng = strs(rdev["engine"])
             for e in sorted(set(eng.tolist()) - {""}):
                 sel = rdev[eng == e]
                 b = iv.total(_merged(sel))
@@ -467,8 +481,8 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
             mme = _merged(rdev[eng == "MME"])
             tpc = _merged(rdev[eng == "TPC"])
             dma = _merged(rdev[eng == "DMA"])
-            top_host = rhost[rhost["depth"].to_numpy() == 0] if not rhost.empty else rhost
-            host_set = _merged(top_host)
+            # the union of every host op: ops under a ProfilerStep annotation have depth >= 1
+            host_set = _merged(rhost)
             lo = min(int(busy[0][0]), int(host_set[0][0]) if host_set[0].size else int(busy[0][0]))
             hi = max(int(busy[1][-1]), int(host_set[1][-1]) if host_set[1].size else 0)
             dev_busy = iv.total(busy)
