@@ -37,6 +37,15 @@ def register_routes(server: flask.Flask, store: DataStore) -> None:
     """Add `/files/<rel>` (a trace, as a download) and `/report.html?run=KEY` to `server`."""
     import flask
 
+    @server.before_request
+    def files_only_from_root() -> flask.Response | None:
+        """Every path under /files/ is ours: `/files//etc/passwd` (a decoded `%2F`) would
+        otherwise fall through to Dash's catch-all page route."""
+        path = flask.request.path
+        if path.startswith("/files/") and safe_path(store.root, path[len("/files/") :]) is None:
+            flask.abort(404)
+        return None
+
     @server.route("/files/<path:rel>")
     def download(rel: str) -> flask.Response:
         path = safe_path(store.root, rel)
