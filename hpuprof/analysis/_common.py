@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,69 @@ def map_by_name(values: pd.Series, fn: Callable[[str], Any]) -> pd.Series:
     return values.astype(str).map(lookup)
 
 
+def strs(values: pd.Series) -> np.ndarray:
+    """A string column as a numpy object array (categories taken by code: no string copy)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        cats = values.cat.categories.to_numpy(dtype=object)
+        codes = values.cat.codes.to_numpy()
+        if len(cats) == 0:
+            return np.full(len(values), "", dtype=object)
+        out = cats[np.where(codes >= 0, codes, 0)]
+        if (codes < 0).any():
+            out[codes < 0] = ""
+        return out
+    return values.to_numpy(dtype=object)
+
+
+def cat_test(values: pd.Series, fn: Callable[[str], bool]) -> np.ndarray:
+    """`fn` applied once per distinct value of a categorical column, as a bool array."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        cats = values.cat.categories
+        hit = np.array([bool(fn(str(c))) for c in cats] + [bool(fn(""))], dtype=bool)
+        codes = values.cat.codes.to_numpy()
+        return np.asarray(hit[np.where(codes >= 0, codes, len(cats))], dtype=bool)
+    return np.array([bool(fn(str(v))) for v in values.tolist()], dtype=bool)
+
+
+def factor(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, names) of a string column: categorical codes when it is one, else factorized."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.codes.to_numpy(), values.cat.categories.to_numpy(dtype=object)
+    codes, uniques = pd.factorize(values.to_numpy(dtype=object))
+    return codes, np.asarray(uniques, dtype=object)
+
+
+def isin(values: pd.Series, wanted: Iterable[str]) -> np.ndarray:
+    """Bool array: the (categorical) string column's value is one of `wanted`."""
+    keys = frozenset(wanted)
+    return cat_test(values, keys.__contains__)
+
+
+def without_args(ev: pd.DataFrame) -> pd.DataFrame:
+    """The events without the raw `args` column (no copy), so row subsets stay cheap."""
+    return ev.drop(columns="args") if "args" in ev.columns else ev
+
+
+def args_at(
+    events: pd.DataFrame, labels: Sequence[Any] | np.ndarray | pd.Index
+) -> list[dict[str, Any]]:
+    """Parsed args of the rows with these labels, read from the full events table.
+
+    Only the requested rows' bytes are taken from the args column; nothing else is touched.
+    """
+    labels = np.asarray(labels)
+    if "args" not in events.columns or labels.size == 0:
+        return [{} for _ in range(labels.size)]
+    pos = events.index.get_indexer(pd.Index(labels))
+    if (pos < 0).any():
+        raise KeyError("row labels not in the events table")
+    arr = arrow_args(events)
+    import pyarrow as pa
+
+    taken = arr.take(pa.array(pos, type=pa.int64()))
+    return [parse_args(raw) for raw in taken.to_pylist()]
+
+
 def hta_kernel_type(name: str) -> str:
     """HTA 0.5.0's `get_kernel_type` on a device event name."""
     if HTA_COMM_RE.match(name):
@@ -50,9 +113,9 @@ def hta_kernel_type(name: str) -> str:
 
 def device_events(ev: pd.DataFrame) -> pd.DataFrame:
     """Device activity rows (kernels, copies, sets, other device ops); annotations excluded."""
-    mask = ev["is_device"].to_numpy(dtype=bool) & (ev["kind"] != "device_annotation").to_numpy()
-    mask &= (ev["ph"] == "X").to_numpy()
-    return ev.loc[mask, [c for c in ev.columns if c != "args"]]
+    mask = ev["is_device"].to_numpy(dtype=bool) & ~isin(ev["kind"], ("device_annotation",))
+    mask &= isin(ev["ph"], ("X",))
+    return without_args(ev)[mask]
 
 
 def kernel_types(dev: pd.DataFrame) -> pd.Series:
@@ -62,14 +125,14 @@ def kernel_types(dev: pd.DataFrame) -> pd.Series:
     rows use the event kind (memcpy/memset, collective) and then HTA's name regexes.
     """
     by_name = map_by_name(dev["name"], hta_kernel_type).to_numpy(dtype=object)
-    eng = dev["engine"].astype(str).to_numpy()
-    kind = dev["kind"].astype(str).to_numpy()
+    eng = dev["engine"]
+    kind = dev["kind"]
     out = by_name.copy()
-    out[np.isin(kind, ["memcpy", "memset"])] = "MEMORY"
-    out[kind == "collective"] = "COMMUNICATION"
-    out[np.isin(eng, ["MME", "TPC"])] = "COMPUTATION"
-    out[eng == "DMA"] = "MEMORY"
-    out[eng == "NIC"] = "COMMUNICATION"
+    out[isin(kind, ("memcpy", "memset"))] = "MEMORY"
+    out[isin(kind, ("collective",))] = "COMMUNICATION"
+    out[isin(eng, ("MME", "TPC"))] = "COMPUTATION"
+    out[isin(eng, ("DMA",))] = "MEMORY"
+    out[isin(eng, ("NIC",))] = "COMMUNICATION"
     return pd.Series(out, index=dev.index, dtype=object)
 
 
@@ -140,10 +203,10 @@ def rows_with_arg(ev: pd.DataFrame, key: str | tuple[str, ...]) -> pd.DataFrame:
 
 def step_windows(ev: pd.DataFrame) -> pd.DataFrame:
     """Step windows [rank, step, start_ns, end_ns] from ProfilerStep#N or our step slices."""
-    names = ev["name"].astype(str)
-    is_prof = names.str.startswith(STEP_ANNOTATION_PREFIX) & (ev["kind"] == "user_annotation")
-    is_ours = (ev["hpu_event"] == "step") & ~is_prof
-    rows = ev[is_prof | is_ours]
+    is_prof = cat_test(ev["name"], lambda n: n.startswith(STEP_ANNOTATION_PREFIX))
+    is_prof &= isin(ev["kind"], ("user_annotation",))
+    is_ours = isin(ev["hpu_event"], ("step",)) & ~is_prof
+    rows = without_args(ev)[is_prof | is_ours]
     if rows.empty:
         return pd.DataFrame(
             {
@@ -177,5 +240,5 @@ def pct(part: float, whole: float) -> float:
 
 def host_ops(ev: pd.DataFrame) -> pd.DataFrame:
     """Host ATen / torch ops (kind cpu_op), slices only."""
-    mask = ((ev["kind"] == "cpu_op") & (ev["ph"] == "X")).to_numpy()
-    return ev.loc[mask, [c for c in ev.columns if c != "args"]]
+    mask = isin(ev["kind"], ("cpu_op",)) & isin(ev["ph"], ("X",))
+    return without_args(ev)[mask]

@@ -14,7 +14,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from hpuprof.analysis._common import args_of, host_ops
+from hpuprof.analysis._common import args_at, cat_test, host_ops, isin, strs, without_args
 from hpuprof.analysis.bucketing import BucketPlan, recommend_buckets
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
@@ -139,12 +139,13 @@ def verdict(unique: int) -> str:
     return "There is a lot of dynamicity in input data shapes"
 
 
-def _compile_events(ev: pd.DataFrame) -> list[Compilation]:
-    rows = ev[ev["hpu_event"].isin(["compile", "dynamo_compile"]).to_numpy()]
+def _compile_events(full: pd.DataFrame) -> list[Compilation]:
+    ev = without_args(full)
+    rows = ev[isin(ev["hpu_event"], ("compile", "dynamo_compile"))]
     rows = rows.sort_values("ts_ns", kind="stable")
     out: list[Compilation] = []
     seen: set[str] = set()
-    for (_, r), a in zip(rows.iterrows(), args_of(rows), strict=True):
+    for (_, r), a in zip(rows.iterrows(), args_at(full, rows.index), strict=True):
         cause = a.get("hpuprof.cause") or {}
         if not isinstance(cause, dict):
             cause = {"kind": "guard", "text": str(cause)}
@@ -208,7 +209,7 @@ def _group(comps: list[Compilation], attr: str) -> tuple[GroupStats, ...]:
 
 def _shape_table(host: pd.DataFrame) -> pd.DataFrame:
     """(op, shape, count) for ops called with recorded shapes; grouped on categories."""
-    shaped = host[host["input_dims"].astype(str) != ""]
+    shaped = host[strs(host["input_dims"]) != ""]
     if shaped.empty:
         return pd.DataFrame(columns=["op", "shape", "count"])
     g = shaped.groupby(["name", "input_dims"], observed=True).size().reset_index(name="count")
@@ -266,27 +267,22 @@ def _varying_dim(shapes: list[tuple[str, int]]) -> tuple[list[int], list[int], s
 
 
 def _dynamic_ops(ev: pd.DataFrame, host: pd.DataFrame) -> list[DynamicOp]:
-    names = host["name"].astype(str)
-    types = host["input_types"].astype(str)
-    is_dyn = names.isin(DYNAMIC_OP_NAMES) | (
-        names.isin(["aten::index", "aten::index.Tensor"]) & types.str.contains("bool")
-    )
-    rows = host[is_dyn.to_numpy()]
+    index_ops = ("aten::index", "aten::index.Tensor")
+    is_index = isin(host["name"], index_ops)
+    has_bool = cat_test(host["input_types"], lambda t: "bool" in t)
+    is_dyn = isin(host["name"], DYNAMIC_OP_NAMES) | (is_index & has_bool)
+    rows = host[is_dyn]
     out: list[DynamicOp] = []
     if not rows.empty:
-        op_name = np.where(
-            rows["name"].astype(str).isin(["aten::index", "aten::index.Tensor"]),
-            "aten::index (boolean mask)",
-            rows["name"].astype(str),
-        )
+        op_name = np.where(is_index[is_dyn], "aten::index (boolean mask)", strs(rows["name"]))
         frame = pd.DataFrame(
             {"op": op_name, "dur": rows["dur_ns"].to_numpy(), "step": rows["step"].to_numpy()}
         )
         for op, grp in frame.groupby("op"):
             steps = sorted({int(s) for s in grp["step"].tolist() if s >= 0})
             out.append(DynamicOp(str(op), len(grp), int(grp["dur"].sum()), tuple(steps)))
-    flush = ev[ev["flush_reason"].isin(DYNAMIC_FLUSH_REASONS).to_numpy()]
-    for reason, grp in flush.groupby(flush["flush_reason"].astype(str)):
+    flush = without_args(ev)[isin(ev["flush_reason"], DYNAMIC_FLUSH_REASONS)]
+    for reason, grp in flush.groupby(strs(flush["flush_reason"])):
         steps = sorted({int(s) for s in grp["step"].tolist() if s >= 0})
         out.append(DynamicOp(f"flush: {reason}", len(grp), int(grp["dur_ns"].sum()), tuple(steps)))
     return sorted(out, key=lambda d: -d.count)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from hpuprof.analysis._common import args_of
+from hpuprof.analysis._common import args_at, cat_test, isin, strs, without_args
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.trace.model import Trace
@@ -52,8 +53,9 @@ class FallbackReport:
 def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> FallbackReport:
     """Per-op CPU fallbacks: count, host time, copies, steps, forced flushes."""
     options = options or AnalysisOptions()
-    ev = trace.events
-    is_fb = ev["fallback"].to_numpy(dtype=bool) | (ev["hpu_event"] == "fallback").to_numpy()
+    full = trace.events
+    ev = without_args(full)
+    is_fb = ev["fallback"].to_numpy(dtype=bool) | isin(ev["hpu_event"], ("fallback",))
     rows = ev[is_fb & ~ev["is_device"].to_numpy(dtype=bool)]
     # a fallback marker nested in another fallback row counts once (the outermost)
     par = rows["parent"].to_numpy()
@@ -62,7 +64,7 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
         return FallbackReport(0, 0, ())
     ops = [
         str(a.get("hpuprof.op") or n)
-        for a, n in zip(args_of(rows), rows["name"].astype(str).tolist(), strict=True)
+        for a, n in zip(args_at(full, rows.index), strs(rows["name"]).tolist(), strict=True)
     ]
     # copies: descendants (children and grandchildren) whose name looks like a copy
     idx = rows.index.to_numpy()
@@ -74,11 +76,12 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
     gp[has] = grand_parent.fillna(NO_ID).to_numpy(dtype=np.int64)
     grandchild = np.isin(gp, idx)
     owner = np.where(child, parent, np.where(grandchild, gp, NO_ID))
-    is_copy = ev["name"].astype(str).str.contains(COPY_RE, regex=True).to_numpy()
+    copy_re = re.compile(COPY_RE)
+    is_copy = cat_test(ev["name"], lambda n: copy_re.search(n) is not None)
     sel = (owner != NO_ID) & is_copy
     copies = pd.Series(1, index=owner[sel]).groupby(level=0).sum() if sel.any() else pd.Series()
     # flushes forced by a fallback: attribute each to the next fallback on its rank
-    flush = ev[(ev["flush_reason"] == "cpu fallback").to_numpy()]
+    flush = ev[isin(ev["flush_reason"], ("cpu fallback",))]
     forced = np.zeros(len(rows), dtype=np.int64)
     for rank, fr in flush.groupby("rank"):
         rmask = rows["rank"].to_numpy() == rank

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from hpuprof.analysis._common import args_of, host_ops
+from hpuprof.analysis._common import args_at, host_ops, isin, strs, without_args
 from hpuprof.analysis.dynamicity import DYNAMIC_OP_NAMES
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
@@ -57,12 +57,12 @@ class GraphsReport:
 def analyze_hpu_graphs(trace: Trace, options: AnalysisOptions | None = None) -> GraphsReport:
     """Capture/replay accounting per graph and modules that could be wrapped."""
     options = options or AnalysisOptions()
-    ev = trace.events
-    hev = ev["hpu_event"].astype(str)
-    rows = ev[hev.isin(["graph_capture", "graph_replay"]).to_numpy()]
+    full = trace.events
+    ev = without_args(full)
+    rows = ev[isin(ev["hpu_event"], ("graph_capture", "graph_replay"))]
     graphs: list[GraphStats] = []
     if not rows.empty:
-        a = args_of(rows)
+        a = args_at(full, rows.index)
         frame = pd.DataFrame(
             {
                 "graph": [
@@ -102,20 +102,19 @@ def analyze_hpu_graphs(trace: Trace, options: AnalysisOptions | None = None) -> 
             )
     host = host_ops(ev)
     cands: list[Candidate] = []
-    mod = host[host["module"].astype(str) != ""]
+    mod = host[strs(host["module"]) != ""]
     if not mod.empty:
-        name = mod["name"].astype(str)
-        bad = mod["fallback"].to_numpy(dtype=bool) | name.isin(DYNAMIC_OP_NAMES).to_numpy()
+        bad = mod["fallback"].to_numpy(dtype=bool) | isin(mod["name"], DYNAMIC_OP_NAMES)
         frame = pd.DataFrame(
             {
-                "module": mod["module"].astype(str).to_numpy(),
+                "module": strs(mod["module"]),
                 "bad": bad,
-                "dims": mod["input_dims"].astype(str).to_numpy(),
+                "dims": strs(mod["input_dims"]),
                 "dur": mod["dur_ns"].to_numpy(),
                 "depth": mod["depth"].to_numpy(),
             }
         )
-        fb_mods = set(ev.loc[(hev == "fallback").to_numpy(), "module"].astype(str)) - {""}
+        fb_mods = set(strs(ev.loc[isin(ev["hpu_event"], ("fallback",)), "module"])) - {""}
         captured = {g.graph for g in graphs}
         for m, grp in frame.groupby("module"):
             if grp["bad"].any() or m in fb_mods or m in captured:

@@ -338,7 +338,7 @@ def _host_of_device(ev: pd.DataFrame, dev: pd.DataFrame) -> np.ndarray:
     parent = ev["parent"].to_numpy(dtype=np.int64)
     for _ in range(4):  # walk up to the nearest cpu_op
         ok = np.flatnonzero(cur != NO_ID)
-        pos = ev.index.get_indexer(cur[ok])
+        pos = ev.index.get_indexer(pd.Index(cur[ok]))
         gone = pos < 0
         cur[ok[gone]] = NO_ID
         ok, pos = ok[~gone], pos[~gone]
@@ -445,7 +445,7 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
             got.astype("category"), norm_dtype
         ).to_numpy(dtype=object)
     owner = _host_of_device(ev, dev)
-    hpos = host.index.get_indexer(owner)
+    hpos = host.index.get_indexer(pd.Index(owner))
     hd = np.where(hpos >= 0, host_dtype[np.maximum(hpos, 0)] if len(host) else "", "")
     dtype_dev = np.where(dtype_dev != "", dtype_dev, hd).astype(object)
     dev_flops = np.zeros(len(dev), dtype=np.float64)
