@@ -250,3 +250,9 @@ def autocast_state() -> tuple[bool, Any]:
 
     enabled = torch.is_autocast_enabled("hpu")
     return enabled, torch.get_autocast_dtype("hpu") if enabled else None
+
+
+# Extensions (torch.compile `hpu_backend`, Habana autocast, HPU graphs) install with enable().
+from hpusim import extensions as _extensions  # noqa: E402
+
+_extensions.register()

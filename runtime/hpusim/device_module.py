@@ -1,8 +1,9 @@
 """The `torch.hpu` device module (registered with `torch._register_device_module`).
 
 The C++ argument parser imports `torch.hpu` and calls `_lazy_init()` for `device='hpu'`; dynamo
-looks up `torch.hpu.Stream` / `Event`. Memory figures are the emulator's own bookkeeping of live
-device bytes where known (MODELED: not a real allocator).
+looks up `torch.hpu.Stream` / `Event`. Memory figures are the emulator's own bookkeeping of the
+bytes of live device tensors it created (factories, H2D copies, op outputs with new storage):
+MODELED, not a real allocator (no caching, fragmentation or workspace memory).
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def memory_allocated(device: Any = None) -> int:
 
 
 def max_memory_allocated(device: Any = None) -> int:
-    return memory_allocated(device)
+    rt = state.RT
+    return rt.memory_peak if rt is not None else 0
 
 
 def memory_stats(device: Any = None) -> dict[str, int]:
@@ -84,7 +86,7 @@ def memory_stats(device: Any = None) -> dict[str, int]:
     return {
         "Limit": limit,
         "InUse": used,
-        "MaxInUse": used,
+        "MaxInUse": max_memory_allocated(),
         "NumAllocs": 0,
         "NumFrees": 0,
         "ActiveAllocs": 0,
@@ -96,7 +98,9 @@ def memory_stats(device: Any = None) -> dict[str, int]:
 
 
 def reset_peak_memory_stats(device: Any = None) -> None:
-    return None
+    rt = state.RT
+    if rt is not None:
+        rt.memory_peak = rt.memory_in_use
 
 
 class Stream:

@@ -185,6 +185,7 @@ class OpCost:
         "flops",
         "low",
         "nbytes",
+        "out_bytes",
         "rule_dtype",
         "types",
     )
@@ -193,6 +194,7 @@ class OpCost:
         self.eager_rid = -1
         self.eager_new = False
         self.fallback = False
+        self.out_bytes = 0
         self.rule_dtype: torch.dtype | None = None
         self.dims = 0
         self.types = 0
@@ -284,6 +286,7 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     out_numel, out_bytes = _out_numel_bytes(out)
     c.engine = info.engine
     c.nbytes = in_bytes + out_bytes
+    c.out_bytes = out_bytes
     c.low = dtype in _LOW_PRECISION
     if c.engine == ENGINE_MME:
         c.flops = matmul_flops(info.label.split("::", 1)[-1], shapes, out_numel)
@@ -481,6 +484,8 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         cost = _COST[ckey] = make_cost(info, ckey, out)
         cost.fallback = fallback
         cost.rule_dtype = rule_dtype
+    if info.plain_out and not info.is_view:
+        state.track_alloc(rt, result, cost.out_bytes)
     sink = rt.sink
     rec = sink.recording
     if fallback:

@@ -63,6 +63,7 @@ def _run(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if isinstance(out, torch.Tensor):
         from hpusim.dtype_rules import on_device_dtype
 
+        state.track_alloc(rt, out, out.numel() * out.element_size())
         on_device_dtype(rt, out.dtype, str(op._schema.name))
     sink = rt.sink
     if sink.recording:

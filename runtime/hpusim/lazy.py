@@ -105,6 +105,7 @@ def flush(rt: state.Runtime, reason: str) -> int:
             sink.device(
                 cost.dev_name, cost.engine, start, cost.dur, rid, corr, cost.flops, cost.nbytes
             )
+    state.memory_counter(rt, now)
     return rid
 
 
@@ -145,6 +146,8 @@ def mark_step(device_str: str = "", sync: bool = False) -> None:
         for fn, args in closures:
             fn(*args)
     rt.mark_steps += 1
+    if not rt.lazy:
+        state.memory_counter(rt, now)
     if rt.sink.recording:
         rt.sink.runtime(
             "mark_step",

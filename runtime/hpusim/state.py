@@ -54,7 +54,23 @@ class Runtime:
         self.saver: Any = None
         self.step_closures: list[tuple[Any, tuple[Any, ...]]] = []
         self.warned_mark_step = False
-        self.memory_in_use = 0
+        self.memory_in_use = 0  # modeled bookkeeping: bytes of live device tensors we created
+        self.memory_peak = 0
+
+
+def track_alloc(rt: Runtime, t: object, nbytes: int) -> None:
+    """Count a new device storage of `nbytes` held by wrapper `t` (freed in its __del__)."""
+    t._nbytes = nbytes  # type: ignore[attr-defined]
+    used = rt.memory_in_use + nbytes
+    rt.memory_in_use = used
+    if used > rt.memory_peak:
+        rt.memory_peak = used
+
+
+def memory_counter(rt: Runtime, ts: int) -> None:
+    """Record the `hpu.memory_in_use_bytes` counter (modeled bookkeeping, not an allocator)."""
+    if rt.sink.recording:
+        rt.sink.counter("hpu.memory_in_use_bytes", ts, {"bytes": rt.memory_in_use})
 
 
 RT: Runtime | None = None

@@ -12,6 +12,8 @@ from typing import Any, Final
 
 import torch
 
+from hpusim import state
+
 HPU_DEVICE: Final = torch.device("hpu", 0)
 
 
@@ -19,6 +21,8 @@ class HpuTensor(torch.Tensor):
     """A tensor on the emulated HPU. `_elem` is the real CPU tensor holding the data."""
 
     _elem: torch.Tensor
+    _nbytes: int = 0
+    """Device bytes this wrapper accounts for (new storages only; views and in-place outputs 0)."""
 
     @staticmethod
     def __new__(cls, elem: torch.Tensor, requires_grad: bool = False) -> HpuTensor:
@@ -46,6 +50,13 @@ class HpuTensor(torch.Tensor):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         return _DISPATCH[0](func, args, kwargs or {})
+
+    def __del__(self) -> None:
+        n = self._nbytes
+        if n:
+            rt = state.RT
+            if rt is not None:
+                rt.memory_in_use -= n
 
     # --- what Python sees -------------------------------------------------------------------
     @property

@@ -93,6 +93,7 @@ class _H2D(torch.autograd.Function):
 
         on_device_dtype(rt, elem.dtype, "aten::_to_copy")
         out = HpuTensor(elem)
+        state.track_alloc(rt, out, elem.numel() * elem.element_size())
         _record_transfer(rt, "aten::_to_copy", "h2d", elem, t0, perf_counter_ns())
         return out
 

@@ -141,7 +141,23 @@ def test_torch_hpu_module(hpu: Any) -> None:
     hpu()
     assert torch.hpu.is_available() and torch.hpu.device_count() == 1
     torch.hpu.synchronize()
-    assert "Limit" in torch.hpu.memory_stats()
+    stats = torch.hpu.memory_stats()
+    assert list(stats)[:3] == ["Limit", "InUse", "MaxInUse"]
+    assert stats["Limit"] == 96 * (1 << 30)  # gaudi2 HBM
+
+
+def test_modeled_memory_bookkeeping(hpu: Any) -> None:
+    hpu()
+    base = torch.hpu.memory_allocated()
+    a = torch.zeros(1000, device="hpu")
+    assert torch.hpu.memory_allocated() == base + 4000
+    b = a * 2
+    assert torch.hpu.memory_allocated() == base + 8000
+    a.view(10, 100).add_(1)  # views and in-place ops allocate nothing
+    assert torch.hpu.memory_allocated() == base + 8000
+    del b
+    assert torch.hpu.memory_allocated() == base + 4000
+    assert torch.hpu.max_memory_allocated() >= base + 8000
 
 
 def test_disable_restores_torch(hpu: Any) -> None:
