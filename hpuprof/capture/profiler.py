@@ -519,7 +519,7 @@ def analysis_summary(trace_path: Path) -> str | None:
     from hpuprof import load
 
     try:
-        return str(summarize(load(trace_path)))
+        return str(summarize(load(trace_path, cache=False)))
     except Exception as error:  # the run is on disk: a failing analysis must not lose it
         if not isinstance(error, ImportError):
             warnings.warn(
