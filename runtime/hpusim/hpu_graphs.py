@@ -1,0 +1,806 @@
+"""HPU graphs on the emulated device (gaudi.md 3): `HPUGraph`, `graph`, `wrap_in_hpu_graph`,
+`wrap_in_hpu_graph_func`, `ModuleCacher`, `make_graphed_callables`, `input_hash`.
+
+Capture: a `TorchDispatchMode` pushed only while capturing records every device op (function,
+the very argument and output tensors, its op key); the ops really run (in lazy mode they flush
+into recipes at `capture_end`, compiled on first use as the bridge compiles a capture). A flush
+inside the capture (`.item()`, D2H, `nonzero`...) starts a new sub-graph, as the bridge's
+`SingleHPUGraph`s. CPU fallback during capture raises the bridge's error.
+
+Replay (`HPUGraph.replay`): the recorded ops are re-executed on the inner CPU tensors in their
+recorded order and every fresh output is written in place into the captured output tensor, so
+static inputs/outputs behave as on the device: a replay sees new values copied into the static
+inputs, returns no new tensors, and does NOT re-run Python control flow (data-dependent branches
+stay as captured, exactly the documented limitation). In the MODELED timeline a replay is one
+`graph_replay` event (one launch) followed by the captured device ops; no per-op host dispatch
+events are written for it.
+
+Training-side caches (`ModuleCacher`, `make_graphed_callables`) need autograd, so a "replay"
+there runs the module's forward for its values with per-op host recording suppressed and the
+lazy graph untouched, and writes the same `graph_replay` + device ops; the backward pass is not
+graph-replayed in the model (it is recorded op by op).
+
+Availability mirrors the bridge: `habana_frameworks.torch.hpu` exports these names only in lazy
+mode (`PT_HPU_LAZY_MODE=1`), so in eager mode `ht.hpu.wrap_in_hpu_graph` is an AttributeError.
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from time import perf_counter_ns
+from typing import Any, Final
+
+HPUGRAPH_ID_BASE: Final = 1 << 24
+"""HPU-graph ids start here, apart from lazy recipe ids and eager recipe ids."""
+
+CPU_FALLBACK_ERROR: Final = "cpu fallback is not supported during hpu graph capturing"
+_FATAL: Final = "[Rank:{rank}] FATAL ERROR :: MODULE:PT_DEVICE {msg}"
+CAPTURE_IN_PROGRESS: Final = "GRAPH:: graph Capture already in progress"
+USER_INPUTS_OUTSIDE: Final = "GRAPH:: mark_user_inputs must be while capturing in progress"
+USER_OUTPUTS_TWICE: Final = "Error:mark_user_outputs is called more than once for the same graph?"
+HOOKS_ERROR: Final = (
+    "Modules must not have hooks registered at the time they are passed. However, registering "
+    "hooks on modules after passing them through make_graphed_callables is allowed."
+)
+BUFFERS_ERROR: Final = (
+    "In any :class:`~torch.nn.Module` passed to :func:`~make_graphed_callables`, only "
+    "parameters may be trainable. All buffers must have ``requires_grad=False``."
+)
+SAMPLE_ARGS_ERROR: Final = (
+    "In the beta API, sample_args for each callable must be a tuple of Tensors. Other types "
+    "and keywordargs are not allowed."
+)
+
+_NAMES: Final = (
+    "HPUGraph",
+    "graph",
+    "wrap_in_hpu_graph",
+    "wrap_in_hpu_graph_func",
+    "ModuleCacher",
+    "make_graphed_callables",
+    "input_hash",
+    "is_current_stream_capturing",
+)
+
+
+def fatal(msg: str) -> RuntimeError:
+    """The bridge's fatal-error text for `msg` (`[Rank:0] FATAL ERROR :: MODULE:PT_DEVICE ...`)."""
+    rank = os.environ.get("RANK", "0")
+    return RuntimeError(_FATAL.format(rank=rank, msg=msg))
+
+
+def _runtime() -> Any:
+    from hpusim import state
+
+    rt = state.RT
+    if rt is None:
+        raise RuntimeError("hpusim is not enabled: call hpusim.enable() first")
+    return rt
+
+
+class _Counter:
+    next_id = HPUGRAPH_ID_BASE
+    capturing: Any = None  # the HPUGraph being captured
+
+
+def is_current_stream_capturing() -> bool:
+    return _Counter.capturing is not None
+
+
+# --- input hash --------------------------------------------------------------------------
+
+
+def _hash_key(obj: Any) -> Any:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        # shape + view hash (strides, offset) + dtype
+        return ("T", tuple(obj.shape), obj.stride(), obj.storage_offset(), obj.dtype)
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, tuple(_hash_key(o) for o in obj))
+    if isinstance(obj, dict):
+        return ("dict", tuple((_hash_key(k), _hash_key(v)) for k, v in obj.items()))
+    try:
+        hash(obj)
+    except TypeError:
+        return repr(obj)
+    return obj
+
+
+def input_hash(obj: Any) -> int:
+    """The bridge's HPU-graph cache key of `(args, kwargs)`: tensor shapes and view hashes,
+    the autocast-enabled state, and the VALUES of non-tensor arguments."""
+    import torch
+
+    return hash((_hash_key(obj), bool(torch.is_autocast_enabled("hpu"))))
+
+
+# --- capture -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Op:
+    func: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    out: Any
+    key: Any
+    info: Any
+
+
+def _capture_mode_class() -> type:
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from hpusim import dispatch
+    from hpusim.tensor import HpuTensor
+
+    def involves_hpu(args: Any, kwargs: dict[str, Any]) -> bool:
+        for a in (*args, *kwargs.values()):
+            if type(a) is HpuTensor:
+                return True
+            if isinstance(a, (list, tuple)) and any(type(x) is HpuTensor for x in a):
+                return True
+            if isinstance(a, torch.device) and a.type == "hpu":
+                return True
+        return False
+
+    class CaptureMode(TorchDispatchMode):
+        """Records the device ops of one capture (active only while capturing)."""
+
+        def __init__(self, graph: HPUGraph) -> None:
+            super().__init__()
+            self.graph = graph
+
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            kwargs = kwargs or {}
+            if not involves_hpu(args, kwargs):
+                return func(*args, **kwargs)
+            info = dispatch.op_info(func)
+            rt = _runtime()
+            if info.missing:
+                raise RuntimeError(CPU_FALLBACK_ERROR)
+            before = sum(rt.fallback_counts.values())
+            g = self.graph
+            g._last_key = None
+            out = func(*args, **kwargs)
+            if sum(rt.fallback_counts.values()) != before:
+                raise RuntimeError(CPU_FALLBACK_ERROR)
+            g._ops.append(_Op(func, tuple(args), dict(kwargs), out, g._last_key, info))
+            if info.sync_reason is not None:
+                g.subgraphs += 1  # the flush closes a sub-graph (SingleHPUGraph)
+            return out
+
+    return CaptureMode
+
+
+_MODE: list[type] = []
+
+
+class HPUGraph:
+    """`habana_frameworks.torch.hpu.HPUGraph` (emulated)."""
+
+    def __init__(self) -> None:
+        self.graph_id = _Counter.next_id
+        _Counter.next_id += 1
+        self._ops: list[_Op] = []
+        self._last_key: Any = None
+        self._mode: Any = None
+        self._t0 = 0
+        self._outputs_marked = False
+        self.subgraphs = 0
+        self.captured = False
+        self.dry_run = False
+        self.replays = 0
+
+    # listener: the op key of the op the mode just ran (for modeled costs)
+    def _on_op(self, func: Any, key: Any, out: Any, info: Any) -> None:
+        self._last_key = key
+
+    def capture_begin(self, dry_run: bool = False) -> None:
+        if _Counter.capturing is not None:
+            raise fatal(CAPTURE_IN_PROGRESS)
+        rt = _runtime()
+        from hpusim import dispatch, lazy
+
+        if rt.lazy:
+            lazy.flush(rt, "step marker")  # capture_begin is a step marker
+        if not _MODE:
+            _MODE.append(_capture_mode_class())
+        self._ops = []
+        self.subgraphs = 1
+        self.dry_run = dry_run
+        self._outputs_marked = False
+        self._t0 = perf_counter_ns()
+        _Counter.capturing = self
+        dispatch.add_op_listener(self._on_op)
+        self._mode = _MODE[0](self)
+        self._mode.__enter__()
+
+    def capture_end(self) -> None:
+        if _Counter.capturing is not self:
+            raise fatal("GRAPH:: Capture must end on the same stream it began on.")
+        from hpusim import dispatch, lazy
+
+        rt = _runtime()
+        try:
+            self._mode.__exit__(None, None, None)
+        finally:
+            self._mode = None
+            _Counter.capturing = None
+            dispatch.remove_op_listener(self._on_op)
+        if rt.lazy:
+            lazy.flush(rt, "step marker")
+        self.captured = True
+        if rt.sink.recording:
+            rt.sink.runtime(
+                "graph_capture",
+                f"HPUGraph capture {self.graph_id}",
+                self._t0,
+                perf_counter_ns() - self._t0,
+                mode=rt.mode_code,
+                graph=self.graph_id,
+                payload={
+                    "hpuprof.graph_ops": self.device_op_count(),
+                    "hpuprof.subgraphs": self.subgraphs,
+                    "hpuprof.dry_run": self.dry_run,
+                },
+            )
+
+    def _abort_capture(self) -> None:
+        from hpusim import dispatch
+
+        if self._mode is not None:
+            self._mode.__exit__(None, None, None)
+            self._mode = None
+        if _Counter.capturing is self:
+            _Counter.capturing = None
+        dispatch.remove_op_listener(self._on_op)
+
+    def device_op_count(self) -> int:
+        """Captured ops that run on the device (views launch nothing)."""
+        return sum(1 for op in self._ops if not op.info.is_view)
+
+    def replay(self, asynchronous: bool = False) -> None:
+        """Re-run the captured ops into the static outputs; one launch in the modeled timeline."""
+        if not self.captured:
+            raise RuntimeError("HPUGraph.replay() called before a capture ended")
+        rt = _runtime()
+        from hpusim import lazy
+
+        if rt.lazy:
+            lazy.flush(rt, "step marker")  # "step marker due to HPUGraph::replay"
+        t0 = perf_counter_ns()
+        for op in self._ops:
+            _rerun(op)
+        self.replays += 1
+        record_replay(rt, self.graph_id, [op.key for op in self._ops if not op.info.is_view], t0)
+
+    replayV3 = replay
+
+    def mark_user_inputs(self, static_tlist: Any) -> None:
+        if _Counter.capturing is not self:
+            raise fatal(USER_INPUTS_OUTSIDE)
+
+    def mark_user_outputs(self, static_tlist: Any) -> None:
+        if self._outputs_marked:
+            raise fatal(USER_OUTPUTS_TWICE)
+        self._outputs_marked = True
+
+    def clear_inputs(self) -> None:
+        return None
+
+    def reset(self) -> None:
+        self._ops = []
+        self.captured = False
+
+
+def _rerun(op: _Op) -> None:
+    """Run one captured op on the inner CPU tensors and write fresh outputs in place."""
+    import torch
+
+    from hpusim.tensor import HpuTensor
+
+    def inner(a: Any) -> Any:
+        if type(a) is HpuTensor:
+            return a._elem
+        if isinstance(a, (list, tuple)):
+            return type(a)(inner(x) for x in a)
+        if isinstance(a, torch.device) and a.type == "hpu":
+            return torch.device("cpu")
+        return a
+
+    new = op.func(*(inner(a) for a in op.args), **{k: inner(v) for k, v in op.kwargs.items()})
+    outs = op.out if isinstance(op.out, (list, tuple)) else (op.out,)
+    news = new if isinstance(new, (list, tuple)) else (new,)
+    alias = op.info.alias
+    for i, (old, fresh) in enumerate(zip(outs, news, strict=False)):
+        if type(old) is not HpuTensor or not isinstance(fresh, torch.Tensor):
+            continue
+        if i < len(alias) and alias[i][0] >= 0:
+            continue  # in-place / view output: already the captured tensor's memory
+        if fresh.shape == old._elem.shape:
+            old._elem.copy_(fresh)
+        # a data-dependent shape keeps its captured value: replays are static
+
+
+def _cost(key: Any) -> Any:
+    from hpusim import dispatch
+
+    if key is None:
+        return None
+    cost = dispatch._COST.get(key)
+    if cost is None:
+        cost = dispatch._COST.get((key[0], dispatch._no_floats(key[1])))
+    return cost
+
+
+def record_replay(rt: Any, graph_id: int, keys: list[Any], t0: int) -> None:
+    """One `graph_replay` launch event plus the captured device ops on the modeled timeline."""
+    sink = rt.sink
+    if not sink.recording:
+        return
+    now = perf_counter_ns()
+    corr = rt.next_corr
+    rt.next_corr += 1
+    sink.runtime(
+        "graph_replay",
+        f"HPUGraph replay {graph_id}",
+        t0,
+        now - t0,
+        mode=rt.mode_code,
+        graph=graph_id,
+        corr=corr,
+        payload={"hpuprof.graph_ops": len(keys), "hpuprof.modeled": True},
+    )
+    ready = now + rt.profile.launch_latency_ns
+    tl = rt.timeline
+    for key in keys:
+        cost = _cost(key)
+        if cost is None:
+            continue
+        start = tl.schedule(cost.engine, ready, cost.dur)
+        ready = start + cost.dur
+        sink.device(
+            cost.dev_name, cost.engine, start, cost.dur, graph_id, corr, cost.flops, cost.nbytes
+        )
+
+
+class graph:
+    """`with ht.hpu.graph(g):` captures into `g` (synchronize, gc.collect, capture_begin)."""
+
+    default_capture_stream: Any = None
+
+    def __init__(self, hpu_graph: HPUGraph, stream: Any = None, dry_run: bool = False) -> None:
+        self.hpu_graph = hpu_graph
+        self.stream = stream
+        self.dry_run = dry_run
+
+    def __enter__(self) -> None:
+        from hpusim import device_module
+
+        device_module.synchronize()
+        gc.collect()
+        self.hpu_graph.capture_begin(dry_run=self.dry_run)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:
+            self.hpu_graph._abort_capture()
+            return
+        self.hpu_graph.capture_end()
+
+
+# --- wrap_in_hpu_graph ----------------------------------------------------------------------
+
+
+def _tensors(obj: Any) -> list[Any]:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for o in obj for t in _tensors(o)]
+    if isinstance(obj, dict):
+        return [t for o in obj.values() for t in _tensors(o)]
+    return []
+
+
+@dataclass
+class CachedParams:
+    """One captured signature: static inputs and outputs, the graph (as the bridge's)."""
+
+    graph_inputs: list[Any]
+    graph_outputs: Any
+    graph: HPUGraph
+    asynchronous: bool
+
+
+@dataclass
+class GraphCacheStats:
+    """What a wrapper did: captures, replays, uncaptured runs (cache full), bypasses."""
+
+    captures: int = 0
+    replays: int = 0
+    uncaptured: int = 0
+    bypassed: int = 0
+    hits: dict[int, int] = field(default_factory=dict)
+
+
+class _HpuGraphWrapper:
+    """The forward installed by `wrap_in_hpu_graph` / `wrap_in_hpu_graph_func`."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        asynchronous: bool,
+        disable_tensor_cache: bool,
+        dry_run: bool,
+        max_graphs: int | None,
+    ) -> None:
+        if os.environ.get("PT_HPUGRAPH_DISABLE_TENSOR_CACHE", "0").lower() in ("1", "true"):
+            disable_tensor_cache = True
+        self.fn = fn
+        self.asynchronous = asynchronous
+        self.disable_tensor_cache = disable_tensor_cache
+        self.dry_run = dry_run or disable_tensor_cache
+        self.max_graphs = max_graphs
+        self.cache: dict[int, CachedParams] = {}
+        self.stats = GraphCacheStats()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        bypass = kwargs.pop("bypass_hpu_graphs", False)
+        warmup = kwargs.pop("warmup_mode", False)
+        kwargs.pop("cache_tensors_list", None)
+        if bypass or _Counter.capturing is not None:
+            self.stats.bypassed += 1
+            return self.fn(*args, **kwargs)
+        h = input_hash((args, kwargs))
+        cached = self.cache.get(h)
+        if cached is None:
+            if self.max_graphs is not None and len(self.cache) >= self.max_graphs:
+                self.stats.uncaptured += 1  # cache full: run uncaptured, no eviction
+                return self.fn(*args, **kwargs)
+            g = HPUGraph()
+            with graph(g, dry_run=self.dry_run):
+                out = self.fn(*args, **kwargs)
+            self.cache[h] = CachedParams(_tensors((args, kwargs)), out, g, self.asynchronous)
+            self.stats.captures += 1
+            return out
+        self.stats.hits[h] = self.stats.hits.get(h, 0) + 1
+        if warmup:
+            from hpusim import lazy
+
+            lazy.mark_step()
+            return cached.graph_outputs
+        for static, new in zip(cached.graph_inputs, _tensors((args, kwargs)), strict=False):
+            if static is not new:
+                static.copy_(new)
+        cached.graph.replay(self.asynchronous)
+        self.stats.replays += 1
+        return cached.graph_outputs
+
+    def clear_cache(self) -> None:
+        self.cache.clear()
+
+    def clear_inputs(self) -> None:
+        for cp in self.cache.values():
+            cp.graph_inputs = []
+
+
+def wrap_in_hpu_graph(
+    module: Any,
+    asynchronous: bool = False,
+    disable_tensor_cache: bool = False,
+    dry_run: bool = False,
+    max_graphs: int | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Replace `module.forward` by an HPU-graph cache keyed by `input_hash((args, kwargs))`.
+
+    A new signature is captured (returning the capture run's outputs); a known one copies the
+    new inputs into the static inputs, replays, and returns the SAME static output tensors. When
+    `max_graphs` signatures are cached, new ones run uncaptured. Accepts (and ignores) the 1.23
+    keywords `free_inplace`, `verbose`, `log_frequency`."""
+    wrapper = _HpuGraphWrapper(
+        module.forward, asynchronous, disable_tensor_cache, dry_run, max_graphs
+    )
+    module.forward = wrapper
+    module.clear_cache = wrapper.clear_cache
+    module.clear_inputs = wrapper.clear_inputs
+    module.hpu_graph_stats = wrapper.stats
+    return module
+
+
+def wrap_in_hpu_graph_func(
+    func: Callable[..., Any],
+    asynchronous: bool = False,
+    disable_tensor_cache: bool = False,
+    dry_run: bool = False,
+    max_graphs: int | None = None,
+) -> Callable[..., Any]:
+    """`wrap_in_hpu_graph` for a plain function."""
+    return _HpuGraphWrapper(func, asynchronous, disable_tensor_cache, dry_run, max_graphs)
+
+
+# --- training side: ModuleCacher, make_graphed_callables ------------------------------------
+
+
+class _TrainingGraph:
+    """A captured forward for training: replays run the forward for values (autograd intact)
+    with host-op recording suppressed, then write one modeled replay."""
+
+    def __init__(self) -> None:
+        self.graph = HPUGraph()
+
+    def capture(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        g = self.graph
+        g.capture_begin()
+        try:
+            out = fn(*args, **kwargs)
+        except BaseException:
+            g._abort_capture()
+            raise
+        g.capture_end()
+        return out
+
+    def replay(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        rt = _runtime()
+        from hpusim import lazy
+
+        if rt.lazy:
+            lazy.flush(rt, "step marker")
+        sink = rt.sink
+        rec = sink.recording
+        pending = rt.graph
+        rt.graph = []
+        t0 = perf_counter_ns()
+        sink.recording = False
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            sink.recording = rec
+            rt.graph = pending  # the replayed ops belong to the graph, not to a lazy recipe
+        g = self.graph
+        g.replays += 1
+        record_replay(rt, g.graph_id, [op.key for op in g._ops if not op.info.is_view], t0)
+        return out
+
+
+def _shape_key(obj: Any) -> Any:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return ("T", tuple(obj.shape))
+    if isinstance(obj, (list, tuple)):
+        return tuple(_shape_key(o) for o in obj)
+    if isinstance(obj, dict):
+        return tuple((k, _shape_key(v)) for k, v in obj.items())
+    return _hash_key(obj)
+
+
+class ModuleCacher:
+    """`ModuleCacher(max_graphs=10)(model=..., inplace=True, ...)`: the training-side cache.
+
+    Caches only when `model.training`, grad mode and lazy mode are all on; keys hash every
+    forward argument with tensors contributing only their shape."""
+
+    def __init__(self, max_graphs: int = 10) -> None:
+        self.max_graphs = max_graphs
+
+    def __call__(
+        self,
+        model: Any,
+        use_lfu: bool = False,
+        inplace: bool = True,
+        allow_unused_input: bool = False,
+        asynchronous: bool = False,
+        have_grad_accumulation: bool = False,
+        log_frequency: int = 100,
+        verbose: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool = False,
+    ) -> Any:
+        import copy
+
+        import torch
+
+        if isinstance(model, (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)):
+            raise AssertionError(
+                "Use DataParallel/DistributedDataParallel only after wrapping with ModuleCacher"
+            )
+        for p in inspect.signature(model.forward).parameters.values():
+            if p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL):
+                raise AssertionError(f"Unsupported argument type : {p.kind}")
+            if p.kind is p.VAR_KEYWORD:
+                print("[WARNING] Variable keyword arguments will not be supported.")
+        target = model if inplace else copy.deepcopy(model)
+        cacher = _CachedForward(
+            target.forward, target, self.max_graphs, use_lfu, asynchronous,
+            have_grad_accumulation, log_frequency, verbose,
+        )  # fmt: skip
+        target.forward = cacher
+        target.capture_start = cacher.capture_start
+        target.capture_end = cacher.capture_end
+        target.set_iteration_count = cacher.set_iteration_count
+        target.hpu_graph_stats = cacher
+        return target
+
+
+class _CachedForward:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        model: Any,
+        max_graphs: int,
+        use_lfu: bool,
+        asynchronous: bool,
+        grad_accumulation: bool,
+        log_frequency: int,
+        verbose: bool,
+    ) -> None:
+        self.fn = fn
+        self.model = model
+        self.max_graphs = max_graphs
+        self.use_lfu = use_lfu
+        self.asynchronous = asynchronous
+        self.grad_accumulation = grad_accumulation
+        self.log_frequency = max(1, log_frequency)
+        self.verbose = verbose
+        self.graphs: dict[int, _TrainingGraph] = {}
+        self.hits: dict[int, int] = {}
+        self.priority_keys: list[int] = []
+        self.set_iteration_calls = 0
+        self.total_cached_hits = 0
+        self.uncached_train = 0
+        self.uncached_eval = 0
+        self.forwards = 0
+        self._lfu_counts: dict[int, int] | None = None
+
+    def capture_start(self) -> None:
+        self._lfu_counts = {}
+
+    def capture_end(self) -> None:
+        counts = self._lfu_counts or {}
+        ranked = sorted(counts, key=lambda k: -counts[k])
+        self.priority_keys = ranked[: self.max_graphs]
+        self._lfu_counts = None
+
+    def set_iteration_count(self, count: int) -> None:
+        self.set_iteration_calls += 1
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        from hpusim import state
+
+        self.forwards += 1
+        rt = state.RT
+        try:
+            if not (self.model.training and torch.is_grad_enabled() and rt is not None and rt.lazy):
+                if self.model.training:
+                    self.uncached_train += 1
+                else:
+                    self.uncached_eval += 1
+                return self.fn(*args, **kwargs)
+            h = hash(_shape_key((args, kwargs)))
+            if self._lfu_counts is not None:
+                self._lfu_counts[h] = self._lfu_counts.get(h, 0) + 1
+            tg = self.graphs.get(h)
+            if tg is not None:
+                self.hits[h] = self.hits.get(h, 0) + 1
+                self.total_cached_hits += 1
+                return tg.replay(self.fn, args, kwargs)
+            allowed = (h in self.priority_keys) if self.priority_keys else True
+            if not allowed or len(self.graphs) >= self.max_graphs:
+                self.uncached_train += 1
+                return self.fn(*args, **kwargs)
+            tg = self.graphs[h] = _TrainingGraph()
+            self.hits[h] = 1
+            self.total_cached_hits += 1
+            return tg.capture(self.fn, args, kwargs)
+        finally:
+            if self.verbose and self.forwards % self.log_frequency == 0:
+                print(self.statistics())
+
+    def statistics(self) -> str:
+        """The bridge's `verbose` block (gaudi.md 3.1)."""
+        return "\n".join(
+            [
+                "HPU Graph Statistics",
+                "  Configs",
+                f"    Max graphs                :- {self.max_graphs}",
+                f"    LFU Cache                 :- {self.use_lfu}",
+                f"    Async execution config    :- {self.asynchronous}",
+                f"    Grad accumulation config  :- {self.grad_accumulation}",
+                f"    Set iteration calls       :- {self.set_iteration_calls}",
+                "  Cache info ",
+                f"    No. of HPUGraphs cached   :- {len(self.graphs)}",
+                f"    Priority keys             :- {self.priority_keys}",
+                f"    Input hash v. cached hits :- {self.hits}",
+                f"    Total cached hits         :- {self.total_cached_hits}",
+                f"    Uncached train hits       :- {self.uncached_train}",
+                f"    Uncached eval hits        :- {self.uncached_eval}",
+                f"    Total forwards executed   :- {self.forwards}",
+            ]
+        )
+
+
+def make_graphed_callables(
+    callables: Any,
+    sample_args: Any,
+    warmups: int = 0,
+    allow_unused_input: bool = False,
+    asynchronous: bool = False,
+    disable_tensor_cache: bool = False,
+    dry_run: bool = False,
+) -> Any:
+    """Capture each callable's forward with its sample args; the returned callables replay it
+    (modeled) for inputs of the captured signature and run normally otherwise."""
+    import torch
+
+    single = not isinstance(callables, tuple)
+    if single:
+        callables, sample_args = (callables,), (sample_args,)
+    out: list[Any] = []
+    for fn, sargs in zip(callables, sample_args, strict=True):
+        if not isinstance(sargs, tuple) or not all(isinstance(a, torch.Tensor) for a in sargs):
+            raise AssertionError(SAMPLE_ARGS_ERROR)
+        if isinstance(fn, torch.nn.Module):
+            if fn._backward_hooks or fn._forward_hooks or fn._forward_pre_hooks:
+                raise AssertionError(HOOKS_ERROR)
+            if any(b.requires_grad for b in fn.buffers()):
+                raise AssertionError(BUFFERS_ERROR)
+        forward = fn.forward if isinstance(fn, torch.nn.Module) else fn
+        for _ in range(warmups):
+            forward(*sargs)
+        tg = _TrainingGraph()
+        tg.capture(forward, sargs, {})
+        key = hash(_shape_key(sargs))
+
+        def graphed(*args: Any, _f: Any = forward, _tg: Any = tg, _k: int = key) -> Any:
+            if hash(_shape_key(args)) == _k:
+                return _tg.replay(_f, args, {})
+            return _f(*args)
+
+        if isinstance(fn, torch.nn.Module):
+            fn.forward = graphed
+            out.append(fn)
+        else:
+            out.append(graphed)
+    return out[0] if single else tuple(out)
+
+
+# --- install ---------------------------------------------------------------------------------
+
+
+def install() -> None:
+    """Expose the API on `torch.hpu` / `habana_frameworks.torch.hpu` in lazy mode only."""
+    from hpusim import device_module, state
+
+    rt = state.RT
+    if rt is not None and rt.lazy:
+        g = globals()
+        for name in _NAMES:
+            device_module.register_attribute(name, g[name])
+    else:
+        uninstall()
+
+
+def uninstall() -> None:
+    import sys
+
+    from hpusim import device_module
+
+    _Counter.capturing = None
+    for name in _NAMES:
+        device_module._extra.pop(name, None)
+        for modname in ("torch.hpu", "habana_frameworks.torch.hpu"):
+            mod = sys.modules.get(modname)
+            if mod is not None and name in vars(mod):
+                delattr(mod, name)
