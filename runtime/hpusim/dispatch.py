@@ -303,6 +303,31 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     return c
 
 
+_seq_nr = torch._C._autograd._get_sequence_nr
+_FWD_MODULE: dict[int, int] = {}
+"""Autograd sequence nr of a forward op's grad_fn -> module id, so backward ops get the module
+of the forward op they differentiate (probe design 8)."""
+
+
+def module_and_phase(rt: state.Runtime) -> tuple[int, int]:
+    """(module string id, phase code) of the op being dispatched."""
+    node = _current_node()
+    if node is not None:
+        return _FWD_MODULE.get(node._sequence_nr(), 0), 2
+    phase = 3 if rt.optimizer_depth else 1
+    stack = rt.module_stack
+    if not stack:
+        return 0, phase
+    module = stack[-1]
+    fwd = _FWD_MODULE
+    k = _seq_nr() - 1  # the grad_fn the autograd kernel made just before this redispatch
+    if k not in fwd:
+        if len(fwd) > 500_000:
+            fwd.clear()
+        fwd[k] = module
+    return module, phase
+
+
 def phase_code() -> int:
     """1 fwd, 2 bwd, 3 optimizer (sink.PHASES)."""
     if _current_node() is not None:
@@ -504,8 +529,7 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     else:
         graph, corr, start = _eager_launch(rt, cost, t1, rec)
         if rec:
-            module = rt.module_stack[-1] if rt.module_stack else 0
-            phase = 2 if _current_node() is not None else (3 if rt.optimizer_depth else 1)
+            module, phase = module_and_phase(rt)
             sink.op_and_device(
                 info.name_id, t0, t1 - t0, _get_tid(), module, phase, 2, cost.dims, cost.types,
                 graph, corr, cost.dev_name, cost.engine, start, cost.dur, cost.flops, cost.nbytes,
@@ -527,8 +551,7 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
 def _record_op(
     rt: state.Runtime, info: OpInfo, cost: OpCost, t0: int, t1: int, graph: int, corr: int
 ) -> None:
-    module = rt.module_stack[-1] if rt.module_stack else 0
-    phase = 2 if _current_node() is not None else (3 if rt.optimizer_depth else 1)
+    module, phase = module_and_phase(rt)
     rt.sink.op(
         info.name_id, t0, t1 - t0, _get_tid(), module, phase, rt.mode_code, cost.dims,
         cost.types, graph, corr,

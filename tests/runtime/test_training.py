@@ -63,6 +63,8 @@ def test_events_carry_phase_and_module(hpu: Any) -> None:
     assert {"fwd", "bwd", "optimizer"} <= phases
     modules = {b.strings[b.module[i]] for i in ops if PHASES[b.phase[i]] == "fwd"}
     assert {"0", "1", "2", "3"} <= modules
+    bwd_mm = [i for i in ops if PHASES[b.phase[i]] == "bwd" and b.strings[b.name[i]] == "aten::mm"]
+    assert {b.strings[b.module[i]] for i in bwd_mm} == {"0", "3"}  # linear layers' backward
     addmm = [
         i for i in ops if b.strings[b.name[i]] == "aten::addmm" and PHASES[b.phase[i]] == "fwd"
     ]
