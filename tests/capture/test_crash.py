@@ -84,3 +84,36 @@ def test_exception_in_child_writes_and_exits_1(tmp_path: Path) -> None:
     trace = read_trace(_final(tmp_path))  # written at exit by the atexit hook
     assert "aten::mm" in names(trace)
     assert read_manifest(tmp_path)["status"].startswith("complete")
+
+
+EMULATED_LOOP = """
+import hpusim
+hpusim.enable(mode="lazy")
+import torch
+import habana_frameworks.torch.core as htcore
+from hpuprof.capture.profiler import HPUProfiler
+prof = HPUProfiler({out!r}, backend="emulated").start()
+x = torch.ones(8, 8).to("hpu")
+for i in range(100000):
+    x = (x @ x) * 0.1
+    htcore.mark_step()
+    prof.step()
+    if i == 5:
+        print("ready", flush=True)
+"""
+
+
+def test_kill_9_emulated_keeps_streamed_chunks(tmp_path: Path) -> None:
+    pytest.importorskip("hpusim")
+    child = spawn(EMULATED_LOOP.format(out=str(tmp_path)))
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == b"ready"
+    child.kill()
+    assert child.wait(60) == -signal.SIGKILL
+    [incomplete] = read_manifest(tmp_path)["incomplete"]
+    data = orjson.loads((tmp_path / incomplete).read_bytes())
+    assert data["hpuprof"]["device_time"] == "modeled"
+    events = data["traceEvents"]
+    assert sum(e["name"].startswith("ProfilerStep#") for e in events) >= 6
+    assert any(e.get("args", {}).get("hpuprof.event") == "compile" for e in events)
+    assert any(e.get("pid") == 0 and e.get("ph") == "X" for e in events)  # device lanes
