@@ -75,18 +75,20 @@ class DiffReport:
 
 
 def events_with_steps(ev: pd.DataFrame) -> pd.Series:
-    """Step of each event; device events without one take their launcher's (correlation)."""
+    """Step of each event like HTA's `add_iteration`: host events by their ProfilerStep window;
+    device events by the step of the host event that launched them (correlation), and NO_ID
+    when that launch is not in the trace (the loader would place them by start time)."""
     step = ev["step"].to_numpy(dtype=np.int64).copy()
     dev = ev["is_device"].to_numpy(dtype=bool)
     corr = ev["correlation"].to_numpy()
-    need = dev & (step == NO_ID) & (corr != NO_ID)
+    rank = ev["rank"].to_numpy()
+    step[dev] = NO_ID
+    need = dev & (corr != NO_ID)
     if need.any():
-        host = ~dev & (corr != NO_ID) & (step != NO_ID)
-        lookup = pd.Series(
-            step[host], index=pd.MultiIndex.from_arrays([ev["rank"].to_numpy()[host], corr[host]])
-        )
+        host = ~dev & (corr != NO_ID)
+        lookup = pd.Series(step[host], index=pd.MultiIndex.from_arrays([rank[host], corr[host]]))
         lookup = lookup[~lookup.index.duplicated()]
-        got = lookup.reindex(pd.MultiIndex.from_arrays([ev["rank"].to_numpy()[need], corr[need]]))
+        got = lookup.reindex(pd.MultiIndex.from_arrays([rank[need], corr[need]]))
         step[need] = got.fillna(NO_ID).to_numpy(dtype=np.int64)
     return pd.Series(step, index=ev.index)
 
