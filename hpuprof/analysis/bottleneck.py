@@ -128,7 +128,12 @@ class IdleCauseRow:
 
 @dataclass(frozen=True)
 class OpRow:
-    """An op name aggregated (ns)."""
+    """An op name aggregated (ns).
+
+    Host ops count like torch's `key_averages()`: an op directly inside an op of the same
+    name is part of that call (not a second call, its time not counted twice in `total_ns`);
+    `self_ns` is duration minus direct children. Checked against key_averages in the tests.
+    """
 
     name: str
     count: int
@@ -355,15 +360,21 @@ def _top_ops(
     host_rows: list[OpRow] = []
     if not host.empty:
         codes, names = factor(host["name"])
+        # like key_averages (EventList._remove_dup_nodes): an op directly inside an op of the
+        # same name is one call; its self time counts, its duration is not counted twice
+        ppos = host.index.get_indexer(pd.Index(host["parent"].to_numpy()))
+        nested = (ppos >= 0) & (codes[np.maximum(ppos, 0)] == codes)
+        dur = host["dur_ns"].to_numpy()
         h = pd.DataFrame(
             {
                 "name": codes,
-                "dur": host["dur_ns"].to_numpy(),
+                "dur": np.where(nested, 0, dur),
+                "calls": (~nested).astype(np.int64),
                 "self": self_time(ev, host).to_numpy(),
             }
         )
         g = h.groupby("name").agg(
-            count=("dur", "size"), total=("dur", "sum"), slf=("self", "sum"), mx=("dur", "max")
+            count=("calls", "sum"), total=("dur", "sum"), slf=("self", "sum"), mx=("dur", "max")
         )
         g = g.sort_values(["slf", "total"], ascending=False).head(top_n)
         g.index = names[g.index.to_numpy()]
