@@ -44,11 +44,28 @@ def reset_stats() -> None:
     except ImportError:  # pragma: no cover
         return
     _seen_breaks.update(counters["graph_break"])
+    _seen_breaks.update(counters["unimplemented"])
 
 
 def graph_op_count(gm: Any) -> int:
     """Ops of an FX graph: call_function / call_method / call_module nodes."""
     return sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
+
+
+def is_dynamic(gm: Any) -> bool:
+    """Whether dynamo traced the graph with symbolic sizes (automatic dynamic shapes)."""
+    import torch
+
+    for n in gm.graph.nodes:
+        if n.op != "placeholder":
+            continue
+        val = n.meta.get("example_value")
+        if isinstance(val, torch.SymInt):
+            return True
+        shape = getattr(val, "shape", ())
+        if any(isinstance(d, torch.SymInt) for d in shape):
+            return True
+    return False
 
 
 def _recompile_reason() -> str | None:
@@ -84,7 +101,9 @@ def _record_graph_breaks(rt: Any) -> None:
     from torch._dynamo.utils import counters
 
     now = perf_counter_ns()
-    for reason, n in list(counters["graph_break"].items()):
+    # torch 2.13 counts a graph break's reason under "unimplemented" (older: "graph_break")
+    items = [*counters["graph_break"].items(), *counters["unimplemented"].items()]
+    for reason, n in items:
         new = n - _seen_breaks.get(reason, 0)
         if new <= 0:
             continue
@@ -98,7 +117,13 @@ def _record_graph_breaks(rt: Any) -> None:
                     now,
                     0,
                     mode=3,
-                    payload={"hpuprof.cause": {"kind": "graph_break", "text": str(reason)}},
+                    payload={
+                        "hpuprof.cause": {
+                            "kind": "graph_break",
+                            "text": str(reason).split("\n", 1)[0],
+                            "detail": str(reason),
+                        }
+                    },
                 )
 
 
@@ -146,12 +171,7 @@ def hpu_backend(gm: Any, example_inputs: list[Any], **kwargs: Any) -> Any:
                 "hpuprof.graph_ops": n_ops,
                 "hpuprof.compile_id": compile_id,
                 "hpuprof.frame": frame,
-                "hpuprof.dynamic": any(
-                    not isinstance(s, int)
-                    for t in example_inputs
-                    if hasattr(t, "shape")
-                    for s in t.shape
-                ),
+                "hpuprof.dynamic": is_dynamic(gm),
             },
         )
     return compiled
@@ -277,8 +297,9 @@ def install() -> None:
 def uninstall() -> None:
     """Unregister the backend (scripts then fail like on a machine without the bridge)."""
     try:
-        from torch._dynamo.backends.registry import _COMPILER_FNS
+        from torch._dynamo.backends.registry import _BACKENDS, _COMPILER_FNS
     except ImportError:  # pragma: no cover
         return
     _COMPILER_FNS.pop(BACKEND_NAME, None)
+    _BACKENDS.pop(BACKEND_NAME, None)
     _registered[0] = False

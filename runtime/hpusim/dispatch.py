@@ -26,6 +26,8 @@ from hpusim.tensor import _DISPATCH, HpuTensor
 aten = torch.ops.aten
 _current_node = torch._C._current_autograd_node
 _get_tid = threading.get_native_id
+_fake_mode = torch._C._get_dispatch_mode
+_FAKE = torch._C._TorchDispatchModeKey.FAKE
 
 MIXED_DEVICE_ERROR: Final = (
     "Expected all tensors to be on the same device, but found at least two devices, hpu:0 and cpu!"
@@ -477,6 +479,8 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         ukw = kwargs
         key = (info.overload, sig)
 
+    if _fake_mode(_FAKE) is not None:  # dynamo / AOT tracing on fake tensors: no device work
+        return wrap(func(*uargs, **ukw), info, args, kwargs, H)
     if info.is_copy:
         copied = _cross_device_copy(args, uargs, t0)
         if copied is not None:
