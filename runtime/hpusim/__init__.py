@@ -73,14 +73,15 @@ def is_enabled() -> bool:
     return state.RT is not None
 
 
-def enable(mode: str | None = None, device: str = "gaudi2", *, record: bool = True) -> None:
+def enable(mode: str | None = None, device: str = "gaudi2", *, record: bool = False) -> None:
     """Install the emulated HPU. Idempotent when called again with the same settings.
 
     Args:
         mode: "lazy" or "eager"; None reads `PT_HPU_LAZY_MODE` like the bridge (1 = lazy,
             default eager).
         device: device profile, `gaudi2` or `gaudi3`.
-        record: initial value of `get_sink().recording`.
+        record: initial value of `get_sink().recording`. Off by default so an unprofiled run
+            accumulates no events; a profiler switches it on and drains the sink.
     """
     from hpusim import state
 

@@ -121,7 +121,7 @@ class Sink:
     the emulated device is driven from the thread that owns the tensors (backward included)."""
 
     def __init__(self) -> None:
-        self.recording: bool = True
+        self.recording: bool = False
         self._strings: list[str] = [""]
         self._ids: dict[str, int] = {"": 0}
         self._lock = threading.Lock()
@@ -360,5 +360,6 @@ _SINK = Sink()
 
 
 def get_sink() -> Sink:
-    """The process-wide sink (recording is on by default; set `.recording = False` to stop)."""
+    """The process-wide sink. Recording is off until switched on (`.recording = True`, or
+    `hpusim.enable(record=True)`): a profiler turns it on and drains the sink as it goes."""
     return _SINK
