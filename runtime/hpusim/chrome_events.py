@@ -239,7 +239,7 @@ def to_chrome_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[
                         "args": rargs,
                     }
                 )
-            if hev == "launch" and corr >= 0:
+            if hev in ("launch", "fallback") and corr >= 0:
                 out.append(_flow_start(corr, pid, batch.tid[i], ts))
     return out
 

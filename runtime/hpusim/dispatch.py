@@ -663,9 +663,20 @@ def _after_fallback(
     publish(EventId.CPU_FALLBACK, [("op_name", op)])
     if rt.flags.fallback_log:
         rt.log.fallback(info.label.split("::", 1)[-1], fb.dtype_token(_first_dtype(sig)))
+    # the bridge copies the inputs to the host, runs the op there and copies the results back:
+    # model both copies on the DMA engine (the host waits for the first one)
+    tl = rt.timeline
+    in_bytes = cost.nbytes - cost.out_bytes
+    d2h_dur = tl.transfer(in_bytes)
+    d2h_start = tl.schedule(ENGINE_DMA, t0, d2h_dur)
+    h2d_dur = tl.transfer(cost.out_bytes)
+    h2d_start = tl.schedule(ENGINE_DMA, max(t1, d2h_start + d2h_dur), h2d_dur)
     if rec:
         module = rt.module_stack[-1] if rt.module_stack else 0
-        rt.sink.runtime(
+        corr = rt.next_corr
+        rt.next_corr += 1
+        sink = rt.sink
+        sink.runtime(
             "fallback",
             f"cpu fallback {op}",
             t0,
@@ -673,12 +684,19 @@ def _after_fallback(
             module=module,
             phase=phase_code(),
             mode=rt.mode_code,
+            corr=corr,
             payload={
                 "hpuprof.op": op,
                 "hpuprof.fallback": True,
                 "hpuprof.sync_reason": "cpu fallback",
+                "hpuprof.modeled_wait_ns": max(0, d2h_start + d2h_dur - t0),
             },
         )
+        for label, start, dur, nbytes in (
+            ("Memcpy DtoH (cpu fallback)", d2h_start, d2h_dur, in_bytes),
+            ("Memcpy HtoD (cpu fallback)", h2d_start, h2d_dur, cost.out_bytes),
+        ):
+            sink.device(sink.intern(label), ENGINE_DMA, start, dur, -1, corr, 0, nbytes)
 
 
 def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int, rec: bool) -> tuple[int, int, int]:

@@ -25,8 +25,12 @@ def test_missing_op_falls_back_and_is_counted(hpu: Any) -> None:
     assert torch.equal(y.cpu(), torch.digamma(x.cpu()))
     stats = dict(metric_global("cpu_fallback").stats())
     assert stats == {"TotalNumber": 3, "FallbackOps": {"aten::digamma": 3}}
-    events = runtime_events(get_sink().drain(), "fallback")
+    batch = get_sink().drain()
+    events = runtime_events(batch, "fallback")
     assert len(events) == 3 and events[0]["hpuprof.op"] == "aten::digamma"
+    copies = [batch.strings[batch.name[i]] for i in range(len(batch)) if batch.kind[i] == 2]
+    assert copies.count("Memcpy DtoH (cpu fallback)") == 3  # modeled copies to host and back
+    assert copies.count("Memcpy HtoD (cpu fallback)") == 3
 
 
 def test_supported_ops_do_not_fall_back(hpu: Any) -> None:
