@@ -18,326 +18,30 @@ from __future__ import annotations
 import gc
 import re
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import numpy as np
-import pyarrow as pa
-from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
+from hpuprof.trace.columns import ColumnBuilder, Event, RawColumns
 from hpuprof.trace.model import Trace
 from hpuprof.trace.rawio import BlockStream
-from hpuprof.trace.schema import ARG_KEYS, NO_ID
 
 CHUNK_BYTES = 1 << 23
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _TRACE_EVENTS_KEY = b'"traceEvents"'
 _WS = b" \t\r\n"
 _MAX_CUT_TRIES = 64
-_INT64_MAX = (1 << 63) - 1
-_UINT64_LIMIT = 1 << 64
 _VALIDATION_PATH = re.compile(r"`\$\[(\d+)\]((?:\.[^`]*)?)`")
 _BYTE_POSITION = re.compile(r"\(byte (\d+)\)")
 
 
-class _Event(msgspec.Struct, gc=False):
-    ph: str = ""
-    name: str = ""
-    cat: str = ""
-    pid: int | str = ""
-    tid: int | str = ""
-    ts: float | None = None
-    dur: float | None = None
-    id: Any = None
-    bp: str = ""
-    args: msgspec.Raw = msgspec.Raw(b"")
-
-
-class _Args(
-    msgspec.Struct,
-    gc=False,
-    rename={
-        "external_id": "External id",
-        "input_dims": "Input Dims",
-        "input_types": "Input type",
-        "recipe_id": "recipeId",
-        **ARG_KEYS,
-    },
-):
-    """The args keys the model reads; everything else stays in the raw `args` bytes."""
-
-    external_id: Any = None
-    correlation: Any = None
-    stream: Any = None
-    device: Any = None
-    input_dims: msgspec.Raw = msgspec.Raw(b"")
-    input_types: msgspec.Raw = msgspec.Raw(b"")
-    recipe_id: Any = None
-    mode: Any = None
-    module: Any = None
-    phase: Any = None
-    graph_id: Any = None
-    hpu_event: Any = None
-    flush_reason: Any = None
-    fallback: Any = None
-
-
-_ARG_FIELDS = tuple(_Args.__struct_fields__)
-_EMPTY_ARGS = _Args()
-_EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
-_ARGS_DECODER = msgspec.json.Decoder(_Args)
+_EVENTS_DECODER = msgspec.json.Decoder(list[Event])
 _ANY_DECODER = msgspec.json.Decoder()
-
-
-# --- interning ---------------------------------------------------------------------------------
-
-
-class Interner:
-    """Map values to dense integer codes across chunks (the categories of a column)."""
-
-    def __init__(self) -> None:
-        self.index: dict[Any, int] = {}
-        self.values: list[Any] = []
-
-    def codes(self, values: Iterable[Any]) -> NDArray[np.int32]:
-        index = self.index
-        before = len(index)
-        codes = [index.setdefault(v, len(index)) for v in values]
-        if len(index) > before:
-            self.values.extend(list(index)[before:])
-        return np.array(codes, dtype=np.int32)
-
-
-@dataclass(frozen=True)
-class Coded:
-    """A column as integer codes into `categories` (text)."""
-
-    codes: NDArray[np.int32]
-    categories: list[str]
-
-    def values(self) -> NDArray[np.object_]:
-        return np.asarray(self.categories, dtype=object)[self.codes]
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
-
-
-def _finish(codes: NDArray[np.int32], interner: Interner, convert: Any = _text) -> Coded:
-    """Turn interned raw values into text categories, merging values with the same text."""
-    texts = [convert(v) for v in interner.values]
-    unique: dict[str, int] = {}
-    remap = np.array([unique.setdefault(t, len(unique)) for t in texts], dtype=np.int32)
-    if len(unique) == len(texts):
-        return Coded(codes, texts)
-    return Coded(remap[codes] if len(codes) else codes, list(unique))
-
-
-def _compact_json(raw: Any) -> str:
-    if not raw:
-        return ""
-    try:
-        return msgspec.json.encode(_ANY_DECODER.decode(raw)).decode()
-    except msgspec.DecodeError:
-        return bytes(raw).decode("utf-8", "replace")
-
-
-def to_int64_ids(values: list[Any]) -> NDArray[np.int64]:
-    """Integer ids as int64, NO_ID when missing.
-
-    uint64 values above int64 max are stored as their two's-complement int64 (lossless, and
-    the raw value stays in `args`); text ids are parsed (`"0x1f"` too); anything else is NO_ID.
-    """
-    try:
-        return np.array([NO_ID if v is None else v for v in values], dtype=np.int64)
-    except (OverflowError, TypeError, ValueError):
-        return np.array([_one_id(v) for v in values], dtype=np.int64)
-
-
-def _one_id(value: Any) -> int:
-    if isinstance(value, bool) or value is None:
-        return NO_ID
-    if isinstance(value, str):
-        try:
-            value = int(value)
-        except ValueError:
-            try:
-                value = int(value, 0)
-            except ValueError:
-                return NO_ID
-    if isinstance(value, float):
-        if value != value or abs(value) >= _UINT64_LIMIT:
-            return NO_ID
-        value = int(value)
-    if not isinstance(value, int) or not -_INT64_MAX - 1 <= value < _UINT64_LIMIT:
-        return NO_ID
-    return value - _UINT64_LIMIT if value > _INT64_MAX else value
-
-
-# --- the raw columns of one file ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RawColumns:
-    """Every event of one file in file order, before normalization (times still in µs)."""
-
-    ph: Coded
-    name: Coded
-    cat: Coded
-    pid: Coded
-    tid: Coded
-    ts_us: NDArray[np.float64]
-    dur_us: NDArray[np.float64]
-    flow_id: Coded
-    bp: Coded
-    args: pa.ChunkedArray
-    external_id: NDArray[np.int64]
-    correlation: NDArray[np.int64]
-    stream: NDArray[np.int64]
-    device: NDArray[np.int64]
-    input_dims: Coded
-    input_types: Coded
-    recipe_id: Coded
-    mode: Coded
-    module: Coded
-    phase: Coded
-    graph_id: Coded
-    hpu_event: Coded
-    flush_reason: Coded
-    fallback: NDArray[np.int8]
-    side_args: Mapping[int, bytes]
-    """Raw args of `M` and `C` events by row (decoded as dicts by the normalizer)."""
-
-    def __len__(self) -> int:
-        return len(self.ts_us)
-
-
-_CODED_EVENT = ("ph", "name", "cat", "pid", "tid", "flow_id", "bp")
-_CODED_ARGS = (
-    "input_dims",
-    "input_types",
-    "recipe_id",
-    "mode",
-    "module",
-    "phase",
-    "graph_id",
-    "hpu_event",
-    "flush_reason",
-)
-_ID_ARGS = ("external_id", "correlation", "stream", "device")
-
-
-class _ColumnBuilder:
-    """Accumulates decoded chunks as column pieces."""
-
-    def __init__(self) -> None:
-        self.interners = {name: Interner() for name in _CODED_EVENT + _CODED_ARGS}
-        self.pieces: dict[str, list[NDArray[Any]]] = {
-            name: [] for name in (*_CODED_EVENT, *_CODED_ARGS, *_ID_ARGS, "ts", "dur", "fallback")
-        }
-        self.args: list[pa.Array] = []
-        self.side_args: dict[int, bytes] = {}
-        self.rows = 0
-
-    def add(self, events: list[_Event]) -> None:
-        if not events:
-            return
-        n = len(events)
-        ph = [e.ph for e in events]
-        name = [e.name for e in events]
-        cat = [e.cat for e in events]
-        pid = [e.pid for e in events]
-        tid = [e.tid for e in events]
-        ts = [e.ts for e in events]
-        dur = [e.dur for e in events]
-        fid = [e.id for e in events]
-        bp = [e.bp for e in events]
-        args = [e.args for e in events]
-        code = self._code
-        ph_codes = code("ph", ph)
-        code("name", name)
-        code("cat", cat)
-        code("pid", pid)
-        code("tid", tid)
-        code("flow_id", fid)
-        code("bp", bp)
-        self.pieces["ts"].append(np.array(ts, dtype=np.float64))
-        self.pieces["dur"].append(np.array(dur, dtype=np.float64))
-
-        lengths = np.fromiter(map(len, args), dtype=np.int64, count=n)
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        data = b"".join(args)
-        self.args.append(
-            pa.LargeBinaryArray.from_buffers(
-                pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-            )
-        )
-        side = [self.interners["ph"].index.get(p) for p in ("M", "C")]
-        side_codes = [c for c in side if c is not None]
-        if side_codes:
-            for i in np.flatnonzero(np.isin(ph_codes, side_codes)).tolist():
-                self.side_args[self.rows + i] = bytes(args[i])
-
-        present = np.flatnonzero(lengths)
-        parsed = _ARGS_DECODER.decode_lines(b"\n".join(args))
-        if len(present) != n:
-            full: list[_Args] = [_EMPTY_ARGS] * n
-            for i, value in zip(present.tolist(), parsed, strict=True):
-                full[i] = value
-            parsed = full
-        columns = [[getattr(p, field) for p in parsed] for field in _ARG_FIELDS]
-        for field, values in zip(_ARG_FIELDS, columns, strict=True):
-            if field in _ID_ARGS:
-                self.pieces[field].append(to_int64_ids(list(values)))
-            elif field == "fallback":
-                self.pieces[field].append(
-                    np.array([-1 if v is None else int(bool(v)) for v in values], dtype=np.int8)
-                )
-            elif field in ("input_dims", "input_types"):
-                code(field, map(bytes, values))
-            else:
-                code(field, values)
-        self.rows += n
-
-    def _code(self, field: str, values: Any) -> NDArray[np.int32]:
-        codes = self.interners[field].codes(values)
-        self.pieces[field].append(codes)
-        return codes
-
-    def finish(self) -> RawColumns:
-        def cat(field: str) -> NDArray[Any]:
-            parts = self.pieces[field]
-            return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
-
-        coded: dict[str, Coded] = {}
-        for field in _CODED_EVENT + _CODED_ARGS:
-            convert = _compact_json if field in ("input_dims", "input_types") else _text
-            coded[field] = _finish(cat(field).astype(np.int32), self.interners[field], convert)
-        ids = {f: cat(f).astype(np.int64) for f in _ID_ARGS}
-        chunks = self.args or [pa.array([], pa.large_binary())]
-        fields: dict[str, Any] = {**coded, **ids}
-        return RawColumns(
-            ts_us=cat("ts").astype(np.float64),
-            dur_us=cat("dur").astype(np.float64),
-            args=pa.chunked_array(chunks, type=pa.large_binary()),
-            fallback=cat("fallback").astype(np.int8),
-            side_args=self.side_args,
-            **fields,
-        )
 
 
 # --- cutting the events array into chunks ------------------------------------------------------
@@ -360,7 +64,7 @@ class _Reader:
         self.buf = b""
         self.base = 0  # absolute offset of buf[0]
         self.eof = False
-        self.builder = _ColumnBuilder()
+        self.builder = ColumnBuilder()
         self.events_seen = 0
 
     # buffer management

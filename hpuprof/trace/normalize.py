@@ -28,7 +28,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
-from hpuprof.trace.kineto_json import Coded, RawColumns
+from hpuprof.trace.columns import Coded, RawColumns, to_int64_ids
 from hpuprof.trace.model import Trace
 from hpuprof.trace.nesting import enclosing, lane_bounds, nest
 from hpuprof.trace.schema import (
@@ -329,11 +329,7 @@ class _Normalizer:
             "hpu_event": categorical(raw.hpu_event.codes[rows], raw.hpu_event.categories),
             "flush_reason": categorical(raw.flush_reason.codes[rows], raw.flush_reason.categories),
             "fallback": fallback,
-            "args": pd.arrays.ArrowExtensionArray(
-                pa.chunked_array(args.chunks, type=pa.large_binary())
-                if isinstance(args, pa.ChunkedArray)
-                else pa.chunked_array([args])
-            ),
+            "args": pd.arrays.ArrowExtensionArray(pa.chunked_array([args])),
         }
         assert list(columns) == list(EVENT_COLUMNS)
         return pd.DataFrame(columns, copy=False)
@@ -563,9 +559,11 @@ def _step_number(name: str) -> int:
 
 def _flow_ints(values: Sequence[str]) -> NDArray[np.int64]:
     """Flow ids (text) as int64 correlation keys; NO_ID for "" and non-numeric ids."""
-    from hpuprof.trace.kineto_json import to_int64_ids
-
-    return to_int64_ids([v if v != "" else None for v in values] or [None])
+    texts = np.array([v if v != "" else str(NO_ID) for v in values] or [str(NO_ID)], dtype=object)
+    try:
+        return texts.astype(np.int64)  # decimal ids in int64 range: parsed in C
+    except (OverflowError, ValueError):
+        return to_int64_ids([v if v != "" else None for v in values])
 
 
 def _decode_args(raw: bytes) -> dict[str, Any]:

@@ -1,0 +1,378 @@
+"""Decoded event chunks -> raw columns (`RawColumns`), with no Python call per event.
+
+The chunk decoder hands over a list of msgspec Structs. Each chunk is transposed in C
+(`zip(*map(astuple, events))`), numbers go straight to numpy, strings are interned with one
+`set` pass and one `map(dict.__getitem__)` pass (both C loops), JSON fragments kept as
+`msgspec.Raw` are joined into one buffer and dictionary-encoded by pyarrow, and the raw
+`args` become one Arrow binary array per chunk built from buffers. Columns whose values are
+all absent in a chunk (most hpuprof keys in a CUDA trace) cost one `tuple.count` and no more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+from msgspec.structs import astuple
+from numpy.typing import NDArray
+
+from hpuprof.trace.schema import ARG_KEYS, NO_ID
+
+_INT64_MAX = (1 << 63) - 1
+_UINT64_LIMIT = 1 << 64
+_EMPTY_RAW = msgspec.Raw(b"")
+
+
+class Event(msgspec.Struct, gc=False):
+    """One Chrome-trace event as decoded; `args` stays the exact JSON bytes."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    pid: int | str = ""
+    tid: int | str = ""
+    ts: float | None = None
+    dur: float | None = None
+    id: Any = None
+    bp: str = ""
+    args: msgspec.Raw = _EMPTY_RAW
+
+
+class Args(
+    msgspec.Struct,
+    gc=False,
+    rename={
+        "external_id": "External id",
+        "input_dims": "Input Dims",
+        "input_types": "Input type",
+        "recipe_id": "recipeId",
+        **ARG_KEYS,
+    },
+):
+    """The args keys the model reads; everything else stays in the raw `args` bytes."""
+
+    external_id: Any = None
+    correlation: Any = None
+    stream: Any = None
+    device: Any = None
+    input_dims: msgspec.Raw = _EMPTY_RAW
+    input_types: msgspec.Raw = _EMPTY_RAW
+    recipe_id: Any = None
+    mode: Any = None
+    module: Any = None
+    phase: Any = None
+    graph_id: Any = None
+    hpu_event: Any = None
+    flush_reason: Any = None
+    fallback: Any = None
+
+
+EVENT_FIELDS: tuple[str, ...] = Event.__struct_fields__
+ARG_FIELDS: tuple[str, ...] = Args.__struct_fields__
+ARGS_DECODER = msgspec.json.Decoder(Args)
+_ANY_DECODER = msgspec.json.Decoder()
+
+CODED_EVENT = ("ph", "name", "cat", "pid", "tid", "flow_id", "bp")
+RAW_ARGS = ("input_dims", "input_types")
+CODED_ARGS: tuple[str, ...] = (*RAW_ARGS, "recipe_id", "mode", "module", "phase", "graph_id")
+CODED_ARGS += ("hpu_event", "flush_reason")
+ID_ARGS = ("external_id", "correlation", "stream", "device")
+_FLOW_PHASES = ("s", "t", "f")
+_SIDE_PHASES = ("M", "C")
+
+
+# --- interning ---------------------------------------------------------------------------------
+
+
+class Interner:
+    """Map values to dense integer codes across chunks (the categories of a column).
+
+    Code 0 is the column's absent value, so a chunk without the column is all zeros.
+    """
+
+    def __init__(self, absent: Any) -> None:
+        self.index: dict[Any, int] = {absent: 0}
+        self.values: list[Any] = [absent]
+
+    def code(self, value: Any) -> int:
+        found = self.index.get(value)
+        if found is None:
+            found = self.index[value] = len(self.values)
+            self.values.append(value)
+        return found
+
+    def codes(self, values: Sequence[Any]) -> NDArray[np.int32]:
+        index = self.index
+        for value in set(values).difference(index):
+            index[value] = len(self.values)
+            self.values.append(value)
+        return np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values))
+
+    def raw_codes(self, values: Sequence[msgspec.Raw]) -> NDArray[np.int32]:
+        """Codes of JSON fragments (interned by their bytes), encoded by pyarrow."""
+        local = binary_array(values).dictionary_encode()
+        remap = np.array([self.code(v) for v in local.dictionary.to_pylist()], dtype=np.int32)
+        indices = local.indices.to_numpy(zero_copy_only=False)
+        return remap[indices] if len(remap) else np.zeros(len(values), dtype=np.int32)
+
+
+def binary_array(values: Sequence[Any]) -> pa.LargeBinaryArray:
+    """One Arrow array over byte-like values (bytes, `msgspec.Raw`), built from two buffers."""
+    n = len(values)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=n), out=offsets[1:])
+    data = b"".join(values)
+    return pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+@dataclass(frozen=True)
+class Coded:
+    """A column as integer codes into `categories` (text)."""
+
+    codes: NDArray[np.int32]
+    categories: list[str]
+
+    def values(self) -> NDArray[np.object_]:
+        return np.asarray(self.categories, dtype=object)[self.codes]
+
+
+def text(value: Any) -> str:
+    """The text of a raw JSON value as the model stores it ("" for absent)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def compact_json(raw: Any) -> str:
+    """A JSON fragment re-encoded compactly ("" for none), or its text if it is not JSON."""
+    if not raw:
+        return ""
+    try:
+        return msgspec.json.encode(_ANY_DECODER.decode(raw)).decode()
+    except msgspec.DecodeError:
+        return bytes(raw).decode("utf-8", "replace")
+
+
+def finish_coded(codes: NDArray[np.int32], interner: Interner, convert: Any = text) -> Coded:
+    """Turn interned raw values into text categories, merging values with the same text."""
+    values = interner.values
+    if convert is text and set(map(type, values[1:])) <= {str, int}:
+        texts = [text(values[0]), *map(str, values[1:])]  # str() in C, no call per value
+    else:
+        texts = [convert(v) for v in values]
+    if len(set(texts)) == len(texts):
+        return Coded(codes, texts)
+    unique: dict[str, int] = {}
+    remap = np.array([unique.setdefault(t, len(unique)) for t in texts], dtype=np.int32)
+    return Coded(remap[codes] if len(codes) else codes, list(unique))
+
+
+def to_int64_ids(values: Sequence[Any]) -> NDArray[np.int64]:
+    """Integer ids as int64, NO_ID when missing.
+
+    uint64 values above int64 max are stored as their two's-complement int64 (lossless, and
+    the raw value stays in `args`); text ids are parsed (`"0x1f"` too); anything else is NO_ID.
+    """
+    n = len(values)
+    if values.count(None) == n:
+        return np.full(n, NO_ID, dtype=np.int64)
+    try:
+        array = pa.array(values)
+    except (OverflowError, TypeError, ValueError, pa.ArrowException):
+        array = None
+    if array is not None and array.type == pa.int64():
+        return np.asarray(array.fill_null(NO_ID).to_numpy(), dtype=np.int64)
+    return np.fromiter(map(_one_id, values), dtype=np.int64, count=n)
+
+
+def _one_id(value: Any) -> int:
+    if isinstance(value, bool) or value is None:
+        return NO_ID
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            try:
+                value = int(value, 0)
+            except ValueError:
+                return NO_ID
+    if isinstance(value, float):
+        if value != value or abs(value) >= _UINT64_LIMIT:
+            return NO_ID
+        value = int(value)
+    if not isinstance(value, int) or not -_INT64_MAX - 1 <= value < _UINT64_LIMIT:
+        return NO_ID
+    return value - _UINT64_LIMIT if value > _INT64_MAX else value
+
+
+def _flags(values: Sequence[Any]) -> NDArray[np.int8]:
+    """-1 absent, 0 false, 1 true."""
+    return np.fromiter(
+        (-1 if v is None else int(bool(v)) for v in values), dtype=np.int8, count=len(values)
+    )
+
+
+# --- the raw columns of one file ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RawColumns:
+    """Every event of one file in file order, before normalization (times still in µs)."""
+
+    ph: Coded
+    name: Coded
+    cat: Coded
+    pid: Coded
+    tid: Coded
+    ts_us: NDArray[np.float64]
+    dur_us: NDArray[np.float64]
+    flow_id: Coded
+    bp: Coded
+    args: pa.LargeBinaryArray
+    """Every event's exact args bytes, in one contiguous buffer (b"" when none)."""
+    external_id: NDArray[np.int64]
+    correlation: NDArray[np.int64]
+    stream: NDArray[np.int64]
+    device: NDArray[np.int64]
+    input_dims: Coded
+    input_types: Coded
+    recipe_id: Coded
+    mode: Coded
+    module: Coded
+    phase: Coded
+    graph_id: Coded
+    hpu_event: Coded
+    flush_reason: Coded
+    fallback: NDArray[np.int8]
+    side_args: Mapping[int, bytes]
+    """Raw args of `M` and `C` events by row (decoded as dicts by the normalizer)."""
+
+    def __len__(self) -> int:
+        return len(self.ts_us)
+
+
+class ColumnBuilder:
+    """Accumulates decoded chunks as column pieces (numpy / Arrow, never Python lists)."""
+
+    def __init__(self) -> None:
+        absent: dict[str, Any] = {"flow_id": None, "pid": "", "tid": ""}
+        absent.update({name: b"" for name in RAW_ARGS})
+        self.interners = {
+            name: Interner(absent.get(name, "" if name in CODED_EVENT else None))
+            for name in CODED_EVENT + CODED_ARGS
+        }
+        self.pieces: dict[str, list[NDArray[Any]]] = {
+            name: [] for name in (*CODED_EVENT, *CODED_ARGS, *ID_ARGS, "ts", "dur", "fallback")
+        }
+        self.args_data = bytearray()  # grows in place (mremap), never a second copy
+        self.args_lengths: list[NDArray[np.int64]] = []
+        self.side_args: dict[int, bytes] = {}
+        self.rows = 0
+
+    def add(self, events: list[Event]) -> None:
+        """Append one decoded chunk; raises `msgspec.MsgspecError` for args that are no object."""
+        n = len(events)
+        if not n:
+            return
+        ph, name, cat, pid, tid, ts, dur, fid, bp, args = zip(*map(astuple, events), strict=True)
+        ph_codes = self._code("ph", ph)
+        for field, values in (("name", name), ("cat", cat), ("pid", pid), ("tid", tid)):
+            self._code(field, values)
+        self.pieces["ts"].append(np.array(ts, dtype=np.float64))
+        self.pieces["dur"].append(np.array(dur, dtype=np.float64))
+        self._flow_columns(ph_codes, fid, bp)
+        lengths = np.fromiter(map(len, args), dtype=np.int64, count=n)
+        data = b"".join(args)
+        self.args_data += data
+        self.args_lengths.append(lengths)
+        self._side_args(ph_codes, args)
+        self._args_columns(data, np.flatnonzero(lengths), n)
+        self.rows += n
+
+    def _rows_with(self, ph_codes: NDArray[np.int32], phases: tuple[str, ...]) -> NDArray[Any]:
+        index = self.interners["ph"].index
+        wanted = [index[p] for p in phases if p in index]
+        if not wanted:
+            return np.empty(0, dtype=np.int64)
+        return np.flatnonzero(np.isin(ph_codes, wanted))
+
+    def _flow_columns(self, ph_codes: NDArray[np.int32], fid: tuple[Any, ...], bp: Any) -> None:
+        """Flow ids and bindings matter only on flow events: intern just those rows."""
+        rows = self._rows_with(ph_codes, _FLOW_PHASES)
+        for field, values in (("flow_id", fid), ("bp", bp)):
+            codes = np.zeros(len(ph_codes), dtype=np.int32)
+            if len(rows):
+                codes[rows] = self.interners[field].codes([values[i] for i in rows.tolist()])
+            self.pieces[field].append(codes)
+
+    def _side_args(self, ph_codes: NDArray[np.int32], args: tuple[msgspec.Raw, ...]) -> None:
+        for i in self._rows_with(ph_codes, _SIDE_PHASES).tolist():
+            self.side_args[self.rows + i] = bytes(args[i])
+
+    def _args_columns(self, data: bytes, present: NDArray[np.int64], n: int) -> None:
+        """Decode the keys the model reads from the chunk's args (their concatenated bytes:
+        one JSON value after another) and scatter them to their rows."""
+        parsed = ARGS_DECODER.decode_lines(data) if len(present) else []
+        if len(parsed) != len(present):
+            raise msgspec.ValidationError("an args object on each line")
+        columns = zip(*map(astuple, parsed), strict=True) if parsed else [()] * len(ARG_FIELDS)
+        for field, values in zip(ARG_FIELDS, columns, strict=True):
+            absent = _EMPTY_RAW if field in RAW_ARGS else None
+            full = np.full(n, -1 if field == "fallback" else NO_ID if field in ID_ARGS else 0)
+            if values.count(absent) == len(values):
+                self.pieces[field].append(full)
+                continue
+            if field in ID_ARGS:
+                full[present] = to_int64_ids(values)
+            elif field == "fallback":
+                full[present] = _flags(values)
+            elif field in RAW_ARGS:
+                full[present] = self.interners[field].raw_codes(values)
+            else:
+                full[present] = self.interners[field].codes(values)
+            self.pieces[field].append(full)
+
+    def _code(self, field: str, values: Sequence[Any]) -> NDArray[np.int32]:
+        codes = self.interners[field].codes(values)
+        self.pieces[field].append(codes)
+        return codes
+
+    def finish(self) -> RawColumns:
+        def joined(field: str, dtype: Any) -> NDArray[Any]:
+            parts = self.pieces[field]
+            return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype)
+
+        coded: dict[str, Coded] = {}
+        for field in CODED_EVENT + CODED_ARGS:
+            convert = compact_json if field in RAW_ARGS else text
+            coded[field] = finish_coded(joined(field, np.int32), self.interners[field], convert)
+        ids = {f: joined(f, np.int64) for f in ID_ARGS}
+        lengths = np.concatenate(self.args_lengths) if self.args_lengths else np.empty(0, np.int64)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        args = pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(),
+            len(lengths),
+            [None, pa.py_buffer(offsets), pa.py_buffer(self.args_data)],
+        )
+        fields: dict[str, Any] = {**coded, **ids}
+        return RawColumns(
+            ts_us=joined("ts", np.float64),
+            dur_us=joined("dur", np.float64),
+            args=args,
+            fallback=joined("fallback", np.int8),
+            side_args=self.side_args,
+            **fields,
+        )
