@@ -10,7 +10,54 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Mapping
 from datetime import datetime
+
+_BANNER_FLAGS = (
+    ("PT_HPU_LAZY_MODE", None),
+    ("PT_RECIPE_CACHE_PATH", ""),
+    ("PT_CACHE_FOLDER_DELETE", "0"),
+    ("PT_HPU_RECIPE_CACHE_CONFIG", ""),
+    ("PT_HPU_MAX_COMPOUND_OP_SIZE", "9223372036854775807"),
+    ("PT_HPU_LAZY_ACC_PAR_MODE", "1"),
+    ("PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES", "0"),
+    ("PT_HPU_EAGER_PIPELINE_ENABLE", "1"),
+    ("PT_HPU_EAGER_COLLECTIVE_PIPELINE_ENABLE", "1"),
+)
+
+
+def banner(lazy: bool, env: Mapping[str, str] | None = None) -> str:
+    """The bridge's startup banner (gaudi.md 4.3), printed once per process on rank 0."""
+    e = os.environ if env is None else env
+    lines = []
+    if e.get("HB_BUILD_VER"):
+        lines += ["=====HABANA SW VERSION=====", f" HB_BUILD_VER = {e['HB_BUILD_VER']}"]
+    lines.append(
+        "============================= HABANA PT BRIDGE CONFIGURATION =========================== "
+    )
+    for name, default in _BANNER_FLAGS:
+        value = ("1" if lazy else "0") if default is None else e.get(name, default)
+        lines.append(f" {name} = {value}")
+    if "PT_HPU_KEEP_INPUT_MUTATIONS" in e:
+        lines.append(f" PT_HPU_KEEP_INPUT_MUTATIONS = {e['PT_HPU_KEEP_INPUT_MUTATIONS']}")
+    lines += [
+        "---------------------------: System Configuration :---------------------------",
+        f"Num CPU Cores : {os.cpu_count()}",
+        f"CPU RAM       : {_ram_kb()} KB",
+        "------------------------------------------------------------------------------",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _ram_kb() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 class BridgeLog:

@@ -18,6 +18,7 @@ from hpusim.device_model import ENGINE_DMA
 from hpusim.tensor import HpuTensor
 
 _orig: dict[str, Any] = {}
+_BANNER_SHOWN: list[bool] = []  # the bridge prints its banner once per process
 
 
 def acquire(rt: state.Runtime) -> None:
@@ -26,6 +27,14 @@ def acquire(rt: state.Runtime) -> None:
     from hpusim.metrics import EventId, publish
 
     publish(EventId.DEVICE_ACQUIRED, [])
+    import os
+    import sys
+
+    if not _BANNER_SHOWN and os.environ.get("RANK", "0") == "0":
+        from hpusim.bridge_log import banner
+
+        _BANNER_SHOWN.append(True)
+        sys.stderr.write(banner(rt.lazy))
 
 
 def _record_transfer(

@@ -64,6 +64,9 @@ def test_unchanged_gaudi_script_runs_under_hpusim(tmp_path: Path) -> None:
     # fwd+bwd and optimizer graphs, then the smaller last batch recompiles fwd+bwd
     assert "compiles 3" in lines
     assert "available True 1" in lines
+    # the bridge's startup banner, once, on stderr
+    assert out.stderr.count("HABANA PT BRIDGE CONFIGURATION") == 1
+    assert " PT_HPU_LAZY_MODE = 1" in out.stderr
     dumped = json.loads(metrics.read_text())  # process_exit dump
     assert dumped[0]["metric_name"] == "graph_compilation"
     assert dumped[0]["triggered_by"] == "process_exit"
