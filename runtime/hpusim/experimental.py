@@ -58,14 +58,15 @@ def table(headers: list[str], rows: list[list[Any]], width: int = WIDTH) -> str:
     """A colored text table `width` characters wide with equal columns."""
     n = len(headers)
     col = (width - (n + 1)) // n
+    cols = [col] * (n - 1) + [width - (n + 1) - col * (n - 1)]  # the last takes the rest
     rule_eq = f"{BORDER}{'=' * width}{RESET}"
     rule_dash = f"{BORDER}{'-' * width}{RESET}"
     bar = f"{BORDER}|{RESET}"
 
     def line(cells: list[Any], color: str = "") -> str:
         parts = []
-        for c in cells:
-            text = f" {c}"[:col].ljust(col)
+        for c, w in zip(cells, cols, strict=True):
+            text = f" {c}"[:w].ljust(w)
             parts.append(f"{color}{text}{RESET}" if color else text)
         return bar + bar.join(parts) + bar
 
@@ -265,9 +266,12 @@ def analyse_dynamicity(model: Any, logs: list[str], csv_out: str) -> tuple[list[
     h2 = ["Module name", "Recompile count"]
     print(table(h1, rows1))
     print(table(h2, rows2))
-    for path, header, body in ((f"{csv_out}_1.csv", h1, rows1), (f"{csv_out}_2.csv", h2, rows2)):
+    for path, header, table_rows in (
+        (f"{csv_out}_1.csv", h1, rows1),
+        (f"{csv_out}_2.csv", h2, rows2),
+    ):
         with open(path, "w", encoding="utf-8") as f:
             f.write(",".join(header) + "\n")
-            for row in body:
+            for row in table_rows:
                 f.write(",".join(str(c) for c in row) + "\n")
     return rows1, rows2
