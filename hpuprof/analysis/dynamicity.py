@@ -14,7 +14,15 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from hpuprof.analysis._common import args_at, cat_test, host_ops, isin, strs, without_args
+from hpuprof.analysis._common import (
+    args_at,
+    cat_test,
+    factor,
+    host_ops,
+    isin,
+    strs,
+    without_args,
+)
 from hpuprof.analysis.bucketing import BucketPlan, recommend_buckets
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
@@ -54,6 +62,7 @@ class Compilation:
     cause_from: str
     cause_to: str
     cause_text: str
+    eager: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,9 @@ class DynamicityReport:
     """Result of `analyze_dynamicity`.
 
     `source` is "compile events" or "input_dims changes (derived: no compile events)".
+    `compilations` counts every compile (lazy graphs, eager-compiler recipes, dynamo);
+    `graph_compilations` / `graph_compile_time_ns` only the graph compiles the bridge's
+    `graph_compilation` metric counts (not eager-compiler recipes, not dynamo's own compile).
     `recompile_table` / `recompile_counts` are the two tables of
     `detect_recompilation_auto_model` (gaudi.md 2.2), exportable as CSV.
     """
@@ -111,6 +123,8 @@ class DynamicityReport:
     compilations: int
     recompilations: int
     compile_time_ns: int
+    graph_compilations: int
+    graph_compile_time_ns: int
     timeline: tuple[StepCompiles, ...]
     events: tuple[Compilation, ...]
     by_graph: tuple[GroupStats, ...]
@@ -172,6 +186,7 @@ def _compile_events(full: pd.DataFrame) -> list[Compilation]:
                 cause_from=str(cause.get("from", "")),
                 cause_to=str(cause.get("to", "")),
                 cause_text=str(cause.get("text", "")),
+                eager=bool(a.get("hpuprof.eager", False)),
             )
         )
     return out
@@ -266,6 +281,67 @@ def _varying_dim(shapes: list[tuple[str, int]]) -> tuple[list[int], list[int], s
     return [p[0][best] for p in same], [p[1] for p in same], f"input 0, dim {best}"
 
 
+def _first_shape(text: str) -> list[int] | None:
+    """The first input's shape from `input_dims` JSON text (None when it has none)."""
+    try:
+        dims = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    first = dims[0] if isinstance(dims, list) and dims and isinstance(dims[0], list) else None
+    if first and all(isinstance(x, int) for x in first):
+        return [int(x) for x in first]
+    return None
+
+
+def _step_input_dim(host: pd.DataFrame) -> tuple[list[int], list[int], str]:
+    """The model-input dimension that changes from step to step, one size per step.
+
+    Looks at the first call of each op in each step (so different layers' weights, which an op
+    like `aten::t` sees one after another within a step, do not count as variation) and picks
+    the op that runs earliest in the step whose first input has a dimension that differs
+    between steps: the batch or sequence dimension of what the step was fed. Steps where the
+    op runs an unusual number of times (warm-up, setup) are left out for that op.
+    """
+    step = host["step"].to_numpy()
+    shaped = (step >= 0) & (strs(host["input_dims"]) != "")
+    if shaped.sum() == 0:
+        return [], [], ""
+    ncodes, names = factor(host["name"])
+    dcodes, dims = factor(host["input_dims"])
+    frame = pd.DataFrame(
+        {
+            "op": ncodes[shaped],
+            "dims": dcodes[shaped],
+            "step": step[shaped],
+            "ts": host["ts_ns"].to_numpy()[shaped],
+        }
+    ).sort_values("ts", kind="stable")
+    if frame["step"].nunique() < 2:
+        return [], [], ""
+    frame["order"] = frame.groupby("step").cumcount()
+    # steps where an op runs an unusual number of times (setup in the first step: moving the
+    # model's weights) do not speak for the op's first call
+    calls = frame.groupby(["op", "step"]).size().rename("calls").reset_index()
+    mode = calls.groupby("op")["calls"].agg(lambda c: c.mode().iloc[0]).rename("mode")
+    calls = calls.join(mode, on="op")
+    usual = calls.loc[calls["calls"] == calls["mode"], ["op", "step"]]
+    first = frame.drop_duplicates(["op", "step"]).merge(usual, on=["op", "step"])
+    # ops ordered by their typical position in a step
+    ops = first.groupby("op")["order"].median().sort_values().index.tolist()
+    for op in ops:
+        rows = first[first["op"] == op]
+        shapes = [_first_shape(str(dims[c])) for c in rows["dims"].tolist()]
+        known = [s for s in shapes if s is not None]
+        if len(known) < 2 or len({len(s) for s in known}) != 1:
+            continue
+        for d in range(len(known[0])):
+            values = [s[d] for s in known]
+            if len(set(values)) > 1:
+                label = f"{names[op]} input 0, dim {d} (its first call in each step)"
+                return values, [1] * len(values), label
+    return [], [], ""
+
+
 def _dynamic_ops(ev: pd.DataFrame, host: pd.DataFrame) -> list[DynamicOp]:
     index_ops = ("aten::index", "aten::index.Tensor")
     is_index = isin(host["name"], index_ops)
@@ -358,23 +434,30 @@ def analyze_dynamicity(trace: Trace, options: AnalysisOptions | None = None) -> 
         n_comp = len(comps)
         n_re = sum(c.recompile for c in comps)
         t_comp = sum(c.dur_ns for c in comps)
+        graph = [c for c in comps if not c.eager and c.event == "compile"]
+        n_graph, t_graph = len(graph), sum(c.dur_ns for c in graph)
     else:
+        n_graph, t_graph = 0, 0
         n_comp = sum(h.unique_shapes for h in hists)
         n_re = sum(h.unique_shapes - 1 for h in hists)
         t_comp = 0
     bucket: BucketPlan | None = None
     target = ""
-    if hists:
+    sizes, counts, target = _step_input_dim(host)
+    if not sizes and hists:
+        # no steps to tell inputs from weights: the most dynamic op's most varying dimension
         sizes, counts, dim = _varying_dim(list(hists[0].shapes))
-        if sizes:
-            bucket = recommend_buckets(sizes, counts, options.bucket_k)
-            target = f"{hists[0].op} {dim}"
+        target = f"{hists[0].op} {dim} (no steps: most varying op)" if sizes else ""
+    if sizes:
+        bucket = recommend_buckets(sizes, counts, options.bucket_k)
     t1, t2 = _auto_model_tables(comps)
     rep = DynamicityReport(
         source=source,
         compilations=n_comp,
         recompilations=n_re,
         compile_time_ns=t_comp,
+        graph_compilations=n_graph,
+        graph_compile_time_ns=t_graph,
         timeline=tuple(timeline),
         events=tuple(comps),
         by_graph=_group(comps, "graph"),
