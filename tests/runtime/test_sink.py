@@ -139,3 +139,38 @@ def test_unknown_profile_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown device profile 'gaudi9'"):
         hpusim.enable(device="gaudi9")
     assert not hpusim.is_enabled()
+
+
+def test_exported_trace_loads_into_the_trace_model(hpu: Any, tmp_path: Any) -> None:
+    """The export satisfies the loader: device lanes, engines, flows joined, runtime events."""
+    import os
+
+    import hpuprof
+
+    sim = hpu("lazy")
+    from hpusim.chrome_events import metadata_events, to_chrome_events
+    from hpusim.sink import get_sink
+
+    base = get_sink().now_epoch_ns()
+    _workload(sim)
+    batch = get_sink().drain()
+    pid = os.getpid()
+    doc = {
+        "traceEvents": metadata_events(pid) + to_chrome_events(batch, pid=pid, base_ns=base),
+        "baseTimeNanoseconds": base,
+        "hpuprof": sim.run_metadata(),
+    }
+    path = tmp_path / "emulated.json"
+    path.write_text(json.dumps(doc))
+    ev = hpuprof.load(path).events
+    engines = set(ev[ev["is_device"]]["engine"].astype(str))
+    assert {"MME", "TPC", "DMA"} <= engines
+    assert (ev[ev["is_device"]]["correlation"] >= 0).all()
+    runtime = ev[ev["kind"] == "hpu_runtime"]
+    assert {"compile", "launch", "sync", "fallback", "graph_build"} <= set(
+        runtime["hpu_event"].astype(str)
+    )
+    assert "cpu fallback" in set(runtime["flush_reason"].astype(str))
+    ops = ev[ev["kind"] == "cpu_op"]
+    assert set(ops["mode"].astype(str)) == {"lazy"}
+    assert "fwd" in set(ops["phase"].astype(str))
