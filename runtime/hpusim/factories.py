@@ -67,19 +67,21 @@ def _run(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         on_device_dtype(rt, out.dtype, str(op._schema.name))
     sink = rt.sink
     if sink.recording:
-        from hpusim.dispatch import phase_code
+        from hpusim.dispatch import _arg_json, module_and_phase, unwrap
 
-        module = rt.module_stack[-1] if rt.module_stack else 0
+        module, phase = module_and_phase(rt)
+        _, sig, _ = unwrap(args, True, HpuTensor)
+        dims, types = _arg_json(sig)
         sink.op(
             sink.intern(str(op._schema.name)),
             t0,
             perf_counter_ns() - t0,
             _tid(),
             module,
-            phase_code(),
+            phase,
             rt.mode_code,
-            0,
-            0,
+            sink.intern(dims),
+            sink.intern(types),
             -1,
             -1,
         )
