@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,3 +25,13 @@ def shared_trace_files() -> list[Path]:
     if not SHARED_TRACES.is_dir():
         return []
     return sorted(p for p in SHARED_TRACES.rglob("*.json*") if p.is_file())
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_load_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Point the load cache at a per-session temp dir: tests never write into ../shared or ~."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    mp.delenv("HPUPROF_CACHE_DIR", raising=False)
+    yield
+    mp.undo()

@@ -27,7 +27,7 @@ def load(
     Args:
         path: `.json`, `.json.gz`, bare `.gz`, `.perfetto-trace`/`.pftrace`, `.parquet`, or a
             directory of such files (one per rank; ranks from each file's metadata or name).
-        cache: read/write the Parquet cache beside the trace (see `hpuprof.trace.parquet`).
+        cache: read/write the load cache in the user cache dir (see `hpuprof.trace.cache`).
         progress: optional callback for progress reporting.
     """
     source = Path(path)
@@ -87,7 +87,7 @@ def load_file(source: Path, *, cache: bool = True, progress: Progress | None = N
 
         return load_parquet(source)
     if cache:
-        from hpuprof.trace.parquet import read_cache
+        from hpuprof.trace.cache import read_cache
 
         cached = read_cache(source)
         if cached is not None:
@@ -98,7 +98,7 @@ def load_file(source: Path, *, cache: bool = True, progress: Progress | None = N
     for warning in caught:
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     if cache and not caught:
-        from hpuprof.trace.parquet import write_cache
+        from hpuprof.trace.cache import write_cache
 
         write_cache(source, trace)
     return trace

@@ -1,39 +1,31 @@
-"""`Trace` <-> one Parquet file, and the transparent load cache built on it.
+"""`Trace` <-> one Parquet file (`Trace.save`, the user-facing on-disk form).
 
 File layout: the events table is the Parquet data (categoricals kept as dictionary columns,
 `args` as binary); the small tables (counters, flows, processes, threads) travel as Arrow IPC
 streams in the file's key-value metadata, beside `hpuprof.schema_version`, the per-rank
 metadata (JSON), the sources and the format. Writes are atomic (temporary file + rename).
-
-Cache: the second `load` of an unchanged trace reads `<name>.hpuprof-cache/<key>.parquet`
-beside the trace, or `$XDG_CACHE_HOME/hpuprof/` (default `~/.cache/hpuprof`) when the trace's
-directory is not writable. The key hashes the absolute path, size, mtime, SCHEMA_VERSION and
-LOADER_VERSION, so any change to the file or to the loader invalidates it.
+`events_table` / `trace_from_table` are shared with the load cache (`cache.py`), which keeps
+the same table as a memory-mapped Arrow IPC file.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
-from hpuprof.errors import OutputError, TraceFormatError
+from hpuprof.errors import TraceFormatError
 from hpuprof.trace.atomic_write import atomic_output
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, SCHEMA_VERSION
 
-LOADER_VERSION = 1
-"""Bump when normalization changes without a schema change: invalidates every cache."""
-
-CACHE_SUFFIX = ".hpuprof-cache"
 _TABLES = ("counters", "flows", "processes", "threads")
 _COMPRESSION = "lz4"
 _KEY = "hpuprof."
@@ -64,9 +56,8 @@ def _text_categories(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def save_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:
-    """Write `trace` to `path` as one Parquet file, atomically."""
-    target = Path(path)
+def events_table(trace: Trace) -> pa.Table:
+    """The events table as Arrow, with every other part of the trace in its schema metadata."""
     table = pa.Table.from_pandas(trace.events, preserve_index=False)
     extra: dict[bytes, bytes] = {
         b"hpuprof.schema_version": str(trace.schema_version).encode(),
@@ -78,8 +69,30 @@ def save_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:
     }
     for name in _TABLES:
         extra[f"{_KEY}{name}".encode()] = _ipc_bytes(getattr(trace, name))
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
-    with atomic_output(target) as handle:
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
+
+
+def _writable(frame: pd.DataFrame) -> pd.DataFrame:
+    """Copy the numpy-backed columns, which may be read-only views of the Arrow buffers (zero
+    copy over a memory map), so the table behaves like one built from JSON; the Arrow-backed
+    `args` stays a view."""
+    columns: dict[str, Any] = {}
+    for name in frame.columns:
+        column = frame[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            codes = np.array(column.cat.codes.to_numpy())
+            columns[name] = pd.Categorical.from_codes(codes, dtype=column.dtype, validate=False)
+        elif isinstance(column.dtype, np.dtype):
+            columns[name] = np.array(column.to_numpy())
+        else:
+            columns[name] = column.array
+    return pd.DataFrame(columns, copy=False)
+
+
+def save_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:
+    """Write `trace` to `path` as one Parquet file, atomically."""
+    table = events_table(trace)
+    with atomic_output(Path(path)) as handle:
         pq.write_table(table, handle, compression=_COMPRESSION, row_group_size=1 << 20)
 
 
@@ -98,6 +111,11 @@ def load_parquet(path: str | os.PathLike[str]) -> Trace:
         raise TraceFormatError(
             str(source), None, f"a Parquet file written by hpuprof ({error})"
         ) from None
+    return trace_from_table(table, source)
+
+
+def trace_from_table(table: pa.Table, source: Path) -> Trace:
+    """The `Trace` held by a table from `events_table` (read from Parquet or the cache)."""
     meta = table.schema.metadata or {}
     version = meta.get(b"hpuprof.schema_version")
     if version is None:
@@ -108,7 +126,8 @@ def load_parquet(path: str | os.PathLike[str]) -> Trace:
             "file metadata",
             f"schema version {SCHEMA_VERSION} (file has {int(version)}; reload the source trace)",
         )
-    events = _text_categories(table.to_pandas(types_mapper=_binary_as_arrow, self_destruct=True))
+    frame = table.to_pandas(types_mapper=_binary_as_arrow, split_blocks=True, self_destruct=True)
+    events = _writable(_text_categories(frame))
     if list(events.columns) != list(EVENT_COLUMNS):
         raise TraceFormatError(str(source), "columns", "the event columns of schema.py")
     tables = {name: _from_ipc(meta[f"{_KEY}{name}".encode()]) for name in _TABLES}
@@ -127,59 +146,3 @@ def load_parquet(path: str | os.PathLike[str]) -> Trace:
         format=meta[b"hpuprof.format"].decode(),
         schema_version=int(version),
     )
-
-
-# --- cache ------------------------------------------------------------------------------------
-
-
-def _user_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "hpuprof"
-
-
-def _fingerprint(source: Path) -> tuple[str, str]:
-    """(hash of the absolute path, hash of path + size + mtime + versions)."""
-    absolute = str(source.resolve())
-    stat = source.stat()
-    where = hashlib.sha1(absolute.encode()).hexdigest()[:12]
-    state = f"{absolute}|{stat.st_size}|{stat.st_mtime_ns}|{SCHEMA_VERSION}|{LOADER_VERSION}"
-    return where, hashlib.sha1(state.encode()).hexdigest()[:16]
-
-
-def cache_candidates(source: Path) -> list[tuple[Path, str, str]]:
-    """(directory, file name, stale-entry glob) for each place the cache may live, in order."""
-    where, key = _fingerprint(source)
-    return [
-        (source.parent / f"{source.name}{CACHE_SUFFIX}", f"{key}.parquet", "*.parquet"),
-        (_user_cache_dir(), f"{source.name}-{where}-{key}.parquet", f"{source.name}-{where}-*"),
-    ]
-
-
-def read_cache(source: Path) -> Trace | None:
-    """The cached Trace of `source` if one matches its current state, else None."""
-    for directory, name, _ in cache_candidates(source):
-        entry = directory / name
-        if entry.is_file():
-            try:
-                return load_parquet(entry)
-            except (TraceFormatError, OSError, KeyError, ValueError):
-                with contextlib.suppress(OSError):
-                    entry.unlink()
-    return None
-
-
-def write_cache(source: Path, trace: Trace) -> Path | None:
-    """Store `trace` as the cache of `source`; returns where, or None if nowhere is writable."""
-    for directory, name, stale in cache_candidates(source):
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            if not os.access(directory, os.W_OK):
-                continue
-            for old in directory.glob(stale):
-                if old.name != name:
-                    old.unlink(missing_ok=True)
-            save_parquet(trace, directory / name)
-        except (OSError, OutputError):
-            continue
-        return directory / name
-    return None

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 import hpuprof
+from hpuprof.trace.cache import cache_dir, entry_path, trim
 from hpuprof.trace.kineto_json import trace_from_events
 from hpuprof.trace.model import Trace
-from hpuprof.trace.parquet import CACHE_SUFFIX, load_parquet
+from hpuprof.trace.parquet import load_parquet
 from hpuprof.trace.schema import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS
 
 GAUDI = Path(__file__).parent / "data" / "gaudi_merged.json"
@@ -62,34 +63,61 @@ def test_cache_is_used_and_invalidated(tmp_path: Path) -> None:
     path = tmp_path / "gaudi.json"
     shutil.copy(GAUDI, path)
     first = hpuprof.load(path)
-    cache_dir = tmp_path / f"gaudi.json{CACHE_SUFFIX}"
-    entries = list(cache_dir.glob("*.parquet"))
-    assert len(entries) == 1
-    assert_same(first, hpuprof.load(path))
+    entry = entry_path(path)
+    assert entry.is_file() and entry.parent == cache_dir()
+    assert not list(tmp_path.glob("*cache*")), "nothing is written beside the trace"
+    again = hpuprof.load(path)
+    assert_same(first, again)
+    assert isinstance(again.events["args"].dtype, pd.ArrowDtype)
+    assert again.args(0) == first.args(0)  # args read from the memory-mapped entry
     doc = json.loads(path.read_text())
     doc["traceEvents"] = doc["traceEvents"][:-1]  # drop the memory instant
     path.write_text(json.dumps(doc))
     os.utime(path, ns=(1, 1))
     second = hpuprof.load(path)
     assert len(second.events) == len(first.events) - 1
-    assert [p.name for p in cache_dir.glob("*.parquet")] != [entries[0].name]
-    assert len(list(cache_dir.glob("*.parquet"))) == 1
+    assert entry_path(path) != entry and not entry.exists(), "the stale entry is replaced"
+    assert entry_path(path).is_file()
 
 
-def test_cache_falls_back_to_user_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    trace_dir = tmp_path / "ro"
-    trace_dir.mkdir()
-    path = trace_dir / "gaudi.json"
-    shutil.copy(GAUDI, path)
+def test_cache_dir_follows_xdg_and_override(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    real_access = os.access
-    monkeypatch.setattr(
-        os,
-        "access",
-        lambda p, mode: False if str(p).startswith(str(trace_dir)) else real_access(p, mode),
-    )
+    assert cache_dir() == tmp_path / "xdg" / "hpuprof"
+    monkeypatch.setenv("HPUPROF_CACHE_DIR", str(tmp_path / "mine"))
+    path = tmp_path / "gaudi.json"
+    shutil.copy(GAUDI, path)
     hpuprof.load(path)
-    assert list((tmp_path / "xdg" / "hpuprof").glob("gaudi.json-*.parquet"))
+    assert [p.parent for p in (tmp_path / "mine").glob("gaudi.json-*.arrow")] == [tmp_path / "mine"]
+
+
+def test_unwritable_cache_dir_still_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("HPUPROF_CACHE_DIR", str(blocker / "cache"))
+    path = tmp_path / "gaudi.json"
+    shutil.copy(GAUDI, path)
+    assert_same(hpuprof.load(path), hpuprof.load(path, cache=False))
+
+
+def test_corrupt_cache_entry_is_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "gaudi.json"
+    shutil.copy(GAUDI, path)
+    first = hpuprof.load(path)
+    entry_path(path).write_bytes(b"garbage")
+    assert_same(first, hpuprof.load(path))
+    assert entry_path(path).stat().st_size > len(b"garbage"), "rewritten after the miss"
+
+
+def test_trim_deletes_least_recently_used_first(tmp_path: Path) -> None:
+    for i, name in enumerate(("old", "mid", "new")):
+        entry = tmp_path / f"{name}.arrow"
+        entry.write_bytes(b"x" * 100)
+        os.utime(entry, ns=(i * 10**9, i * 10**9))
+    deleted = trim(tmp_path, 200, keep=tmp_path / "old.arrow")
+    assert [p.name for p in deleted] == ["mid.arrow"]
+    assert sorted(p.name for p in tmp_path.glob("*.arrow")) == ["new.arrow", "old.arrow"]
 
 
 def test_dicts_give_the_same_tables_as_the_file() -> None:

@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
     def info(
         path: str = typer.Argument(..., help="trace file or directory of rank traces"),
         as_json: bool = typer.Option(False, "--json", help="print JSON instead of text"),
-        cache: bool = typer.Option(True, "--cache/--no-cache", help="use the Parquet cache"),
+        cache: bool = typer.Option(True, "--cache/--no-cache", help="use the load cache"),
     ) -> None:
         """Events, time span, ranks, devices, categories, kinds, steps and format of a trace."""
         import json
