@@ -137,7 +137,7 @@ def diff_traces(
     sb = first_step(b) if b_step == -1 else b_step
     oa = op_summary(a, sa)
     ob = op_summary(b, sb)
-    both = oa.join(ob, how="outer", lsuffix="_a", rsuffix="_b").fillna(0)
+    both = oa.add_suffix("_a").join(ob.add_suffix("_b"), how="outer").fillna(0)
     ops: list[OpDelta] = []
     for name, r in both.iterrows():
         ac, bc = int(r["counts_a"]), int(r["counts_b"])
