@@ -37,44 +37,59 @@ class _Writer:
         self.out = out
         self.rng = rng
         self.count = 0
+        self.limit = 0  # op events beyond this are dropped (room kept for the closing events)
         self.first = True
         self.external = 0
         self.correlation = 0
         self.ev_idx = 0
         self.seq = 0
 
-    def event(self, text: str) -> None:
+    def event(self, text: str, force: bool = False) -> None:
+        if self.count >= self.limit and not force:
+            return
         self.out.write(("  " if self.first else ",\n  ") + text)
         self.first = False
         self.count += 1
 
     def complete(
-        self, cat: str, name: str, pid: int, tid: int, ts: int, dur: int, args: str
+        self,
+        cat: str,
+        name: str,
+        pid: int,
+        tid: int,
+        ts: int,
+        dur: int,
+        args: str,
+        force: bool = False,
     ) -> None:
         self.event(
             f'{{\n    "ph": "X", "cat": "{cat}", "name": "{name}", "pid": {pid}, "tid": {tid},\n'
-            f'    "ts": {_us(ts)}, "dur": {_us(dur)},\n    "args": {{\n      {args}\n    }}\n  }}'
+            f'    "ts": {_us(ts)}, "dur": {_us(dur)},\n    "args": {{\n      {args}\n    }}\n  }}',
+            force,
         )
 
-    def cpu_op(self, name: str, ts: int, dur: int, dims: list[list[int]]) -> None:
+    def counter(self, ts: int) -> None:
+        self.event(
+            f'{{\n    "ph": "C", "name": "memory", "pid": {PID}, "tid": {TID}, '
+            f'"ts": {_us(ts)},\n    "cat": "counter", "args": {{"allocated": '
+            f'{self.rng.randrange(1 << 30)}, "reserved": {1 << 31}}}\n  }}',
+            force=True,
+        )
+
+    def cpu_op(self, name: str, ts: int, dur: int, dims: list[list[int]], outer: bool) -> None:
+        """An ATen op; the outer (autograd-recorded) one carries strides and inputs too."""
         self.external += 1
         self.ev_idx += 1
-        self.seq += 1
         types = json.dumps(["float"] * len(dims))
-        strides = json.dumps([[1] * len(d) for d in dims])
-        concrete = json.dumps([""] * len(dims))
-        self.complete(
-            "cpu_op",
-            name,
-            PID,
-            TID,
-            ts,
-            dur,
-            f'"External id": {self.external},"Record function id": 0, "Concrete Inputs": '
-            f'{concrete}, "Input type": {types}, "Input Strides": {strides}, "Input Dims": '
-            f'{json.dumps(dims)}, "Ev Idx": {self.ev_idx}, "Sequence number": {self.seq}, '
-            f'"Fwd thread id": 0',
-        )
+        args = f'"External id": {self.external}, "Input type": {types}, '
+        if outer:
+            self.seq += 1
+            strides = json.dumps([[1] * len(d) for d in dims])
+            concrete = json.dumps([""] * len(dims))
+            args += f'"Concrete Inputs": {concrete}, "Input Strides": {strides}, '
+            args += f'"Sequence number": {self.seq}, '
+        args += f'"Input Dims": {json.dumps(dims)}, "Ev Idx": {self.ev_idx}'
+        self.complete("cpu_op", name, PID, TID, ts, dur, args)
 
     def launch(self, kernel: str, ts: int, kernel_ts: int, kernel_dur: int) -> None:
         self.correlation += 1
@@ -96,10 +111,9 @@ class _Writer:
             STREAM,
             kernel_ts,
             kernel_dur,
-            f'"External id": {self.external},"queued": 0, "device": {DEVICE}, "context": 1,'
-            f'"stream": {STREAM}, "correlation": {corr}, "registers per thread": 64,'
-            f'"shared memory": 16384, "blocks per SM": 1.5, "warps per SM": 6.0, "grid": {grid},'
-            f'"block": [256, 1, 1], "est. achieved occupancy %": 25',
+            f'"External id": {self.external}, "device": {DEVICE}, "stream": {STREAM}, '
+            f'"correlation": {corr}, "registers per thread": 64, "grid": {grid}, '
+            f'"block": [256, 1, 1]',
         )
         for ph, pid, tid, t, bp in (
             ("s", PID, TID, ts, ""),
@@ -112,7 +126,8 @@ class _Writer:
 
 
 def generate(path: Path, events: int, seed: int = 0) -> int:
-    """Write about `events` events to `path`; returns the exact count."""
+    """Write exactly `events` events (slices, flows, counters, metadata and instants) to `path`;
+    returns that count."""
     rng = random.Random(seed)
     with open(path, "w", encoding="utf-8") as out:
         out.write(
@@ -127,12 +142,14 @@ def generate(path: Path, events: int, seed: int = 0) -> int:
             label = "python3" if pid == PID else f"GPU {DEVICE}"
             w.event(
                 f'{{\n    "name": "{name}", "ph": "M", "ts": 0.000, "pid": {pid}, "tid": {tid},\n'
-                f'    "args": {{\n      "name": "{label}"\n    }}\n  }}'
+                f'    "args": {{\n      "name": "{label}"\n    }}\n  }}',
+                force=True,
             )
         clock = 5_000_000_000
         device_clock = clock
         step = 0
-        while w.count < events:
+        w.limit = events - 3  # room for the last step's annotation and counter, and the end marker
+        while w.count < w.limit:
             step += 1
             ops_in_step = 2_000
             step_start = clock
@@ -145,8 +162,8 @@ def generate(path: Path, events: int, seed: int = 0) -> int:
                 launch_start = inner_start + 2_000 + rng.randrange(2_000)
                 inner_end = launch_start + 9_000
                 end = inner_end + 1_000 + rng.randrange(1_000)
-                w.cpu_op(outer, start, end - start, dims)
-                w.cpu_op(inner, inner_start, inner_end - inner_start, dims)
+                w.cpu_op(outer, start, end - start, dims, outer=True)
+                w.cpu_op(inner, inner_start, inner_end - inner_start, dims, outer=False)
                 device_clock = max(device_clock, launch_start + 3_000) + rng.randrange(2_000)
                 kernel_dur = 3_000 + rng.randrange(20_000)
                 w.launch(kernel, launch_start, device_clock, kernel_dur)
@@ -165,7 +182,7 @@ def generate(path: Path, events: int, seed: int = 0) -> int:
                     device_clock += 2_000
                 clock = end + 500 + rng.randrange(1_500)
                 body.append((start, end))
-                if w.count >= events:
+                if w.count >= w.limit:
                     break
             w.complete(
                 "user_annotation",
@@ -175,13 +192,15 @@ def generate(path: Path, events: int, seed: int = 0) -> int:
                 step_start,
                 clock - step_start,
                 f'"External id": {w.external + 1},"Record function id": 0, "Ev Idx": {w.ev_idx}',
+                force=True,
             )
-            w.event(
-                f'{{\n    "ph": "C", "name": "memory", "pid": {PID}, "tid": {TID}, '
-                f'"ts": {_us(clock)},\n    "cat": "counter", "args": {{"allocated": '
-                f'{rng.randrange(1 << 30)}, "reserved": {1 << 31}}}\n  }}'
-            )
+            w.counter(clock)
             clock += 10_000
+            if events - 1 - w.count < 4:  # no room for another step: pad with samples
+                while w.count < events - 1:
+                    w.counter(clock)
+                    clock += 10_000
+                break
         out.write(
             ',\n  {\n    "name": "Record Window End", "ph": "i", "s": "g",\n'
             f'    "pid": "", "tid": "", "ts": {_us(clock)}\n  }}\n  ],\n'
