@@ -506,6 +506,11 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     t1 = perf_counter_ns()
     if info.plain_out and type(out) is torch.Tensor:
         result: Any = H(out)
+    elif info.is_view and _inference_enabled() and _views_normal_tensor(args):
+        # a view of a normal tensor made inside inference_mode is a normal tensor (autograd
+        # sets its version counter): build its wrapper outside inference mode
+        with torch.inference_mode(False):
+            result = wrap(out, info, args, kwargs, H)
     else:
         result = wrap(out, info, args, kwargs, H)
 
@@ -550,6 +555,13 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         for fn in _listeners:
             fn(func, key, result, info)
     return result
+
+
+_inference_enabled = torch.is_inference_mode_enabled
+
+
+def _views_normal_tensor(args: tuple[Any, ...]) -> bool:
+    return bool(args) and isinstance(args[0], torch.Tensor) and not args[0].is_inference()
 
 
 def _record_op(
@@ -609,25 +621,39 @@ def _support_decision(
 ) -> tuple[bool, torch.dtype | None]:
     """(falls back to CPU, dtype recomputed in fp32 on the device or None) for this signature.
 
-    The op table is checked for the first tensor's dtype: no kernel at all -> fallback; a kernel
+    The op table is checked for the op's data dtype: no kernel at all -> fallback; a kernel
     but not for this dtype -> floating inputs are recomputed in fp32 on the device (a dtype rule),
     other dtypes fall back (the bridge's unsupported_dtype path, gaudi.md 4.3)."""
     if info.missing:
         return True, None
     if info.dtype_cols is None:
         return False, None
+    dtype = _data_dtype(sig)
+    if dtype is None:
+        return False, None
+    k = (info.overload, dtype)
+    level = _SUPPORT.get(k)
+    if level is None:
+        level = _SUPPORT[k] = fb.support(info.func, dtype, rt.flags.int64_support)
+    if level != fb.UNSUPPORTED_DTYPE:
+        return False, None
+    if dtype.is_floating_point:
+        return False, dtype
+    return True, None
+
+
+def _data_dtype(sig: tuple[Any, ...]) -> torch.dtype | None:
+    """The dtype the op computes in: its first floating tensor input, else its first tensor
+    (so a bool condition or an index tensor does not decide, e.g. `where(cond, x, y)`)."""
+    first: torch.dtype | None = None
     for a in sig:
         if type(a) is tuple and len(a) == 5 and a[0] == "T":
-            k = (info.overload, a[3])
-            level = _SUPPORT.get(k)
-            if level is None:
-                level = _SUPPORT[k] = fb.support(info.func, a[3], rt.flags.int64_support)
-            if level != fb.UNSUPPORTED_DTYPE:
-                return False, None
             if a[3].is_floating_point:
-                return False, a[3]
-            return True, None
-    return False, None
+                dtype: torch.dtype = a[3]
+                return dtype
+            if first is None:
+                first = a[3]
+    return first
 
 
 def _first_dtype(sig: tuple[Any, ...]) -> torch.dtype:

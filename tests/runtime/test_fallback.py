@@ -126,3 +126,18 @@ def test_op_support_data_is_derived_from_the_shared_tables(tmp_path: Path) -> No
     shipped = json.loads((script.parent / "op_support.json").read_text())
     assert fresh == shipped
     assert "aten::digamma" in shipped["missing"] and "FP16" not in shipped["dtypes"]["tril"]
+
+
+def test_common_training_ops_stay_on_the_device(hpu: Any) -> None:
+    """Conv backward (the bridge's overrideable hook) and a bool-condition `where` are not
+    fallbacks: only the op's data dtype decides."""
+    hpu("lazy")
+    from hpusim.metrics import metric_global
+
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()
+    ).to("hpu")
+    net(torch.randn(2, 3, 8, 8).to("hpu")).sum().backward()
+    m = torch.randn(4, 4, device="hpu")
+    torch.where(m > 0, m, 0.0).sum().item()
+    assert dict(metric_global("cpu_fallback").stats())["TotalNumber"] == 0
