@@ -374,6 +374,7 @@ def _mode_class() -> type:
     is_enabled = torch.is_autocast_enabled
     get_dtype = torch.get_autocast_dtype
     set_enabled = torch.set_autocast_enabled
+    compiling = torch.compiler.is_compiling
 
     class HabanaAutocastMode(TorchFunctionMode):
         """Casts per Habana's lists; pushed only inside enabled `autocast("hpu")` regions."""
@@ -386,7 +387,7 @@ def _mode_class() -> type:
             if pol is None:
                 pol = _POLICY[func] = policy_of(getattr(func, "__name__", ""))
             code, op = pol
-            if not is_enabled("hpu"):
+            if not is_enabled("hpu") or compiling():  # dynamo: the CPU mirror's policy
                 return func(*args, **kwargs)
             if code == P_NONE:
                 prev = _passthrough[0]
@@ -439,6 +440,12 @@ _orig: dict[str, Any] = {}
 _regions: list[int] = [0]  # open hpu regions; the mirror listener is attached only inside
 
 
+def _is_compiling() -> bool:
+    import torch
+
+    return bool(torch.compiler.is_compiling())
+
+
 def _patched_enter(self: Any) -> Any:
     result = _orig["enter"](self)
     if self.device == "hpu":
@@ -449,8 +456,10 @@ def _patched_enter(self: Any) -> Any:
         if self._enabled:
             mirror = torch.autocast("cpu", dtype=self.fast_dtype, cache_enabled=False)
             mirror.__enter__()
-            mode = _MODE[0]()
-            mode.__enter__()
+            # AOT tracing a compiled region: the C++ (CPU) policy only
+            mode = None if _is_compiling() else _MODE[0]()
+            if mode is not None:
+                mode.__enter__()
         else:
             mirror = torch.autocast("cpu", enabled=False)
             mirror.__enter__()

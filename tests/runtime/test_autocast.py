@@ -164,3 +164,23 @@ def test_torch_hpu_autocast_helpers(hpu: Any) -> None:
         with torch.autocast("hpu", enabled=False):
             x = torch.randn(2, 2, device="hpu")
             assert torch.mm(x, x).dtype == FP32  # a disabled nested region casts nothing
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_autocast_inside_a_compiled_function(hpu: Any) -> None:
+    """In a compiled region the C++ (CPU) policy applies (the function mode is not traced)."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    hpu()
+    lin = torch.nn.Linear(4, 2).to("hpu")
+
+    def f(x: Any) -> Any:
+        with torch.autocast("hpu", dtype=BF16):
+            return torch.relu(lin(x))
+
+    x = torch.randn(3, 4, device="hpu")
+    out = torch.compile(f, backend="hpu_backend")(x)
+    assert out.dtype == BF16
+    assert torch.equal(out.cpu(), f(x).cpu())
+    torch._dynamo.reset()
