@@ -116,7 +116,8 @@ class DynamicityReport:
     `graph_compilations` / `graph_compile_time_ns` only the graph compiles the bridge's
     `graph_compilation` metric counts (not eager-compiler recipes, not dynamo's own compile).
     `recompile_table` / `recompile_counts` are the two tables of
-    `detect_recompilation_auto_model` (gaudi.md 2.2), exportable as CSV.
+    `detect_recompilation_auto_model` (gaudi.md 2.2), exportable as CSV. Its `New out` column
+    is None (unknown): a trace records op input shapes, never a module's output shape.
     """
 
     source: str
@@ -256,31 +257,6 @@ def _histograms(table: pd.DataFrame, top_n: int) -> list[ShapeHistogram]:
     return out
 
 
-def _varying_dim(shapes: list[tuple[str, int]]) -> tuple[list[int], list[int], str]:
-    """Sizes (with counts) of the one dimension of the first input that varies most."""
-    parsed: list[tuple[list[int], int]] = []
-    for text, count in shapes:
-        try:
-            dims = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            continue
-        first = dims[0] if dims and isinstance(dims[0], list) else None
-        if first and all(isinstance(x, int) for x in first):
-            parsed.append((first, count))
-    if not parsed:
-        return [], [], ""
-    rank = max(len(p[0]) for p in parsed)
-    same = [p for p in parsed if len(p[0]) == rank]
-    best, best_n = -1, 1
-    for d in range(rank):
-        n = len({p[0][d] for p in same})
-        if n > best_n:
-            best, best_n = d, n
-    if best < 0:
-        return [], [], ""
-    return [p[0][best] for p in same], [p[1] for p in same], f"input 0, dim {best}"
-
-
 def _first_shape(text: str) -> list[int] | None:
     """The first input's shape from `input_dims` JSON text (None when it has none)."""
     try:
@@ -386,7 +362,7 @@ def _auto_model_tables(
                     "Step": c.step,
                     "Recompiling modules": c.module,
                     "New in": bool(new_in),
-                    "New out": False,
+                    "New out": None,  # unknown: traces record op inputs, not outputs
                     "Class": "",
                     "Location": c.call_site,
                     "Comment": "Recompiled due to new input shape"
@@ -445,9 +421,10 @@ def analyze_dynamicity(trace: Trace, options: AnalysisOptions | None = None) -> 
     target = ""
     sizes, counts, target = _step_input_dim(host)
     if not sizes and hists:
-        # no steps to tell inputs from weights: the most dynamic op's most varying dimension
-        sizes, counts, dim = _varying_dim(list(hists[0].shapes))
-        target = f"{hists[0].op} {dim} (no steps: most varying op)" if sizes else ""
+        notes.append(
+            "no bucketing advice: it needs two or more steps whose inputs differ, to tell the "
+            "fed batch/sequence dimension from weight shapes"
+        )
     if sizes:
         bucket = recommend_buckets(sizes, counts, options.bucket_k)
     t1, t2 = _auto_model_tables(comps)
