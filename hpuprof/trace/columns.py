@@ -107,9 +107,11 @@ class Interner:
 
     def codes(self, values: Sequence[Any]) -> NDArray[np.int32]:
         index = self.index
-        for value in set(values).difference(index):
-            index[value] = len(self.values)
-            self.values.append(value)
+        new = list(set(values).difference(index))
+        if new:  # added in C: a column of unique ids adds every value
+            first = len(self.values)
+            index.update(zip(new, range(first, first + len(new)), strict=True))
+            self.values.extend(new)
         return np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values))
 
     def raw_codes(self, values: Sequence[msgspec.Raw]) -> NDArray[np.int32]:
@@ -215,6 +217,15 @@ def _one_id(value: Any) -> int:
     if not isinstance(value, int) or not -_INT64_MAX - 1 <= value < _UINT64_LIMIT:
         return NO_ID
     return value - _UINT64_LIMIT if value > _INT64_MAX else value
+
+
+def _absent_column(field: str, n: int) -> NDArray[Any]:
+    """A chunk's column of an args key that no event has."""
+    if field == "fallback":
+        return np.full(n, -1, dtype=np.int8)
+    if field in ID_ARGS:
+        return np.full(n, NO_ID, dtype=np.int64)
+    return np.zeros(n, dtype=np.int32)
 
 
 def _flags(values: Sequence[Any]) -> NDArray[np.int8]:
@@ -330,7 +341,7 @@ class ColumnBuilder:
         columns = zip(*map(astuple, parsed), strict=True) if parsed else [()] * len(ARG_FIELDS)
         for field, values in zip(ARG_FIELDS, columns, strict=True):
             absent = _EMPTY_RAW if field in RAW_ARGS else None
-            full = np.full(n, -1 if field == "fallback" else NO_ID if field in ID_ARGS else 0)
+            full = _absent_column(field, n)
             if values.count(absent) == len(values):
                 self.pieces[field].append(full)
                 continue
@@ -351,7 +362,7 @@ class ColumnBuilder:
 
     def finish(self) -> RawColumns:
         def joined(field: str, dtype: Any) -> NDArray[Any]:
-            parts = self.pieces[field]
+            parts = self.pieces.pop(field)  # the pieces go as their column is made
             return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype)
 
         coded: dict[str, Coded] = {}
@@ -360,6 +371,7 @@ class ColumnBuilder:
             coded[field] = finish_coded(joined(field, np.int32), self.interners[field], convert)
         ids = {f: joined(f, np.int64) for f in ID_ARGS}
         lengths = np.concatenate(self.args_lengths) if self.args_lengths else np.empty(0, np.int64)
+        self.args_lengths = []
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         args = pa.LargeBinaryArray.from_buffers(

@@ -80,7 +80,7 @@ class _Reader:
             self.buf += block
             return pos
         self.base += pos
-        self.buf = self.buf[pos:] + block
+        self.buf = b"".join((memoryview(self.buf)[pos:], block))  # one copy
         return 0
 
     def _skip_ws(self, pos: int, *, drop: bool = True) -> int:
@@ -217,7 +217,7 @@ class _Reader:
         A wrong cut leaves JSON that is truncated or malformed at its very end; malformed JSON
         earlier in the chunk, or an event of the wrong shape, is an error in the file.
         """
-        text = b"[" + self.buf[pos:end] + b"]"
+        text = b"".join((b"[", memoryview(self.buf)[pos:end], b"]"))  # one copy
         try:
             events = _EVENTS_DECODER.decode(text)
         except msgspec.ValidationError as error:

@@ -112,8 +112,11 @@ def ns_from_us(values: NDArray[np.float64], base: int) -> NDArray[np.int64]:
 
 
 def _code_mask(coded: Coded, wanted: set[str] | frozenset[str]) -> NDArray[np.bool_]:
-    hits = [i for i, value in enumerate(coded.categories) if value in wanted]
-    return np.isin(coded.codes, hits) if hits else np.zeros(len(coded.codes), dtype=bool)
+    """Rows whose value is in `wanted`: one lookup per row in a per-category table."""
+    table = np.array([value in wanted for value in coded.categories] or [False], dtype=bool)
+    if not table.any():
+        return np.zeros(len(coded.codes), dtype=bool)
+    return table[coded.codes]
 
 
 def _as_int(text: str) -> int:
@@ -297,14 +300,13 @@ class _Normalizer:
         names = raw.name.values()[rows] if n else np.empty(0, dtype=object)
         step = self._steps(names, kind, rows, ts, dur, is_device, correlation)
 
-        ph_text = np.where(instant, "i", "X")
         graph_id = self._graph_ids(rows)
         fallback = raw.fallback[rows] == 1
         args = raw.args.take(pa.array(rows)) if n else raw.args.slice(0, 0)
         columns: dict[str, Any] = {
             "name": categorical(raw.name.codes[rows], raw.name.categories),
             "cat": categorical(raw.cat.codes[rows], raw.cat.categories),
-            "ph": text_categorical(ph_text),
+            "ph": categorical(instant.astype(np.int8), ["X", "i"]),
             "pid": categorical(raw.pid.codes[rows], raw.pid.categories),
             "tid": categorical(raw.tid.codes[rows], raw.tid.categories),
             "ts_ns": ts,
