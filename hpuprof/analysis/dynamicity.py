@@ -457,7 +457,23 @@ def dynamicity_findings(rep: DynamicityReport, options: AnalysisOptions) -> list
     """Recompiling graphs, dynamic ops, and the bucketing opportunity."""
     out: list[Finding] = []
     derived = not rep.events
-    for g in rep.by_module if rep.by_module and rep.by_module[0].key != "(none)" else rep.by_graph:
+    # group by module when compiles carry one, else by the call site that triggered them (a
+    # lazy graph gets a new recipe id per compile, so per-graph counts never add up)
+    groups = rep.by_graph
+    for candidate in (rep.by_call_site, rep.by_module):
+        if candidate and any(g.key != "(none)" for g in candidate):
+            groups = candidate
+    flagged = [g for g in groups if g.recompilations >= options.recompile_warn]
+    if not flagged and rep.recompilations >= options.recompile_warn and rep.events:
+        whole = GroupStats(
+            key="the trace's graphs",
+            compilations=rep.compilations,
+            recompilations=rep.recompilations,
+            time_ns=rep.compile_time_ns,
+            causes=tuple(c for g in groups for c in g.causes),
+        )
+        flagged = [whole]
+    for g in flagged:
         if g.recompilations >= options.recompile_warn:
             kinds: dict[str, int] = {}
             for c in g.causes:

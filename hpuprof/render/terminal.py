@@ -90,7 +90,7 @@ class TerminalRenderer:
                 style = SEVERITY_STYLE.get(f.severity, "")
                 console.print(f"[{style}]{f.severity.upper():8}[/{style}] ", end="")
                 console.print(f.title, markup=False)
-                if f.advice and not self.brief:
+                if f.advice:
                     console.print(f"         -> {f.advice}", markup=False, style="dim")
         else:
             console.print("No findings.")
