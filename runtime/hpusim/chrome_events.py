@@ -156,6 +156,7 @@ def to_chrome_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[
                 "recipeName": recipe_name(graph) if graph >= 0 else "",
                 "device": 0,
                 "correlation": corr,
+                "dataType": _data_type(name),
                 "hpuprof.graph_id": str(graph),
                 "hpuprof.modeled": True,
                 "hpuprof.flops": batch.flops[i],
@@ -242,6 +243,15 @@ def to_chrome_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[
             if hev in ("launch", "fallback") and corr >= 0:
                 out.append(_flow_start(corr, pid, batch.tid[i], ts))
     return out
+
+
+_DATA_TYPES = {"bf16": "bf16", "f32": "fp32", "f16": "fp16", "i64": "int64", "i32": "int32"}
+
+
+def _data_type(device_op: str) -> str:
+    """The bridge's `dataType` arg of a device op, from its dtype suffix (`mm_bf16` -> bf16);
+    "" for ops without one (DMA copies)."""
+    return _DATA_TYPES.get(device_op.rsplit("_", 1)[-1], "")
 
 
 def _flow_start(corr: int, pid: int, tid: int, ts: float) -> dict[str, Any]:
