@@ -507,6 +507,10 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
     mm_flops = float(h["flops"].to_numpy()[mm].sum())
     low = mm & np.isin(h["dtype"].to_numpy(), LOW)
     low_flops = float(h["flops"].to_numpy()[low].sum())
+    if not mm_flops and use_dev_flops:  # lazy/compiled graphs: device ops belong to a launch
+        mme = isin(dev["engine"], ("MME",))
+        mm_flops = float(dev_flops[mme].sum())
+        low_flops = float(dev_flops[mme & np.isin(dtype_dev, LOW)].sum())
     coverage = round(100.0 * low_flops / mm_flops, 2) if mm_flops else 0.0
     casts, silent = _casts(full, ev)
     to_copy = int(isin(host["name"], ("aten::_to_copy", "aten::to")).sum())
