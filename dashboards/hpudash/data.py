@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hpudash import catalog
+from hpudash.figcache import FiguresCache
 from hpuprof.errors import HpuprofError
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class DataStore:
         loader: path -> Trace (default `hpuprof.load`).
         analyzer: Trace -> Analysis (default `default_analyzer`).
         capacity: how many runs stay in memory (least recently used are dropped).
+        figures_cache: where key figures persist (default: a sidecar under `root`).
     """
 
     def __init__(
@@ -92,15 +94,16 @@ class DataStore:
         loader: Loader | None = None,
         analyzer: Analyzer | None = None,
         capacity: int = 4,
+        figures_cache: FiguresCache | None = None,
     ) -> None:
         self.root = Path(root).resolve()
+        self.figures = figures_cache if figures_cache is not None else FiguresCache(self.root)
         self._loader = loader or default_loader
         self._analyzer = analyzer or default_analyzer
         self._capacity = capacity
         self._lock = threading.Lock()
         self._runs: OrderedDict[tuple[str, int, int], dict[str, Any]] = OrderedDict()
         self._key_locks: dict[tuple[str, int, int], Any] = {}
-        self._small: dict[tuple[str, int, int, str], Any] = {}
 
     def entries(self) -> list[catalog.Entry]:
         """A fresh scan of the root (new runs appear without a restart)."""
@@ -138,17 +141,21 @@ class DataStore:
                     self._key_locks.pop(old, None)
         return value
 
-    def small(self, key: str, what: str, fn: Callable[[str], T]) -> T:
-        """Like `get` for small results kept for every run (the Runs page's key figures)."""
-        entry = self.entry(key)
-        version = (entry.key, entry.mtime_ns, entry.size, what)
-        with self._lock:
-            if version in self._small:
-                return self._small[version]
-        value = fn(key)
-        with self._lock:
-            self._small[version] = value
-        return value
+    def cached_key_figures(self, entry: catalog.Entry) -> dict[str, Any] | None:
+        """The key figures of `entry` if already known (memory or sidecar); never computes."""
+        return self.figures.get(entry)
+
+    def key_figures(self, key: str, entry: catalog.Entry | None = None) -> dict[str, Any]:
+        """The Runs page's figures of `key` (`figures.key_figures`), computed once per version
+        and kept in the sidecar so a restarted dashboard does not analyse again."""
+        entry = entry or self.entry(key)
+        got = self.figures.get(entry)
+        if got is None:
+            from hpudash.figures import key_figures
+
+            got = key_figures(self.report(key), self.trace(key))
+            self.figures.put(entry, got)
+        return got
 
     def trace(self, key: str) -> Trace:
         return self.get(key, "trace", self._load_entry)

@@ -17,6 +17,7 @@ class Id(StrEnum):
     RUNS_GRID = "runs-grid"
     RUNS_REFRESH = "runs-refresh"
     RUNS_COUNT = "runs-count"
+    RUNS_INTERVAL = "runs-interval"
 
     OVERVIEW_FINDINGS = "overview-findings"
     OVERVIEW_KPIS = "overview-kpis"

@@ -36,6 +36,8 @@ DEVICE_COLOR = "#54a24b"
 EXACT_LIMIT = 3000
 MARKER_LIMIT = 2000
 DEFAULT_BUCKETS = 800
+MAX_LEVELS = 6
+"""Nesting levels drawn as sub-rows of a track; deeper slices share the last one."""
 DETAIL_FIELDS: tuple[str, ...] = (
     "name", "cat", "kind", "rank", "pid", "tid", "engine", "ts_ns", "dur_ns", "step",
     "correlation", "mode", "module", "phase", "graph_id", "hpu_event", "flush_reason",
@@ -332,6 +334,10 @@ def figure(w: Window, *, revision: str = "") -> go.Figure:
     import plotly.graph_objects as go
 
     fig = go.Figure()
+    # nesting levels drawn as sub-rows of a track (a flame chart), never overlapping, so a
+    # click lands on exactly one slice: the one under the pointer, not its parent
+    levels = int(min(w.bar_depth.max() + 1, MAX_LEVELS)) if len(w.bar_depth) else 1
+    row_h = 0.8 / levels
     if w.mode == "exact":
         groups: list[tuple[str, str, np.ndarray]] = [
             ("host", HOST_COLOR, (~w.bar_device) & (w.bar_mark == 0)),
@@ -349,12 +355,17 @@ def figure(w: Window, *, revision: str = "") -> go.Figure:
                     orientation="h",
                     base=_ms(w.bar_ts[sel]),
                     x=np.maximum(_ms(dur), 1e-6),
-                    y=w.bar_track[sel],
-                    width=np.maximum(0.8 - 0.15 * w.bar_depth[sel], 0.15),
+                    y=w.bar_track[sel]
+                    - 0.4
+                    + row_h * (np.minimum(w.bar_depth[sel], levels - 1) + 0.5),
+                    width=row_h * 0.9,
                     marker={"color": color, "line": {"width": 0.5, "color": "white"}},
                     customdata=[["e", int(r)] for r in w.bar_row[sel]],
-                    hovertext=[plot_text(w.bar_name[j]) for j in sel],
-                    hovertemplate="%{hovertext}<br>%{base:.4f} ms + %{x:.4f} ms<extra></extra>",
+                    hovertext=[
+                        f"{plot_text(w.bar_name[j])}<br>{d / 1e6:.4f} ms"
+                        for j, d in zip(sel, dur, strict=True)
+                    ],
+                    hovertemplate="%{hovertext} from %{base:.4f} ms<extra></extra>",
                 )
             )
     else:

@@ -34,13 +34,39 @@ def href(path: str, **query: str) -> str:
     return f"{path}?{urlencode(q)}" if q else path
 
 
-def grid(id_: str, rows: Sequence[Mapping[str, Any]], *, height: int = 420, **extra: Any) -> Any:
-    """A sortable, filterable AG Grid over plain rows (cells render as text, never HTML)."""
-    columns = [{"field": k} for k in (rows[0] if rows else {})]
+UNSAFE_GRID_OPTIONS = frozenset({"columnDefs", "dangerously_allow_code", "defaultColDef"})
+
+
+def column_defs(names: Sequence[str]) -> list[dict[str, str]]:
+    """Plain column definitions: a field each and no `cellRenderer`, so AG Grid writes every
+    cell as text (no markdown or HTML renderer ever sees a trace-supplied string)."""
+    return [{"field": str(k)} for k in names]
+
+
+def grid(
+    id_: str,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    height: int = 420,
+    columns: Sequence[str] | None = None,
+    **extra: Any,
+) -> Any:
+    """A sortable, filterable AG Grid over plain rows (cells render as text, never HTML).
+
+    Args:
+        columns: column order (default: the first row's keys).
+        extra: other AgGrid props; column definitions and `dangerously_allow_code` are not
+            accepted here, so no caller can turn on an HTML-rendering cell.
+    """
+    unsafe = UNSAFE_GRID_OPTIONS & set(extra)
+    if unsafe:
+        raise ValueError(f"grid() does not take {sorted(unsafe)}: cells stay plain text")
+    names = list(columns) if columns is not None else list(rows[0] if rows else {})
     return dag.AgGrid(
         id=id_,
         rowData=[dict(r) for r in rows],
-        columnDefs=columns,
+        columnDefs=column_defs(names),
+        dangerously_allow_code=False,
         defaultColDef={"sortable": True, "filter": True, "resizable": True, "minWidth": 90},
         columnSize="responsiveSizeToFit",
         style={"height": f"{height}px"},

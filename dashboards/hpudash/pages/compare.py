@@ -23,12 +23,8 @@ def comparison(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(key-figure deltas, per-op deltas) of run B against run A."""
 
-    def figs(k: str) -> dict[str, Any]:
-        return store.small(
-            k, "figures", lambda _: figures.key_figures(store.report(k), store.trace(k))
-        )
-
-    kpi = [dataclasses.asdict(d) for d in figures.compare_figures(figs(a), figs(b))]
+    deltas = figures.compare_figures(store.key_figures(a), store.key_figures(b))
+    kpi = [dataclasses.asdict(d) for d in deltas]
     ops_a = store.derived(a, "op_table", figures.op_table)
     ops_b = store.derived(b, "op_table", figures.op_table)
     ops = figures.compare_ops(ops_a, ops_b).to_dict("records")

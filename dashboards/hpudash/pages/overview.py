@@ -36,8 +36,8 @@ def layout(ctx: Context) -> Any:
     store, key = ctx.store, ctx.run
     analysis = store.analysis(key)
     report = analysis.data
-    figs = store.small(key, "figures", lambda k: figures.key_figures(report, store.trace(k)))
     entry = store.entry(key)
+    figs = store.key_figures(key, entry)
     found = figures.findings(report)
     downloads = [
         html.A(

@@ -1,13 +1,20 @@
-"""Runs: every run and trace under the directory with its key figures (rescanned live)."""
+"""Runs: every run and trace under the directory with its key figures (rescanned live).
+
+Opening the page never waits for every trace to be analysed: figures already known (in
+memory or in the sidecar cache, `hpudash.figcache`) are shown at once, others are computed
+within a time budget per request and the rest marked pending; a fast interval keeps filling
+them in, then slows to a periodic rescan so new runs appear without a restart.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import dash
 from dash import Input, Output, State, dcc, html
 
-from hpudash import figures
+from hpudash.catalog import Entry
 from hpudash.data import DataStore, log
 from hpudash.ids import Id
 from hpudash.pages.common import Context, grid, href
@@ -17,25 +24,62 @@ PATH = "/"
 TITLE = "Runs"
 NEEDS_RUN = False
 REFRESH_MS = 10_000
+FILL_MS = 1_000
+LAYOUT_BUDGET_S = 1.0
+FILL_BUDGET_S = 2.0
+PENDING = "pending: analysing"
+COLUMNS: tuple[str, ...] = (
+    "run", "status", "step_ms", "steps", "device_util_pct", "compilations", "recompilations",
+    "fallbacks", "bf16_pct", "ranks", "events", "device_time", "kind", "MB",
+)  # fmt: skip
 
 
-def run_rows(store: DataStore) -> list[dict[str, Any]]:
-    """One row per entry: its key figures, or the reason it could not be read."""
+def _figures(store: DataStore, e: Entry, deadline: float) -> tuple[dict[str, Any], str]:
+    """(figures, status) of one entry: cached, computed while the budget lasts, or pending."""
+    figs = store.cached_key_figures(e)
+    if figs is not None:
+        return figs, "ok"
+    failed = store.figures.error(e)
+    if failed is not None:
+        return {}, failed
+    if time.monotonic() >= deadline:
+        return {}, PENDING
+    try:
+        return store.key_figures(e.key, e), "ok"
+    except HpuprofError as error:
+        status = f"unreadable: {error}"
+    except Exception as error:
+        log.exception("key figures of %s", e.key)
+        status = f"error: {type(error).__name__}: {error}"
+    store.figures.fail(e, status)
+    return {}, status
+
+
+def run_rows(store: DataStore, budget_s: float = LAYOUT_BUDGET_S) -> list[dict[str, Any]]:
+    """One row per entry (COLUMNS): its key figures, PENDING, or why it could not be read.
+
+    Figures not yet known are computed until `budget_s` seconds have passed (at least one
+    is always attempted when `budget_s` > 0); the rest stay PENDING for the next call.
+    """
+    deadline = time.monotonic() + budget_s
     out = []
     for e in store.entries():
-        row: dict[str, Any] = {"run": e.key, "kind": e.kind, "MB": round(e.size / 1e6, 2)}
-        try:
-            figs = store.small(
-                e.key, "figures", lambda k: figures.key_figures(store.report(k), store.trace(k))
-            )
-            row |= figs | {"status": "ok"}
-        except HpuprofError as error:
-            row["status"] = f"unreadable: {error}"
-        except Exception as error:
-            log.exception("key figures of %s", e.key)
-            row["status"] = f"error: {type(error).__name__}: {error}"
+        figs, status = _figures(store, e, deadline)
+        row: dict[str, Any] = dict.fromkeys(COLUMNS)
+        row |= {k: v for k, v in figs.items() if k in row}
+        row |= {"run": e.key, "status": status, "kind": e.kind, "MB": round(e.size / 1e6, 2)}
         out.append(row)
     return out
+
+
+def _count(store: DataStore, rows: list[dict[str, Any]]) -> str:
+    pending = sum(r["status"] == PENDING for r in rows)
+    more = f" ({pending} still being analysed)" if pending else ""
+    return f"{len(rows)} runs and traces under {store.root}{more}"
+
+
+def _interval(rows: list[dict[str, Any]]) -> int:
+    return FILL_MS if any(r["status"] == PENDING for r in rows) else REFRESH_MS
 
 
 def layout(ctx: Context) -> Any:
@@ -45,17 +89,22 @@ def layout(ctx: Context) -> Any:
             html.H2("Runs"),
             html.Div(
                 [
-                    html.Span(
-                        f"{len(rows)} runs and traces under {ctx.store.root}", id=Id.RUNS_COUNT
-                    ),
+                    html.Span(_count(ctx.store, rows), id=Id.RUNS_COUNT),
                     html.Button(
                         "Rescan", id=Id.RUNS_REFRESH, n_clicks=0, style={"marginLeft": "1em"}
                     ),
                 ]
             ),
             html.P("Click a row to open its overview. Device times of emulated runs are modeled."),
-            grid(Id.RUNS_GRID, rows, height=480, dashGridOptions={"rowSelection": "single"}),
-            dcc.Interval(id="runs-interval", interval=REFRESH_MS),
+            grid(
+                Id.RUNS_GRID,
+                rows,
+                height=480,
+                columns=COLUMNS,
+                getRowId="params.data.run",
+                dashGridOptions={"rowSelection": "single"},
+            ),
+            dcc.Interval(id=Id.RUNS_INTERVAL, interval=_interval(rows)),
         ]
     )
 
@@ -64,13 +113,14 @@ def register(app: dash.Dash, store: DataStore) -> None:
     @app.callback(
         Output(Id.RUNS_GRID, "rowData"),
         Output(Id.RUNS_COUNT, "children"),
+        Output(Id.RUNS_INTERVAL, "interval"),
         Input(Id.RUNS_REFRESH, "n_clicks"),
-        Input("runs-interval", "n_intervals"),
+        Input(Id.RUNS_INTERVAL, "n_intervals"),
         prevent_initial_call=True,
     )
-    def rescan(_clicks: int, _ticks: int) -> tuple[list[dict[str, Any]], str]:
-        rows = run_rows(store)
-        return rows, f"{len(rows)} runs and traces under {store.root}"
+    def rescan(_clicks: int, _ticks: int) -> tuple[list[dict[str, Any]], str, int]:
+        rows = run_rows(store, FILL_BUDGET_S)
+        return rows, _count(store, rows), _interval(rows)
 
     @app.callback(
         Output(Id.URL, "href", allow_duplicate=True),
@@ -79,7 +129,9 @@ def register(app: dash.Dash, store: DataStore) -> None:
         prevent_initial_call=True,
     )
     def open_run(cell: dict[str, Any] | None, data: list[dict[str, Any]]) -> str:
-        if not cell or cell.get("rowIndex") is None:
+        # rowId is the run key (getRowId): rowIndex is the displayed position, which sorting
+        # and filtering change, so it cannot index rowData
+        key = (cell or {}).get("rowId")
+        if not key or not any(r.get("run") == key for r in data or []):
             raise dash.exceptions.PreventUpdate
-        key = str(cell.get("data", {}).get("run") or data[int(cell["rowIndex"])]["run"])
-        return href("/overview", run=key)
+        return href("/overview", run=str(key))
