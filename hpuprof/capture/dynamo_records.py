@@ -68,15 +68,17 @@ class DynamoRecorder:
             int(getattr(record, "start_time_us", 0) or 0),
         )
 
-    def collect(self) -> list[dict[str, Any]]:
-        """Events for the records not collected yet."""
+    def collect(self, skip_ids: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+        """Events for the records not collected yet; `skip_ids`: compile ids recorded by the
+        backend itself (the emulated `hpu_backend`)."""
         out: list[dict[str, Any]] = []
         for record in self._records():
             key = self._key(record)
             if key in self._seen or key[1] < self._start_us:
                 continue
             self._seen.add(key)
-            out.append(self._event(record))
+            if key[0] not in skip_ids:
+                out.append(self._event(record))
         return out
 
     def _event(self, r: Any) -> dict[str, Any]:

@@ -348,7 +348,8 @@ class HPUProfiler:
 
     def _emit_dynamo(self) -> None:
         if self._dynamo is not None:
-            self.emit(self._dynamo.collect())
+            skip = self._backend.dynamo_compile_ids() if self._backend else frozenset()
+            self.emit(self._dynamo.collect(skip))
 
     def _span(self, name: str, start_ns: int, end_ns: int) -> dict[str, Any]:
         return {

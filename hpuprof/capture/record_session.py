@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from hpuprof.capture.profiler import HPUProfiler, analysis_summary, format_counts
-from hpuprof.capture.runner import run_command
+from hpuprof.capture.runner import run_command, split_command
 from hpuprof.capture.schedule import parse_schedule
 from hpuprof.errors import UsageError
 
@@ -25,13 +26,15 @@ def enable_emulator(mode: str, device: str) -> None:
         import hpusim
     except ImportError as error:
         raise UsageError(f"the emulated runtime (hpusim) is not installed: {error}") from None
-    try:
-        hpusim.enable(mode=mode, device=device)
-    except ValueError:
-        if mode != "compile":
-            raise
-        # torch.compile runs on the eager frontend with the hpu_backend compiler
+    from hpuprof.capture import compile_mode
+
+    if mode == "compile":  # the eager frontend, and torch.compile calls get hpu_backend
+        os.environ["PT_HPU_LAZY_MODE"] = "0"
         hpusim.enable(mode="eager", device=device)
+        compile_mode.install()
+    else:
+        compile_mode.uninstall()
+        hpusim.enable(mode=mode, device=device)
 
 
 def report(prof: HPUProfiler, out: Callable[[str], None] = print) -> None:
@@ -61,6 +64,7 @@ def record_command(
     """Profile `command` (`python script.py args`); returns the script's exit code."""
     if not command:
         raise UsageError("nothing to record: give a command after --, e.g. -- python train.py")
+    split_command(command)  # a missing script is an error before anything heavy starts
     if emulate or backend == "emulated":
         enable_emulator(mode, device)
         backend = backend or "emulated"
@@ -79,8 +83,24 @@ def record_command(
     finally:
         prof.stop()
         sys.stdout.flush()
+    _note_compile_backends(prof)
     report(prof)
     return code
+
+
+def _note_compile_backends(prof: HPUProfiler) -> None:
+    """Emulated compile mode: which backends the script asked for were replaced (run.json)."""
+    from hpuprof.capture import compile_mode
+    from hpuprof.capture.run_dir import update_manifest
+
+    if compile_mode.is_installed() and compile_mode.replaced:
+        replaced = dict(compile_mode.replaced)
+        update_manifest(prof.dirpath, {"compile_backends_replaced": replaced})
+        print(
+            "hpuprof: emulated compile mode: torch.compile backend "
+            + ", ".join(f"{b!r} x{n}" for b, n in replaced.items())
+            + " replaced by 'hpu_backend'"
+        )
 
 
 def _script_name(command: list[str]) -> str:

@@ -85,6 +85,11 @@ class Backend(abc.ABC):
         """Keys for our `hpuprof` top-level metadata (device_profile, mode, ...)."""
         return {}
 
+    def dynamo_compile_ids(self) -> frozenset[str]:
+        """Dynamo compile ids the backend already recorded itself (the profiler's dynamo
+        records skip them, so a compile is not in the trace twice)."""
+        return frozenset()
+
     def metrics(self) -> list[dict[str, Any]] | None:
         """The Habana-format metrics dump records, or None when the backend has none."""
         return None

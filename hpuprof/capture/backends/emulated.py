@@ -23,6 +23,7 @@ class EmulatedBackend(Backend):
     def __init__(self) -> None:
         self._ctx: BackendContext | None = None
         self._sink: Any = None
+        self._compile_ids: set[str] = set()
 
     def start(self, ctx: BackendContext) -> None:
         from hpusim.chrome_events import metadata_events
@@ -47,7 +48,16 @@ class EmulatedBackend(Backend):
 
         batch = self._sink.drain()
         if len(batch):
-            self._ctx.emit(to_chrome_events(batch, pid=self._ctx.pid, base_ns=self._ctx.base_ns))
+            events = to_chrome_events(batch, pid=self._ctx.pid, base_ns=self._ctx.base_ns)
+            for ev in events:  # hpu_backend records its dynamo compiles itself
+                if ev.get("cat") == "hpuprof":
+                    cid = ev["args"].get("hpuprof.compile_id")
+                    if cid is not None:
+                        self._compile_ids.add(str(cid))
+            self._ctx.emit(events)
+
+    def dynamo_compile_ids(self) -> frozenset[str]:
+        return frozenset(self._compile_ids)
 
     def stop(self) -> None:
         self.poll()
@@ -57,8 +67,12 @@ class EmulatedBackend(Backend):
     def run_metadata(self) -> dict[str, Any]:
         import hpusim
 
+        from hpuprof.capture import compile_mode
+
         meta = dict(hpusim.run_metadata())
         meta.pop("backend", None)
+        if compile_mode.is_installed():
+            meta.update(compile_mode.run_metadata())
         return meta
 
     def metrics(self) -> list[dict[str, Any]] | None:
