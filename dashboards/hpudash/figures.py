@@ -462,8 +462,8 @@ def compare_ops(a: pd.DataFrame, b: pd.DataFrame, limit: int = 50) -> pd.DataFra
     """Per-op time deltas of B against A, largest regressions first."""
     cols = ["name", "count", "host_ms", "device_ms"]
     m = a[cols].merge(b[cols], on="name", how="outer", suffixes=("_a", "_b")).fillna(0)
-    m["time_a_ms"] = m["host_ms_a"] + m["device_ms_a"]
-    m["time_b_ms"] = m["host_ms_b"] + m["device_ms_b"]
+    m["time_a_ms"] = (m["host_ms_a"] + m["device_ms_a"]).round(4)
+    m["time_b_ms"] = (m["host_ms_b"] + m["device_ms_b"]).round(4)
     m["delta_ms"] = (m["time_b_ms"] - m["time_a_ms"]).round(4)
     base = m["time_a_ms"].where(m["time_a_ms"] > 0)
     m["delta_pct"] = (100 * m["delta_ms"] / base).round(2)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.conftest import SAMPLE_TRACES
+from tests.dashboard.conftest import write_run
 
 pytest.importorskip("playwright.sync_api")
 pytest.importorskip("dash")
@@ -44,22 +49,31 @@ class _Errors(logging.Handler):
         self.records.append(self.format(record))
 
 
-@pytest.fixture(scope="module")
-def server_url(runs_dir: Path) -> Iterator[tuple[str, _Errors]]:
+@contextmanager
+def _serving(root: Path) -> Iterator[str]:
+    """The dashboard over `root` on 127.0.0.1 (a free port), in a thread; yields its URL."""
     from hpudash import create_app
     from werkzeug.serving import make_server
 
-    handler = _Errors()
-    logging.getLogger().addHandler(handler)
-    app = create_app(runs_dir)
-    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
+    srv = make_server("127.0.0.1", 0, create_app(root).server, threaded=True)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{srv.server_port}", handler
+        yield f"http://127.0.0.1:{srv.server_port}"
     finally:
         srv.shutdown()
         thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def server_url(runs_dir: Path) -> Iterator[tuple[str, _Errors]]:
+    """The live server and every warning or error logged in this process while it runs."""
+    handler = _Errors()
+    logging.getLogger().addHandler(handler)
+    try:
+        with _serving(runs_dir) as url:
+            yield url, handler
+    finally:
         logging.getLogger().removeHandler(handler)
 
 
@@ -85,10 +99,23 @@ def browser_page(server_url: tuple[str, _Errors]) -> Iterator[tuple[Any, list[st
         browser.close()
 
 
+def _scan(root: Path) -> list[Any]:
+    from hpudash.catalog import scan
+
+    return scan(root)
+
+
 def _goto(page: Any, base: str, path: str, selector: str) -> None:
     page.goto(base + path)
     page.wait_for_selector(selector, state="attached")
-    page.wait_for_function("() => !document.querySelector('._dash-loading')")
+    _settled(page)
+
+
+def _settled(page: Any) -> None:
+    """The app has loaded and no callback output is waiting for an answer."""
+    page.wait_for_function(
+        "() => !document.querySelector('._dash-loading, [data-dash-is-loading=\"true\"]')"
+    )
 
 
 def _zoom(page: Any, lo_ms: float, hi_ms: float) -> None:
@@ -113,7 +140,7 @@ def _zoom(page: Any, lo_ms: float, hi_ms: float) -> None:
     page.wait_for_function(
         "(b) => document.querySelector('#timeline-status').innerText !== b", arg=before
     )
-    page.wait_for_function("() => !document.querySelector('._dash-loading')")
+    _settled(page)
 
 
 @pytest.mark.parametrize("name", list(PAGES))
@@ -124,7 +151,8 @@ def test_page_renders(
     base, log = server_url
     path, selector = PAGES[name]
     _goto(page, base, path, selector)
-    page.wait_for_timeout(300)
+    if name == "runs":
+        _wait_runs_filled(page)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
     errors = page.locator(".msg-error").all_inner_texts()
     assert errors == [], errors
@@ -134,15 +162,29 @@ def test_page_renders(
 
 
 def test_runs_lists_every_run_with_figures(
-    browser_page: tuple[Any, list[str]], server_url: tuple[str, _Errors]
+    browser_page: tuple[Any, list[str]], server_url: tuple[str, _Errors], runs_dir: Path
 ) -> None:
     page, _ = browser_page
-    base, _ = server_url
-    _goto(page, base, "/", "#runs-grid .ag-row")
-    text = page.locator("#runs-grid").inner_text()
+    text = _runs_text(page, server_url[0])
     assert RUN2 in text and LONE in text
     assert "incomplete" not in text
-    assert page.locator("#runs-count").inner_text().startswith(("2 runs", "3 runs"))
+    count = len(_scan(runs_dir))
+    assert page.locator("#runs-count").inner_text().startswith(f"{count} runs")
+    # a hostile file name is a row like any other, as text
+    assert "onerror" in text and page.locator("#runs-grid img").count() == 0
+
+
+def _runs_text(page: Any, base: str) -> str:
+    """The Runs grid's text once every row has its figures."""
+    _goto(page, base, "/", "#runs-grid .ag-row")
+    _wait_runs_filled(page)
+    return str(page.locator("#runs-grid").inner_text())
+
+
+def _wait_runs_filled(page: Any) -> None:
+    page.wait_for_function(
+        "() => !document.querySelector('#runs-grid').innerText.includes('pending')"
+    )
 
 
 def test_timeline_zoom_then_click_shows_details(
@@ -228,3 +270,64 @@ def test_downloads_and_traversal(server_url: tuple[str, _Errors]) -> None:
     with urllib.request.urlopen(f"{base}/report.html?run={RUN2}") as r:
         assert r.status == 200 and b"<html" in r.read().lower()
         assert "default-src 'none'" in r.headers["Content-Security-Policy"]
+
+
+def test_new_run_appears_without_restart(
+    browser_page: tuple[Any, list[str]], server_url: tuple[str, _Errors], runs_dir: Path
+) -> None:
+    """Last in the module: it adds a run to the served directory."""
+    page, console = browser_page
+    base, log = server_url
+    assert "fresh_run" not in _runs_text(page, base)
+    write_run(runs_dir / "runs" / "fresh_run", 900)
+    page.reload()
+    page.wait_for_selector("#runs-grid .ag-row")
+    _wait_runs_filled(page)
+    assert "runs/fresh_run" in page.locator("#runs-grid").inner_text()
+    assert page.locator("#runs-count").inner_text().startswith(f"{len(_scan(runs_dir))} runs")
+    _goto(page, base, "/overview?run=runs/fresh_run", "#overview-kpis")
+    assert page.locator(".msg-error").all_inner_texts() == []
+    assert console == [] and log.records == []
+
+
+@pytest.fixture(scope="module")
+def samples_url(
+    tmp_path_factory: pytest.TempPathFactory, server_url: tuple[str, _Errors]
+) -> Iterator[tuple[str, list[str]]]:
+    """The dashboard over a copy of sample_traces/ (so no cache is written into the repo)."""
+    from hpudash.catalog import is_trace_name
+
+    if not SAMPLE_TRACES.is_dir() or not any(
+        is_trace_name(p.name) for p in SAMPLE_TRACES.rglob("*") if ".hpuprof-cache" not in str(p)
+    ):
+        pytest.skip("sample_traces/ has no traces yet (make samples)")
+    root = tmp_path_factory.mktemp("samples") / "sample_traces"
+    shutil.copytree(
+        SAMPLE_TRACES, root, ignore=shutil.ignore_patterns("*.hpuprof-cache", ".*", "__pycache__")
+    )
+    with _serving(root) as url:
+        yield url, [e.key for e in _scan(root)]
+
+
+def test_every_page_renders_with_the_sample_traces(
+    browser_page: tuple[Any, list[str]],
+    server_url: tuple[str, _Errors],
+    samples_url: tuple[str, list[str]],
+) -> None:
+    page, console = browser_page
+    _, log = server_url
+    base, keys = samples_url
+    first, second = keys[0], keys[-1]
+    visits = [("/", "#runs-grid .ag-row")] + [
+        (f"/{name}?run={first}", PAGES[name][1])
+        for name in ("timeline", "ops", "dynamicity", "precision", "ranks")
+    ]
+    for k in keys:
+        visits += [(f"/overview?run={k}", "#overview-kpis")]
+        visits += [(f"/timeline?run={k}", PAGES["timeline"][1])]
+    visits.append((f"/compare?run={first}&b={second}", "#compare-kpis .ag-row"))
+    for path, selector in visits:
+        _goto(page, base, path, selector)
+        assert page.locator(".msg-error").all_inner_texts() == [], path
+        assert console == [] and log.records == [], path
+    page.screenshot(path=str(ARTIFACTS / "samples-compare.png"), full_page=True)

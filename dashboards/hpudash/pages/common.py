@@ -37,10 +37,14 @@ def href(path: str, **query: str) -> str:
 UNSAFE_GRID_OPTIONS = frozenset({"columnDefs", "dangerously_allow_code", "defaultColDef"})
 
 
-def column_defs(names: Sequence[str]) -> list[dict[str, str]]:
+def column_defs(names: Sequence[str], wide: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Plain column definitions: a field each and no `cellRenderer`, so AG Grid writes every
-    cell as text (no markdown or HTML renderer ever sees a trace-supplied string)."""
-    return [{"field": str(k)} for k in names]
+    cell as text (no markdown or HTML renderer ever sees a trace-supplied string). Columns
+    in `wide` (names, paths) get room and stay pinned on the left."""
+    return [
+        {"field": str(k), "minWidth": 280, "pinned": "left"} if k in wide else {"field": str(k)}
+        for k in names
+    ]
 
 
 def grid(
@@ -49,12 +53,14 @@ def grid(
     *,
     height: int = 420,
     columns: Sequence[str] | None = None,
+    wide: Sequence[str] = (),
     **extra: Any,
 ) -> Any:
     """A sortable, filterable AG Grid over plain rows (cells render as text, never HTML).
 
     Args:
         columns: column order (default: the first row's keys).
+        wide: columns that get room and are pinned left (run keys, op names).
         extra: other AgGrid props; column definitions and `dangerously_allow_code` are not
             accepted here, so no caller can turn on an HTML-rendering cell.
     """
@@ -65,7 +71,7 @@ def grid(
     return dag.AgGrid(
         id=id_,
         rowData=[dict(r) for r in rows],
-        columnDefs=column_defs(names),
+        columnDefs=column_defs(names, wide),
         dangerously_allow_code=False,
         defaultColDef={"sortable": True, "filter": True, "resizable": True, "minWidth": 90},
         columnSize="responsiveSizeToFit",

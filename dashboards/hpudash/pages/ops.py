@@ -25,7 +25,7 @@ def layout(ctx: Context) -> Any:
             html.H2(f"Ops: {ctx.run}"),
             html.P(f"{len(rows)} distinct host ops; device time is that of the device ops each launched."),
             dcc.Input(id=Id.OPS_SEARCH, type="search", placeholder="search ops, shapes, modules...", debounce=True, style={"width": "420px"}),
-            grid(Id.OPS_GRID, rows, height=560),
+            grid(Id.OPS_GRID, rows, height=560, wide=("name",)),
         ]
     )  # fmt: skip
 

@@ -27,7 +27,7 @@ REFRESH_MS = 10_000
 FILL_MS = 1_000
 LAYOUT_BUDGET_S = 1.0
 FILL_BUDGET_S = 2.0
-PENDING = "pending: analysing"
+PENDING = "pending"
 COLUMNS: tuple[str, ...] = (
     "run", "status", "step_ms", "steps", "device_util_pct", "compilations", "recompilations",
     "fallbacks", "bf16_pct", "ranks", "events", "device_time", "kind", "MB",
@@ -101,6 +101,7 @@ def layout(ctx: Context) -> Any:
                 rows,
                 height=480,
                 columns=COLUMNS,
+                wide=("run",),
                 getRowId="params.data.run",
                 dashGridOptions={"rowSelection": "single"},
             ),
