@@ -31,93 +31,12 @@ from hpuprof.analysis._common import (
 )
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.gaudi_autocast_lists import DEFAULT_FP32_OPS, DEFAULT_LOWER_OPS
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import NO_ID
 
-LOWER_PRECISION_OPS = frozenset(
-    [
-        "addmm",
-        "addbmm",
-        "batch_norm",
-        "baddbmm",
-        "bmm",
-        "conv1d",
-        "conv2d",
-        "conv3d",
-        "conv_transpose1d",
-        "conv_transpose2d",
-        "conv_transpose3d",
-        "dot",
-        "dropout",
-        "feature_dropout",
-        "group_norm",
-        "instance_norm",
-        "layer_norm",
-        "leaky_relu",
-        "linear",
-        "matmul",
-        "mean",
-        "mm",
-        "mul",
-        "mv",
-        "softmax",
-        "log_softmax",
-        "scaled_dot_product_attention",
-    ]
-)
-FP32_OPS = frozenset(
-    [
-        "acos",
-        "addcdiv",
-        "asin",
-        "atan2",
-        "bilinear",
-        "binary_cross_entropy",
-        "binary_cross_entropy_with_logits",
-        "cdist",
-        "cosh",
-        "cosine_embedding_loss",
-        "cosine_similarity",
-        "cross_entropy_loss",
-        "dist",
-        "div",
-        "divide",
-        "embedding",
-        "embedding_bag",
-        "erfinv",
-        "exp",
-        "expm1",
-        "hinge_embedding_loss",
-        "huber_loss",
-        "kl_div",
-        "l1_loss",
-        "log",
-        "log10",
-        "log1p",
-        "log2",
-        "logsumexp",
-        "margin_ranking_loss",
-        "mse_loss",
-        "multi_margin_loss",
-        "multilabel_margin_loss",
-        "nll_loss",
-        "pdist",
-        "poisson_nll_loss",
-        "pow",
-        "reciprocal",
-        "renorm",
-        "rsqrt",
-        "sinh",
-        "smooth_l1_loss",
-        "soft_margin_loss",
-        "softplus",
-        "tan",
-        "topk",
-        "triplet_margin_loss",
-        "truediv",
-        "true_divide",
-    ]
-)
+LOWER_PRECISION_OPS = frozenset(DEFAULT_LOWER_OPS)
+FP32_OPS = frozenset(DEFAULT_FP32_OPS)
 MATMUL_CONV = frozenset(
     [
         "mm",
