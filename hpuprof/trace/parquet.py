@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import msgspec
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from hpuprof.errors import TraceFormatError
+from hpuprof.trace.arrow_frame import frame_from_arrow
 from hpuprof.trace.atomic_write import atomic_output
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, SCHEMA_VERSION
@@ -42,18 +41,7 @@ def _ipc_bytes(frame: pd.DataFrame) -> bytes:
 
 def _from_ipc(data: bytes) -> pd.DataFrame:
     with ipc.open_stream(pa.py_buffer(data)) as reader:
-        return _text_categories(reader.read_all().to_pandas())
-
-
-def _text_categories(frame: pd.DataFrame) -> pd.DataFrame:
-    """Categories as `str` (an empty or all-missing dictionary comes back as object)."""
-    for name in frame.columns:
-        dtype = frame[name].dtype
-        if isinstance(dtype, pd.CategoricalDtype) and dtype.categories.dtype != "str":
-            text = pd.CategoricalDtype(pd.Index(dtype.categories.astype(str), dtype="str"))
-            codes = frame[name].cat.codes.to_numpy()
-            frame[name] = pd.Categorical.from_codes(codes, dtype=text, validate=False)
-    return frame
+        return frame_from_arrow(reader.read_all())
 
 
 def events_table(trace: Trace) -> pa.Table:
@@ -72,34 +60,11 @@ def events_table(trace: Trace) -> pa.Table:
     return table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
 
 
-def _writable(frame: pd.DataFrame) -> pd.DataFrame:
-    """Copy the numpy-backed columns, which may be read-only views of the Arrow buffers (zero
-    copy over a memory map), so the table behaves like one built from JSON; the Arrow-backed
-    `args` stays a view."""
-    columns: dict[str, Any] = {}
-    for name in frame.columns:
-        column = frame[name]
-        if isinstance(column.dtype, pd.CategoricalDtype):
-            codes = np.array(column.cat.codes.to_numpy())
-            columns[name] = pd.Categorical.from_codes(codes, dtype=column.dtype, validate=False)
-        elif isinstance(column.dtype, np.dtype):
-            columns[name] = np.array(column.to_numpy())
-        else:
-            columns[name] = column.array
-    return pd.DataFrame(columns, copy=False)
-
-
 def save_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:
     """Write `trace` to `path` as one Parquet file, atomically."""
     table = events_table(trace)
     with atomic_output(Path(path)) as handle:
         pq.write_table(table, handle, compression=_COMPRESSION, row_group_size=1 << 20)
-
-
-def _binary_as_arrow(dtype: pa.DataType) -> Any:
-    if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
-        return pd.ArrowDtype(dtype)
-    return None
 
 
 def load_parquet(path: str | os.PathLike[str]) -> Trace:
@@ -126,8 +91,7 @@ def trace_from_table(table: pa.Table, source: Path) -> Trace:
             "file metadata",
             f"schema version {SCHEMA_VERSION} (file has {int(version)}; reload the source trace)",
         )
-    frame = table.to_pandas(types_mapper=_binary_as_arrow, split_blocks=True, self_destruct=True)
-    events = _writable(_text_categories(frame))
+    events = frame_from_arrow(table)
     if list(events.columns) != list(EVENT_COLUMNS):
         raise TraceFormatError(str(source), "columns", "the event columns of schema.py")
     tables = {name: _from_ipc(meta[f"{_KEY}{name}".encode()]) for name in _TABLES}
