@@ -34,16 +34,8 @@ COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _figures(store: DataStore, e: Entry, deadline: float) -> tuple[dict[str, Any], str]:
-    """(figures, status) of one entry: cached, computed while the budget lasts, or pending."""
-    figs = store.cached_key_figures(e)
-    if figs is not None:
-        return figs, "ok"
-    failed = store.figures.error(e)
-    if failed is not None:
-        return {}, failed
-    if time.monotonic() >= deadline:
-        return {}, PENDING
+def _compute(store: DataStore, e: Entry) -> tuple[dict[str, Any], str]:
+    """(figures, "ok") of an entry not yet known, or ({}, why it failed), remembered."""
     try:
         return store.key_figures(e.key, e), "ok"
     except HpuprofError as error:
@@ -63,8 +55,15 @@ def run_rows(store: DataStore, budget_s: float = LAYOUT_BUDGET_S) -> list[dict[s
     """
     deadline = time.monotonic() + budget_s
     out = []
+    computed = 0
     for e in store.entries():
-        figs, status = _figures(store, e, deadline)
+        figs, status = store.cached_key_figures(e), "ok"
+        if figs is None:
+            failed = store.figures.error(e)
+            figs, status = {}, failed or PENDING
+            if not failed and budget_s > 0 and (not computed or time.monotonic() < deadline):
+                figs, status = _compute(store, e)
+                computed += 1
         row: dict[str, Any] = dict.fromkeys(COLUMNS)
         row |= {k: v for k, v in figs.items() if k in row}
         row |= {"run": e.key, "status": status, "kind": e.kind, "MB": round(e.size / 1e6, 2)}
