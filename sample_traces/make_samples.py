@@ -1,6 +1,7 @@
 """Regenerate the sample traces (`make samples`). Each sample is a fresh process.
 
-Emulated samples run `workloads/gaudi_train.py` unchanged under `hpuprof record --emulate`;
+Emulated samples run `workloads/gaudi_train.py` unchanged under `hpuprof record --emulate`
+(the two-rank sample runs `workloads/ddp_train.py`, one process per rank, `hccl` all-reduce);
 the CPU sample is plain torch.profiler. Seeds are fixed, so the ops, shapes, compiles and
 modeled device times are the same every run; host timestamps are measured, so they differ.
 A sample whose runtime feature is missing (e.g. HPU graphs) is reported and skipped.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +19,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 TRAIN = HERE / "workloads" / "gaudi_train.py"
+DDP = HERE / "workloads" / "ddp_train.py"
 
-# name: (hpuprof record options, script args, rank env)
+# name: (hpuprof record options, script args)
 EMULATED: dict[str, tuple[list[str], list[str]]] = {
     "emulated_lazy": (["--mode", "lazy"], []),
     "emulated_eager": (["--mode", "eager"], []),
@@ -36,14 +39,48 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _record(out: Path, options: list[str], args: list[str], **env: str) -> bool:
+def _record_cmd(out: Path, options: list[str], script: Path, args: list[str]) -> list[str]:
     cmd = [sys.executable, "-c", "from hpuprof.cli.main import run; run()", "record", "--emulate"]
-    cmd += [*options, "-o", str(out), "--", "python", str(TRAIN), *args]
+    return [*cmd, *options, "-o", str(out), "--", "python", str(script), *args]
+
+
+def _record(out: Path, options: list[str], args: list[str], **env: str) -> bool:
+    cmd = _record_cmd(out, options, TRAIN, args)
     done = subprocess.run(cmd, env=_env(**env), capture_output=True, text=True, cwd=REPO)
     if done.returncode != 0:
         print(f"  skipped {out.name}: {done.stderr.strip().splitlines()[-1:]}")
         return False
     return True
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _record_ranks(out: Path, world: int = 2) -> bool:
+    """`workloads/ddp_train.py`, one `hpuprof record` process per rank, into one run dir."""
+    port = str(_free_port())
+    procs = [
+        subprocess.Popen(
+            _record_cmd(out, ["--mode", "lazy"], DDP, []),
+            env=_env(RANK=str(r), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=port),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        for r in range(world)
+    ]
+    ok = True
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        if proc.returncode != 0:
+            print(f"  skipped {out.name}: {err.strip().splitlines()[-1:]}")
+            ok = False
+    return ok
 
 
 def _tidy(run: Path) -> None:
@@ -66,14 +103,18 @@ def main() -> int:
     out = HERE / "emulated_two_ranks"
     shutil.rmtree(out, ignore_errors=True)
     print("making emulated_two_ranks")
-    if all(_record(out, ["--mode", "lazy"], [], RANK=str(r), WORLD_SIZE="2") for r in (0, 1)):
+    if _record_ranks(out):
         made.append(out.name)
     cpu = HERE / "cpu_torch_profiler"
     shutil.rmtree(cpu, ignore_errors=True)
     cpu.mkdir()
     print("making cpu_torch_profiler")
     subprocess.run(
-        [sys.executable, str(HERE / "workloads" / "cpu_profiler.py"), str(cpu / "trace.pt.trace.json")],
+        [
+            sys.executable,
+            str(HERE / "workloads" / "cpu_profiler.py"),
+            str(cpu / "trace.pt.trace.json"),
+        ],
         env=_env(),
         check=True,
         capture_output=True,

@@ -291,6 +291,27 @@ def _host_flops(host: pd.DataFrame) -> np.ndarray:
     return out
 
 
+def _autocast_decided(ev: pd.DataFrame, host: pd.DataFrame) -> np.ndarray:
+    """Host ops whose dtype an autocast policy decides: called by user code in forward.
+
+    Backward ops follow their forward's dtypes, optimizer updates run outside autocast, and
+    an op nested in another host op is its decomposition (the outer op's list applies).
+    """
+    phase = strs(host["phase"])
+    parent = host["parent"].to_numpy(dtype=np.int64)
+    has_parent = parent != NO_ID
+    parent_kind = np.full(len(host), "", dtype=object)
+    parent_name = np.full(len(host), "", dtype=object)
+    if has_parent.any():
+        at = ev.index.get_indexer(pd.Index(parent[has_parent]))
+        found = at >= 0
+        idx = np.flatnonzero(has_parent)[found]
+        parent_kind[idx] = strs(ev["kind"].iloc[at[found]])
+        parent_name[idx] = strs(ev["name"].iloc[at[found]])
+    in_optimizer = np.array([str(n).startswith("Optimizer.") for n in parent_name], dtype=bool)
+    return ~np.isin(phase, ("bwd", "optimizer")) & (parent_kind != "cpu_op") & ~in_optimizer
+
+
 def _by(frame: pd.DataFrame, key: np.ndarray, names: np.ndarray) -> list[OpDtypeRow]:
     """Rows of `frame` (dtype, dur, dev, flops) grouped by (name code, dtype)."""
     if frame.empty:
@@ -433,8 +454,14 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
     coverage = round(100.0 * low_flops / mm_flops, 2) if mm_flops else 0.0
     casts, silent = _casts(full, ev)
     to_copy = int(isin(host["name"], ("aten::_to_copy", "aten::to")).sum())
-    missed = [r for r in op_rows if short_op(r.name) in LOWER_PRECISION_OPS and r.dtype == "fp32"]
-    risky = [r for r in op_rows if short_op(r.name) in FP32_OPS and r.dtype in LOW]
+    # autocast decides an op's dtype where user code calls it: not for backward or optimizer
+    # ops, nor for ops nested in another op (log_softmax inside cross_entropy, on the fp32 list)
+    decided = _autocast_decided(ev, host)
+    decided_rows = _by(h[decided], ncodes[decided], names)
+    missed = [
+        r for r in decided_rows if short_op(r.name) in LOWER_PRECISION_OPS and r.dtype == "fp32"
+    ]
+    risky = [r for r in decided_rows if short_op(r.name) in FP32_OPS and r.dtype in LOW]
     rep = PrecisionReport(
         by_dtype=by_dtype,
         by_op=tuple(op_rows[: options.top_n * 4]),

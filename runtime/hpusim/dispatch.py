@@ -346,6 +346,8 @@ def phase_code() -> int:
 def _sig_value(a: Any) -> Any:
     if isinstance(a, list):
         return tuple(_sig_value(x) for x in a)
+    if isinstance(a, torch.ScriptObject):  # a c10d ProcessGroup: no __eq__, a new wrapper
+        return f"<{a._type().qualified_name()}>"  # per call; the recipe keys on its type
     try:
         hash(a)
     except TypeError:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 
 def install() -> None:
-    from hpusim import autocast, compile_backend, hpu_graphs
+    from hpusim import autocast, compile_backend, distributed, hpu_graphs
 
     compile_backend.install()
     autocast.install()
     hpu_graphs.install()
+    distributed.install()
 
 
 def uninstall() -> None:

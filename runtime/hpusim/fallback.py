@@ -63,9 +63,11 @@ def base_name(func: Any) -> str:
 
 
 def is_missing(func: Any) -> bool:
-    """True when the op has no HPU kernel at all (goes to the CPU fallback)."""
+    """True when the op has no HPU kernel at all (goes to the CPU fallback). `c10d` collectives
+    are run by the process group (HCCL; `hpusim.distributed`), never a CPU fallback."""
     missing, _ = _data()
-    return overload_name(func) in missing
+    name = overload_name(func)
+    return name in missing and not name.startswith("c10d::")
 
 
 def dtype_support(func: Any) -> frozenset[str] | None:

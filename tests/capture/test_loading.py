@@ -57,3 +57,18 @@ def test_run_directory_loads_the_traces_its_manifest_lists() -> None:
         pytest.skip("the two-rank sample is not present")
     trace = try_load(run)  # run.json itself is not a trace
     assert sorted(int(r) for r in trace.events["rank"].unique()) == [0, 1]
+
+
+def test_two_rank_sample_all_reduces_over_hccl_on_both_ranks() -> None:
+    run = SAMPLES / "emulated_two_ranks"
+    if not (run / "run.json").is_file():
+        pytest.skip("the two-rank sample is not present")
+    manifest = orjson.loads((run / "run.json").read_bytes())
+    assert manifest["ranks"] == [0, 1] and manifest["world_size"] == 2
+    for rank, rel in enumerate(manifest["traces"]):
+        data = orjson.loads((run / rel).read_bytes())
+        assert data["distributedInfo"] == {"rank": rank, "world_size": 2, "backend": "hccl"}
+        events = data["traceEvents"]
+        assert sum(e["name"] == "c10d::allreduce_" for e in events) == 16  # 4 params x 4 steps
+        # a collective is the process group's job, never a CPU fallback
+        assert not [e for e in events if e.get("args", {}).get("hpuprof.event") == "fallback"]

@@ -1,0 +1,1 @@
+"""Emulated `habana_frameworks.torch.distributed` (hpusim): see `hccl`."""
