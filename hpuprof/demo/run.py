@@ -9,6 +9,17 @@ from hpuprof.capture.profiler import HPUProfiler
 from hpuprof.capture.record_session import enable_emulator, report
 
 
+GUIDE = """
+What the demo planted, and where the analysis shows it:
+  variable-length batches in lazy mode -> 'recompiled N times; causes: shape' (compiles by graph)
+  torch.digamma (no HPU kernel)        -> 'fell back to CPU' (fallback ops, idle cause CPU fallback)
+  loss.item() every step               -> idle cause 'sync wait: local scalar'
+  bf16 autocast                        -> casts and precision-by-dtype tables (--report precision)
+  wrap_in_hpu_graph inference          -> the hpu graphs table: 1 capture, then replays
+Emulated run: ops really execute on this CPU (measured host time) while device times are
+modeled, so every step looks host-bound; on a Gaudi the host/device split differs."""
+
+
 def run_demo(output: Path, *, device: str = "gaudi2", mode: str = "lazy") -> int:
     """Record the demo workload into `output`; returns 0."""
     enable_emulator(mode, device)
@@ -28,5 +39,6 @@ def run_demo(output: Path, *, device: str = "gaudi2", mode: str = "lazy") -> int
     for note in notes.skipped:
         print(f"  skipped (not in the runtime yet): {note}")
     report(prof)
+    print(GUIDE)
     print(f"\nOpen the dashboard: hpuprof dashboard {output}")
     return 0
