@@ -8,7 +8,6 @@ from pathlib import Path
 from hpuprof.capture.profiler import HPUProfiler
 from hpuprof.capture.record_session import enable_emulator, report
 
-
 GUIDE = """
 What the demo planted, and where the analysis shows it:
   variable-length batches in lazy mode -> 'recompiled N times; causes: shape' (compiles by graph)
