@@ -50,6 +50,27 @@ class FallbackReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+def _correlated_device_copies(ev: pd.DataFrame, rows: pd.DataFrame) -> pd.Series:
+    """Device memcpy events per fallback row, joined on (rank, correlation)."""
+    linked = rows[rows["correlation"].to_numpy() != NO_ID]
+    device_copies = ev[isin(ev["kind"], ("memcpy",)) & (ev["correlation"].to_numpy() != NO_ID)]
+    if linked.empty or device_copies.empty:
+        return pd.Series(dtype=np.int64)
+    keys = pd.DataFrame(
+        {"row": linked.index, "rank": linked["rank"].to_numpy(), "corr": linked["correlation"]}
+    )
+    per_key = (
+        pd.DataFrame(
+            {"rank": device_copies["rank"].to_numpy(), "corr": device_copies["correlation"]}
+        )
+        .value_counts()
+        .rename("n")
+        .reset_index()
+    )
+    joined = keys.merge(per_key, on=["rank", "corr"], how="inner")
+    return pd.Series(joined["n"].to_numpy(), index=joined["row"].to_numpy())
+
+
 def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> FallbackReport:
     """Per-op CPU fallbacks: count, host time, copies, steps, forced flushes."""
     options = options or AnalysisOptions()
@@ -80,6 +101,9 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
     is_copy = cat_test(ev["name"], lambda n: copy_re.search(n) is not None)
     sel = (owner != NO_ID) & is_copy
     copies = pd.Series(1, index=owner[sel]).groupby(level=0).sum() if sel.any() else pd.Series()
+    # copies modeled on the device (the emulator, a real Gaudi's DMA lanes): memcpy events that
+    # share the fallback's launch correlation
+    copies = copies.add(_correlated_device_copies(ev, rows), fill_value=0)
     # flushes forced by a fallback: attribute each to the next fallback on its rank
     flush = ev[isin(ev["flush_reason"], ("cpu fallback",))]
     forced = np.zeros(len(rows), dtype=np.int64)
@@ -96,7 +120,7 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
             "op": ops,
             "dur": rows["dur_ns"].to_numpy(),
             "step": rows["step"].to_numpy(),
-            "copies": copies.reindex(idx, fill_value=0).to_numpy(),
+            "copies": copies.reindex(idx, fill_value=0).to_numpy(dtype=np.int64),
             "forced": np.minimum(forced, 1),
         }
     )

@@ -99,6 +99,9 @@ def test_dynamicity_and_fallback_equal_runtime_metrics(tmp_path: Path, mode: str
     assert fb.total == cf["TotalNumber"] > 0
     assert {o.op: o.count for o in fb.ops} == cf["FallbackOps"]
     assert "aten::digamma" in cf["FallbackOps"]
+    # the runtime models a device-to-host copy of the inputs and a host-to-device copy of the
+    # results for every fallback (DMA memcpy events sharing the fallback's correlation)
+    assert all(o.copies == 2 * o.count for o in fb.ops)
 
 
 @pytest.mark.slow
