@@ -9,6 +9,7 @@ Each command lives in its own module under `hpuprof.cli.commands` and exposes
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -29,6 +30,10 @@ COMMAND_MODULES: tuple[str, ...] = (
 """Registered commands, in `--help` order. Add a module here to add a command."""
 
 
+INTERNAL_ERROR_EXIT = 70
+"""EX_SOFTWARE: hpuprof itself failed."""
+
+
 def build_app() -> typer.Typer:
     app = typer.Typer(
         name="hpuprof",
@@ -45,7 +50,8 @@ def build_app() -> typer.Typer:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on `argv` (default: `sys.argv[1:]`) and return the exit code.
 
-    Known errors become one line on stderr and their exit code; Ctrl-C is 130.
+    Known errors become one line on stderr and their exit code; Ctrl-C is 130; an unexpected
+    exception (a bug of ours) is one line and exit 70 unless `HPUPROF_DEBUG` is set.
     """
     args = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -63,6 +69,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as error:  # a bug of ours: one line, the traceback on request
+        if os.environ.get("HPUPROF_DEBUG"):
+            raise
+        print(
+            f"hpuprof: internal error: {type(error).__name__}: {error} "
+            "(set HPUPROF_DEBUG=1 for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return INTERNAL_ERROR_EXIT
     return int(result) if isinstance(result, int) else 0
 
 
