@@ -28,6 +28,7 @@ browser:
 
 demo: $(STAMP)
 	$(VENV)/bin/hpuprof demo -o runs/demo
+	@echo "Dashboard of this run: $(VENV)/bin/hpuprof dashboard runs/demo   then open http://127.0.0.1:8050/ (Ctrl-C stops it)"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check hpuprof runtime/hpusim dashboards/hpudash tests bench

@@ -105,7 +105,11 @@ def run(root: Path, path: Path) -> int:
     for label, lo_f, hi_f in (("10 % window", 0.45, 0.55), ("0.05 % window", 0.5, 0.5005)):
         window = (lo_f * idx.span_ns, hi_f * idx.span_ns)
         w = tl.query(idx, *window)
-        zooms[label] = timed(5, lambda win=window: timeline_page.view(store, key, win)[0].to_json())
+
+        def zoom(win: tuple[float, float] = window) -> Any:
+            return timeline_page.view(store, key, win)[0].to_json()
+
+        zooms[label] = timed(5, zoom)
         line(f"{label}: {w.total:,} slices, {w.mode}", zooms[label], "<- figure")
     lo, hi = 0.45 * idx.span_ns, 0.55 * idx.span_ns
 
