@@ -43,9 +43,15 @@ _BYTE_POSITION = re.compile(r"\(byte (\d+)\)")
 
 _EVENTS_DECODER = msgspec.json.Decoder(list[Event])
 _ANY_DECODER = msgspec.json.Decoder()
+_RAW_LIST_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
+_TRAILING = re.compile(r"trailing characters \(byte (\d+)\)")
 
 
 # --- cutting the events array into chunks ------------------------------------------------------
+
+
+class _ArrayEnded(Exception):
+    """A chunk cut lay after the events array's `]` (in the top-level keys that follow it)."""
 
 
 @dataclass
@@ -208,8 +214,11 @@ class _Reader:
             if match is None:
                 return None
             end = match.start() + 1
-            if self._try_decode(pos, end):
-                return match.end() - 1
+            try:
+                if self._try_decode(pos, end):
+                    return match.end() - 1
+            except _ArrayEnded:  # that `}, {` is in the keys after the array: read the tail
+                return None
             search = match.end() - 1
         return None
 
@@ -228,6 +237,8 @@ class _Reader:
             match = _BYTE_POSITION.search(str(error))
             if match is None or int(match.group(1)) >= len(text) - 2 or final:
                 return False
+            if _TRAILING.search(str(error)):
+                raise _ArrayEnded from None
             raise self._decode_error(error, pos - 1) from None
         try:
             self.builder.add(events)
@@ -257,23 +268,35 @@ class _Reader:
         """The last events, the array's `]` and (object form) the metadata keys after it."""
         while not self.eof:
             pos = self._more(pos)
-        buf = self.buf
-        close = len(buf)
-        for _ in range(_MAX_CUT_TRIES):
-            close = buf.rfind(b"]", pos, close)
-            if close < 0:
-                break
-            tail = buf[close + 1 :].strip(_WS)
-            extra = self._tail_metadata(tail, bare=bare)
-            if extra is None:
-                continue
-            body = buf[pos:close].rstrip(_WS)
-            if body and not self._try_decode(pos, pos + len(body), final=True):
-                continue  # that `]` closed an array inside the tail metadata, or data ends early
-            if metadata is not None:
-                metadata.update(extra)
-            return None
-        return self._recover(pos)
+        close = self._array_end(pos)
+        if close is None:  # the array never closes: a truncated file (or corrupt JSON)
+            return self._recover(pos)
+        body = self.buf[pos:close].rstrip(_WS)
+        if body and not self._try_decode(pos, pos + len(body), final=True):
+            return self._recover(pos)
+        extra = self._tail_metadata(self.buf[close + 1 :].strip(_WS), bare=bare)
+        if extra is None:
+            self._check_cut_off(close)  # corrupt JSON after the array raises here
+            return f"the metadata after the events is cut off at byte {self.base + len(self.buf)}"
+        if metadata is not None:
+            metadata.update(extra)
+        return None
+
+    def _array_end(self, pos: int) -> int | None:
+        """Index of the `]` closing the events array that starts at buf[pos], found by the JSON
+        decoder itself (so `]` or `}, {` inside later keys never look like the end), or None
+        when the array does not close."""
+        text = b"".join((b"[", memoryview(self.buf)[pos:]))
+        try:
+            _RAW_LIST_DECODER.decode(text)
+        except msgspec.DecodeError as error:
+            match = _TRAILING.search(str(error))
+            if match is None:
+                return None
+            close = text.rfind(b"]", 0, int(match.group(1)))
+            return pos - 1 + close if close > 0 else None
+        close = text.rstrip(_WS).rfind(b"]")
+        return pos - 1 + close if close > 0 else None
 
     @staticmethod
     def _tail_metadata(tail: bytes, *, bare: bool) -> dict[str, Any] | None:
