@@ -564,6 +564,24 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
     return replace(report, findings=tuple(bottleneck_findings(report, options)))
 
 
+GAUDI_ENGINES = frozenset({"MME", "TPC"})
+
+
+def _host_bound_advice(rep: BottleneckReport, rank: int) -> str:
+    """The fix for a host-bound step, in the words of the device the trace ran on."""
+    gaudi = any(e.rank == rank and e.engine in GAUDI_ENGINES and e.ops for e in rep.engines)
+    replay = (
+        "wrap the forward in an HPU graph (ht.hpu.wrap_in_hpu_graph) or use torch.compile"
+        if gaudi
+        else "capture the step in a CUDA graph (torch.cuda.graphs, or torch.compile with "
+        "mode='reduce-overhead')"
+    )
+    return (
+        f"{replay} to cut per-op host overhead; remove syncs (.item(), print, .cpu()) from the "
+        "step; feed data with more DataLoader workers"
+    )
+
+
 def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list[Finding]:
     """Host-bound steps, dominant idle causes, MME/TPC balance."""
     out: list[Finding] = []
@@ -591,11 +609,7 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
                         "host_ops_per_step": ops,
                         "idle_causes_ns": {c.cause: c.time_ns for c in rc},
                     },
-                    advice=(
-                        "wrap the forward in an HPU graph (ht.hpu.wrap_in_hpu_graph) or use "
-                        "torch.compile to cut per-op host overhead; remove syncs (.item(), "
-                        "print, .cpu()) from the step; feed data with more DataLoader workers"
-                    ),
+                    advice=_host_bound_advice(rep, t.rank),
                 )
             )
     for c in rep.idle_causes:

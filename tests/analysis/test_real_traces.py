@@ -97,3 +97,12 @@ def test_diff_agrees_with_hta_reference_definition(shared_kineto_dir: Path) -> N
     counts = ev["name"].astype(str).value_counts().to_dict()
     assert {o.name: o.b_count for o in d.ops if o.b_count} == counts
     assert set(d.new_ops).isdisjoint(d.vanished_ops)
+
+
+def test_host_bound_advice_names_the_device_of_the_trace(shared_kineto_dir: Path) -> None:
+    """A CUDA trace is told about CUDA graphs, not Gaudi's HPU graphs."""
+    path = shared_kineto_dir / "tests/data/nccl_parser_config/nccl_data.json.gz"
+    report = analyze_bottlenecks(hpuprof.load(path))
+    host_bound = [f for f in report.findings if f.title.startswith("host-bound")]
+    assert host_bound, "nccl_data is 77% idle per step: a host-bound finding is expected"
+    assert all("CUDA graph" in f.advice and "HPU graph" not in f.advice for f in host_bound)
