@@ -28,7 +28,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
-from hpuprof.trace.columns import Coded, RawColumns, to_int64_ids
+from hpuprof.trace.columns import Coded, RawColumns, take_binary, to_int64_ids
 from hpuprof.trace.model import Trace
 from hpuprof.trace.nesting import enclosing, lane_bounds, nest
 from hpuprof.trace.schema import (
@@ -72,7 +72,9 @@ def build_trace(
 
 def categorical(codes: NDArray[Any] | Sequence[int], categories: Sequence[str]) -> pd.Categorical:
     """A categorical with only the used categories, sorted (a canonical form for equality)."""
-    codes = np.asarray(codes, dtype=np.int64)
+    codes = np.asarray(codes)
+    if codes.dtype.kind not in "iu":
+        codes = codes.astype(np.int64)
     if len(categories) == 0 or len(codes) == 0:
         empty = pd.CategoricalDtype(pd.Index([], dtype="str"))
         return pd.Categorical.from_codes(np.zeros(0, dtype=np.int8), dtype=empty)
@@ -152,9 +154,13 @@ class _Normalizer:
         dur_ns = np.maximum(np.rint(dur_us * 1000.0).astype(np.int64), 0)
 
         rows, dur_ns = self._slice_rows(ts_ns, dur_ns)
+        trace_format = self._format(processes, ts_ns)
+        raw.release("ts_us", "dur_us")
+        del timed, dur_us
         counters = self._counters(np.flatnonzero(_code_mask(ph, {"C"})), ts_ns, rank)
         flow_rows = np.flatnonzero(_code_mask(ph, {"s", "t", "f"}))
         flows = self._flows(flow_rows, ts_ns, rank)
+        raw.release("bp", "side_args")
         events = self._events(rows, ts_ns, dur_ns, rank, processes, threads, flow_rows)
         return Trace(
             events=events,
@@ -164,7 +170,7 @@ class _Normalizer:
             processes=processes,
             threads=threads,
             sources=(self.source,),
-            format=self._format(processes, ts_ns),
+            format=trace_format,
         )
 
     def _format(self, processes: pd.DataFrame, ts_ns: NDArray[np.int64]) -> str:
@@ -274,7 +280,15 @@ class _Normalizer:
         # final order: (ts, -dur, file order); the lane order adds (pid, tid) in front
         order = np.lexsort((rows, -dur, ts))
         rows, ts, dur = rows[order], ts[order], dur[order]
+        del order
         n = len(rows)
+        # columns nothing below reads go first, each raw column freed as soon as it is taken
+        columns: dict[str, Any] = {}
+        columns["external_id"] = raw.external_id[rows]
+        columns["fallback"] = raw.fallback[rows] == 1
+        raw.release("external_id", "fallback")
+        for field in ("input_dims", "input_types", "mode", "module", "phase", "flush_reason"):
+            columns[field] = self._take_categorical(field, rows)
         pid_codes = raw.pid.codes[rows].astype(np.int64)
         tid_codes = raw.tid.codes[rows].astype(np.int64)
         lane = pid_codes * max(len(raw.tid.categories), 1) + tid_codes
@@ -297,44 +311,42 @@ class _Normalizer:
         self._flow_correlation(
             correlation, flow_rows, ts_all, lane, ts, dur, instant, by_lane, parent_l, n
         )
-        names = raw.name.values()[rows] if n else np.empty(0, dtype=object)
-        step = self._steps(names, kind, rows, ts, dur, is_device, correlation)
+        del lane, by_lane, depth_l, parent_l, has_parent, pid_codes, tid_codes, ts_all, dur_all
+        raw.release("correlation", "flow_id", "stream", "device")
+        step = self._steps(kind, rows, ts, dur, is_device, correlation)
+        columns["graph_id"] = self._graph_ids(rows)
+        raw.release("graph_id", "recipe_id")
+        for field in ("name", "cat", "pid", "tid", "hpu_event"):
+            columns[field] = self._take_categorical(field, rows)
+        columns["ph"] = categorical(instant.astype(np.int8), ["X", "i"])
+        raw.release("ph")
+        columns["ts_ns"] = ts
+        columns["dur_ns"] = dur
+        columns["rank"] = np.full(n, rank, dtype=np.int32)
+        columns["kind"] = text_categorical(kind)
+        columns["is_device"] = is_device
+        columns["device"] = device.astype(np.int32)
+        columns["stream"] = stream
+        columns["engine"] = text_categorical(engine)
+        del kind, engine, device
+        columns["correlation"] = correlation
+        columns["depth"] = np.minimum(depth, np.iinfo(np.int16).max).astype(np.int16)
+        del depth
+        columns["parent"] = parent
+        columns["step"] = step.astype(np.int32)
+        del step
+        # last, when every other raw column is gone: the args, into a buffer of their exact size
+        columns["args"] = pd.arrays.ArrowExtensionArray(
+            pa.chunked_array([take_binary(raw.args, rows)])
+        )
+        raw.release("args")
+        return pd.DataFrame({name: columns.pop(name) for name in EVENT_COLUMNS}, copy=False)
 
-        graph_id = self._graph_ids(rows)
-        fallback = raw.fallback[rows] == 1
-        args = raw.args.take(pa.array(rows)) if n else raw.args.slice(0, 0)
-        columns: dict[str, Any] = {
-            "name": categorical(raw.name.codes[rows], raw.name.categories),
-            "cat": categorical(raw.cat.codes[rows], raw.cat.categories),
-            "ph": categorical(instant.astype(np.int8), ["X", "i"]),
-            "pid": categorical(raw.pid.codes[rows], raw.pid.categories),
-            "tid": categorical(raw.tid.codes[rows], raw.tid.categories),
-            "ts_ns": ts,
-            "dur_ns": dur,
-            "rank": np.full(n, rank, dtype=np.int32),
-            "kind": text_categorical(kind),
-            "is_device": is_device,
-            "device": device.astype(np.int32),
-            "stream": stream,
-            "engine": text_categorical(engine),
-            "correlation": correlation,
-            "external_id": raw.external_id[rows],
-            "depth": np.minimum(depth, np.iinfo(np.int16).max).astype(np.int16),
-            "parent": parent,
-            "step": step.astype(np.int32),
-            "input_dims": categorical(raw.input_dims.codes[rows], raw.input_dims.categories),
-            "input_types": categorical(raw.input_types.codes[rows], raw.input_types.categories),
-            "mode": categorical(raw.mode.codes[rows], raw.mode.categories),
-            "module": categorical(raw.module.codes[rows], raw.module.categories),
-            "phase": categorical(raw.phase.codes[rows], raw.phase.categories),
-            "graph_id": graph_id,
-            "hpu_event": categorical(raw.hpu_event.codes[rows], raw.hpu_event.categories),
-            "flush_reason": categorical(raw.flush_reason.codes[rows], raw.flush_reason.categories),
-            "fallback": fallback,
-            "args": pd.arrays.ArrowExtensionArray(pa.chunked_array([args])),
-        }
-        assert list(columns) == list(EVENT_COLUMNS)
-        return pd.DataFrame(columns, copy=False)
+    def _take_categorical(self, field: str, rows: NDArray[np.int64]) -> pd.Categorical:
+        """The raw coded column `field` at `rows` as a categorical; the raw column is freed."""
+        coded: Coded = getattr(self.raw, field)
+        self.raw.release(field)
+        return categorical(coded.codes[rows], coded.categories)
 
     def _graph_ids(self, rows: NDArray[np.int64]) -> pd.Categorical:
         raw = self.raw
@@ -461,7 +473,6 @@ class _Normalizer:
 
     def _steps(
         self,
-        names: NDArray[Any],
         kind: NDArray[Any],
         rows: NDArray[np.int64],
         ts: NDArray[np.int64],
@@ -485,7 +496,8 @@ class _Normalizer:
         if not marker.any():
             return step
         positions = np.flatnonzero(marker)
-        numbers = np.array([_step_number(name) for name in names[positions]])
+        marker_codes = raw.name.codes[rows[positions]].tolist()
+        numbers = np.array([_step_number(raw.name.categories[c]) for c in marker_codes])
         positions, numbers = positions[numbers >= 0], numbers[numbers >= 0]
         if len(positions) == 0:
             return step
