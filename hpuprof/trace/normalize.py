@@ -161,7 +161,9 @@ class _Normalizer:
         flow_rows = np.flatnonzero(_code_mask(ph, {"s", "t", "f"}))
         flows = self._flows(flow_rows, ts_ns, rank)
         raw.release("bp", "side_args")
-        events = self._events(rows, ts_ns, dur_ns, rank, processes, threads, flow_rows)
+        ts, dur, flow_ts = ts_ns[rows], dur_ns[rows], ts_ns[flow_rows]
+        del ts_ns, dur_ns  # file-length arrays: gone before the events' temporaries exist
+        events = self._events(rows, ts, dur, rank, processes, threads, flow_rows, flow_ts)
         return Trace(
             events=events,
             counters=counters,
@@ -267,16 +269,16 @@ class _Normalizer:
     def _events(
         self,
         rows: NDArray[np.int64],
-        ts_all: NDArray[np.int64],
-        dur_all: NDArray[np.int64],
+        ts: NDArray[np.int64],
+        dur: NDArray[np.int64],
         rank: int,
         processes: pd.DataFrame,
         threads: pd.DataFrame,
         flow_rows: NDArray[np.int64],
+        flow_ts: NDArray[np.int64],
     ) -> pd.DataFrame:
+        """The events table; `ts`, `dur` are those of `rows`, `flow_ts` those of `flow_rows`."""
         raw = self.raw
-        ts = ts_all[rows]
-        dur = dur_all[rows]
         # final order: (ts, -dur, file order); the lane order adds (pid, tid) in front
         order = np.lexsort((rows, -dur, ts))
         rows, ts, dur = rows[order], ts[order], dur[order]
@@ -309,9 +311,9 @@ class _Normalizer:
 
         correlation = raw.correlation[rows].copy()
         self._flow_correlation(
-            correlation, flow_rows, ts_all, lane, ts, dur, instant, by_lane, parent_l, n
+            correlation, flow_rows, flow_ts, lane, ts, dur, instant, by_lane, parent_l, n
         )
-        del lane, by_lane, depth_l, parent_l, has_parent, pid_codes, tid_codes, ts_all, dur_all
+        del lane, by_lane, depth_l, parent_l, has_parent, pid_codes, tid_codes, flow_ts
         raw.release("correlation", "flow_id", "stream", "device")
         step = self._steps(kind, rows, ts, dur, is_device, correlation)
         columns["graph_id"] = self._graph_ids(rows)
@@ -426,7 +428,7 @@ class _Normalizer:
         self,
         correlation: NDArray[np.int64],
         flow_rows: NDArray[np.int64],
-        ts_all: NDArray[np.int64],
+        flow_ts_all: NDArray[np.int64],
         lane: NDArray[np.int64],
         ts: NDArray[np.int64],
         dur: NDArray[np.int64],
@@ -444,7 +446,7 @@ class _Normalizer:
             return
         width = max(len(raw.tid.categories), 1)
         flow_lane = raw.pid.codes[rows].astype(np.int64) * width + raw.tid.codes[rows]
-        flow_ts = ts_all[rows]
+        flow_ts = flow_ts_all[launch]
         flow_id = _flow_ints(raw.flow_id.categories)
         ids = flow_id[raw.flow_id.codes[rows]]
         target = np.full(len(rows), NO_ID, dtype=np.int64)
