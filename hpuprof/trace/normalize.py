@@ -291,9 +291,11 @@ class _Normalizer:
         raw.release("external_id", "fallback")
         for field in ("input_dims", "input_types", "mode", "module", "phase", "flush_reason"):
             columns[field] = self._take_categorical(field, rows)
-        pid_codes = raw.pid.codes[rows].astype(np.int64)
-        tid_codes = raw.tid.codes[rows].astype(np.int64)
-        lane = pid_codes * max(len(raw.tid.categories), 1) + tid_codes
+        pid_codes = raw.pid.codes[rows]  # int32: the int64 lane key is the only wide copy
+        tid_codes = raw.tid.codes[rows]
+        lane = pid_codes.astype(np.int64)
+        lane *= max(len(raw.tid.categories), 1)
+        lane += tid_codes
         instant = _code_mask(raw.ph, {"i", "I"})[rows]
 
         kind, engine, device, stream = self._device_columns(
@@ -362,8 +364,8 @@ class _Normalizer:
     def _device_columns(
         self,
         rows: NDArray[np.int64],
-        pid_codes: NDArray[np.int64],
-        tid_codes: NDArray[np.int64],
+        pid_codes: NDArray[np.int32],
+        tid_codes: NDArray[np.int32],
         instant: NDArray[np.bool_],
         processes: pd.DataFrame,
         threads: pd.DataFrame,
@@ -411,7 +413,8 @@ class _Normalizer:
                 (p, t): name
                 for p, t, name in zip(threads["pid"], threads["tid"], threads["name"], strict=True)
             }
-            lanes = pid_codes[on_hpu] * max(len(raw.tid.categories), 1) + tid_codes[on_hpu]
+            lanes = pid_codes[on_hpu].astype(np.int64) * max(len(raw.tid.categories), 1)
+            lanes += tid_codes[on_hpu]
             unique, inverse = np.unique(lanes, return_inverse=True)
             width = max(len(raw.tid.categories), 1)
             names = [
