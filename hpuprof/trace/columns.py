@@ -10,7 +10,7 @@ all absent in a chunk (most hpuprof keys in a CUDA trace) cost one `tuple.count`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from hpuprof.trace.schema import ARG_KEYS, NO_ID
 
 _INT64_MAX = (1 << 63) - 1
 _UINT64_LIMIT = 1 << 64
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 _EMPTY_RAW = msgspec.Raw(b"")
 
 
@@ -249,8 +250,12 @@ def _absent_column(field: str, n: int) -> NDArray[Any]:
     if field == "fallback":
         return np.full(n, -1, dtype=np.int8)
     if field in ID_ARGS:
-        return np.full(n, NO_ID, dtype=np.int64)
+        return np.full(n, NO_ID, dtype=np.int32)
     return np.zeros(n, dtype=np.int32)
+
+
+def _fits_int32(values: NDArray[np.int64]) -> bool:
+    return not len(values) or (int(values.min()) >= _INT32_MIN and int(values.max()) <= _INT32_MAX)
 
 
 def _flags(values: Sequence[Any]) -> NDArray[np.int8]:
@@ -278,10 +283,11 @@ class RawColumns:
     bp: Coded
     args: pa.LargeBinaryArray
     """Every event's exact args bytes, in one contiguous buffer (b"" when none)."""
-    external_id: NDArray[np.int64]
-    correlation: NDArray[np.int64]
-    stream: NDArray[np.int64]
-    device: NDArray[np.int64]
+    external_id: NDArray[np.signedinteger[Any]]
+    """The id columns are int32 when every value fits (int64 otherwise); NO_ID when absent."""
+    correlation: NDArray[np.signedinteger[Any]]
+    stream: NDArray[np.signedinteger[Any]]
+    device: NDArray[np.signedinteger[Any]]
     input_dims: Coded
     input_types: Coded
     recipe_id: Coded
@@ -306,9 +312,14 @@ class RawColumns:
 
 
 class ColumnBuilder:
-    """Accumulates decoded chunks as column pieces (numpy / Arrow, never Python lists)."""
+    """Accumulates decoded chunks as column pieces (numpy / Arrow, never Python lists).
 
-    def __init__(self) -> None:
+    `trim` is called while `finish` joins the pieces: they are small heap blocks, and
+    without returning them to the OS the joined columns would count twice in the peak RSS.
+    """
+
+    def __init__(self, trim: Callable[[], None] = lambda: None) -> None:
+        self.trim = trim
         absent: dict[str, Any] = {"flow_id": None, "pid": "", "tid": ""}
         absent.update({name: b"" for name in RAW_ARGS})
         self.interners = {
@@ -377,7 +388,10 @@ class ColumnBuilder:
                 self.pieces[field].append(full)
                 continue
             if field in ID_ARGS:
-                full[present] = to_int64_ids(values)
+                ids = to_int64_ids(values)
+                if not _fits_int32(ids):  # the column's pieces join as int64 then
+                    full = full.astype(np.int64)
+                full[present] = ids
             elif field == "fallback":
                 full[present] = _flags(values)
             elif field in RAW_ARGS:
@@ -392,15 +406,22 @@ class ColumnBuilder:
         return codes
 
     def finish(self) -> RawColumns:
+        trim = self.trim
+
         def joined(field: str, dtype: Any) -> NDArray[Any]:
             parts = self.pieces.pop(field)  # the pieces go as their column is made
-            return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype)
+            if not parts:
+                return np.empty(0, dtype or np.int32)
+            return np.concatenate(parts).astype(dtype or parts[0].dtype, copy=False)
 
         coded: dict[str, Coded] = {}
-        for field in CODED_EVENT + CODED_ARGS:
+        for i, field in enumerate(CODED_EVENT + CODED_ARGS):
             convert = compact_json if field in RAW_ARGS else text
             coded[field] = finish_coded(joined(field, np.int32), self.interners[field], convert)
-        ids = {f: joined(f, np.int64) for f in ID_ARGS}
+            if i % 4 == 3:
+                trim()  # the joined pieces were heap blocks: return them before the next columns
+        ids = {f: joined(f, None) for f in ID_ARGS}  # int32, or int64 when a piece needs it
+        trim()
         lengths = np.concatenate(self.args_lengths) if self.args_lengths else np.empty(0, np.int64)
         self.args_lengths = []
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)

@@ -71,7 +71,7 @@ class _Reader:
         self.buf = b""
         self.base = 0  # absolute offset of buf[0]
         self.eof = False
-        self.builder = ColumnBuilder()
+        self.builder = ColumnBuilder(trim=release_free_memory)
         self.events_seen = 0
         self.chunks = 0
 

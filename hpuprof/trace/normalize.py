@@ -35,6 +35,7 @@ from hpuprof.trace.schema import (
     COUNTER_COLUMNS,
     DEVICE_KINDS,
     EVENT_COLUMNS,
+    EVENT_KINDS,
     GAUDI_DEVICE_PROCESS_PREFIX,
     GAUDI_ENGINE_PREFIXES,
     KINETO_CATEGORY_KIND,
@@ -42,6 +43,7 @@ from hpuprof.trace.schema import (
     METADATA_KEY,
     NO_ID,
     STEP_ANNOTATION_PREFIX,
+    EngineKind,
 )
 
 PROCESS_COLUMNS = ("rank", "pid", "name", "labels", "sort_index")
@@ -61,6 +63,16 @@ _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 _STEP_NAME = re.compile(r"(?:ProfilerStep|Step)#(\d+)")
 _HPU_INDEX = re.compile(r"/device:HPU:(\d+)")
 _EPOCH_US = 1e14  # integer µs beyond this are epoch times (1973 onwards)
+_KIND_CODE = {kind: code for code, kind in enumerate(EVENT_KINDS)}
+_DEVICE_KIND = np.array([kind in DEVICE_KINDS for kind in EVENT_KINDS])
+"""Whether each kind code is a device kind (indexed by the code)."""
+ENGINE_KINDS: tuple[str, ...] = EngineKind.__args__  # type: ignore[attr-defined]
+_ENGINE_CODE = {engine: code for code, engine in enumerate(ENGINE_KINDS)}
+
+
+def _kind_codes(kinds: Sequence[str]) -> NDArray[np.int8]:
+    """int8 codes of kind names (one per category; a one-row table when there are none)."""
+    return np.array([_KIND_CODE[k] for k in kinds] or [_KIND_CODE["other"]], dtype=np.int8)
 
 
 def build_trace(
@@ -286,7 +298,7 @@ class _Normalizer:
         n = len(rows)
         # columns nothing below reads go first, each raw column freed as soon as it is taken
         columns: dict[str, Any] = {}
-        columns["external_id"] = raw.external_id[rows]
+        columns["external_id"] = raw.external_id[rows].astype(np.int64)
         columns["fallback"] = raw.fallback[rows] == 1
         raw.release("external_id", "fallback")
         for field in ("input_dims", "input_types", "mode", "module", "phase", "flush_reason"):
@@ -301,7 +313,7 @@ class _Normalizer:
         kind, engine, device, stream = self._device_columns(
             rows, pid_codes, tid_codes, instant, processes, threads
         )
-        is_device = np.isin(kind, list(DEVICE_KINDS))
+        is_device = _DEVICE_KIND[kind]
 
         by_lane = np.lexsort((np.arange(n), lane))
         depth_l, parent_l = nest(lane[by_lane], ts[by_lane], (ts + dur)[by_lane])
@@ -311,7 +323,7 @@ class _Normalizer:
         has_parent = parent_l >= 0
         parent[by_lane[has_parent]] = by_lane[parent_l[has_parent]]
 
-        correlation = raw.correlation[rows].copy()
+        correlation = raw.correlation[rows].astype(np.int64)
         self._flow_correlation(
             correlation, flow_rows, flow_ts, lane, ts, dur, instant, by_lane, parent_l, n
         )
@@ -327,11 +339,11 @@ class _Normalizer:
         columns["ts_ns"] = ts
         columns["dur_ns"] = dur
         columns["rank"] = np.full(n, rank, dtype=np.int32)
-        columns["kind"] = text_categorical(kind)
+        columns["kind"] = categorical(kind, EVENT_KINDS)
         columns["is_device"] = is_device
-        columns["device"] = device.astype(np.int32)
+        columns["device"] = device
         columns["stream"] = stream
-        columns["engine"] = text_categorical(engine)
+        columns["engine"] = categorical(engine, ENGINE_KINDS)
         del kind, engine, device
         columns["correlation"] = correlation
         columns["depth"] = np.minimum(depth, np.iinfo(np.int16).max).astype(np.int16)
@@ -369,8 +381,8 @@ class _Normalizer:
         instant: NDArray[np.bool_],
         processes: pd.DataFrame,
         threads: pd.DataFrame,
-    ) -> tuple[NDArray[Any], NDArray[Any], NDArray[np.int64], NDArray[np.int64]]:
-        """kind, engine, device, stream of each event row."""
+    ) -> tuple[NDArray[np.int8], NDArray[np.int8], NDArray[np.int32], NDArray[np.int64]]:
+        """kind and engine (int8 codes into EVENT_KINDS, ENGINE_KINDS), device, stream."""
         raw = self.raw
         n = len(rows)
         cat_codes = raw.cat.codes[rows]
@@ -381,33 +393,38 @@ class _Normalizer:
         host_runtime_pid = np.array([p.startswith(HOST_RUNTIME_PROCESSES) for p in pid_names])
 
         on_hpu = hpu_pid[pid_codes] if len(hpu_pid) else np.zeros(n, dtype=bool)
-        kind_by_cat = np.array([KINETO_CATEGORY_KIND.get(c, "other") for c in cats] or ["other"])
-        kind = kind_by_cat[cat_codes].astype(object)
-        gaudi_kind = np.array([GAUDI_DEVICE_KIND.get(c, "device_op") for c in cats] or ["x"])
+        kind_by_cat = _kind_codes([KINETO_CATEGORY_KIND.get(c, "other") for c in cats])
+        kind = kind_by_cat[cat_codes]  # int8 codes into EVENT_KINDS
+        gaudi_kind = _kind_codes([GAUDI_DEVICE_KIND.get(c, "device_op") for c in cats])
         kind[on_hpu] = gaudi_kind[cat_codes[on_hpu]]
         hpu_op = np.array([c == "hpu_op" for c in cats] or [False])[cat_codes]
-        kind[hpu_op & ~on_hpu] = "runtime"
+        kind[hpu_op & ~on_hpu] = _KIND_CODE["runtime"]
         if host_runtime_pid.any():
-            bridge = host_runtime_pid[pid_codes] & (kind == "other")
-            kind[bridge] = "runtime"
-        kind[instant] = "instant"
+            bridge = host_runtime_pid[pid_codes] & (kind == _KIND_CODE["other"])
+            kind[bridge] = _KIND_CODE["runtime"]
+        kind[instant] = _KIND_CODE["instant"]
+        del cat_codes, hpu_op
 
-        is_device = np.isin(kind, list(DEVICE_KINDS))
-        device_lane = is_device | (kind == "sync")
+        is_device = _DEVICE_KIND[kind]
+        device_lane = is_device | (kind == _KIND_CODE["sync"])
         pid_ints = np.array([_as_int(p) for p in raw.pid.categories] or [NO_ID])
         tid_ints = np.array([_as_int(t) for t in raw.tid.categories] or [NO_ID])
         hpu_index = np.array(
             [int(m.group(1)) if (m := _HPU_INDEX.match(p)) else NO_ID for p in pid_names] or [NO_ID]
         )
-        stream = np.where(raw.stream[rows] != NO_ID, raw.stream[rows], tid_ints[tid_codes])
-        stream = np.where(device_lane, stream, NO_ID)
+        given = raw.stream[rows]
+        stream = np.where(given != NO_ID, given, tid_ints[tid_codes])
+        stream[~device_lane] = NO_ID
+        given = raw.device[rows]
         lane_device = np.where(hpu_index != NO_ID, hpu_index, pid_ints)[pid_codes]
-        device = np.where(raw.device[rows] != NO_ID, raw.device[rows], lane_device)
+        device = np.where(given != NO_ID, given, lane_device)
+        del given
         device = np.where(on_hpu & is_device, lane_device, device)
-        device = np.where(device_lane, device, NO_ID)
+        device[~device_lane] = NO_ID
+        del lane_device
 
-        engine = np.full(n, "", dtype=object)
-        engine[is_device & ~on_hpu] = "GPU"
+        engine = np.zeros(n, dtype=np.int8)  # codes into ENGINE_KINDS ("" on the host)
+        engine[is_device & ~on_hpu] = _ENGINE_CODE["GPU"]
         if on_hpu.any():
             thread_name = {
                 (p, t): name
@@ -421,9 +438,9 @@ class _Normalizer:
                 thread_name.get((raw.pid.categories[u // width], raw.tid.categories[u % width]), "")
                 for u in unique.tolist()
             ]
-            engines = np.array([gaudi_engine(name) for name in names], dtype=object)
-            engine[on_hpu] = np.where(is_device[on_hpu], engines[inverse], "")
-        return kind, engine, device.astype(np.int64), stream.astype(np.int64)
+            engines = np.array([_ENGINE_CODE[gaudi_engine(name)] for name in names], np.int8)
+            engine[on_hpu] = np.where(is_device[on_hpu], engines[inverse], 0)
+        return kind, engine, device.astype(np.int32), stream.astype(np.int64, copy=False)
 
     # --- flows -> correlation --------------------------------------------------------------------
 
@@ -478,7 +495,7 @@ class _Normalizer:
 
     def _steps(
         self,
-        kind: NDArray[Any],
+        kind: NDArray[np.int8],
         rows: NDArray[np.int64],
         ts: NDArray[np.int64],
         dur: NDArray[np.int64],
@@ -497,7 +514,8 @@ class _Normalizer:
             if c.startswith((STEP_ANNOTATION_PREFIX, "Step#"))
         ]
         candidate = np.isin(raw.name.codes[rows], marker_names)
-        marker = candidate & (((kind == "user_annotation") & ~ours) | ours) & ~is_device
+        annotation = kind == _KIND_CODE["user_annotation"]
+        marker = candidate & ((annotation & ~ours) | ours) & ~is_device
         if not marker.any():
             return step
         positions = np.flatnonzero(marker)
