@@ -174,11 +174,16 @@ def _counter_events(counters: pd.DataFrame, clock: _Clock) -> Iterator[bytes]:
         .astype(object)
         .assign(series=counters["series"].astype(object), value=counters["value"].to_numpy())
     )
+    # one C event per (name, cat, pid, tid, ts) holds its series; a series seen twice at one
+    # time (two C events in the source) opens another event, so no row is lost
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     for name, cat, pid, tid, ts, series, value in frame.itertuples(index=False, name=None):
-        groups.setdefault((name, cat, pid, tid, int(ts)), {})[series] = float(value)
+        key: tuple[Any, ...] = (name, cat, pid, tid, int(ts), 0)
+        while series in groups.get(key, ()):
+            key = (*key[:5], key[5] + 1)
+        groups.setdefault(key, {})[series] = float(value)
     stamps = clock.ts(np.array([key[4] for key in groups], dtype=np.int64))
-    for (name, cat, pid, tid, _), stamp, values in zip(
+    for (name, cat, pid, tid, _, _), stamp, values in zip(
         groups, stamps, groups.values(), strict=True
     ):
         parts = [b'{"ph":"C","name":', _json(name), b',"cat":' + _json(cat) if cat else b""]
