@@ -43,18 +43,16 @@ class Event(msgspec.Struct, gc=False):
     args: msgspec.Raw = _EMPTY_RAW
 
 
-class Args(
-    msgspec.Struct,
-    gc=False,
-    rename={
-        "external_id": "External id",
-        "input_dims": "Input Dims",
-        "input_types": "Input type",
-        "recipe_id": "recipeId",
-        **ARG_KEYS,
-    },
-):
-    """The args keys the model reads; everything else stays in the raw `args` bytes."""
+_ARG_NAMES = {
+    "external_id": "External id",
+    "input_dims": "Input Dims",
+    "input_types": "Input type",
+    "recipe_id": "recipeId",
+}
+
+
+class KinetoArgs(msgspec.Struct, gc=False, rename=_ARG_NAMES):
+    """The args keys the model reads from any trace (first fields of `Args`)."""
 
     external_id: Any = None
     correlation: Any = None
@@ -63,6 +61,11 @@ class Args(
     input_dims: msgspec.Raw = _EMPTY_RAW
     input_types: msgspec.Raw = _EMPTY_RAW
     recipe_id: Any = None
+
+
+class Args(KinetoArgs, gc=False, rename={**_ARG_NAMES, **ARG_KEYS}):
+    """The args keys the model reads; everything else stays in the raw `args` bytes."""
+
     mode: Any = None
     module: Any = None
     phase: Any = None
@@ -75,6 +78,8 @@ class Args(
 EVENT_FIELDS: tuple[str, ...] = Event.__struct_fields__
 ARG_FIELDS: tuple[str, ...] = Args.__struct_fields__
 ARGS_DECODER = msgspec.json.Decoder(Args)
+KINETO_ARG_FIELDS: tuple[str, ...] = KinetoArgs.__struct_fields__
+KINETO_ARGS_DECODER = msgspec.json.Decoder(KinetoArgs)
 _ANY_DECODER = msgspec.json.Decoder()
 
 CODED_EVENT = ("ph", "name", "cat", "pid", "tid", "flow_id", "bp")
@@ -340,7 +345,7 @@ class ColumnBuilder:
         if not n:
             return
         ph, name, cat, pid, tid, ts, dur, fid, bp, args = zip(*map(astuple, events), strict=True)
-        ph_codes = self._code("ph", ph)
+        ph_codes = self._ph_codes(ph)
         for field, values in (("name", name), ("cat", cat), ("pid", pid), ("tid", tid)):
             self._code(field, values)
         self.pieces["ts"].append(np.array(ts, dtype=np.float64))
@@ -377,11 +382,19 @@ class ColumnBuilder:
     def _args_columns(self, data: bytes, present: NDArray[np.int64], n: int) -> None:
         """Decode the keys the model reads from the chunk's args (their concatenated bytes:
         one JSON value after another) and scatter them to their rows."""
-        parsed = ARGS_DECODER.decode_lines(data) if len(present) else []
+        # chunks without our keys (any CUDA trace) decode only the Kineto keys; a key spelled
+        # with escapes ("hpuprof\u002emode") also takes the full decoder
+        ours = b"hpuprof" in data or b"\\u" in data
+        decoder, fields = (
+            (ARGS_DECODER, ARG_FIELDS) if ours else (KINETO_ARGS_DECODER, KINETO_ARG_FIELDS)
+        )
+        parsed = decoder.decode_lines(data) if len(present) else []
         if len(parsed) != len(present):
             raise msgspec.ValidationError("an args object on each line")
-        columns = zip(*map(astuple, parsed), strict=True) if parsed else [()] * len(ARG_FIELDS)
-        for field, values in zip(ARG_FIELDS, columns, strict=True):
+        columns = zip(*map(astuple, parsed), strict=True) if parsed else [()] * len(fields)
+        for field in ARG_FIELDS[len(fields) :]:
+            self.pieces[field].append(_absent_column(field, n))
+        for field, values in zip(fields, columns, strict=True):
             absent = _EMPTY_RAW if field in RAW_ARGS else None
             full = _absent_column(field, n)
             if values.count(absent) == len(values):
@@ -400,6 +413,20 @@ class ColumnBuilder:
                 full[present] = self.interners[field].codes(values)
             self.pieces[field].append(full)
 
+    def _ph_codes(self, ph: Sequence[str]) -> NDArray[np.int32]:
+        """Phases are one ASCII letter each: code them by their byte, without a hash per row."""
+        letters = "".join(ph)
+        if len(letters) != len(ph) or not letters.isascii():
+            return self._code("ph", ph)
+        by_byte = np.frombuffer(letters.encode("ascii"), dtype=np.uint8)
+        table = np.zeros(128, dtype=np.int32)
+        interner = self.interners["ph"]
+        for byte in np.flatnonzero(np.bincount(by_byte, minlength=128)).tolist():
+            table[byte] = interner.code(chr(byte))
+        codes = table[by_byte]
+        self.pieces["ph"].append(codes)
+        return codes
+
     def _code(self, field: str, values: Sequence[Any]) -> NDArray[np.int32]:
         codes = self.interners[field].codes(values)
         self.pieces[field].append(codes)
@@ -412,7 +439,8 @@ class ColumnBuilder:
             parts = self.pieces.pop(field)  # the pieces go as their column is made
             if not parts:
                 return np.empty(0, dtype or np.int32)
-            return np.concatenate(parts).astype(dtype or parts[0].dtype, copy=False)
+            column = np.concatenate(parts)  # mixed int32 / int64 pieces join as int64
+            return column.astype(dtype, copy=False) if dtype else column
 
         coded: dict[str, Coded] = {}
         for i, field in enumerate(CODED_EVENT + CODED_ARGS):

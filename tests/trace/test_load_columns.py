@@ -1,0 +1,86 @@
+"""The column builder's shortcuts give the same columns as the general path, whatever the chunk
+cuts: chunks without our `hpuprof.*` keys skip them, phases are coded by their byte, id columns
+are int32 while they fit and int64 once one does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import hpuprof.trace.kineto_json as kineto_json
+from hpuprof.trace.kineto_json import read_kineto_json, read_raw
+from hpuprof.trace.schema import NO_ID
+
+
+def _write(path: Path, events: list[dict[str, Any]]) -> Path:
+    path.write_bytes(orjson.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def _op(i: int, **args: Any) -> dict[str, Any]:
+    event = {"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1}
+    return {**event, "args": args} if args else event
+
+
+@pytest.mark.parametrize("chunk", [150, 400, 1 << 20])
+def test_our_keys_read_in_any_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    # our keys only in events 10..12: small chunks see them in some chunks and not in others
+    events = [_op(i, **{"External id": i}) for i in range(30)]
+    for i in (10, 11, 12):
+        events[i]["args"].update({"hpuprof.mode": "lazy", "hpuprof.fallback": True})
+    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", chunk)
+    raw = read_raw(_write(tmp_path / "t.json", events)).columns
+    assert raw.mode.values().tolist() == ["lazy" if i in (10, 11, 12) else "" for i in range(30)]
+    assert raw.fallback.tolist() == [1 if i in (10, 11, 12) else -1 for i in range(30)]
+    assert raw.external_id.tolist() == list(range(30))
+
+
+def test_escaped_key_spelling_still_read(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    event = orjson.dumps(_op(0)).replace(b"}", b',"args":{"hpuprof\\u002emode":"eager"}}')
+    path.write_bytes(b'{"traceEvents": [' + event + b"]}")
+    trace = read_kineto_json(path)
+    assert trace.events["mode"].astype(str).tolist() == ["eager"]
+
+
+def test_phases_coded_by_byte_and_otherwise(tmp_path: Path) -> None:
+    events = [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "p"}},
+        {"ph": "B", "name": "outer", "pid": 1, "tid": 1, "ts": 0},
+        {"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 1, "s": "t"},
+        {"ph": "E", "name": "outer", "pid": 1, "tid": 1, "ts": 5},
+        {"ph": "C", "name": "mem", "pid": 1, "tid": 1, "ts": 2, "args": {"bytes": 7}},
+        _op(3),
+    ]
+    odd = [*events, {"ph": "XX", "name": "odd", "pid": 1, "tid": 1, "ts": 4, "dur": 1}]
+    for name, evs in (("letters", events), ("a longer phase", odd)):
+        trace = read_kineto_json(_write(tmp_path / f"{name}.json", evs))
+        table = trace.events.sort_values("ts_ns")
+        assert table["name"].astype(str).tolist() == ["outer", "mark", "op3"], name
+        assert table["ph"].astype(str).tolist() == ["X", "i", "X"], name
+        assert table["dur_ns"].tolist() == [5000, 0, 1000], name
+        assert trace.counters["value"].tolist() == [7.0], name
+        assert trace.processes["name"].tolist() == ["p"], name
+
+
+def test_ids_widen_to_int64_when_one_chunk_needs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = (1 << 40) + 3
+    events = [_op(i, correlation=i, stream=7) for i in range(20)]
+    events[15]["args"]["correlation"] = big
+    events[16]["args"]["correlation"] = -5
+    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 300)
+    path = _write(tmp_path / "t.json", events)
+    raw = read_raw(path).columns
+    expected = [big if i == 15 else -5 if i == 16 else i for i in range(20)]
+    assert raw.correlation.tolist() == expected
+    assert raw.external_id.tolist() == [NO_ID] * 20
+    table = read_kineto_json(path).events.sort_values("ts_ns")
+    assert table["correlation"].dtype == "int64"
+    assert table["correlation"].tolist() == expected
