@@ -16,10 +16,11 @@ object leaves unbalanced JSON. The same test finds the last complete event of a 
 from __future__ import annotations
 
 import gc
+import mmap
 import re
 import warnings
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ import msgspec
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.columns import ColumnBuilder, Event, RawColumns
 from hpuprof.trace.model import Trace
-from hpuprof.trace.rawio import BlockStream
+from hpuprof.trace.rawio import BlockStream, map_plain
 
 CHUNK_BYTES = 1 << 23
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -65,12 +66,17 @@ class _Decoded:
 class _Reader:
     """Streams one file's bytes through the chunk decoder."""
 
-    def __init__(self, path: Path, blocks: Iterator[bytes]) -> None:
+    def __init__(
+        self, path: Path, blocks: Iterator[bytes], mapped: mmap.mmap | None = None
+    ) -> None:
         self.path = path
         self.blocks = blocks
-        self.buf = b""
+        self.buf: bytes | mmap.mmap = b"" if mapped is None else mapped
         self.base = 0  # absolute offset of buf[0]
-        self.eof = False
+        self.eof = mapped is not None
+        self.mapped = mapped
+        self.dropped = 0  # mapped bytes before this offset are out of the resident set
+        self.progress: Any = None
         self.builder = ColumnBuilder(trim=release_free_memory)
         self.events_seen = 0
         self.chunks = 0
@@ -85,7 +91,7 @@ class _Reader:
             self.eof = True
             return pos
         if not drop:
-            self.buf += block
+            self.buf = bytes(self.buf) + block  # (a mapped file has no blocks to append)
             return pos
         self.base += pos
         self.buf = b"".join((memoryview(self.buf)[pos:], block))  # one copy
@@ -204,7 +210,21 @@ class _Reader:
             cut = self._decode_chunk_at_boundary(pos, target)
             if cut is None:
                 return self._read_tail(pos, bare=bare, metadata=metadata)
+            self._consumed(cut)
             pos = cut
+
+    def _consumed(self, pos: int, *, final: bool = False) -> None:
+        """A mapped file's bytes before `pos` (all when `final`) are decoded: drop their pages
+        from the resident set (they stay in the page cache; reading them again maps them back)."""
+        if self.mapped is None:
+            return
+        end = len(self.mapped) if final else pos // mmap.PAGESIZE * mmap.PAGESIZE
+        if end > self.dropped:
+            if hasattr(mmap, "MADV_DONTNEED"):
+                self.mapped.madvise(mmap.MADV_DONTNEED, self.dropped, end - self.dropped)
+            if self.progress is not None:
+                self.progress(end - self.dropped)
+            self.dropped = end
 
     def _decode_chunk_at_boundary(self, pos: int, target: int) -> int | None:
         """Decode buf[pos:cut] for the first valid event boundary cut at or after `target`."""
@@ -228,7 +248,16 @@ class _Reader:
         A wrong cut leaves JSON that is truncated or malformed at its very end; malformed JSON
         earlier in the chunk, or an event of the wrong shape, is an error in the file.
         """
-        text = b"".join((b"[", memoryview(self.buf)[pos:end], b"]"))  # one copy
+        mapped = self.mapped if self.buf is self.mapped else None
+        if mapped is not None and not 0 < pos <= end < len(mapped):
+            mapped = None
+        saved = (0, 0)
+        if mapped is not None:  # the bytes around the chunk become its brackets: no copy
+            saved = (mapped[pos - 1], mapped[end])
+            mapped[pos - 1], mapped[end] = 0x5B, 0x5D  # [ ]
+            text: Any = memoryview(mapped)[pos - 1 : end + 1]
+        else:
+            text = b"".join((b"[", memoryview(self.buf)[pos:end], b"]"))  # one copy
         try:
             events = _EVENTS_DECODER.decode(text)
         except msgspec.ValidationError as error:
@@ -240,6 +269,9 @@ class _Reader:
             if _TRAILING.search(str(error)):
                 raise _ArrayEnded from None
             raise self._decode_error(error, pos - 1) from None
+        finally:
+            if mapped is not None:  # the events' raw args point inside the chunk, not here
+                mapped[pos - 1], mapped[end] = saved
         try:
             self.builder.add(events)
         except msgspec.MsgspecError as error:
@@ -389,16 +421,23 @@ _TRIM: Any = None
 
 def read_raw(path: Path, progress: Any = None) -> _Decoded:
     """Decode one Kineto/Chrome JSON file (plain or gzip) into raw columns and metadata."""
+    mapped = map_plain(path)
     stream = BlockStream(path, progress=progress)
-    reader = _Reader(path, iter(stream))
+    reader = _Reader(path, iter(()) if mapped is not None else iter(stream), mapped)
+    reader.progress = progress
     with _gc_paused():
         metadata, truncated = reader.read()
         columns = reader.builder.finish()
+    reader._consumed(0, final=True)
     del reader
+    size = len(mapped) if mapped is not None else stream.size
+    if mapped is not None:
+        with suppress(BufferError):  # still referenced (a traceback): unmapped when freed
+            mapped.close()
     release_free_memory()
     if stream.truncation is not None:
         truncated = f"{stream.truncation}; {truncated}" if truncated else stream.truncation
-    return _Decoded(columns, metadata, stream.size, truncated)
+    return _Decoded(columns, metadata, size, truncated)
 
 
 def read_kineto_json(path: str | Path, *, progress: Any = None) -> Trace:

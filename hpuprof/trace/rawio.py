@@ -8,6 +8,7 @@ complete event. A corrupt gzip stream is a `TraceFormatError` with the compresse
 
 from __future__ import annotations
 
+import mmap
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +18,22 @@ from hpuprof.errors import TraceFormatError
 GZIP_MAGIC = b"\x1f\x8b"
 READ_SIZE = 1 << 22  # compressed bytes per read; plain files read BLOCK_SIZE at once
 BLOCK_SIZE = 1 << 24
+
+
+def map_plain(path: Path) -> mmap.mmap | None:
+    """A private copy-on-write map of a plain (not gzip), non-empty file; None otherwise.
+
+    The reader decodes straight from the mapped page cache (no copy of the file's bytes), may
+    write a byte in place (a private copy of one page; the file never changes), and drops the
+    pages it has consumed from its resident set as it goes.
+    """
+    if is_gzip(path):
+        return None
+    with open(path, "rb") as handle:
+        try:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+        except (ValueError, OSError):  # empty file, or a file that cannot be mapped
+            return None
 
 
 def is_gzip(path: Path) -> bool:

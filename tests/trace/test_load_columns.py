@@ -84,3 +84,38 @@ def test_ids_widen_to_int64_when_one_chunk_needs_it(
     table = read_kineto_json(path).events.sort_values("ts_ns")
     assert table["correlation"].dtype == "int64"
     assert table["correlation"].tolist() == expected
+
+
+def test_mapped_file_reads_like_a_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a plain file is decoded in place from its memory map (chunk brackets written over the
+    # bytes around each chunk, then restored); gzip goes through the block stream
+    import gzip
+
+    events = [_op(i, **{"External id": i, "Input Dims": [[i, 2]]}) for i in range(40)]
+    plain = _write(tmp_path / "t.json", events)
+    before = plain.read_bytes()
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(before))
+    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 250)
+    seen: list[int] = []
+    mapped = read_raw(plain, progress=seen.append)
+    streamed = read_raw(packed)
+    assert plain.read_bytes() == before
+    assert sum(seen) == len(before)
+    assert (mapped.size, mapped.truncated) == (streamed.size, streamed.truncated)
+    assert mapped.columns.args.to_pylist() == streamed.columns.args.to_pylist()
+    assert mapped.columns.input_dims.values().tolist() == [f"[[{i},2]]" for i in range(40)]
+    assert mapped.columns.name.values().tolist() == streamed.columns.name.values().tolist()
+
+
+def test_truncated_mapped_file_keeps_complete_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path / "t.json", [_op(i) for i in range(30)])
+    data = path.read_bytes()
+    path.write_bytes(data[: data.index(b'"op27"') + 3])  # cut inside event 27
+    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 200)
+    decoded = read_raw(path)
+    assert len(decoded.columns) == 27
+    event_27 = data.rindex(b"{", 0, data.index(b'"op27"'))
+    assert decoded.truncated == f"no complete event after byte {event_27}"
