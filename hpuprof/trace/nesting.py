@@ -21,6 +21,36 @@ from numpy.typing import NDArray
 from hpuprof.trace.schema import NO_ID
 
 
+def time_order(start: NDArray[np.int64], duration: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Positions sorted by (start, -duration, position), the events table's order.
+
+    A stable sort by start alone (quick: traces are nearly in time order) already keeps the
+    file order; only the runs of equal starts are then re-sorted, longest first.
+    """
+    order = np.argsort(start, kind="stable")
+    if len(order) < 2:
+        return order
+    sorted_start = start[order]
+    same = sorted_start[1:] == sorted_start[:-1]
+    if not same.any():
+        return order
+    tied = np.zeros(len(order), dtype=bool)
+    tied[1:] |= same
+    tied[:-1] |= same
+    run = np.cumsum(np.concatenate(([True], ~same)))  # run number of each sorted position
+    slots = np.flatnonzero(tied)
+    members = order[slots]
+    order[slots] = members[np.lexsort((members, -duration[members], run[slots]))]
+    return order
+
+
+def lane_order(lane: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Positions sorted by lane, file order within a lane (a radix sort for small lane keys)."""
+    if len(lane) and int(lane.min()) >= 0 and int(lane.max()) < (1 << 15):
+        return np.argsort(lane.astype(np.int16), kind="stable")
+    return np.argsort(lane, kind="stable")
+
+
 def lane_bounds(lane: NDArray[np.int64]) -> list[tuple[int, int]]:
     """(first, past-last) row of each run of equal `lane` values."""
     n = len(lane)

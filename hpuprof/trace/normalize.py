@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.columns import Coded, RawColumns, take_binary, to_int64_ids
 from hpuprof.trace.model import Trace
-from hpuprof.trace.nesting import enclosing, lane_bounds, nest
+from hpuprof.trace.nesting import enclosing, lane_bounds, lane_order, nest, time_order
 from hpuprof.trace.schema import (
     COUNTER_COLUMNS,
     DEVICE_KINDS,
@@ -292,7 +292,7 @@ class _Normalizer:
         """The events table; `ts`, `dur` are those of `rows`, `flow_ts` those of `flow_rows`."""
         raw = self.raw
         # final order: (ts, -dur, file order); the lane order adds (pid, tid) in front
-        order = np.lexsort((rows, -dur, ts))
+        order = time_order(ts, dur)  # rows ascend: ties keep the file order
         rows, ts, dur = rows[order], ts[order], dur[order]
         del order
         n = len(rows)
@@ -315,7 +315,7 @@ class _Normalizer:
         )
         is_device = _DEVICE_KIND[kind]
 
-        by_lane = np.lexsort((np.arange(n), lane))
+        by_lane = lane_order(lane)
         depth_l, parent_l = nest(lane[by_lane], ts[by_lane], (ts + dur)[by_lane])
         depth = np.empty(n, dtype=np.int64)
         depth[by_lane] = depth_l
