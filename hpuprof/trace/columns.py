@@ -2,14 +2,17 @@
 
 The chunk decoder hands over a list of msgspec Structs. Each chunk is transposed in C
 (`zip(*map(astuple, events))`), numbers go straight to numpy, strings are interned with one
-`set` pass and one `map(dict.__getitem__)` pass (both C loops), JSON fragments kept as
-`msgspec.Raw` are joined into one buffer and dictionary-encoded by pyarrow, and the raw
-`args` become one Arrow binary array per chunk built from buffers. Columns whose values are
-all absent in a chunk (most hpuprof keys in a CUDA trace) cost one `tuple.count` and no more.
+`set` pass and one `map(dict.__getitem__)` pass (both C loops; phases by their byte), JSON
+fragments kept as `msgspec.Raw` are joined into one buffer and dictionary-encoded by pyarrow.
+The raw `args` of every event are written into one growing buffer (`BytesIO.writelines`, a C
+loop), the keys the model reads are decoded from a view of what each chunk wrote, and the
+buffer becomes the Arrow binary array without a copy. Columns whose values are all absent in
+a chunk (most hpuprof keys in a CUDA trace) cost one `tuple.count` and no more.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,16 +46,18 @@ class Event(msgspec.Struct, gc=False):
     args: msgspec.Raw = _EMPTY_RAW
 
 
-_ARG_NAMES = {
-    "external_id": "External id",
-    "input_dims": "Input Dims",
-    "input_types": "Input type",
-    "recipe_id": "recipeId",
-}
-
-
-class KinetoArgs(msgspec.Struct, gc=False, rename=_ARG_NAMES):
-    """The args keys the model reads from any trace (first fields of `Args`)."""
+class Args(
+    msgspec.Struct,
+    gc=False,
+    rename={
+        "external_id": "External id",
+        "input_dims": "Input Dims",
+        "input_types": "Input type",
+        "recipe_id": "recipeId",
+        **ARG_KEYS,
+    },
+):
+    """The args keys the model reads; everything else stays in the raw `args` bytes."""
 
     external_id: Any = None
     correlation: Any = None
@@ -61,11 +66,6 @@ class KinetoArgs(msgspec.Struct, gc=False, rename=_ARG_NAMES):
     input_dims: msgspec.Raw = _EMPTY_RAW
     input_types: msgspec.Raw = _EMPTY_RAW
     recipe_id: Any = None
-
-
-class Args(KinetoArgs, gc=False, rename={**_ARG_NAMES, **ARG_KEYS}):
-    """The args keys the model reads; everything else stays in the raw `args` bytes."""
-
     mode: Any = None
     module: Any = None
     phase: Any = None
@@ -78,8 +78,6 @@ class Args(KinetoArgs, gc=False, rename={**_ARG_NAMES, **ARG_KEYS}):
 EVENT_FIELDS: tuple[str, ...] = Event.__struct_fields__
 ARG_FIELDS: tuple[str, ...] = Args.__struct_fields__
 ARGS_DECODER = msgspec.json.Decoder(Args)
-KINETO_ARG_FIELDS: tuple[str, ...] = KinetoArgs.__struct_fields__
-KINETO_ARGS_DECODER = msgspec.json.Decoder(KinetoArgs)
 _ANY_DECODER = msgspec.json.Decoder()
 
 CODED_EVENT = ("ph", "name", "cat", "pid", "tid", "flow_id", "bp")
@@ -334,7 +332,9 @@ class ColumnBuilder:
         self.pieces: dict[str, list[NDArray[Any]]] = {
             name: [] for name in (*CODED_EVENT, *CODED_ARGS, *ID_ARGS, "ts", "dur", "fallback")
         }
-        self.args_data = bytearray()  # grows in place (mremap), never a second copy
+        # every event's raw args, written piece by piece in C (no joined copy per chunk); the
+        # buffer grows in place (mremap) and is handed to Arrow without a copy at the end
+        self.args_data = io.BytesIO()
         self.args_lengths: list[NDArray[np.int64]] = []
         self.side_args: dict[int, bytes] = {}
         self.rows = 0
@@ -352,11 +352,15 @@ class ColumnBuilder:
         self.pieces["dur"].append(np.array(dur, dtype=np.float64))
         self._flow_columns(ph_codes, fid, bp)
         lengths = np.fromiter(map(len, args), dtype=np.int64, count=n)
-        data = b"".join(args)
-        self.args_data += data
+        start = self.args_data.tell()
+        self.args_data.writelines(args)
         self.args_lengths.append(lengths)
         self._side_args(ph_codes, args)
-        self._args_columns(data, np.flatnonzero(lengths), n)
+        del args, fid, bp  # the chunk's raw args now live in args_data
+        # decoded from a view of what was just written: the view (and every msgspec.Raw made
+        # from it) must be gone before the next write, which would raise BufferError otherwise
+        with self.args_data.getbuffer() as written:
+            self._args_columns(written[start:], np.flatnonzero(lengths), n)
         self.rows += n
 
     def _rows_with(self, ph_codes: NDArray[np.int32], phases: tuple[str, ...]) -> NDArray[Any]:
@@ -379,23 +383,14 @@ class ColumnBuilder:
         for i in self._rows_with(ph_codes, _SIDE_PHASES).tolist():
             self.side_args[self.rows + i] = bytes(args[i])
 
-    def _args_columns(self, data: bytes, present: NDArray[np.int64], n: int) -> None:
+    def _args_columns(self, data: memoryview, present: NDArray[np.int64], n: int) -> None:
         """Decode the keys the model reads from the chunk's args (their concatenated bytes:
         one JSON value after another) and scatter them to their rows."""
-        # chunks without our keys (any CUDA trace) decode only the Kineto keys; any escape
-        # (a key spelled "hpuprof\u002emode") takes the full decoder (a backslash is found
-        # by memchr, 100x faster than a two-byte needle)
-        ours = b"\\" in data or b'"hpuprof.' in data
-        decoder, fields = (
-            (ARGS_DECODER, ARG_FIELDS) if ours else (KINETO_ARGS_DECODER, KINETO_ARG_FIELDS)
-        )
-        parsed = decoder.decode_lines(data) if len(present) else []
+        parsed = ARGS_DECODER.decode_lines(data) if len(present) else []
         if len(parsed) != len(present):
             raise msgspec.ValidationError("an args object on each line")
-        columns = zip(*map(astuple, parsed), strict=True) if parsed else [()] * len(fields)
-        for field in ARG_FIELDS[len(fields) :]:
-            self.pieces[field].append(_absent_column(field, n))
-        for field, values in zip(fields, columns, strict=True):
+        columns = zip(*map(astuple, parsed), strict=True) if parsed else [()] * len(ARG_FIELDS)
+        for field, values in zip(ARG_FIELDS, columns, strict=True):
             absent = _EMPTY_RAW if field in RAW_ARGS else None
             full = _absent_column(field, n)
             if values.count(absent) == len(values):
@@ -458,7 +453,7 @@ class ColumnBuilder:
         args = pa.LargeBinaryArray.from_buffers(
             pa.large_binary(),
             len(lengths),
-            [None, pa.py_buffer(offsets), pa.py_buffer(self.args_data)],
+            [None, pa.py_buffer(offsets), pa.py_buffer(self.args_data.getbuffer())],
         )
         fields: dict[str, Any] = {**coded, **ids}
         return RawColumns(
