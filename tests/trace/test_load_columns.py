@@ -1,6 +1,6 @@
 """The column builder's shortcuts give the same columns as the general path, whatever the chunk
-cuts: chunks without our `hpuprof.*` keys skip them, phases are coded by their byte, id columns
-are int32 while they fit and int64 once one does not."""
+cuts: our `hpuprof.*` keys are read in any chunk, phases are coded by their byte, id columns are
+int32 while they fit and int64 once one does not, a mapped file reads like a stream."""
 
 from __future__ import annotations
 
