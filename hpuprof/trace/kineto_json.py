@@ -29,6 +29,12 @@ import msgspec
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.columns import ColumnBuilder, Event, RawColumns
+from hpuprof.trace.heap import (
+    DECODE_MMAP_THRESHOLD,
+    MMAP_THRESHOLD,
+    release_free_memory,
+    set_mmap_threshold,
+)
 from hpuprof.trace.model import Trace
 from hpuprof.trace.rawio import BlockStream, map_plain
 
@@ -392,51 +398,6 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def release_free_memory() -> None:
-    """Give the heap's free pages back to the OS (glibc `malloc_trim`; a no-op elsewhere).
-
-    Decoding frees millions of small objects chunk after chunk; glibc keeps those pages
-    (300 MB on a 450 MB trace) unless asked, and they would count in the load's peak RSS.
-    The first call also fixes glibc's mmap threshold at 1 MiB: left dynamic, it grows to
-    32 MiB after the first big free, and the normalizer's many column-sized temporaries then
-    come from the heap, whose holes are not returned (500 MB kept after a 450 MB load).
-    """
-    libc = _libc()
-    if libc:
-        libc.malloc_trim(0)
-
-
-def set_mmap_threshold(nbytes: int) -> None:
-    """Allocations from `nbytes` up get their own pages from the OS (given back when freed);
-    smaller ones come from the heap, whose freed memory is reused without new page faults."""
-    libc = _libc()
-    if libc:
-        libc.mallopt(_M_MMAP_THRESHOLD, nbytes)
-
-
-def _libc() -> Any:
-    global _LIBC
-    if _LIBC is None:
-        try:
-            import ctypes
-
-            _LIBC = ctypes.CDLL("libc.so.6")
-            _LIBC.malloc_trim.argtypes = [ctypes.c_size_t]
-            _LIBC.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
-        except (OSError, AttributeError):
-            _LIBC = False
-    return _LIBC
-
-
-_M_MMAP_THRESHOLD = -3
-_MMAP_THRESHOLD = 1 << 20
-_DECODE_MMAP_THRESHOLD = 1 << 22
-"""While chunks are decoded: their temporaries (joined raw values, a few MiB) then reuse the
-same heap memory chunk after chunk instead of faulting in fresh pages each time (~5% of the
-load on a 2 M-event trace); the file-length columns are built after it is set back."""
-_LIBC: Any = None
-
-
 def read_raw(path: Path, progress: Any = None) -> _Decoded:
     """Decode one Kineto/Chrome JSON file (plain or gzip) into raw columns and metadata."""
     mapped = map_plain(path)
@@ -444,11 +405,11 @@ def read_raw(path: Path, progress: Any = None) -> _Decoded:
     reader = _Reader(path, iter(()) if mapped is not None else iter(stream), mapped)
     reader.progress = progress
     with _gc_paused():
-        set_mmap_threshold(_DECODE_MMAP_THRESHOLD)
+        set_mmap_threshold(DECODE_MMAP_THRESHOLD)
         try:
             metadata, truncated = reader.read()
         finally:
-            set_mmap_threshold(_MMAP_THRESHOLD)
+            set_mmap_threshold(MMAP_THRESHOLD)
         columns = reader.builder.finish()
     reader._consumed(0, final=True)
     del reader

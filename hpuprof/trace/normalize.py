@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.columns import Coded, RawColumns, take_binary, to_int64_ids
+from hpuprof.trace.heap import release_free_memory
 from hpuprof.trace.model import Trace
 from hpuprof.trace.nesting import enclosing, lane_bounds, lane_order, nest, time_order
 from hpuprof.trace.schema import (
@@ -352,6 +353,8 @@ class _Normalizer:
         columns["step"] = step.astype(np.int32)
         del step
         # last, when every other raw column is gone: the args, into a buffer of their exact size
+        # (the heap's free pages go back first: the load peaks here, with both args buffers)
+        release_free_memory()
         columns["args"] = pd.arrays.ArrowExtensionArray(
             pa.chunked_array([take_binary(raw.args, rows)])
         )
