@@ -6,7 +6,7 @@ import csv
 import io
 
 from hpuprof.analysis.report import Report
-from hpuprof.render.tables import report_tables
+from hpuprof.render.tables import columns_of, report_tables
 
 
 class CsvRenderer:
@@ -20,10 +20,7 @@ class CsvRenderer:
             if not rows:
                 continue
             buf = io.StringIO()
-            cols: list[str] = []
-            for r in rows:
-                cols += [k for k in r if k not in cols]
-            w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+            w = csv.DictWriter(buf, fieldnames=columns_of(rows), lineterminator="\n")
             w.writeheader()
             w.writerows(rows)
             out[name] = buf.getvalue()

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from hpuprof.analysis.report import Report
-from hpuprof.render.tables import fmt_cell, report_tables
+from hpuprof.render.tables import columns_of, fmt_cell, report_tables
 
 
 def _esc(text: Any) -> str:
@@ -16,9 +16,7 @@ def _esc(text: Any) -> str:
 
 
 def _table(name: str, rows: list[dict[str, Any]], limit: int = 200) -> str:
-    cols: list[str] = []
-    for r in rows:
-        cols += [k for k in r if k not in cols]
+    cols = columns_of(rows)
     head = "".join(f"<th>{_esc(c)}</th>" for c in cols)
     body = "".join(
         "<tr>" + "".join(f"<td>{_esc(fmt_cell(c, r.get(c)))}</td>" for c in cols) + "</tr>"

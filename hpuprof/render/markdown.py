@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpuprof.analysis.report import Report
-from hpuprof.render.tables import fmt_cell, report_tables
+from hpuprof.render.tables import columns_of, fmt_cell, report_tables
 
 
 def _esc(text: str) -> str:
@@ -13,9 +13,7 @@ def _esc(text: str) -> str:
 
 
 def md_table(rows: list[dict[str, Any]], limit: int = 50) -> str:
-    cols: list[str] = []
-    for r in rows:
-        cols += [k for k in r if k not in cols]
+    cols = columns_of(rows)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows[:limit]:
         lines.append("| " + " | ".join(_esc(fmt_cell(c, r.get(c))) for c in cols) + " |")

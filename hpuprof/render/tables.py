@@ -66,6 +66,14 @@ def report_tables(report: Report) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def columns_of(rows: list[dict[str, Any]]) -> list[str]:
+    """Every key of `rows`, in first-seen order (rows of one table may differ in their keys)."""
+    cols: list[str] = []
+    for r in rows:
+        cols += [k for k in r if k not in cols]
+    return cols
+
+
 def fmt_ns(ns: float) -> str:
     """Human time from ns: 1.23 s, 4.56 ms, 7.8 us, 12 ns."""
     a = abs(ns)
