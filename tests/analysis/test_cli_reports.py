@@ -73,6 +73,17 @@ def test_output_format_follows_suffix(
     assert callable(check) and check(out.read_bytes())
 
 
+def test_report_output_replaces_the_file_and_leaves_no_temporary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.md"
+    out.write_text("an older report")
+    code, _, err = _run(capsys, "analyze", str(LAZY), "-o", str(out))
+    assert code == 0, err
+    assert out.read_text().startswith("# hpuprof report")
+    assert [p.name for p in tmp_path.iterdir()] == ["r.md"]
+
+
 def test_csv_directory_one_file_per_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -113,6 +124,8 @@ def test_report_subset(capsys: pytest.CaptureFixture[str]) -> None:
         (["analyze", "{LAZY}", "--format", "pdf"], "unknown format"),
         (["analyze", "{bad}"], "{bad}"),
         (["diff", "{LAZY}", "{GAUDI3}", "-f", "html"], "diff supports"),
+        (["analyze", "{LAZY}", "-o", "{bad}/r.json"], "cannot write {bad}/r.json"),
+        (["analyze", "{LAZY}", "-f", "csv", "-o", "{bad}/tables"], "cannot write {bad}/tables"),
     ],
 )
 def test_bad_input_is_one_line_and_an_exit_code(

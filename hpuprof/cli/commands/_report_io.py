@@ -38,27 +38,25 @@ def pick_format(fmt: str, output: Path | None) -> str:
 
 
 def _write(output: Path | None, data: str | bytes) -> None:
+    """`data` to stdout (newline-terminated), or atomically to `output` (UTF-8 for text)."""
     if output is None:
         text = data.decode() if isinstance(data, bytes) else data
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(data, bytes):
-            output.write_bytes(data)
-        else:
-            output.write_text(data, encoding="utf-8")
-    except OSError as err:
-        raise OutputError(f"cannot write {output}: {err.strerror or err}") from err
+    from hpuprof.trace.atomic_write import atomic_output
+
+    with atomic_output(output) as out:
+        out.write(data if isinstance(data, bytes) else data.encode("utf-8"))
 
 
 def _write_csv_dir(output: Path, tables: dict[str, str]) -> None:
+    """One `<name>.csv` per table in the directory `output` (made even when no table has rows)."""
     try:
         output.mkdir(parents=True, exist_ok=True)
-        for name, text in tables.items():
-            (output / f"{name}.csv").write_text(text, encoding="utf-8")
     except OSError as err:
         raise OutputError(f"cannot write {output}: {err.strerror or err}") from err
+    for name, text in tables.items():
+        _write(output / f"{name}.csv", text)
 
 
 def run_analyze(
