@@ -16,7 +16,7 @@ rounds to microseconds); HTA sees no device events on HPU traces at all.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ import pandas as pd
 
 from hpuprof.analysis import intervals as iv
 from hpuprof.analysis._common import (
+    KERNEL_TYPES,
     args_at,
     cat_test,
     device_events,
@@ -44,6 +45,14 @@ from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import NO_ID
 
 DATA_LOADING_RE = r"enumerate\(DataLoader\)|DataLoader|dataloader|_next_data|__next__"
+LAUNCH_RUNTIME_OUTLIER_NS = 50_000
+"""A launch call longer than this is a runtime outlier (HTA's `runtime_cutoff`, 50 us)."""
+LAUNCH_DELAY_OUTLIER_NS = 100_000
+"""A launch-to-device-start delay longer than this is an outlier (HTA's `launch_delay_cutoff`)."""
+IDLE_CAUSE_WARN_PCT = 20.0
+"""Share of device idle time above which a sync-wait or data-loading cause is a finding."""
+HOST_BOUND_CRITICAL_PCT = 50.0
+"""Device idle share of a step at which a host-bound finding is critical, not a warning."""
 
 
 @dataclass(frozen=True)
@@ -196,15 +205,17 @@ def _drop_last_step(ev: pd.DataFrame) -> pd.DataFrame:
     if len(win) < 2:
         return ev
     keep = np.ones(len(ev), dtype=bool)
+    host = ~ev["is_device"].to_numpy(dtype=bool)
+    ts = ev["ts_ns"].to_numpy()
+    corr = ev["correlation"].to_numpy()
     for rank, w in win.groupby("rank"):
         last = int(w["start_ns"].max())
         in_rank = (ev["rank"] == rank).to_numpy()
-        host = ~ev["is_device"].to_numpy(dtype=bool)
-        keep &= ~(in_rank & host & (ev["ts_ns"].to_numpy() >= last))
-        launch = ev[in_rank & host & (ev["correlation"].to_numpy() != NO_ID)]
+        keep &= ~(in_rank & host & (ts >= last))
+        launch = ev[in_rank & host & (corr != NO_ID)]
         late = set(launch.loc[launch["ts_ns"] >= last, "correlation"].tolist())
         if late:
-            dev = in_rank & ~host & np.isin(ev["correlation"].to_numpy(), list(late))
+            dev = in_rank & ~host & np.isin(corr, list(late))
             keep &= ~dev
     return ev[keep]
 
@@ -255,8 +266,8 @@ def _launch_stats(pairs: pd.DataFrame) -> LaunchStats:
         delay_mean_ns=round(float(delay.mean()), 1),
         delay_p95_ns=round(float(np.percentile(delay, 95)), 1),
         short_kernels=int((first["gpu_dur"].to_numpy() < cpu).sum()),
-        runtime_outliers=int((cpu > 50_000).sum()),
-        delay_outliers=int((delay > 100_000).sum()),
+        runtime_outliers=int((cpu > LAUNCH_RUNTIME_OUTLIER_NS).sum()),
+        delay_outliers=int((delay > LAUNCH_DELAY_OUTLIER_NS).sum()),
     )
 
 
@@ -290,12 +301,17 @@ def _cause_sets(ev: pd.DataFrame, full: pd.DataFrame, rank: int) -> list[tuple[s
 def _idle_causes(
     ev: pd.DataFrame,
     full: pd.DataFrame,
-    dev: pd.DataFrame,
     rank: int,
     busy: iv.Merged,
     pairs: pd.DataFrame,
     options: AnalysisOptions,
 ) -> list[IdleCauseRow]:
+    """Device idle time of `rank` (the gaps of `busy`) split by cause, exclusively.
+
+    Host intervals from `_cause_sets` claim idle time first, in priority order; the rest goes
+    by its gap: a host-bound launch gap when the op after it was launched after the gap began,
+    else a short gap (under `options.launch_gap_ns`) or other.
+    """
     gap_s, gap_e = iv.gaps(busy)
     keep = gap_e > gap_s
     gaps_set: iv.Merged = (gap_s[keep], gap_e[keep])
@@ -348,8 +364,7 @@ def _kernel_type_rows(per_rank_sets: list[dict[str, iv.Merged]]) -> list[KernelT
             totals[label] = totals.get(label, 0) + t
     whole = sum(totals.values())
     return [
-        KernelTypeRow(k, v, round(100.0 * v / whole, 2) if whole else 0.0)
-        for k, v in sorted(totals.items(), key=lambda kv: -kv[1])
+        KernelTypeRow(k, v, pct(v, whole)) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])
     ]
 
 
@@ -458,10 +473,7 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
         rmask = dev["rank"].to_numpy() == rank
         rdev = dev[rmask]
         rtype = ktype.to_numpy()[rmask]
-        sets = {
-            k: _merged(rdev[rtype == k])
-            for k in ("COMPUTATION", "COMMUNICATION", "MEMORY", "OTHER")
-        }
+        sets = {k: _merged(rdev[rtype == k]) for k in KERNEL_TYPES}
         busy = _merged(rdev)
         rhost = host_all[host_all["rank"].to_numpy() == rank]
         if busy[0].size:
@@ -483,7 +495,7 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
                     non_compute_pct=pct(span - idle - compute, span),
                 )
             )
-            causes += _idle_causes(ev, full, rdev, int(rank), busy, pairs, options)
+            causes += _idle_causes(ev, full, int(rank), busy, pairs, options)
             eng = strs(rdev["engine"])
             for e in sorted(set(eng.tolist()) - {""}):
                 sel = rdev[eng == e]
@@ -559,8 +571,6 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
         device_time=src,
         notes=tuple(notes),
     )
-    from dataclasses import replace
-
     return replace(report, findings=tuple(bottleneck_findings(report, options)))
 
 
@@ -595,7 +605,7 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
             where = "of each step" if rank_steps else "of the device span"
             out.append(
                 Finding(
-                    severity="critical" if idle >= 50 else "warning",
+                    severity="critical" if idle >= HOST_BOUND_CRITICAL_PCT else "warning",
                     report="bottleneck",
                     title=(
                         f"host-bound: device idle {idle:.0f}% {where}, {ops:,} host ops per step"
@@ -613,7 +623,7 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
                 )
             )
     for c in rep.idle_causes:
-        if c.cause.startswith("sync wait") and c.pct_of_idle >= 20:
+        if c.cause.startswith("sync wait") and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT:
             out.append(
                 Finding(
                     "warning",
@@ -622,13 +632,13 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
                     f"{c.gaps} waits, rank {c.rank}",
                     "idle_pct_sync",
                     c.pct_of_idle,
-                    20.0,
+                    IDLE_CAUSE_WARN_PCT,
                     {"rank": c.rank, "cause": c.cause, "time_ns": c.time_ns},
                     "avoid host reads of device values inside the step (.item(), .cpu(), "
                     "printing tensors); accumulate metrics on the device and read them rarely",
                 )
             )
-        if c.cause == "data loading" and c.pct_of_idle >= 20:
+        if c.cause == "data loading" and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT:
             out.append(
                 Finding(
                     "warning",
@@ -636,7 +646,7 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
                     f"{c.pct_of_idle:.0f}% of device idle is data loading (rank {c.rank})",
                     "idle_pct_data_loading",
                     c.pct_of_idle,
-                    20.0,
+                    IDLE_CAUSE_WARN_PCT,
                     {"rank": c.rank, "time_ns": c.time_ns},
                     "raise DataLoader num_workers, pin_memory, prefetch; use the Habana "
                     "DataLoader where available",

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hpuprof.analysis._common import step_windows
+from hpuprof.analysis._common import pct, step_windows
 from hpuprof.analysis.bottleneck import analyze_bottlenecks
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
@@ -116,7 +116,7 @@ def first_step(trace: Trace) -> int | None:
 
 
 def _metric(name: str, a: float, b: float) -> MetricDelta:
-    return MetricDelta(name, a, b, b - a, round(100.0 * (b - a) / a, 2) if a else 0.0)
+    return MetricDelta(name, a, b, b - a, pct(b - a, a))
 
 
 def diff_traces(
