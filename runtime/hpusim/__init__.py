@@ -227,9 +227,7 @@ def step_marker(name: str | None = None) -> int:
     Steps are `cat: "hpuprof"` slices named `Step#N` with `hpuprof.event: "step"`."""
     from hpusim import state
 
-    rt = state.RT
-    if rt is None:
-        raise RuntimeError("hpusim is not enabled: call hpusim.enable() first")
+    rt = state.require_runtime()
     now = perf_counter_ns()
     if rt.step_number >= 0 and rt.sink.recording:
         rt.sink.runtime(

@@ -146,9 +146,9 @@ def convert(
     if opt_level not in OPT_LEVELS:
         raise ValueError(f"opt_level must be one of {OPT_LEVELS}, not {opt_level!r}")
     import hpusim
+    from hpusim import state
 
-    if not hpusim.is_enabled():
-        raise RuntimeError("hpusim is not enabled: call hpusim.enable() first")
+    state.require_runtime()
     _State.opt_level = opt_level
     _State.bf16 = _read_list(bf16_file_path, DEFAULT_BF16_OPS)
     _State.fp32 = _read_list(fp32_file_path, DEFAULT_FP32_OPS)

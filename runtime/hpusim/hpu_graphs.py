@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from time import perf_counter_ns
 from typing import Any, Final
 
+from hpusim import state
+
 HPUGRAPH_ID_BASE: Final = 1 << 24
 """HPU-graph ids start here, apart from lazy recipe ids and eager recipe ids."""
 
@@ -71,15 +73,6 @@ def fatal(msg: str) -> RuntimeError:
     """The bridge's fatal-error text for `msg` (`[Rank:0] FATAL ERROR :: MODULE:PT_DEVICE ...`)."""
     rank = os.environ.get("RANK", "0")
     return RuntimeError(_FATAL.format(rank=rank, msg=msg))
-
-
-def _runtime() -> Any:
-    from hpusim import state
-
-    rt = state.RT
-    if rt is None:
-        raise RuntimeError("hpusim is not enabled: call hpusim.enable() first")
-    return rt
 
 
 class _Counter:
@@ -163,7 +156,7 @@ def _capture_mode_class() -> type:
             if not involves_hpu(args, kwargs):
                 return func(*args, **kwargs)
             info = dispatch.op_info(func)
-            rt = _runtime()
+            rt = state.require_runtime()
             if info.missing:
                 raise RuntimeError(CPU_FALLBACK_ERROR)
             before = sum(rt.fallback_counts.values())
@@ -206,7 +199,7 @@ class HPUGraph:
     def capture_begin(self, dry_run: bool = False) -> None:
         if _Counter.capturing is not None:
             raise fatal(CAPTURE_IN_PROGRESS)
-        rt = _runtime()
+        rt = state.require_runtime()
         from hpusim import dispatch, lazy
 
         if rt.lazy:
@@ -228,7 +221,7 @@ class HPUGraph:
             raise fatal("GRAPH:: Capture must end on the same stream it began on.")
         from hpusim import dispatch, lazy
 
-        rt = _runtime()
+        rt = state.require_runtime()
         try:
             self._mode.__exit__(None, None, None)
         finally:
@@ -271,7 +264,7 @@ class HPUGraph:
         """Re-run the captured ops into the static outputs; one launch in the modeled timeline."""
         if not self.captured:
             raise RuntimeError("HPUGraph.replay() called before a capture ended")
-        rt = _runtime()
+        rt = state.require_runtime()
         from hpusim import lazy
 
         if rt.lazy:
@@ -550,7 +543,7 @@ class _TrainingGraph:
         return out
 
     def replay(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-        rt = _runtime()
+        rt = state.require_runtime()
         from hpusim import lazy
 
         if rt.lazy:
@@ -677,8 +670,6 @@ class _CachedForward:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import torch
 
-        from hpusim import state
-
         self.forwards += 1
         rt = state.RT
         try:
@@ -781,7 +772,7 @@ def make_graphed_callables(
 
 def install() -> None:
     """Expose the API on `torch.hpu` / `habana_frameworks.torch.hpu` in lazy mode only."""
-    from hpusim import device_module, state
+    from hpusim import device_module
 
     rt = state.RT
     if rt is not None and rt.lazy:

@@ -133,9 +133,7 @@ def host_sync(rt: state.Runtime, reason: str, ts: int) -> None:
 
 def mark_step(device_str: str = "", sync: bool = False) -> None:
     """`htcore.mark_step`: flush the lazy graph (lazy mode), count the step, dump triggers."""
-    rt = state.RT
-    if rt is None:
-        raise RuntimeError("hpusim is not enabled: call hpusim.enable() first")
+    rt = state.require_runtime()
     now = perf_counter_ns()
     if not rt.lazy:
         _warn_lazy_only(rt)
@@ -161,9 +159,7 @@ def mark_step(device_str: str = "", sync: bool = False) -> None:
 
 def add_step_closure(closure: Any, args: tuple[Any, ...] = ()) -> None:
     """Run `closure(*args)` after the next mark_step (lazy mode)."""
-    rt = state.RT
-    if rt is None:
-        raise RuntimeError("hpusim is not enabled: call hpusim.enable() first")
+    rt = state.require_runtime()
     if not rt.lazy:
         _warn_lazy_only(rt)  # the bridge: a no-op outside lazy mode
         return

@@ -74,3 +74,10 @@ def memory_counter(rt: Runtime, ts: int) -> None:
 
 
 RT: Runtime | None = None
+
+
+def require_runtime() -> Runtime:
+    """The active `Runtime`; a RuntimeError saying how to enable the emulator when there is none."""
+    if RT is None:
+        raise RuntimeError("hpusim is not enabled: call hpusim.enable() first")
+    return RT

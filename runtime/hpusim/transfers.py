@@ -83,17 +83,10 @@ def _type_name(dtype: torch.dtype) -> str:
     return _TYPE_NAMES.get(dtype, str(dtype).replace("torch.", ""))
 
 
-def _runtime() -> state.Runtime:
-    rt = state.RT
-    if rt is None:
-        raise RuntimeError("hpusim is not enabled: call hpusim.enable() first")
-    return rt
-
-
 class _H2D(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        rt = _runtime()
+        rt = state.require_runtime()
         t0 = perf_counter_ns()
         elem = x.detach().clone()
         if not rt.acquired:
@@ -114,7 +107,7 @@ class _H2D(torch.autograd.Function):
 class _D2H(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        rt = _runtime()
+        rt = state.require_runtime()
         t0 = perf_counter_ns()
         from hpusim.lazy import host_sync
 
@@ -157,7 +150,7 @@ def note_host_read(reason: str) -> None:
 
 def record_copy(dst: torch.Tensor, src: torch.Tensor, direction: str, t0: int) -> torch.Tensor:
     """`cpu_t.copy_(hpu_t)` (d2h) or `hpu_t.copy_(cpu_t)` (h2d), inside dispatch."""
-    rt = _runtime()
+    rt = state.require_runtime()
     if direction == "d2h":
         from hpusim.lazy import host_sync
 
