@@ -10,7 +10,8 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from hpuprof.trace.schema import NO_ID, STEP_ANNOTATION_PREFIX
+from hpuprof.trace.model import Trace
+from hpuprof.trace.schema import METADATA_KEY, NO_ID, STEP_ANNOTATION_PREFIX
 
 # HTA 0.5.0's kernel-type regexes (hta/utils/utils.py), applied to names, so that our temporal
 # and kernel-type breakdowns are comparable with HTA's on CUDA/ROCm/MTIA traces.
@@ -238,7 +239,26 @@ def pct(part: float, whole: float) -> float:
     return round(100.0 * part / whole, 2) if whole else 0.0
 
 
+def is_fallback(ev: pd.DataFrame) -> np.ndarray:
+    """Bool array: the row is a CPU fallback (the `fallback` column or our fallback event)."""
+    return ev["fallback"].to_numpy(dtype=bool) | isin(ev["hpu_event"], ("fallback",))
+
+
+def steps_in(values: Iterable[Any]) -> tuple[int, ...]:
+    """The distinct step numbers among `values`, sorted, without NO_ID (outside any step)."""
+    return tuple(sorted({int(s) for s in values if s >= 0}))
+
+
 def host_ops(ev: pd.DataFrame) -> pd.DataFrame:
     """Host ATen / torch ops (kind cpu_op), slices only."""
     mask = isin(ev["kind"], ("cpu_op",)) & isin(ev["ph"], ("X",))
     return without_args(ev)[mask]
+
+
+def device_time_source(trace: Trace) -> str:
+    """'measured', 'modeled' or 'none' from our run metadata (measured when unknown)."""
+    for meta in trace.metadata.values():
+        ours = meta.get(METADATA_KEY) if isinstance(meta, dict) else None
+        if isinstance(ours, dict) and ours.get("device_time"):
+            return str(ours["device_time"])
+    return "measured"

@@ -28,9 +28,11 @@ from hpuprof.analysis._common import (
     args_at,
     cat_test,
     device_events,
+    device_time_source,
     ends,
     factor,
     host_ops,
+    is_fallback,
     isin,
     kernel_types,
     pct,
@@ -281,7 +283,7 @@ def _cause_sets(ev: pd.DataFrame, full: pd.DataFrame, rank: int) -> list[tuple[s
     out: list[tuple[str, iv.Merged]] = []
     compile_rows = ev[keep & isin(hev, ("compile", "dynamo_compile"))]
     out.append(("graph compilation", _merged(compile_rows)))
-    fb = ev[keep & (ev["fallback"].to_numpy(dtype=bool) | isin(hev, ("fallback",)))]
+    fb = ev[keep & is_fallback(ev)]
     out.append(("CPU fallback", _merged(fb)))
     dl_re = re.compile(DATA_LOADING_RE)
     dl = ev[keep & cat_test(ev["name"], lambda n: dl_re.search(n) is not None)]
@@ -438,15 +440,6 @@ def _top_ops(
             for n, r in g.iterrows()
         ]
     return host_rows, dev_rows
-
-
-def device_time_source(trace: Trace) -> str:
-    """'measured', 'modeled' or 'none' from our run metadata (measured when unknown)."""
-    for meta in trace.metadata.values():
-        ours = meta.get("hpuprof") if isinstance(meta, dict) else None
-        if isinstance(ours, dict) and ours.get("device_time"):
-            return str(ours["device_time"])
-    return "measured"
 
 
 def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) -> BottleneckReport:

@@ -7,7 +7,7 @@ report derives dynamicity from changes of `input_dims` per op, and says so in `s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ from hpuprof.analysis._common import (
     factor,
     host_ops,
     isin,
+    steps_in,
     strs,
     without_args,
 )
@@ -42,6 +43,8 @@ DYNAMIC_OP_NAMES = (
 )
 DYNAMIC_FLUSH_REASONS = ("non zero", "unique")
 NEW_GRAPH_KINDS = ("", "new_graph")
+RECOMPILE_CRITICAL = 5
+"""Recompilations of one graph/module/call site at which the finding is critical."""
 
 
 @dataclass(frozen=True)
@@ -331,12 +334,12 @@ def _dynamic_ops(ev: pd.DataFrame, host: pd.DataFrame) -> list[DynamicOp]:
             {"op": op_name, "dur": rows["dur_ns"].to_numpy(), "step": rows["step"].to_numpy()}
         )
         for op, grp in frame.groupby("op"):
-            steps = sorted({int(s) for s in grp["step"].tolist() if s >= 0})
-            out.append(DynamicOp(str(op), len(grp), int(grp["dur"].sum()), tuple(steps)))
+            steps = steps_in(grp["step"].tolist())
+            out.append(DynamicOp(str(op), len(grp), int(grp["dur"].sum()), steps))
     flush = without_args(ev)[isin(ev["flush_reason"], DYNAMIC_FLUSH_REASONS)]
     for reason, grp in flush.groupby(strs(flush["flush_reason"])):
-        steps = sorted({int(s) for s in grp["step"].tolist() if s >= 0})
-        out.append(DynamicOp(f"flush: {reason}", len(grp), int(grp["dur_ns"].sum()), tuple(steps)))
+        steps = steps_in(grp["step"].tolist())
+        out.append(DynamicOp(f"flush: {reason}", len(grp), int(grp["dur_ns"].sum()), steps))
     return sorted(out, key=lambda d: -d.count)
 
 
@@ -418,7 +421,6 @@ def analyze_dynamicity(trace: Trace, options: AnalysisOptions | None = None) -> 
         n_re = sum(h.unique_shapes - 1 for h in hists)
         t_comp = 0
     bucket: BucketPlan | None = None
-    target = ""
     sizes, counts, target = _step_input_dim(host)
     if not sizes and hists:
         notes.append(
@@ -448,8 +450,6 @@ def analyze_dynamicity(trace: Trace, options: AnalysisOptions | None = None) -> 
         bucketing_target=target,
         notes=tuple(notes),
     )
-    from dataclasses import replace
-
     return replace(rep, findings=tuple(dynamicity_findings(rep, options)))
 
 
@@ -473,28 +473,27 @@ def dynamicity_findings(rep: DynamicityReport, options: AnalysisOptions) -> list
             causes=tuple(c for g in groups for c in g.causes),
         )
         flagged = [whole]
-    for g in flagged:
-        if g.recompilations >= options.recompile_warn:
-            kinds: dict[str, int] = {}
-            for c in g.causes:
-                if c["recompile"]:
-                    kinds[str(c["kind"])] = kinds.get(str(c["kind"]), 0) + 1
-            example = next((c for c in g.causes if c["recompile"]), {})
-            out.append(
-                Finding(
-                    "critical" if g.recompilations >= 5 else "warning",
-                    "dynamicity",
-                    f"{g.key} recompiled {g.recompilations} times ({g.time_ns / 1e6:.1f} ms "
-                    f"compiling); causes: {', '.join(f'{k} x{v}' for k, v in kinds.items())}",
-                    "recompilations",
-                    g.recompilations,
-                    options.recompile_warn,
-                    {"key": g.key, "causes": kinds, "example": example},
-                    "pad inputs to a few fixed sizes (see the bucketing recommendation), "
-                    "keep Python scalars out of the graph (pass tensors), or mark the dimension "
-                    "dynamic for torch.compile",
-                )
+    for g in flagged:  # each one reached options.recompile_warn (the whole trace's count too)
+        kinds: dict[str, int] = {}
+        for c in g.causes:
+            if c["recompile"]:
+                kinds[str(c["kind"])] = kinds.get(str(c["kind"]), 0) + 1
+        example = next((c for c in g.causes if c["recompile"]), {})
+        out.append(
+            Finding(
+                "critical" if g.recompilations >= RECOMPILE_CRITICAL else "warning",
+                "dynamicity",
+                f"{g.key} recompiled {g.recompilations} times ({g.time_ns / 1e6:.1f} ms "
+                f"compiling); causes: {', '.join(f'{k} x{v}' for k, v in kinds.items())}",
+                "recompilations",
+                g.recompilations,
+                options.recompile_warn,
+                {"key": g.key, "causes": kinds, "example": example},
+                "pad inputs to a few fixed sizes (see the bucketing recommendation), "
+                "keep Python scalars out of the graph (pass tensors), or mark the dimension "
+                "dynamic for torch.compile",
             )
+        )
     if rep.dynamic_ops:
         d = rep.dynamic_ops[0]
         out.append(

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
-from hpuprof.analysis._common import args_at, cat_test, isin, strs, without_args
+from hpuprof.analysis._common import (
+    args_at,
+    cat_test,
+    is_fallback,
+    isin,
+    steps_in,
+    strs,
+    without_args,
+)
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.trace.model import Trace
@@ -76,8 +84,7 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
     options = options or AnalysisOptions()
     full = trace.events
     ev = without_args(full)
-    is_fb = ev["fallback"].to_numpy(dtype=bool) | isin(ev["hpu_event"], ("fallback",))
-    rows = ev[is_fb & ~ev["is_device"].to_numpy(dtype=bool)]
+    rows = ev[is_fallback(ev) & ~ev["is_device"].to_numpy(dtype=bool)]
     # a fallback marker nested in another fallback row counts once (the outermost)
     par = rows["parent"].to_numpy()
     rows = rows[~np.isin(par, rows.index.to_numpy())]
@@ -132,7 +139,7 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
                 count=len(g),
                 host_time_ns=int(g["dur"].sum()),
                 copies=int(g["copies"].sum()),
-                steps=tuple(sorted({int(s) for s in g["step"].tolist() if s >= 0})),
+                steps=steps_in(g["step"].tolist()),
                 forced_flush=int(g["forced"].sum()),
             )
         )
@@ -154,6 +161,4 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
         )
         for o in out[: options.top_n]
     ]
-    from dataclasses import replace
-
     return replace(rep, findings=tuple(findings))

@@ -10,7 +10,7 @@ Autocast op lists: gaudi.md 5.1 (Gaudi's default lower-precision and FP32 lists)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -22,10 +22,12 @@ from hpuprof.analysis._common import (
     arrow_args,
     cat_test,
     device_events,
+    device_time_source,
     factor,
     host_ops,
     isin,
     map_by_name,
+    pct,
     strs,
     without_args,
 )
@@ -60,6 +62,8 @@ MATMUL_CONV = frozenset(
     ]
 )
 LOW = ("bf16", "fp16", "fp8")
+BF16_COVERAGE_WARN_PCT = 90.0
+"""Share of matmul/conv FLOPs in low precision below which a coverage finding is raised."""
 SILENT = {("fp64", "fp32"), ("int64", "int32"), ("float64", "float32")}
 
 _DTYPE_ALIASES = {
@@ -268,10 +272,14 @@ def _host_of_device(ev: pd.DataFrame, dev: pd.DataFrame) -> np.ndarray:
     return cur
 
 
-def _host_flops(host: pd.DataFrame) -> np.ndarray:
-    """Matmul/conv FLOPs of each host op from its shapes, once per distinct (name, dims)."""
+def _host_flops(host: pd.DataFrame, mm: np.ndarray) -> np.ndarray:
+    """Matmul/conv FLOPs of each host op from its shapes, once per distinct (name, dims).
+
+    Args:
+        host: the host op rows.
+        mm: bool array over `host`, the rows whose op is a matmul/conv (`MATMUL_CONV`).
+    """
     out = np.zeros(len(host), dtype=np.float64)
-    mm = cat_test(host["name"], lambda n: short_op(n) in MATMUL_CONV)
     if not mm.any():
         return out
     ncodes, names = factor(host["name"])
@@ -369,8 +377,9 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
     host_dtype = (
         map_by_name(host["input_types"], first_float_dtype).fillna("").to_numpy(dtype=object)
     )
-    host_flops = _host_flops(host)
-    flop_host = host.index[cat_test(host["name"], lambda n: short_op(n) in MATMUL_CONV)]
+    mm = cat_test(host["name"], lambda n: short_op(n) in MATMUL_CONV)
+    host_flops = _host_flops(host, mm)
+    flop_host = host.index[mm]
     prof_flops = _extract(full, flop_host, r'"flops":\s*(?P<v>[0-9.eE+-]+)')
     if not prof_flops.empty:
         pf = pd.to_numeric(prof_flops, errors="coerce").to_numpy(dtype=np.float64)
@@ -396,10 +405,7 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
     if has_dev_flops:
         dev_flops[dev.index.get_indexer(fl.index)] = fl.fillna(0.0).to_numpy()
         flops_source = "device ops (hpuprof.flops)"
-        if trace.metadata and any(
-            isinstance(m.get("hpuprof"), dict) and m["hpuprof"].get("device_time") == "modeled"
-            for m in trace.metadata.values()
-        ):
+        if device_time_source(trace) == "modeled":
             flops_source += ", modeled"
     elif host_flops.sum() > 0:
         flops_source = "host op shapes / torch.profiler flops"
@@ -443,7 +449,6 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
     mcodes, modules = factor(host["module"])
     has_mod = strs(host["module"]) != ""
     mod_rows = _by(h[has_mod], mcodes[has_mod], modules)
-    mm = cat_test(host["name"], lambda n: short_op(n) in MATMUL_CONV)
     mm_flops = float(h["flops"].to_numpy()[mm].sum())
     low = mm & np.isin(h["dtype"].to_numpy(), LOW)
     low_flops = float(h["flops"].to_numpy()[low].sum())
@@ -451,7 +456,7 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
         mme = isin(dev["engine"], ("MME",))
         mm_flops = float(dev_flops[mme].sum())
         low_flops = float(dev_flops[mme & np.isin(dtype_dev, LOW)].sum())
-    coverage = round(100.0 * low_flops / mm_flops, 2) if mm_flops else 0.0
+    coverage = pct(low_flops, mm_flops)
     casts, silent = _casts(full, ev)
     to_copy = int(isin(host["name"], ("aten::_to_copy", "aten::to")).sum())
     # autocast decides an op's dtype where user code calls it: not for backward or optimizer
@@ -476,15 +481,15 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
         flops_source=flops_source,
         notes=tuple(notes),
     )
-    from dataclasses import replace
-
     return replace(rep, findings=tuple(precision_findings(rep)))
 
 
 def precision_findings(rep: PrecisionReport) -> list[Finding]:
+    """Low bf16 coverage, lower-precision-list ops left in fp32, FP32-list ops in low
+    precision, and silent dtype narrowings."""
     out: list[Finding] = []
     has_low = any(r.dtype in LOW for r in rep.by_dtype)
-    if rep.matmul_conv_flops > 0 and rep.bf16_coverage_pct < 90:
+    if rep.matmul_conv_flops > 0 and rep.bf16_coverage_pct < BF16_COVERAGE_WARN_PCT:
         out.append(
             Finding(
                 "warning" if has_low else "info",
@@ -492,7 +497,7 @@ def precision_findings(rep: PrecisionReport) -> list[Finding]:
                 f"only {rep.bf16_coverage_pct:.0f}% of matmul/conv FLOPs run in bf16/fp16",
                 "bf16_coverage_pct",
                 rep.bf16_coverage_pct,
-                90.0,
+                BF16_COVERAGE_WARN_PCT,
                 {"matmul_conv_flops": rep.matmul_conv_flops},
                 'run the forward under torch.autocast(device_type="hpu", dtype=torch.bfloat16)',
             )
