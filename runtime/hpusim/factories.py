@@ -8,6 +8,7 @@ wrapper cannot do, so they get direct HPU kernels (probe item 1).
 
 from __future__ import annotations
 
+import threading
 from time import perf_counter_ns
 from typing import Any, Final
 
@@ -76,7 +77,7 @@ def _run(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             sink.intern(str(op._schema.name)),
             t0,
             perf_counter_ns() - t0,
-            _tid(),
+            threading.get_native_id(),
             module,
             phase,
             rt.mode_code,
@@ -86,12 +87,6 @@ def _run(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             -1,
         )
     return out
-
-
-def _tid() -> int:
-    import threading
-
-    return threading.get_native_id()
 
 
 def _fallback(op: Any, *args: Any, **kwargs: Any) -> Any:

@@ -8,6 +8,7 @@ the pending graph with reason `d2h_maybe_eval`.
 
 from __future__ import annotations
 
+import threading
 from time import perf_counter_ns
 from typing import Any
 
@@ -56,7 +57,7 @@ def _record_transfer(
             sink.intern(name),
             t0,
             t1 - t0,
-            _tid(),
+            threading.get_native_id(),
             module,
             phase_code(),
             rt.mode_code,
@@ -69,12 +70,6 @@ def _record_transfer(
             "Memcpy HtoD (Host -> Device)" if direction == "h2d" else "Memcpy DtoH (Device -> Host)"
         )
         sink.device(sink.intern(label), ENGINE_DMA, start, dur, -1, corr, 0, nbytes)
-
-
-def _tid() -> int:
-    import threading
-
-    return threading.get_native_id()
 
 
 def _type_name(dtype: torch.dtype) -> str:
