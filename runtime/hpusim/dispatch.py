@@ -502,7 +502,7 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
 
         record_rule(rt, info.overload, rule_dtype, torch.float32, "unsupported_dtype")
     if fallback:
-        _before_fallback(info, rt, sig)
+        _before_fallback(info, rt)
 
     out = func(*uargs, **ukw)
     t1 = perf_counter_ns()
@@ -666,7 +666,8 @@ def _first_dtype(sig: tuple[Any, ...]) -> torch.dtype:
     return torch.float32
 
 
-def _before_fallback(info: OpInfo, rt: state.Runtime, sig: tuple[Any, ...]) -> None:
+def _before_fallback(info: OpInfo, rt: state.Runtime) -> None:
+    """Refuse an op outside the `PT_HPU_PLACE_ON_CPU` allow-list; flush the lazy graph first."""
     allow = rt.flags.place_on_cpu
     if (
         allow is not None
