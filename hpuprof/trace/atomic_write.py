@@ -1,9 +1,16 @@
-"""Atomic file output: write beside the target under a temporary name, then rename."""
+"""Atomic file output: write beside the target under a unique temporary name, fsync, rename.
+
+Readers never see a half-written file, and a crash after the rename cannot lose what was
+written. The one place every writer of hpuprof (traces, Parquet, reports, run manifests,
+dashboard caches) goes through.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -11,26 +18,44 @@ from typing import BinaryIO
 from hpuprof.errors import OutputError
 
 
+def _output_error(target: Path, error: OSError) -> OutputError:
+    if error.errno == errno.ENOSPC:
+        return OutputError(f"disk full while writing {target}")
+    return OutputError(f"cannot write {target}: {error.strerror or error}")
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
-    """Open a temporary file beside `path`; on success rename it over `path`, else delete it.
+    """Open a temporary file beside `path`; on success fsync and rename it over `path`.
 
-    Readers never see a half-written file. OS errors become `OutputError`.
+    The temporary name is unique (safe for concurrent writers of the same target); on any
+    failure it is deleted. OS errors become `OutputError` ("disk full" for ENOSPC).
     """
     target = Path(path)
-    temp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(temp, "wb")  # noqa: SIM115 - closed below, before the rename
+        fd, temp_name = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+        )
     except OSError as error:
-        raise OutputError(f"cannot write {target}: {error.strerror or error}") from error
+        raise _output_error(target, error) from error
+    temp = Path(temp_name)
     try:
-        with handle:
+        with os.fdopen(fd, "wb") as handle:
             yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(temp, target)
     except OSError as error:
         temp.unlink(missing_ok=True)
-        raise OutputError(f"cannot write {target}: {error.strerror or error}") from error
+        raise _output_error(target, error) from error
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write `data` to `path` atomically (see `atomic_output`); returns the path."""
+    with atomic_output(path) as handle:
+        handle.write(data)
+    return Path(path)
