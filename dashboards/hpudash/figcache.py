@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ from typing import Any
 import orjson
 
 from hpudash.catalog import Entry
+from hpuprof.errors import OutputError
+from hpuprof.trace.atomic_write import write_bytes_atomic
 
 FIGURES_VERSION = 1
 """Bump when `figures.key_figures` changes what it computes: invalidates every sidecar."""
@@ -113,16 +114,8 @@ class FiguresCache:
         candidates = [self._path] if self._path else sidecar_candidates(self.root)
         for path in candidates:
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=".figures-", dir=path.parent)
-            except OSError:
-                continue
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(doc)
-                os.replace(tmp, path)
-            except OSError:
-                Path(tmp).unlink(missing_ok=True)
+                write_bytes_atomic(path, doc)
+            except OutputError:
                 continue
             self._path = path
             return
