@@ -198,11 +198,12 @@ class _GraphRunner:
             for a in args
         ]
         from hpusim import lazy
+        from hpusim.sink import MODE_COMPILE
 
         was_lazy, mode = rt.lazy, rt.mode_code
         if was_lazy:
             lazy.flush(rt, "step marker")
-        rt.lazy, rt.mode_code = True, 3
+        rt.lazy, rt.mode_code = True, MODE_COMPILE
         try:
             out = _Interp(self.gm).run(*wrapped)
             lazy.flush(rt, "step marker")

@@ -21,6 +21,7 @@ from hpusim import fallback as fb
 from hpusim import state
 from hpusim.device_model import ENGINE_DMA, ENGINE_MME, engine_of, matmul_flops
 from hpusim.recipe_cache import recipe_name
+from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER
 from hpusim.tensor import _DISPATCH, HpuTensor
 
 aten = torch.ops.aten
@@ -315,8 +316,8 @@ def module_and_phase(rt: state.Runtime) -> tuple[int, int]:
     """(module string id, phase code) of the op being dispatched."""
     node = _current_node()
     if node is not None:
-        return _FWD_MODULE.get(node._sequence_nr(), 0), 2
-    phase = 3 if rt.optimizer_depth else 1
+        return _FWD_MODULE.get(node._sequence_nr(), 0), PHASE_BWD
+    phase = PHASE_OPTIMIZER if rt.optimizer_depth else PHASE_FWD
     stack = rt.module_stack
     if not stack:
         return 0, phase
@@ -331,13 +332,13 @@ def module_and_phase(rt: state.Runtime) -> tuple[int, int]:
 
 
 def phase_code() -> int:
-    """1 fwd, 2 bwd, 3 optimizer (sink.PHASES)."""
+    """The `sink.PHASES` code of the op being dispatched: fwd, bwd or optimizer."""
     if _current_node() is not None:
-        return 2
+        return PHASE_BWD
     rt = state.RT
     if rt is not None and rt.optimizer_depth:
-        return 3
-    return 1
+        return PHASE_OPTIMIZER
+    return PHASE_FWD
 
 
 # --- unwrap / wrap ---------------------------------------------------------------------------
@@ -542,8 +543,9 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         if rec:
             module, phase = module_and_phase(rt)
             sink.op_and_device(
-                info.name_id, t0, t1 - t0, _get_tid(), module, phase, 2, cost.dims, cost.types,
-                graph, corr, cost.dev_name, cost.engine, start, cost.dur, cost.flops, cost.nbytes,
+                info.name_id, t0, t1 - t0, _get_tid(), module, phase, MODE_EAGER, cost.dims,
+                cost.types, graph, corr, cost.dev_name, cost.engine, start, cost.dur, cost.flops,
+                cost.nbytes,
             )  # fmt: skip
     if info.sync_reason is not None and not fallback:
         from hpusim.lazy import host_sync

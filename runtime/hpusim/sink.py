@@ -39,9 +39,16 @@ HPU_EVENTS: Final = (
 )
 """schema.HpuEvent, in order; the sink stores the index."""
 EV: Final[dict[str, int]] = {name: i for i, name in enumerate(HPU_EVENTS)}
+EV_OP: Final = EV["op"]
 
 PHASES: Final = ("", "fwd", "bwd", "optimizer", "other")
+PHASE_FWD: Final = PHASES.index("fwd")
+PHASE_BWD: Final = PHASES.index("bwd")
+PHASE_OPTIMIZER: Final = PHASES.index("optimizer")
 MODES: Final = ("", "lazy", "eager", "compile")
+MODE_LAZY: Final = MODES.index("lazy")
+MODE_EAGER: Final = MODES.index("eager")
+MODE_COMPILE: Final = MODES.index("compile")
 ENGINES: Final = ("", "MME", "TPC", "DMA")
 
 COLUMNS: Final = (
@@ -187,7 +194,7 @@ class Sink:
     ) -> None:
         """A host op on the emulated device (Kineto `cpu_op`)."""
         self._kind(KIND_OP)
-        self._hev(1)
+        self._hev(EV_OP)
         self._name(name)
         self._ts(ts)
         self._dur(dur)
@@ -242,7 +249,7 @@ class Sink:
             self._nbytes,
             self._payload,
         )
-        kind(KIND_OP), hev(1), nm(name), tsa(ts), du(dur), ti(tid), mo(module), ph(phase)
+        kind(KIND_OP), hev(EV_OP), nm(name), tsa(ts), du(dur), ti(tid), mo(module), ph(phase)
         md(mode), di(dims), ty(types), en(0), gr(graph), co(corr), fl(0), nb(0), pl(-1)
         kind(KIND_DEVICE), hev(0), nm(dev_name), tsa(dev_ts), du(dev_dur), ti(0), mo(0), ph(0)
         md(0), di(0), ty(0), en(engine), gr(graph), co(corr), fl(flops), nb(nbytes), pl(-1)

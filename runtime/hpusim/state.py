@@ -9,7 +9,7 @@ from hpusim.bridge_log import BridgeLog
 from hpusim.device_model import DeviceProfile, DeviceTimeline
 from hpusim.env import EnvFlags
 from hpusim.recipe_cache import EAGER_RECIPE_BASE, RecipeCache
-from hpusim.sink import Sink, get_sink
+from hpusim.sink import MODE_EAGER, MODE_LAZY, Sink, get_sink
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Runtime:
         self.flags = flags
         self.profile = profile
         self.lazy = config.mode == "lazy"
-        self.mode_code = 1 if self.lazy else 2
+        self.mode_code = MODE_LAZY if self.lazy else MODE_EAGER
         self.sink: Sink = get_sink()
         self.timeline = DeviceTimeline(profile)
         self.cache = RecipeCache()
