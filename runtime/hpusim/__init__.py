@@ -133,14 +133,12 @@ def disable() -> None:
         return
     for fn in list(_on_disable):
         fn()
-    from hpusim import attribution, device_module, factories, lazy, metrics, transfers
+    from hpusim import attribution, device_module, factories, metrics, transfers
 
-    if rt.lazy:
-        lazy.flush(rt, "mark_step")
+    _flush_pending(rt)
     if rt.saver is not None:
         rt.saver.process_exit()
         rt.saver.close()
-    _fallback_summary(rt)
     attribution.uninstall()
     transfers.uninstall()
     factories.uninstall()
@@ -155,7 +153,12 @@ def disable() -> None:
     atexit.unregister(_at_exit)
 
 
-def _fallback_summary(rt: Any) -> None:
+def _flush_pending(rt: Any) -> None:
+    """Flush a pending lazy graph and log the CPU-fallback summary (at disable and at exit)."""
+    if rt.lazy:
+        from hpusim import lazy
+
+        lazy.flush(rt, "mark_step")
     if rt.flags.fallback_log and rt.fallback_counts:
         rt.log.fallback_summary(rt.fallback_counts)
         rt.fallback_counts = {}
@@ -164,13 +167,8 @@ def _fallback_summary(rt: Any) -> None:
 def _at_exit() -> None:
     from hpusim import state
 
-    rt = state.RT
-    if rt is not None:
-        if rt.lazy:
-            from hpusim import lazy
-
-            lazy.flush(rt, "mark_step")
-        _fallback_summary(rt)
+    if state.RT is not None:
+        _flush_pending(state.RT)
 
 
 def config() -> Any:
