@@ -103,9 +103,27 @@ class ChunkedTraceWriter:
         data = dump_events(seq)
         if not data:
             return 0
+        self._append(data)
+        self.events_written += len(seq)
+        return len(seq)
+
+    def write_raw(self, body: bytes) -> int:
+        """Append already-encoded events (`{...},{...}`, no brackets); returns how many.
+
+        The count is the number of `"ph"` keys, one per Chrome-trace event."""
+        body = body.strip()
+        if not body:
+            return 0
+        self._append(body)
+        n = len(_PH_KEY.findall(body))
+        self.events_written += max(n, 1)
+        return n
+
+    def _append(self, data: bytes) -> None:
+        """Write encoded events over the closing bytes, then the closing bytes again, flushed:
+        the file is valid JSON before and after."""
         if self.closed:
             raise OutputError(f"{self.final_path} is already closed")
-        n = len(seq)
         sep = b",\n" if self.events_written else b""
         try:
             self._file.seek(self._pos)
@@ -115,30 +133,6 @@ class ChunkedTraceWriter:
             self._file.flush()
         except OSError as error:
             raise self._error(error) from None
-        self.events_written += n
-        return n
-
-    def write_raw(self, body: bytes) -> int:
-        """Append already-encoded events (`{...},{...}`, no brackets); returns how many.
-
-        The count is the number of `"ph"` keys, one per Chrome-trace event."""
-        body = body.strip()
-        if not body:
-            return 0
-        if self.closed:
-            raise OutputError(f"{self.final_path} is already closed")
-        sep = b",\n" if self.events_written else b""
-        try:
-            self._file.seek(self._pos)
-            self._file.write(sep + body)
-            self._pos = self._file.tell()
-            self._file.write(_CLOSE)
-            self._file.flush()
-        except OSError as error:
-            raise self._error(error) from None
-        n = len(_PH_KEY.findall(body))
-        self.events_written += max(n, 1)
-        return n
 
     def close(self, header_updates: Mapping[str, Any] | None = None) -> Path:
         """Finish the trace, fsync it and rename it to the final name; returns that name.
