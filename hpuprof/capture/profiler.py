@@ -35,6 +35,7 @@ from hpuprof.capture import backends
 from hpuprof.capture.backends.base import Backend, CaptureOptions
 from hpuprof.capture.dynamo_records import DynamoRecorder, dynamo_counters
 from hpuprof.capture.run_dir import (
+    FILE_KEYS,
     RunPaths,
     base_manifest,
     now_iso,
@@ -140,7 +141,7 @@ class HPUProfiler:
         self.step_num = 0
         self.status = "not started"
         self.event_counts: collections.Counter[str] = collections.Counter()
-        self.files: dict[str, list[str]] = {"traces": [], "perfetto": [], "metrics": []}
+        self.files: dict[str, list[str]] = {key: [] for key in FILE_KEYS}
         self.warnings: list[str] = []
         # capture state
         self.base_ns = 0

@@ -34,6 +34,7 @@ from hpuprof.errors import HpuprofError
 
 MANIFEST = "run.json"
 FILE_KEYS = ("traces", "perfetto", "metrics")
+"""The manifest's file lists, each also the run-directory subfolder that holds those files."""
 ENV_PREFIXES = ("PT_HPU_", "HABANA_", "PT_TB_", "LOG_LEVEL_", "ENABLE_CONSOLE", "HPUPROF_")
 ENV_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
@@ -83,7 +84,7 @@ class RunPaths:
     def prepare(self) -> None:
         """Create the directories and check they are writable (raises OutputError)."""
         check_writable_dir(self.root)
-        for sub in ("traces", "perfetto", "metrics"):
+        for sub in FILE_KEYS:
             check_writable_dir(self.root / sub)
 
 
