@@ -324,7 +324,7 @@ class HPUProfiler:
         before = self._action()
         now = time.time_ns()
         if before in RECORDING:
-            self.emit([self._span(f"ProfilerStep#{self.step_num}", self._step_start_ns, now)])
+            self.emit([self._step_span(now)])
         self.step_num += 1
         self._step_start_ns = now
         after = self._action()
@@ -363,6 +363,10 @@ class HPUProfiler:
             "dur": round((end_ns - start_ns) / 1000.0, 3),
             "args": {},
         }
+
+    def _step_span(self, end_ns: int) -> dict[str, Any]:
+        """The `ProfilerStep#N` span of the current step, ending at `end_ns`."""
+        return self._span(f"ProfilerStep#{self.step_num}", self._step_start_ns, end_ns)
 
     def _end_action(self, action_name: str) -> None:
         starts = self._actions.get(action_name)
@@ -429,7 +433,7 @@ class HPUProfiler:
                 self.emit([self._span(name, s, now) for s in starts])
             sched = self.options.schedule
             if not backend.handles_schedule and sched is not None and self._action() in RECORDING:
-                self.emit([self._span(f"ProfilerStep#{self.step_num}", self._step_start_ns, now)])
+                self.emit([self._step_span(now)])
             backend.stop()
             self._emit_dynamo()
         except HpuprofError as error:
