@@ -50,7 +50,12 @@ def fake_habana(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     (pkg / "hpu" / "metrics.py").write_text(FAKE_METRICS)
     monkeypatch.syspath_prepend(str(root))
     monkeypatch.delenv("HABANA_PROFILE", raising=False)
+    _forget_habana_modules()  # the emulator's shim, imported by an earlier test, would shadow us
     yield root
+    _forget_habana_modules()
+
+
+def _forget_habana_modules() -> None:
     for name in [m for m in sys.modules if m.startswith("habana_frameworks")]:
         del sys.modules[name]
 
