@@ -10,21 +10,28 @@ returns "Summary not supported for HPU Profiler").
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
 from hpuprof.capture.profiler import HPUProfiler as _Capture
 
 STEP_FUNCTIONS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+LIGHTNING_PROFILER_MODULES = ("lightning.pytorch.profilers", "pytorch_lightning.profilers")
+"""Where Lightning's `Profiler` base class lives: the unified package first, then the old one."""
 
-try:
-    from lightning.pytorch.profilers import Profiler as _Base
-except ImportError:  # pragma: no cover - depends on the installed extra
-    try:
-        from pytorch_lightning.profilers import Profiler as _Base
-    except ImportError:
-        _Base = None
 
+def _lightning_profiler_base() -> Any:
+    """Lightning's `Profiler` class, or None when neither Lightning package is installed."""
+    for module in LIGHTNING_PROFILER_MODULES:
+        try:
+            return importlib.import_module(module).Profiler
+        except ImportError:
+            continue
+    return None
+
+
+_Base: Any = _lightning_profiler_base()
 LIGHTNING_AVAILABLE = _Base is not None
 
 

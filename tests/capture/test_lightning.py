@@ -26,8 +26,9 @@ def test_step_action_names() -> None:
 def test_trainer_writes_run(tmp_path: Path) -> None:
     pl = pytest.importorskip("lightning.pytorch")
     import torch
+    from lightning.pytorch import LightningModule
 
-    class Tiny(pl.LightningModule):
+    class Tiny(LightningModule):
         def __init__(self) -> None:
             super().__init__()
             self.layer = torch.nn.Linear(4, 1)
