@@ -192,7 +192,7 @@ def compact_json(raw: Any) -> str:
         return ""
     try:
         return msgspec.json.encode(_ANY_DECODER.decode(raw)).decode()
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):
         return bytes(raw).decode("utf-8", "replace")
 
 
@@ -266,6 +266,18 @@ def _flags(values: Sequence[Any]) -> NDArray[np.int8]:
     return np.fromiter(
         (-1 if v is None else int(bool(v)) for v in values), dtype=np.int8, count=len(values)
     )
+
+
+def _utf8(value: bytes) -> str:
+    return value.decode("utf-8")
+
+
+def _untag(value: bytes) -> Any:
+    """A scanned value tagged by its first byte: s string, i integer, n absent (None)."""
+    tag, body = value[:1], value[1:]
+    if tag == b"s":
+        return body.decode("utf-8")
+    return int(body) if tag == b"i" else None
 
 
 # --- the raw columns of one file ---------------------------------------------------------------
@@ -363,6 +375,58 @@ class ColumnBuilder:
             self._args_columns(written[start:], np.flatnonzero(lengths), n)
         self.rows += n
 
+    def add_scanned(self, scanned: Sequence[Any]) -> None:
+        """Append one chunk's columns from the compiled scanner (`fastscan.scan`): the same
+        pieces `add` makes from the decoded events, built from buffers (no object per event)."""
+        n, ph, ts, dur, name, cat, pid, tid, fid, bp, args, *arg_columns = scanned
+        if not n:
+            return
+        ph_codes = self._ph_byte_codes(np.frombuffer(ph, dtype=np.uint8))
+        self.pieces["ph"].append(ph_codes)
+        for field, pair in (("name", name), ("cat", cat)):
+            self.pieces[field].append(self._intern_spans(field, n, pair, _utf8))
+        for field, pair in (("pid", pid), ("tid", tid)):
+            self.pieces[field].append(self._intern_spans(field, n, pair, _untag))
+        self.pieces["ts"].append(np.frombuffer(ts, dtype=np.float64))
+        self.pieces["dur"].append(np.frombuffer(dur, dtype=np.float64))
+        # the scanner wrote flow ids and bindings of flow rows only (absent elsewhere)
+        self.pieces["flow_id"].append(self._intern_spans("flow_id", n, fid, _untag))
+        self.pieces["bp"].append(self._intern_spans("bp", n, bp, _utf8))
+        offsets = np.frombuffer(args[0], dtype=np.int64)
+        lengths = np.diff(offsets)
+        self.args_data.write(args[1])
+        self.args_lengths.append(lengths)
+        for i in self._rows_with(ph_codes, _SIDE_PHASES).tolist():
+            self.side_args[self.rows + i] = args[1][offsets[i] : offsets[i + 1]]
+        for field, column in zip(ARG_FIELDS, arg_columns, strict=True):
+            if field in ID_ARGS:
+                ids = np.frombuffer(column, dtype=np.int64)
+                self.pieces[field].append(ids.astype(np.int32) if _fits_int32(ids) else ids)
+            elif field == "fallback":
+                self.pieces[field].append(np.frombuffer(column, dtype=np.int8))
+            elif field in RAW_ARGS:
+                self.pieces[field].append(self._intern_spans(field, n, column, bytes))
+            else:
+                self.pieces[field].append(self._intern_spans(field, n, column, _untag))
+        self.rows += n
+
+    def _intern_spans(
+        self, field: str, n: int, pair: tuple[bytes, bytes], value: Callable[[bytes], Any]
+    ) -> NDArray[np.int32]:
+        """Codes of a column given as (offsets, data): its distinct values found by pyarrow,
+        each turned into the interned value (`value`) once."""
+        offsets, data = pair
+        if not data:
+            return np.zeros(n, dtype=np.int32)
+        array = pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        ).dictionary_encode()
+        interner = self.interners[field]
+        remap = np.array(
+            [interner.code(value(v)) for v in array.dictionary.to_pylist()], dtype=np.int32
+        )
+        return remap[array.indices.to_numpy(zero_copy_only=False)]
+
     def _rows_with(self, ph_codes: NDArray[np.int32], phases: tuple[str, ...]) -> NDArray[Any]:
         index = self.interners["ph"].index
         wanted = [index[p] for p in phases if p in index]
@@ -414,14 +478,16 @@ class ColumnBuilder:
         letters = "".join(ph)
         if len(letters) != len(ph) or not letters.isascii():
             return self._code("ph", ph)
-        by_byte = np.frombuffer(letters.encode("ascii"), dtype=np.uint8)
+        codes = self._ph_byte_codes(np.frombuffer(letters.encode("ascii"), dtype=np.uint8))
+        self.pieces["ph"].append(codes)
+        return codes
+
+    def _ph_byte_codes(self, by_byte: NDArray[np.uint8]) -> NDArray[np.int32]:
         table = np.zeros(128, dtype=np.int32)
         interner = self.interners["ph"]
         for byte in np.flatnonzero(np.bincount(by_byte, minlength=128)).tolist():
             table[byte] = interner.code(chr(byte))
-        codes = table[by_byte]
-        self.pieces["ph"].append(codes)
-        return codes
+        return table[by_byte]
 
     def _code(self, field: str, values: Sequence[Any]) -> NDArray[np.int32]:
         codes = self.interners[field].codes(values)

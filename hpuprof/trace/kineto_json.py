@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 
 from hpuprof.errors import TraceFormatError
+from hpuprof.trace import fastscan
 from hpuprof.trace.columns import ColumnBuilder, Event, RawColumns
 from hpuprof.trace.heap import (
     DECODE_MMAP_THRESHOLD,
@@ -254,6 +255,11 @@ class _Reader:
         A wrong cut leaves JSON that is truncated or malformed at its very end; malformed JSON
         earlier in the chunk, or an event of the wrong shape, is an error in the file.
         """
+        scanned = fastscan.scan(memoryview(self.buf)[pos:end])
+        if scanned is not None:  # the compiled scanner read it (None: the msgspec path does)
+            self.builder.add_scanned(scanned)
+            self._added(scanned[0])
+            return True
         mapped = self.mapped if self.buf is self.mapped else None
         if mapped is not None and not 0 < pos <= end < len(mapped):
             mapped = None
@@ -268,6 +274,8 @@ class _Reader:
             events = _EVENTS_DECODER.decode(text)
         except msgspec.ValidationError as error:
             raise self._validation_error(error, pos) from None
+        except UnicodeDecodeError as error:  # msgspec raises it for invalid UTF-8 in a str
+            raise self.error(pos - 1 + error.start, f"UTF-8 text ({error.reason})") from None
         except msgspec.DecodeError as error:
             match = _BYTE_POSITION.search(str(error))
             if match is None or int(match.group(1)) >= len(text) - 2 or final:
@@ -285,11 +293,14 @@ class _Reader:
                 f"events {self.events_seen}..{self.events_seen + len(events) - 1}",
                 f"an object (or nothing) as each event's 'args' ({error})",
             ) from None
-        self.events_seen += len(events)
+        self._added(len(events))
+        return True
+
+    def _added(self, events: int) -> None:
+        self.events_seen += events
         self.chunks += 1
         if self.chunks % _TRIM_EVERY == 0:
             release_free_memory()
-        return True
 
     def _validation_error(self, error: msgspec.ValidationError, pos: int) -> TraceFormatError:
         message = str(error)
@@ -408,6 +419,8 @@ def read_raw(path: Path, progress: Any = None) -> _Decoded:
         set_mmap_threshold(DECODE_MMAP_THRESHOLD)
         try:
             metadata, truncated = reader.read()
+        except UnicodeDecodeError as error:  # invalid UTF-8 in the keys around the events
+            raise TraceFormatError(str(path), None, f"UTF-8 text ({error.reason})") from None
         finally:
             set_mmap_threshold(MMAP_THRESHOLD)
         columns = reader.builder.finish()

@@ -611,7 +611,7 @@ def _decode_args(raw: bytes) -> dict[str, Any]:
         return {}
     try:
         value = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):
         return {}
     return value if isinstance(value, dict) else {}
 

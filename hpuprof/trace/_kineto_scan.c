@@ -1,0 +1,824 @@
+/* Compiled scanner for the body of a Kineto `traceEvents` array (the text between its `[`
+ * and `]`, or a chunk of it cut at an event boundary): one pass over the bytes, columns out,
+ * no Python object per event.
+ *
+ * It accepts only what it is sure the msgspec path reads the same way. Anything else (a
+ * syntax error, a wrong cut, an escaped key, a value of an unusual type, a duplicate key,
+ * invalid UTF-8, a number it cannot convert exactly like msgspec) makes `scan` return None,
+ * and the caller decodes that chunk with the msgspec path, which gives the columns or the
+ * exact error it always gave.
+ *
+ * scan(buffer, arg_keys, arg_kinds) -> None | tuple
+ *   arg_keys: tuple of bytes (the args keys the model reads), arg_kinds: bytes, one kind per
+ *   key: 'i' int64 id (NO_ID when absent), 'r' raw JSON bytes, 't' tagged text, 'f' flag.
+ *   The tuple: (n, ph, ts, dur, name, cat, pid, tid, flow_id, bp, args, *per-key columns)
+ *   where ph is n uint8, ts/dur n float64 (NaN when absent or null), id and flag columns are
+ *   n int64 / int8, and every other column is a pair (offsets: n+1 int64, data: bytes).
+ *   Tagged text values start with a tag byte: 's' a string (its UTF-8 follows), 'i' an
+ *   integer (its decimal digits follow), 'n' absent or null.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_KEYS 32
+#define MAX_DEPTH 512
+#define NO_ID (-1)
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *data, size_t n) {
+    if (buf_reserve(b, n)) return -1;
+    if (n) memcpy(b->p + b->len, data, n);
+    b->len += n;
+    return 0;
+}
+
+/* A variable-length column: offsets (int64) + data. */
+typedef struct {
+    Buf off, data;
+} VarCol;
+
+static int var_end(VarCol *c) {
+    int64_t end = (int64_t)c->data.len;
+    return buf_put(&c->off, &end, sizeof end);
+}
+
+typedef struct {
+    const unsigned char *s;
+    size_t n, i;
+} Cur;
+
+static inline void skip_ws(Cur *c) {
+    while (c->i < c->n) {
+        unsigned char ch = c->s[c->i];
+        if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
+            c->i++;
+        else
+            break;
+    }
+}
+
+/* Length of a valid UTF-8 sequence at s (max n bytes), 0 when invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+    unsigned char a = s[0];
+    if (a < 0x80) return 1;
+    if (a >= 0xC2 && a <= 0xDF) return (n >= 2 && (s[1] & 0xC0) == 0x80) ? 2 : 0;
+    if (a >= 0xE0 && a <= 0xEF) {
+        if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
+        if (a == 0xE0 && s[1] < 0xA0) return 0;
+        if (a == 0xED && s[1] >= 0xA0) return 0; /* surrogates */
+        return 3;
+    }
+    if (a >= 0xF0 && a <= 0xF4) {
+        if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
+            return 0;
+        if (a == 0xF0 && s[1] < 0x90) return 0;
+        if (a == 0xF4 && s[1] >= 0x90) return 0;
+        return 4;
+    }
+    return 0;
+}
+
+static int hex4(const unsigned char *s, unsigned *out) {
+    unsigned v = 0;
+    for (int k = 0; k < 4; k++) {
+        unsigned char h = s[k];
+        v <<= 4;
+        if (h >= '0' && h <= '9')
+            v |= h - '0';
+        else if (h >= 'a' && h <= 'f')
+            v |= h - 'a' + 10;
+        else if (h >= 'A' && h <= 'F')
+            v |= h - 'A' + 10;
+        else
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Parse a string at c->i (on its opening quote). When `out` is given, its unescaped UTF-8 is
+ * appended. `escaped` is set when the string held a backslash. 0 ok, -1 reject. */
+static int parse_string(Cur *c, Buf *out, int *escaped) {
+    const unsigned char *s = c->s;
+    size_t i = c->i + 1, n = c->n;
+    if (escaped) *escaped = 0;
+    for (;;) {
+        size_t start = i;
+        while (i < n) {
+            unsigned char ch = s[i];
+            if (ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x80) break;
+            i++;
+        }
+        if (out && i > start && buf_put(out, s + start, i - start)) return -1;
+        if (i >= n) return -1;
+        unsigned char ch = s[i];
+        if (ch == '"') {
+            c->i = i + 1;
+            return 0;
+        }
+        if (ch < 0x20) return -1;
+        if (ch >= 0x80) {
+            size_t k = utf8_len(s + i, n - i);
+            if (!k) return -1;
+            if (out && buf_put(out, s + i, k)) return -1;
+            i += k;
+            continue;
+        }
+        /* backslash */
+        if (escaped) *escaped = 1;
+        if (i + 1 >= n) return -1;
+        unsigned char e = s[i + 1];
+        char one;
+        switch (e) {
+            case '"': one = '"'; break;
+            case '\\': one = '\\'; break;
+            case '/': one = '/'; break;
+            case 'b': one = '\b'; break;
+            case 'f': one = '\f'; break;
+            case 'n': one = '\n'; break;
+            case 'r': one = '\r'; break;
+            case 't': one = '\t'; break;
+            case 'u': one = 0; break;
+            default: return -1;
+        }
+        if (e != 'u') {
+            if (out && buf_put(out, &one, 1)) return -1;
+            i += 2;
+            continue;
+        }
+        unsigned cp;
+        if (i + 6 > n || hex4(s + i + 2, &cp)) return -1;
+        i += 6;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            unsigned lo;
+            if (i + 6 > n || s[i] != '\\' || s[i + 1] != 'u' || hex4(s + i + 2, &lo)) return -1;
+            if (lo < 0xDC00 || lo > 0xDFFF) return -1;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            i += 6;
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            return -1; /* a lone low surrogate */
+        }
+        unsigned char u[4];
+        size_t k;
+        if (cp < 0x80) {
+            u[0] = (unsigned char)cp;
+            k = 1;
+        } else if (cp < 0x800) {
+            u[0] = (unsigned char)(0xC0 | (cp >> 6));
+            u[1] = (unsigned char)(0x80 | (cp & 0x3F));
+            k = 2;
+        } else if (cp < 0x10000) {
+            u[0] = (unsigned char)(0xE0 | (cp >> 12));
+            u[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            u[2] = (unsigned char)(0x80 | (cp & 0x3F));
+            k = 3;
+        } else {
+            u[0] = (unsigned char)(0xF0 | (cp >> 18));
+            u[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+            u[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+            u[3] = (unsigned char)(0x80 | (cp & 0x3F));
+            k = 4;
+        }
+        if (out && buf_put(out, u, k)) return -1;
+    }
+}
+
+/* A JSON number at c->i. Sets its span and whether it is an integer. 0 ok, -1 reject. */
+typedef struct {
+    size_t start, end;
+    int integer;   /* no fraction, no exponent */
+    int negative;
+    size_t digits; /* integer digits (integers only) */
+} Num;
+
+static int parse_number(Cur *c, Num *num) {
+    const unsigned char *s = c->s;
+    size_t i = c->i, n = c->n;
+    num->start = i;
+    num->integer = 1;
+    num->negative = 0;
+    if (i < n && s[i] == '-') {
+        num->negative = 1;
+        i++;
+    }
+    if (i >= n) return -1;
+    size_t d0 = i;
+    if (s[i] == '0') {
+        i++;
+    } else if (s[i] >= '1' && s[i] <= '9') {
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    } else {
+        return -1;
+    }
+    num->digits = i - d0;
+    if (i < n && s[i] == '.') {
+        num->integer = 0;
+        i++;
+        size_t f = i;
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+        if (i == f) return -1;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        num->integer = 0;
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+        size_t f = i;
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+        if (i == f) return -1;
+    }
+    num->end = c->i = i;
+    return 0;
+}
+
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                               1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                               1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The double nearest to the number (as msgspec decodes it). -1 when not sure. */
+static int number_double(const unsigned char *s, const Num *num, double *out) {
+    size_t i = num->start, end = num->end;
+    int neg = s[i] == '-';
+    if (neg) i++;
+    uint64_t mant = 0;
+    int sig = 0, frac = 0;
+    for (; i < end && s[i] >= '0' && s[i] <= '9'; i++) {
+        if (sig || s[i] != '0') sig++;
+        mant = mant * 10 + (uint64_t)(s[i] - '0');
+        if (sig > 19) goto slow;
+    }
+    if (i < end && s[i] == '.') {
+        for (i++; i < end && s[i] >= '0' && s[i] <= '9'; i++) {
+            if (sig || s[i] != '0') sig++;
+            mant = mant * 10 + (uint64_t)(s[i] - '0');
+            frac++;
+            if (sig > 19 || frac > 22) goto slow;
+        }
+    }
+    if (i < end || mant > (1ull << 53)) goto slow; /* an exponent, or too many digits */
+    {
+        /* Clinger's fast path: mant < 2^53 and 10^frac exact, one correctly rounded division */
+        double v = (double)mant / POW10[frac];
+        *out = neg ? -v : v;
+        return 0;
+    }
+slow: {
+    if (num->integer && num->digits > 18) return -1; /* msgspec's int -> float: not ours */
+    char tmp[64];
+    size_t len = end - num->start;
+    if (len >= sizeof tmp) return -1;
+    memcpy(tmp, s + num->start, len);
+    tmp[len] = 0;
+    char *stop;
+    double v = strtod(tmp, &stop);
+    if ((size_t)(stop - tmp) != len || isinf(v)) return -1;
+    *out = v;
+    return 0;
+}
+}
+
+static int skip_value(Cur *c, int depth);
+
+static int expect_literal(Cur *c, const char *word, size_t len) {
+    if (c->i + len > c->n || memcmp(c->s + c->i, word, len)) return -1;
+    c->i += len;
+    return 0;
+}
+
+static int skip_container(Cur *c, int depth, unsigned char close) {
+    if (depth > MAX_DEPTH) return -1;
+    c->i++;
+    skip_ws(c);
+    if (c->i < c->n && c->s[c->i] == close) {
+        c->i++;
+        return 0;
+    }
+    for (;;) {
+        if (close == '}') {
+            if (c->i >= c->n || c->s[c->i] != '"' || parse_string(c, NULL, NULL)) return -1;
+            skip_ws(c);
+            if (c->i >= c->n || c->s[c->i] != ':') return -1;
+            c->i++;
+            skip_ws(c);
+        }
+        if (skip_value(c, depth + 1)) return -1;
+        skip_ws(c);
+        if (c->i >= c->n) return -1;
+        if (c->s[c->i] == ',') {
+            c->i++;
+            skip_ws(c);
+            continue;
+        }
+        if (c->s[c->i] == close) {
+            c->i++;
+            return 0;
+        }
+        return -1;
+    }
+}
+
+static int skip_value(Cur *c, int depth) {
+    if (c->i >= c->n) return -1;
+    Num num;
+    switch (c->s[c->i]) {
+        case '{': return skip_container(c, depth, '}');
+        case '[': return skip_container(c, depth, ']');
+        case '"': return parse_string(c, NULL, NULL);
+        case 't': return expect_literal(c, "true", 4);
+        case 'f': return expect_literal(c, "false", 5);
+        case 'n': return expect_literal(c, "null", 4);
+        default: return parse_number(c, &num);
+    }
+}
+
+/* The integer value of an integer number (int64, uint64 past int64 as two's complement). */
+static int number_int64(const unsigned char *s, const Num *num, int64_t *out) {
+    if (!num->integer || num->digits > 20) return -1;
+    size_t i = num->start + (size_t)num->negative;
+    uint64_t v = 0;
+    for (; i < num->end; i++) {
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10) return -1;
+        v = v * 10 + d;
+    }
+    if (num->negative) {
+        if (v == 0) return -1; /* "-0": leave it to msgspec */
+        if (v > (uint64_t)INT64_MAX + 1) return -1;
+        *out = (int64_t)(0 - v);
+    } else {
+        *out = (int64_t)v; /* values past int64 wrap to their two's complement */
+    }
+    return 0;
+}
+
+/* An id written as text, read like Python's int(text), else int(text, 0): plain decimal or
+ * 0x hex with an optional '-', and "" (NO_ID). -1 for any other spelling (msgspec path). */
+static int string_id(Cur *c, int64_t *out) {
+    size_t start = c->i + 1;
+    int escaped;
+    if (parse_string(c, NULL, &escaped) || escaped) return -1;
+    const unsigned char *s = c->s + start;
+    size_t n = c->i - 1 - start, i = 0;
+    if (n == 0) {
+        *out = NO_ID;
+        return 0;
+    }
+    int neg = s[0] == '-';
+    i += (size_t)neg;
+    int base = 10;
+    if (n - i > 2 && s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X')) {
+        base = 16;
+        i += 2;
+    }
+    if (i >= n || n - i > 16) return -1;
+    uint64_t v = 0;
+    for (; i < n; i++) {
+        unsigned char h = s[i];
+        unsigned d;
+        if (h >= '0' && h <= '9')
+            d = h - '0';
+        else if (base == 16 && h >= 'a' && h <= 'f')
+            d = h - 'a' + 10;
+        else if (base == 16 && h >= 'A' && h <= 'F')
+            d = h - 'A' + 10;
+        else
+            return -1;
+        v = v * (uint64_t)base + d;
+    }
+    if (neg && v > (uint64_t)INT64_MAX) return -1;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return 0;
+}
+
+/* Tagged text of a value: 's' + string, 'i' + digits, 'n' for null. -1 for other types. */
+static int tagged_value(Cur *c, Buf *out, int allow_int) {
+    unsigned char ch = c->s[c->i];
+    if (ch == '"') {
+        char tag = 's';
+        if (buf_put(out, &tag, 1)) return -1;
+        return parse_string(c, out, NULL);
+    }
+    if (ch == 'n') {
+        char tag = 'n';
+        if (expect_literal(c, "null", 4)) return -1;
+        return buf_put(out, &tag, 1);
+    }
+    if (!allow_int) return -1;
+    Num num;
+    int64_t unused;
+    if (parse_number(c, &num) || number_int64(c->s, &num, &unused)) return -1; /* in range */
+    char tag = 'i';
+    if (buf_put(out, &tag, 1)) return -1;
+    return buf_put(out, c->s + num.start, num.end - num.start);
+}
+
+enum { K_PH, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_ID, K_BP, K_ARGS, K_OTHER };
+
+static int event_key(const unsigned char *k, size_t n) {
+    switch (n) {
+        case 2:
+            if (!memcmp(k, "ph", 2)) return K_PH;
+            if (!memcmp(k, "ts", 2)) return K_TS;
+            if (!memcmp(k, "id", 2)) return K_ID;
+            if (!memcmp(k, "bp", 2)) return K_BP;
+            break;
+        case 3:
+            if (!memcmp(k, "cat", 3)) return K_CAT;
+            if (!memcmp(k, "pid", 3)) return K_PID;
+            if (!memcmp(k, "tid", 3)) return K_TID;
+            if (!memcmp(k, "dur", 3)) return K_DUR;
+            break;
+        case 4:
+            if (!memcmp(k, "name", 4)) return K_NAME;
+            if (!memcmp(k, "args", 4)) return K_ARGS;
+            break;
+    }
+    return K_OTHER;
+}
+
+typedef struct {
+    Buf ph, ts, dur;
+    VarCol name, cat, pid, tid, fid, bp, args;
+    int nkeys;
+    const char *keys[MAX_KEYS];
+    Py_ssize_t keylen[MAX_KEYS];
+    char kinds[MAX_KEYS];
+    Buf fixed[MAX_KEYS]; /* 'i' int64, 'f' int8 */
+    VarCol var[MAX_KEYS];  /* 'r' raw, 't' tagged */
+    Buf scratch;
+} Scan;
+
+static void scan_free(Scan *sc) {
+    Buf *bufs[] = {&sc->ph, &sc->ts, &sc->dur, &sc->name.off, &sc->name.data, &sc->cat.off,
+                   &sc->cat.data, &sc->pid.off, &sc->pid.data, &sc->tid.off, &sc->tid.data,
+                   &sc->fid.off, &sc->fid.data, &sc->bp.off, &sc->bp.data, &sc->args.off,
+                   &sc->args.data, &sc->scratch};
+    for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) free(bufs[k]->p);
+    for (int k = 0; k < MAX_KEYS; k++) {
+        free(sc->fixed[k].p);
+        free(sc->var[k].off.p);
+        free(sc->var[k].data.p);
+    }
+}
+
+/* Open the object at c->i: 1 when a member follows, 0 for an empty object, -1 reject. */
+static int object_open(Cur *c) {
+    if (c->i >= c->n || c->s[c->i] != '{') return -1;
+    c->i++;
+    skip_ws(c);
+    if (c->i < c->n && c->s[c->i] == '}') {
+        c->i++;
+        return 0;
+    }
+    return 1;
+}
+
+/* A member's key (unescaped only: its span in the input) and the colon after it. */
+static int member_key(Cur *c, size_t *kstart, size_t *klen) {
+    if (c->i >= c->n || c->s[c->i] != '"') return -1;
+    *kstart = c->i + 1;
+    int escaped;
+    if (parse_string(c, NULL, &escaped) || escaped) return -1;
+    *klen = c->i - 1 - *kstart;
+    skip_ws(c);
+    if (c->i >= c->n || c->s[c->i] != ':') return -1;
+    c->i++;
+    skip_ws(c);
+    return c->i < c->n ? 0 : -1;
+}
+
+/* After a value: 1 when another member follows, 0 when the object closed, -1 reject. */
+static int member_next(Cur *c) {
+    skip_ws(c);
+    if (c->i >= c->n) return -1;
+    if (c->s[c->i] == ',') {
+        c->i++;
+        skip_ws(c);
+        return 1;
+    }
+    if (c->s[c->i] != '}') return -1;
+    c->i++;
+    return 0;
+}
+
+/* The args object at c->i: copied whole, and the keys we read taken out of it. */
+static int parse_args(Cur *c, Scan *sc) {
+    size_t start = c->i;
+    uint32_t seen = 0;
+    int more = object_open(c);
+    while (more > 0) {
+        {
+            size_t kstart, klen;
+            if (member_key(c, &kstart, &klen)) return -1;
+            int which = -1;
+            for (int k = 0; k < sc->nkeys; k++) {
+                if ((size_t)sc->keylen[k] == klen && !memcmp(sc->keys[k], c->s + kstart, klen)) {
+                    which = k;
+                    break;
+                }
+            }
+            if (which < 0) {
+                if (skip_value(c, 1)) return -1;
+            } else {
+                if (seen & (1u << which)) return -1; /* a duplicate key */
+                seen |= 1u << which;
+                if (c->i >= c->n) return -1;
+                char kind = sc->kinds[which];
+                unsigned char ch = c->s[c->i];
+                if (kind == 'i') {
+                    int64_t v = NO_ID;
+                    if (ch == 'n') {
+                        if (expect_literal(c, "null", 4)) return -1;
+                    } else if (ch == '"') {
+                        if (string_id(c, &v)) return -1;
+                    } else {
+                        Num num;
+                        if (parse_number(c, &num) || number_int64(c->s, &num, &v)) return -1;
+                    }
+                    int64_t *slot = (int64_t *)(sc->fixed[which].p) + (sc->fixed[which].len / 8 - 1);
+                    *slot = v;
+                } else if (kind == 'f') {
+                    signed char f;
+                    if (ch == 'n') {
+                        if (expect_literal(c, "null", 4)) return -1;
+                        f = -1;
+                    } else if (ch == 't') {
+                        if (expect_literal(c, "true", 4)) return -1;
+                        f = 1;
+                    } else if (ch == 'f') {
+                        if (expect_literal(c, "false", 5)) return -1;
+                        f = 0;
+                    } else {
+                        return -1;
+                    }
+                    sc->fixed[which].p[sc->fixed[which].len - 1] = (char)f;
+                } else if (kind == 'r') {
+                    size_t vstart = c->i;
+                    if (ch == 'n' || skip_value(c, 1)) return -1; /* null: leave it to msgspec */
+                    if (buf_put(&sc->var[which].data, c->s + vstart, c->i - vstart)) return -1;
+                } else {
+                    Buf *data = &sc->var[which].data;
+                    size_t before = data->len;
+                    if (tagged_value(c, data, 1)) return -1;
+                    if (data->len == before + 1 && data->p[before] == 'n') data->len = before;
+                }
+            }
+        }
+        more = member_next(c);
+    }
+    if (more < 0) return -1;
+    return buf_put(&sc->args.data, c->s + start, c->i - start);
+}
+
+static int is_flow(unsigned char ph) { return ph == 's' || ph == 't' || ph == 'f'; }
+
+static int parse_event(Cur *c, Scan *sc) {
+    /* every column gets this row's default; values found overwrite or append */
+    unsigned char ph = 0;
+    double ts = NAN, dur = NAN;
+    int64_t no_id = NO_ID;
+    signed char absent_flag = -1;
+    for (int k = 0; k < sc->nkeys; k++) {
+        if (sc->kinds[k] == 'i' && buf_put(&sc->fixed[k], &no_id, 8)) return -1;
+        if (sc->kinds[k] == 'f' && buf_put(&sc->fixed[k], &absent_flag, 1)) return -1;
+    }
+    size_t id_start = 0, id_end = 0; /* the id value's span, tagged once the phase is known */
+    size_t bp_start = 0, bp_end = 0;
+    int has_pid = 0, has_tid = 0;
+    unsigned seen = 0;
+    int more = object_open(c);
+    while (more > 0) {
+        {
+            size_t kstart, klen;
+            if (member_key(c, &kstart, &klen)) return -1;
+            int key = event_key(c->s + kstart, klen);
+            if (key != K_OTHER) {
+                if (seen & (1u << key)) return -1;
+                seen |= 1u << key;
+            }
+            unsigned char ch = c->s[c->i];
+            Num num;
+            switch (key) {
+                case K_PH: {
+                    size_t before = c->i;
+                    if (ch != '"' || parse_string(c, NULL, NULL)) return -1;
+                    if (c->i - before != 3) return -1; /* one ASCII letter, unescaped */
+                    ph = c->s[before + 1];
+                    if (ph < 0x21 || ph >= 0x7F || ph == '\\') return -1;
+                    break;
+                }
+                case K_NAME:
+                case K_CAT: {
+                    VarCol *col = key == K_NAME ? &sc->name : &sc->cat;
+                    if (ch != '"' || parse_string(c, &col->data, NULL)) return -1;
+                    break;
+                }
+                case K_PID:
+                case K_TID: {
+                    VarCol *col = key == K_PID ? &sc->pid : &sc->tid;
+                    if (ch == 'n' || tagged_value(c, &col->data, 1)) return -1;
+                    if (key == K_PID)
+                        has_pid = 1;
+                    else
+                        has_tid = 1;
+                    break;
+                }
+                case K_TS:
+                case K_DUR: {
+                    double *v = key == K_TS ? &ts : &dur;
+                    if (ch == 'n') {
+                        if (expect_literal(c, "null", 4)) return -1;
+                    } else if (parse_number(c, &num) || number_double(c->s, &num, v)) {
+                        return -1;
+                    }
+                    break;
+                }
+                case K_ID:
+                    id_start = c->i;
+                    if (skip_value(c, 1)) return -1;
+                    id_end = c->i;
+                    break;
+                case K_BP:
+                    if (ch != '"') return -1;
+                    bp_start = c->i;
+                    if (parse_string(c, NULL, NULL)) return -1;
+                    bp_end = c->i;
+                    break;
+                case K_ARGS:
+                    if (parse_args(c, sc)) return -1;
+                    break;
+                default:
+                    if (skip_value(c, 1)) return -1;
+            }
+        }
+        more = member_next(c);
+    }
+    if (more < 0) return -1;
+    if (!ph) return -1; /* no phase: the msgspec path codes "" */
+    char s_tag = 's';
+    if (!has_pid && buf_put(&sc->pid.data, &s_tag, 1)) return -1;
+    if (!has_tid && buf_put(&sc->tid.data, &s_tag, 1)) return -1;
+    if (is_flow(ph)) {
+        if (id_end > id_start) {
+            Cur sub = {c->s, id_end, id_start};
+            if (tagged_value(&sub, &sc->fid.data, 1)) return -1;
+        } else {
+            char n_tag = 'n';
+            if (buf_put(&sc->fid.data, &n_tag, 1)) return -1;
+        }
+        if (bp_end > bp_start) {
+            Cur sub = {c->s, bp_end, bp_start};
+            if (parse_string(&sub, &sc->bp.data, NULL)) return -1;
+        }
+    } else {
+        char n_tag = 'n';
+        if (buf_put(&sc->fid.data, &n_tag, 1)) return -1;
+    }
+    if (buf_put(&sc->ph, &ph, 1) || buf_put(&sc->ts, &ts, 8) || buf_put(&sc->dur, &dur, 8))
+        return -1;
+    VarCol *vars[] = {&sc->name, &sc->cat, &sc->pid, &sc->tid, &sc->fid, &sc->bp, &sc->args};
+    for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++)
+        if (var_end(vars[k])) return -1;
+    for (int k = 0; k < sc->nkeys; k++)
+        if ((sc->kinds[k] == 'r' || sc->kinds[k] == 't') && var_end(&sc->var[k])) return -1;
+    return 0;
+}
+
+static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
+
+static PyObject *pair_of(VarCol *c) {
+    PyObject *off = bytes_of(&c->off), *data = off ? bytes_of(&c->data) : NULL;
+    if (!data) {
+        Py_XDECREF(off);
+        return NULL;
+    }
+    PyObject *pair = PyTuple_Pack(2, off, data);
+    Py_DECREF(off);
+    Py_DECREF(data);
+    return pair;
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    PyObject *keys;
+    const char *kinds;
+    Py_ssize_t nkinds;
+    if (!PyArg_ParseTuple(args, "y*O!y#", &view, &PyTuple_Type, &keys, &kinds, &nkinds))
+        return NULL;
+    Scan sc;
+    memset(&sc, 0, sizeof sc);
+    PyObject *result = NULL;
+    Py_ssize_t nkeys = PyTuple_GET_SIZE(keys);
+    if (nkeys != nkinds || nkeys > MAX_KEYS) {
+        PyErr_SetString(PyExc_ValueError, "one kind per key, at most 32 keys");
+        goto done;
+    }
+    sc.nkeys = (int)nkeys;
+    for (Py_ssize_t k = 0; k < nkeys; k++) {
+        PyObject *key = PyTuple_GET_ITEM(keys, k);
+        char kind = kinds[k];
+        if (!PyBytes_Check(key) || !strchr("irtf", kind) || !kind) {
+            PyErr_SetString(PyExc_ValueError, "keys are bytes, kinds one of 'irtf'");
+            goto done;
+        }
+        sc.keys[k] = PyBytes_AS_STRING(key);
+        sc.keylen[k] = PyBytes_GET_SIZE(key);
+        sc.kinds[k] = kind;
+    }
+    int64_t zero = 0;
+    VarCol *vars[] = {&sc.name, &sc.cat, &sc.pid, &sc.tid, &sc.fid, &sc.bp, &sc.args};
+    int failed = 0;
+    for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++) failed |= buf_put(&vars[k]->off, &zero, 8);
+    for (int k = 0; k < sc.nkeys; k++)
+        if (sc.kinds[k] == 'r' || sc.kinds[k] == 't') failed |= buf_put(&sc.var[k].off, &zero, 8);
+    Py_ssize_t n = 0;
+    if (!failed) {
+        Py_BEGIN_ALLOW_THREADS;
+        Cur c = {(const unsigned char *)view.buf, (size_t)view.len, 0};
+        skip_ws(&c);
+        if (c.i < c.n) {
+            for (;;) {
+                if (parse_event(&c, &sc)) {
+                    failed = 1;
+                    break;
+                }
+                n++;
+                skip_ws(&c);
+                if (c.i >= c.n) break;
+                if (c.s[c.i] != ',') {
+                    failed = 1;
+                    break;
+                }
+                c.i++;
+                skip_ws(&c);
+            }
+        }
+        Py_END_ALLOW_THREADS;
+    }
+    if (failed) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    result = PyTuple_New(11 + nkeys);
+    if (!result) goto done;
+    PyObject *items[11];
+    items[0] = PyLong_FromSsize_t(n);
+    items[1] = bytes_of(&sc.ph);
+    items[2] = bytes_of(&sc.ts);
+    items[3] = bytes_of(&sc.dur);
+    for (int k = 0; k < 7; k++) items[4 + k] = pair_of(vars[k]);
+    for (int k = 0; k < 11; k++) {
+        if (!items[k]) {
+            Py_CLEAR(result);
+            for (int j = k + 1; j < 11; j++) Py_XDECREF(items[j]);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, k, items[k]);
+    }
+    for (int k = 0; k < sc.nkeys; k++) {
+        char kind = sc.kinds[k];
+        PyObject *col = (kind == 'i' || kind == 'f') ? bytes_of(&sc.fixed[k]) : pair_of(&sc.var[k]);
+        if (!col) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, 11 + k, col);
+    }
+done:
+    scan_free(&sc);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS,
+     "scan(buffer, arg_keys, arg_kinds) -> tuple of columns, or None to use the msgspec path"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_kineto_scan", "Compiled Kineto traceEvents scanner.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kineto_scan(void) { return PyModule_Create(&module); }

@@ -1,0 +1,3 @@
+def scan(
+    buffer: bytes | memoryview, arg_keys: tuple[bytes, ...], arg_kinds: bytes, /
+) -> tuple[object, ...] | None: ...

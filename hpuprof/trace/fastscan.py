@@ -1,0 +1,58 @@
+"""The optional compiled scanner of a `traceEvents` chunk (`_kineto_scan.c`), found lazily.
+
+`scan(chunk)` returns the chunk's columns as byte buffers (see the C file's header), or None
+when the extension is not built, `HPUPROF_PURE_PYTHON=1` is set, or the chunk holds anything
+the scanner leaves to the msgspec path (a syntax error, a wrong cut, an unusual value type):
+the caller then decodes that chunk the pure-Python way, which gives the same columns or the
+same error.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Any
+
+from hpuprof.trace.schema import ARG_KEYS
+
+SCANNED_ARGS: tuple[tuple[str, bytes, bytes], ...] = (
+    # (column, args key, kind: i int64 id, r raw JSON, t tagged text, f flag)
+    ("external_id", b"External id", b"i"),
+    ("correlation", b"correlation", b"i"),
+    ("stream", b"stream", b"i"),
+    ("device", b"device", b"i"),
+    ("input_dims", b"Input Dims", b"r"),
+    ("input_types", b"Input type", b"r"),
+    ("recipe_id", b"recipeId", b"t"),
+    *(
+        (field, key.encode(), b"f" if field == "fallback" else b"t")
+        for field, key in ARG_KEYS.items()
+    ),
+)
+_KEYS = tuple(key for _, key, _ in SCANNED_ARGS)
+_KINDS = b"".join(kind for _, _, kind in SCANNED_ARGS)
+
+
+@cache
+def _module() -> Any:
+    if os.environ.get("HPUPROF_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from hpuprof.trace import _kineto_scan
+    except ImportError:
+        return None
+    return _kineto_scan
+
+
+def available() -> bool:
+    """True when chunks go through the compiled scanner (built, and not switched off)."""
+    return _module() is not None
+
+
+def scan(chunk: Any) -> tuple[Any, ...] | None:
+    """The columns of `chunk` (the bytes between events-array brackets), or None."""
+    module = _module()
+    if module is None:
+        return None
+    result: tuple[Any, ...] | None = module.scan(chunk, _KEYS, _KINDS)
+    return result
