@@ -76,6 +76,13 @@ static inline void skip_ws(Cur *c) {
     }
 }
 
+/* Bytes a string copies as they are: not '"', '\\', a control character or non-ASCII. */
+static unsigned char PLAIN[256];
+
+static void init_plain(void) {
+    for (int ch = 0x20; ch < 0x80; ch++) PLAIN[ch] = ch != '"' && ch != '\\';
+}
+
 /* Length of a valid UTF-8 sequence at s (max n bytes), 0 when invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n) {
     unsigned char a = s[0];
@@ -123,11 +130,7 @@ static int parse_string(Cur *c, Buf *out, int *escaped) {
     if (escaped) *escaped = 0;
     for (;;) {
         size_t start = i;
-        while (i < n) {
-            unsigned char ch = s[i];
-            if (ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x80) break;
-            i++;
-        }
+        while (i < n && PLAIN[s[i]]) i++;
         if (out && i > start && buf_put(out, s + start, i - start)) return -1;
         if (i >= n) return -1;
         unsigned char ch = s[i];
@@ -821,4 +824,7 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__kineto_scan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__kineto_scan(void) {
+    init_plain();
+    return PyModule_Create(&module);
+}

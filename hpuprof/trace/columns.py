@@ -421,10 +421,7 @@ class ColumnBuilder:
         array = pa.LargeBinaryArray.from_buffers(
             pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
         ).dictionary_encode()
-        interner = self.interners[field]
-        remap = np.array(
-            [interner.code(value(v)) for v in array.dictionary.to_pylist()], dtype=np.int32
-        )
+        remap = self.interners[field].codes(list(map(value, array.dictionary.to_pylist())))
         return remap[array.indices.to_numpy(zero_copy_only=False)]
 
     def _rows_with(self, ph_codes: NDArray[np.int32], phases: tuple[str, ...]) -> NDArray[Any]:
