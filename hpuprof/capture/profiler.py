@@ -44,8 +44,9 @@ from hpuprof.capture.run_dir import (
 )
 from hpuprof.capture.schedule import RECORDING, Action, action_of, as_schedule
 from hpuprof.capture.signals import SignalGuard
-from hpuprof.capture.stream_writer import ChunkedTraceWriter, write_bytes_atomic
+from hpuprof.capture.stream_writer import ChunkedTraceWriter
 from hpuprof.errors import HpuprofError, UsageError
+from hpuprof.trace.atomic_write import write_bytes_atomic
 from hpuprof.trace.schema import METADATA_KEY, SCHEMA_VERSION
 
 KINETO_BASE_PERIOD_NS = 7_889_238 * 1_000_000_000

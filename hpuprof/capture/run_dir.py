@@ -29,8 +29,9 @@ from typing import Any
 
 import orjson
 
-from hpuprof.capture.stream_writer import check_writable_dir, write_bytes_atomic
+from hpuprof.capture.stream_writer import check_writable_dir
 from hpuprof.errors import HpuprofError
+from hpuprof.trace.atomic_write import write_bytes_atomic
 
 MANIFEST = "run.json"
 FILE_KEYS = ("traces", "perfetto", "metrics")

@@ -184,20 +184,3 @@ class ChunkedTraceWriter:
         if not self.closed:
             self.closed = True
             self._file.close()
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> Path:
-    """Write `data` to a temporary sibling, fsync, then rename onto `path`."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as error:
-        tmp.unlink(missing_ok=True)
-        if error.errno == errno.ENOSPC:
-            raise OutputError(f"disk full while writing {path}") from None
-        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
-    return path
