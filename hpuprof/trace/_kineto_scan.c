@@ -51,13 +51,24 @@ static int buf_put(Buf *b, const void *data, size_t n) {
     return 0;
 }
 
-/* A variable-length column: offsets (int64) + data. */
+/* A variable-length column: offsets (int64) + data. The offsets start only with the first
+ * row that has data (`started`): a column empty in every row (most args keys of most
+ * traces) writes nothing per row. */
 typedef struct {
     Buf off, data;
+    int started;
 } VarCol;
 
-static int var_end(VarCol *c) {
+/* Close row `row` (0-based) of the column. */
+static int var_end(VarCol *c, size_t row) {
     int64_t end = (int64_t)c->data.len;
+    if (!c->started) {
+        if (!end) return 0;
+        if (buf_reserve(&c->off, (row + 2) * sizeof end)) return -1;
+        memset(c->off.p, 0, (row + 1) * sizeof end); /* the rows before: all empty */
+        c->off.len = (row + 1) * sizeof end;
+        c->started = 1;
+    }
     return buf_put(&c->off, &end, sizeof end);
 }
 
@@ -466,20 +477,43 @@ typedef struct {
     char kinds[MAX_KEYS];
     Buf fixed[MAX_KEYS]; /* 'i' int64, 'f' int8 */
     VarCol var[MAX_KEYS];  /* 'r' raw, 't' tagged */
-    Buf scratch;
+    size_t row; /* the event being scanned */
 } Scan;
 
-static void scan_free(Scan *sc) {
-    Buf *bufs[] = {&sc->ph, &sc->ts, &sc->dur, &sc->name.off, &sc->name.data, &sc->cat.off,
-                   &sc->cat.data, &sc->pid.off, &sc->pid.data, &sc->tid.off, &sc->tid.data,
-                   &sc->fid.off, &sc->fid.data, &sc->bp.off, &sc->bp.data, &sc->args.off,
-                   &sc->args.data, &sc->scratch};
-    for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) free(bufs[k]->p);
-    for (int k = 0; k < MAX_KEYS; k++) {
-        free(sc->fixed[k].p);
-        free(sc->var[k].off.p);
-        free(sc->var[k].data.p);
+static Scan shared_scan; /* see scan() */
+static int shared_busy;
+
+#define SCAN_VARS(sc) \
+    {&(sc)->name, &(sc)->cat, &(sc)->pid, &(sc)->tid, &(sc)->fid, &(sc)->bp, &(sc)->args}
+
+/* Every buffer of the scan (free: released; else emptied, its memory kept for the next). */
+static void scan_clear(Scan *sc, int free_memory) {
+    VarCol *vars[] = SCAN_VARS(sc);
+    Buf *bufs[2 * 7 + 3 + 3 * MAX_KEYS];
+    size_t nb = 0;
+    bufs[nb++] = &sc->ph;
+    bufs[nb++] = &sc->ts;
+    bufs[nb++] = &sc->dur;
+    for (size_t k = 0; k < 7; k++) {
+        bufs[nb++] = &vars[k]->off;
+        bufs[nb++] = &vars[k]->data;
+        vars[k]->started = 0;
     }
+    for (int k = 0; k < MAX_KEYS; k++) {
+        bufs[nb++] = &sc->fixed[k];
+        bufs[nb++] = &sc->var[k].off;
+        bufs[nb++] = &sc->var[k].data;
+        sc->var[k].started = 0;
+    }
+    for (size_t k = 0; k < nb; k++) {
+        bufs[k]->len = 0;
+        if (free_memory) {
+            free(bufs[k]->p);
+            bufs[k]->p = NULL;
+            bufs[k]->cap = 0;
+        }
+    }
+    sc->row = 0;
 }
 
 /* Open the object at c->i: 1 when a member follows, 0 for an empty object, -1 reject. */
@@ -679,36 +713,41 @@ static int parse_event(Cur *c, Scan *sc) {
     char s_tag = 's';
     if (!has_pid && buf_put(&sc->pid.data, &s_tag, 1)) return -1;
     if (!has_tid && buf_put(&sc->tid.data, &s_tag, 1)) return -1;
-    if (is_flow(ph)) {
+    if (is_flow(ph)) { /* flow ids of other rows stay empty: absent, like 'n' */
         if (id_end > id_start) {
             Cur sub = {c->s, id_end, id_start};
             if (tagged_value(&sub, &sc->fid.data, 1)) return -1;
-        } else {
-            char n_tag = 'n';
-            if (buf_put(&sc->fid.data, &n_tag, 1)) return -1;
         }
         if (bp_end > bp_start) {
             Cur sub = {c->s, bp_end, bp_start};
             if (parse_string(&sub, &sc->bp.data, NULL)) return -1;
         }
-    } else {
-        char n_tag = 'n';
-        if (buf_put(&sc->fid.data, &n_tag, 1)) return -1;
     }
     if (buf_put(&sc->ph, &ph, 1) || buf_put(&sc->ts, &ts, 8) || buf_put(&sc->dur, &dur, 8))
         return -1;
-    VarCol *vars[] = {&sc->name, &sc->cat, &sc->pid, &sc->tid, &sc->fid, &sc->bp, &sc->args};
+    VarCol *vars[] = SCAN_VARS(sc);
+    size_t row = sc->row++;
     for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++)
-        if (var_end(vars[k])) return -1;
+        if (var_end(vars[k], row)) return -1;
     for (int k = 0; k < sc->nkeys; k++)
-        if ((sc->kinds[k] == 'r' || sc->kinds[k] == 't') && var_end(&sc->var[k])) return -1;
+        if ((sc->kinds[k] == 'r' || sc->kinds[k] == 't') && var_end(&sc->var[k], row)) return -1;
     return 0;
 }
 
 static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
 
-static PyObject *pair_of(VarCol *c) {
-    PyObject *off = bytes_of(&c->off), *data = off ? bytes_of(&c->data) : NULL;
+/* (offsets, data) of a column of n rows; a column that never started is (b"", b"") unless
+ * `full` asks for its n+1 zero offsets. */
+static PyObject *pair_of(VarCol *c, Py_ssize_t n, int full) {
+    PyObject *off;
+    if (c->started)
+        off = bytes_of(&c->off);
+    else if (full) {
+        off = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
+        if (off) memset(PyBytes_AS_STRING(off), 0, (size_t)(n + 1) * 8);
+    } else
+        off = PyBytes_FromStringAndSize("", 0);
+    PyObject *data = off ? bytes_of(&c->data) : NULL;
     if (!data) {
         Py_XDECREF(off);
         return NULL;
@@ -727,15 +766,22 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_ssize_t nkinds;
     if (!PyArg_ParseTuple(args, "y*O!y#", &view, &PyTuple_Type, &keys, &kinds, &nkinds))
         return NULL;
-    Scan sc;
-    memset(&sc, 0, sizeof sc);
+    /* the module's scan buffers keep their memory from chunk to chunk (no growth, no fresh
+     * pages per chunk) until `release()`; a nested call (another thread) gets its own */
+    Scan local, *sc = &shared_scan;
+    if (shared_busy) {
+        memset(&local, 0, sizeof local);
+        sc = &local;
+    }
+    shared_busy |= sc == &shared_scan;
+    scan_clear(sc, 0);
     PyObject *result = NULL;
     Py_ssize_t nkeys = PyTuple_GET_SIZE(keys);
     if (nkeys != nkinds || nkeys > MAX_KEYS) {
         PyErr_SetString(PyExc_ValueError, "one kind per key, at most 32 keys");
         goto done;
     }
-    sc.nkeys = (int)nkeys;
+    sc->nkeys = (int)nkeys;
     for (Py_ssize_t k = 0; k < nkeys; k++) {
         PyObject *key = PyTuple_GET_ITEM(keys, k);
         char kind = kinds[k];
@@ -743,16 +789,12 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "keys are bytes, kinds one of 'irtf'");
             goto done;
         }
-        sc.keys[k] = PyBytes_AS_STRING(key);
-        sc.keylen[k] = PyBytes_GET_SIZE(key);
-        sc.kinds[k] = kind;
+        sc->keys[k] = PyBytes_AS_STRING(key);
+        sc->keylen[k] = PyBytes_GET_SIZE(key);
+        sc->kinds[k] = kind;
     }
-    int64_t zero = 0;
-    VarCol *vars[] = {&sc.name, &sc.cat, &sc.pid, &sc.tid, &sc.fid, &sc.bp, &sc.args};
+    VarCol *vars[] = SCAN_VARS(sc);
     int failed = 0;
-    for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++) failed |= buf_put(&vars[k]->off, &zero, 8);
-    for (int k = 0; k < sc.nkeys; k++)
-        if (sc.kinds[k] == 'r' || sc.kinds[k] == 't') failed |= buf_put(&sc.var[k].off, &zero, 8);
     Py_ssize_t n = 0;
     if (!failed) {
         Py_BEGIN_ALLOW_THREADS;
@@ -760,7 +802,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         skip_ws(&c);
         if (c.i < c.n) {
             for (;;) {
-                if (parse_event(&c, &sc)) {
+                if (parse_event(&c, sc)) {
                     failed = 1;
                     break;
                 }
@@ -786,10 +828,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!result) goto done;
     PyObject *items[11];
     items[0] = PyLong_FromSsize_t(n);
-    items[1] = bytes_of(&sc.ph);
-    items[2] = bytes_of(&sc.ts);
-    items[3] = bytes_of(&sc.dur);
-    for (int k = 0; k < 7; k++) items[4 + k] = pair_of(vars[k]);
+    items[1] = bytes_of(&sc->ph);
+    items[2] = bytes_of(&sc->ts);
+    items[3] = bytes_of(&sc->dur);
+    for (int k = 0; k < 7; k++) items[4 + k] = pair_of(vars[k], n, vars[k] == &sc->args);
     for (int k = 0; k < 11; k++) {
         if (!items[k]) {
             Py_CLEAR(result);
@@ -798,9 +840,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
         PyTuple_SET_ITEM(result, k, items[k]);
     }
-    for (int k = 0; k < sc.nkeys; k++) {
-        char kind = sc.kinds[k];
-        PyObject *col = (kind == 'i' || kind == 'f') ? bytes_of(&sc.fixed[k]) : pair_of(&sc.var[k]);
+    for (int k = 0; k < sc->nkeys; k++) {
+        char kind = sc->kinds[k];
+        PyObject *col =
+            (kind == 'i' || kind == 'f') ? bytes_of(&sc->fixed[k]) : pair_of(&sc->var[k], n, 0);
         if (!col) {
             Py_CLEAR(result);
             goto done;
@@ -808,14 +851,23 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyTuple_SET_ITEM(result, 11 + k, col);
     }
 done:
-    scan_free(&sc);
+    scan_clear(sc, sc != &shared_scan);
+    if (sc == &shared_scan) shared_busy = 0;
     PyBuffer_Release(&view);
     return result;
+}
+
+static PyObject *release(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    if (!shared_busy) scan_clear(&shared_scan, 1);
+    Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(buffer, arg_keys, arg_kinds) -> tuple of columns, or None to use the msgspec path"},
+    {"release", release, METH_NOARGS, "release() -> None: free the scan buffers kept for reuse"},
     {NULL, NULL, 0, NULL},
 };
 

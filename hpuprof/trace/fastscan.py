@@ -56,3 +56,10 @@ def scan(chunk: Any) -> tuple[Any, ...] | None:
         return None
     result: tuple[Any, ...] | None = module.scan(chunk, _KEYS, _KINDS)
     return result
+
+
+def release() -> None:
+    """Free the buffers the scanner keeps from one chunk to the next (after a file's last)."""
+    module = _module()
+    if module is not None:
+        module.release()

@@ -422,6 +422,7 @@ def read_raw(path: Path, progress: Any = None) -> _Decoded:
         except UnicodeDecodeError as error:  # invalid UTF-8 in the keys around the events
             raise TraceFormatError(str(path), None, f"UTF-8 text ({error.reason})") from None
         finally:
+            fastscan.release()
             set_mmap_threshold(MMAP_THRESHOLD)
         columns = reader.builder.finish()
     reader._consumed(0, final=True)
