@@ -35,6 +35,7 @@ from hpuprof.trace.heap import (
     MMAP_THRESHOLD,
     release_free_memory,
     set_mmap_threshold,
+    small_pages,
 )
 from hpuprof.trace.model import Trace
 from hpuprof.trace.rawio import BlockStream, map_plain
@@ -447,16 +448,17 @@ def read_kineto_json(path: str | Path, *, progress: Any = None) -> Trace:
 
     path = Path(path)
     release_free_memory()  # fixes the mmap threshold before the first big allocation
-    decoded = read_raw(path, progress)
-    if decoded.truncated is not None:
-        warnings.warn(
-            f"{path}: truncated trace ({decoded.truncated} of {decoded.size} bytes); "
-            f"kept {len(decoded.columns)} complete events",
-            stacklevel=2,
-        )
-    with _gc_paused():
-        trace = build_trace(decoded.columns, decoded.metadata, source=str(path), rank=None)
-    del decoded
+    with small_pages():
+        decoded = read_raw(path, progress)
+        if decoded.truncated is not None:
+            warnings.warn(
+                f"{path}: truncated trace ({decoded.truncated} of {decoded.size} bytes); "
+                f"kept {len(decoded.columns)} complete events",
+                stacklevel=2,
+            )
+        with _gc_paused():
+            trace = build_trace(decoded.columns, decoded.metadata, source=str(path), rank=None)
+        del decoded
     release_free_memory()
     return trace
 
