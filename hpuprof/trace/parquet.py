@@ -69,14 +69,17 @@ def save_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:
 
 def load_parquet(path: str | os.PathLike[str]) -> Trace:
     """Read a file written by `save_parquet` (or `Trace.save`)."""
+    from hpuprof.trace.heap import small_pages
+
     source = Path(path)
-    try:
-        table = pq.read_table(source, use_threads=False)
-    except (OSError, pa.ArrowInvalid) as error:
-        raise TraceFormatError(
-            str(source), None, f"a Parquet file written by hpuprof ({error})"
-        ) from None
-    return trace_from_table(table, source)
+    with small_pages():  # no huge-page compaction for the column copies (see cache.read_cache)
+        try:
+            table = pq.read_table(source, use_threads=False)
+        except (OSError, pa.ArrowInvalid) as error:
+            raise TraceFormatError(
+                str(source), None, f"a Parquet file written by hpuprof ({error})"
+            ) from None
+        return trace_from_table(table, source)
 
 
 def trace_from_table(table: pa.Table, source: Path) -> Trace:
