@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from msgspec.structs import astuple
 from numpy.typing import NDArray
 
@@ -280,6 +281,46 @@ def _untag(value: bytes) -> Any:
     return int(body) if tag == b"i" else None
 
 
+_TAG_INT, _ZERO, _MINUS = ord("i"), ord("0"), ord("-")
+
+
+def _untag_ints(distinct: pa.LargeBinaryArray) -> list[Any] | None:
+    """`[_untag(v) for v in distinct]` parsed by Arrow when every value is an integer ('i') or
+    absent (empty): a chunk's flow ids are nearly all distinct integers, one Python call each
+    otherwise. None when some value is of another kind (the caller untags value by value)."""
+    n = len(distinct)
+    data = distinct.buffers()[2]
+    if n < 64 or data is None:
+        return None
+    offsets = np.frombuffer(distinct.buffers()[1], dtype=np.int64)[
+        distinct.offset : distinct.offset + n + 1
+    ]
+    present = offsets[1:] > offsets[:-1]
+    starts = offsets[:-1][present]
+    raw = np.frombuffer(data, dtype=np.uint8)
+    if not len(starts) or not (raw[starts] == _TAG_INT).all():
+        return None
+    # the tag byte becomes a leading zero ("i-5" -> "-05": the sign moves first), read by Arrow
+    digits = raw[: int(offsets[-1])].copy()
+    digits[starts] = _ZERO
+    negative = starts[offsets[1:][present] - starts > 1]
+    negative = negative[digits[negative + 1] == _MINUS]
+    digits[negative] = _MINUS
+    digits[negative + 1] = _ZERO
+    strings = pa.LargeStringArray.from_buffers(
+        n,
+        pa.py_buffer(offsets - offsets[0]),
+        pa.py_buffer(digits[int(offsets[0]) :]),
+        pa.array(present).buffers()[1],
+    )
+    try:
+        ints = pc.cast(strings, pa.int64())
+    except pa.ArrowInvalid:  # not what the scanner writes (it checks the int64 range)
+        return None
+    values: list[Any] = ints.to_pylist()
+    return values
+
+
 # --- the raw columns of one file ---------------------------------------------------------------
 
 
@@ -421,7 +462,11 @@ class ColumnBuilder:
         array = pa.LargeBinaryArray.from_buffers(
             pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
         ).dictionary_encode()
-        remap = self.interners[field].codes(list(map(value, array.dictionary.to_pylist())))
+        distinct = array.dictionary
+        values = _untag_ints(distinct) if value is _untag else None
+        if values is None:
+            values = list(map(value, distinct.to_pylist()))
+        remap = self.interners[field].codes(values)
         return remap[array.indices.to_numpy(zero_copy_only=False)]
 
     def _rows_with(self, ph_codes: NDArray[np.int32], phases: tuple[str, ...]) -> NDArray[Any]:
