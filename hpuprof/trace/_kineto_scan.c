@@ -864,9 +864,77 @@ static PyObject *release(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* gather(pieces, row_bases, starts, rows, out_offsets, out) -> None
+ *   pieces: sequence of k byte buffers; row_bases: k+1 int64 (piece j holds rows
+ *   row_bases[j] .. row_bases[j+1]); starts: int64 per row (its first byte in its piece);
+ *   rows: n int64; out_offsets: n+1 int64 (row i's bytes go to out[out_offsets[i]:...+1]);
+ *   out: a writable buffer. Copies each taken row's bytes from its piece (no joined copy of
+ *   the pieces). ValueError/IndexError on inconsistent input. */
+static PyObject *gather(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *pieces;
+    Py_buffer bases, starts, rows, offs, out;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*w*", &pieces, &bases, &starts, &rows, &offs, &out))
+        return NULL;
+    PyObject *result = NULL;
+    Py_buffer *views = NULL;
+    Py_ssize_t k = 0, got = 0;
+    PyObject *seq = PySequence_Fast(pieces, "pieces must be a sequence");
+    if (!seq) goto done;
+    k = PySequence_Fast_GET_SIZE(seq);
+    const int64_t *base = bases.buf, *start = starts.buf, *row = rows.buf, *off = offs.buf;
+    Py_ssize_t total = starts.len / 8, n = rows.len / 8;
+    if (bases.len != (k + 1) * 8 || offs.len != (n + 1) * 8 || base[0] != 0 || base[k] != total) {
+        PyErr_SetString(PyExc_ValueError, "gather: inconsistent sizes");
+        goto done;
+    }
+    views = PyMem_Calloc((size_t)(k ? k : 1), sizeof(Py_buffer));
+    if (!views) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < k; got++)
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], PyBUF_SIMPLE) < 0)
+            goto done;
+    Py_ssize_t p = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t r = row[i], len = off[i + 1] - off[i];
+        if (r < 0 || r >= total || len < 0 || off[i] < 0 || off[i + 1] > out.len) {
+            PyErr_SetString(PyExc_IndexError, "gather: row or offset out of range");
+            goto done;
+        }
+        if (r < base[p] || r >= base[p + 1]) { /* rows are nearly sorted: search only on a move */
+            Py_ssize_t lo = 0, hi = k;
+            while (hi - lo > 1) {
+                Py_ssize_t mid = (lo + hi) / 2;
+                if (base[mid] <= r) lo = mid; else hi = mid;
+            }
+            p = lo;
+        }
+        if (start[r] < 0 || start[r] + len > views[p].len) {
+            PyErr_SetString(PyExc_IndexError, "gather: row bytes outside their piece");
+            goto done;
+        }
+        memcpy((char *)out.buf + off[i], (const char *)views[p].buf + start[r], (size_t)len);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    for (Py_ssize_t j = 0; j < got; j++) PyBuffer_Release(&views[j]);
+    PyMem_Free(views);
+    Py_XDECREF(seq);
+    PyBuffer_Release(&bases);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(buffer, arg_keys, arg_kinds) -> tuple of columns, or None to use the msgspec path"},
+    {"gather", gather, METH_VARARGS,
+     "gather(pieces, row_bases, starts, rows, out_offsets, out) -> None: rows' bytes into out"},
     {"release", release, METH_NOARGS, "release() -> None: free the scan buffers kept for reuse"},
     {NULL, NULL, 0, NULL},
 };

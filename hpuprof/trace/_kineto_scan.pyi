@@ -1,3 +1,13 @@
 def scan(
     buffer: bytes | memoryview, arg_keys: tuple[bytes, ...], arg_kinds: bytes, /
 ) -> tuple[object, ...] | None: ...
+def gather(
+    pieces: list[object],
+    row_bases: bytes | memoryview,
+    starts: bytes | memoryview,
+    rows: bytes | memoryview,
+    out_offsets: bytes | memoryview,
+    out: object,
+    /,
+) -> None: ...
+def release() -> None: ...

@@ -58,6 +58,11 @@ def scan(chunk: Any) -> tuple[Any, ...] | None:
     return result
 
 
+def gather_function() -> Any:
+    """The compiled `gather` (rows' bytes copied from many buffers into one), or None."""
+    return getattr(_module(), "gather", None)
+
+
 def release() -> None:
     """Free the buffers the scanner keeps from one chunk to the next (after a file's last)."""
     module = _module()
