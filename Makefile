@@ -12,7 +12,7 @@ PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraint
 
 .PHONY: demo test lint typecheck pytest samples bench browser clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt setup.py hpuprof/trace/_kineto_scan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) -e '.[torch,dashboard,lightning,test,dev]'
 	# HTA 0.5.0, the oracle of the agreement tests: its wheel pins jupyterlab & co. that it

@@ -944,7 +944,16 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
+/* Bump KINETO_SCAN_ABI whenever scan/gather/release change their arguments or results;
+   fastscan.py ignores a built module of another ABI (a stale .so from an older checkout). */
+#define KINETO_SCAN_ABI 1
+
 PyMODINIT_FUNC PyInit__kineto_scan(void) {
     init_plain();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI", KINETO_SCAN_ABI) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

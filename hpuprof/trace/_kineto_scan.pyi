@@ -1,3 +1,5 @@
+ABI: int
+
 def scan(
     buffer: bytes | memoryview, arg_keys: tuple[bytes, ...], arg_kinds: bytes, /
 ) -> tuple[object, ...] | None: ...

@@ -10,10 +10,14 @@ same error.
 from __future__ import annotations
 
 import os
+import warnings
 from functools import cache
 from typing import Any
 
 from hpuprof.trace.schema import ARG_KEYS
+
+ABI = 1
+"""The interface version of `_kineto_scan.c` this module speaks (its `KINETO_SCAN_ABI`)."""
 
 SCANNED_ARGS: tuple[tuple[str, bytes, bytes], ...] = (
     # (column, args key, kind: i int64 id, r raw JSON, t tagged text, f flag)
@@ -40,6 +44,14 @@ def _module() -> Any:
     try:
         from hpuprof.trace import _kineto_scan
     except ImportError:
+        return None
+    if getattr(_kineto_scan, "ABI", None) != ABI:
+        warnings.warn(
+            f"{_kineto_scan.__file__} is a build of another version of the compiled scanner; "
+            "loading traces the pure-Python way (rebuild: pip install -e .)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return None
     return _kineto_scan
 
