@@ -26,6 +26,7 @@
 
 #define MAX_KEYS 32
 #define MAX_DEPTH 512
+#define KEY_LENS 64
 #define NO_ID (-1)
 
 typedef struct {
@@ -33,8 +34,7 @@ typedef struct {
     size_t len, cap;
 } Buf;
 
-static int buf_reserve(Buf *b, size_t extra) {
-    if (b->len + extra <= b->cap) return 0;
+static int buf_grow(Buf *b, size_t extra) {
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + extra) cap *= 2;
     char *p = realloc(b->p, cap);
@@ -44,7 +44,12 @@ static int buf_reserve(Buf *b, size_t extra) {
     return 0;
 }
 
-static int buf_put(Buf *b, const void *data, size_t n) {
+static inline int buf_reserve(Buf *b, size_t extra) {
+    return b->len + extra <= b->cap ? 0 : buf_grow(b, extra);
+}
+
+/* Inlined: a constant-size put (an 8-byte number, a tag byte) is a single store. */
+static inline int buf_put(Buf *b, const void *data, size_t n) {
     if (buf_reserve(b, n)) return -1;
     if (n) memcpy(b->p + b->len, data, n);
     b->len += n;
@@ -60,14 +65,20 @@ typedef struct {
 } VarCol;
 
 /* Close row `row` (0-based) of the column. */
-static int var_end(VarCol *c, size_t row) {
+static int var_start(VarCol *c, size_t row) {
+    int64_t end = 0;
+    if (buf_reserve(&c->off, (row + 2) * sizeof end)) return -1;
+    memset(c->off.p, 0, (row + 1) * sizeof end); /* the rows before: all empty */
+    c->off.len = (row + 1) * sizeof end;
+    c->started = 1;
+    return 0;
+}
+
+static inline int var_end(VarCol *c, size_t row) {
     int64_t end = (int64_t)c->data.len;
     if (!c->started) {
         if (!end) return 0;
-        if (buf_reserve(&c->off, (row + 2) * sizeof end)) return -1;
-        memset(c->off.p, 0, (row + 1) * sizeof end); /* the rows before: all empty */
-        c->off.len = (row + 1) * sizeof end;
-        c->started = 1;
+        if (var_start(c, row)) return -1;
     }
     return buf_put(&c->off, &end, sizeof end);
 }
@@ -141,6 +152,16 @@ static int parse_string(Cur *c, Buf *out, int *escaped) {
     if (escaped) *escaped = 0;
     for (;;) {
         size_t start = i;
+        /* eight bytes at a time while none is '"', '\\', a control byte or non-ASCII */
+        while (i + 8 <= n) {
+            uint64_t x;
+            memcpy(&x, s + i, 8);
+            const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+            uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+            uint64_t special = ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b) | x;
+            if (special & high) break; /* the byte loop below finds which */
+            i += 8;
+        }
         while (i < n && PLAIN[s[i]]) i++;
         if (out && i > start && buf_put(out, s + start, i - start)) return -1;
         if (i >= n) return -1;
@@ -475,6 +496,7 @@ typedef struct {
     const char *keys[MAX_KEYS];
     Py_ssize_t keylen[MAX_KEYS];
     char kinds[MAX_KEYS];
+    uint32_t bylen[KEY_LENS + 1]; /* bit k: keys[k] has this length */
     Buf fixed[MAX_KEYS]; /* 'i' int64, 'f' int8 */
     VarCol var[MAX_KEYS];  /* 'r' raw, 't' tagged */
     size_t row; /* the event being scanned */
@@ -566,7 +588,9 @@ static int parse_args(Cur *c, Scan *sc) {
             size_t kstart, klen;
             if (member_key(c, &kstart, &klen)) return -1;
             int which = -1;
-            for (int k = 0; k < sc->nkeys; k++) {
+            /* only the wanted keys of this length (bucket KEY_LENS: every longer key) */
+            for (uint32_t m = sc->bylen[klen < KEY_LENS ? klen : KEY_LENS]; m; m &= m - 1) {
+                int k = __builtin_ctz(m);
                 if ((size_t)sc->keylen[k] == klen && !memcmp(sc->keys[k], c->s + kstart, klen)) {
                     which = k;
                     break;
@@ -782,6 +806,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         goto done;
     }
     sc->nkeys = (int)nkeys;
+    memset(sc->bylen, 0, sizeof sc->bylen);
     for (Py_ssize_t k = 0; k < nkeys; k++) {
         PyObject *key = PyTuple_GET_ITEM(keys, k);
         char kind = kinds[k];
@@ -792,6 +817,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         sc->keys[k] = PyBytes_AS_STRING(key);
         sc->keylen[k] = PyBytes_GET_SIZE(key);
         sc->kinds[k] = kind;
+        Py_ssize_t len = sc->keylen[k];
+        sc->bylen[len < KEY_LENS ? len : KEY_LENS] |= 1u << k;
     }
     VarCol *vars[] = SCAN_VARS(sc);
     int failed = 0;
