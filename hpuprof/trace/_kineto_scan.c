@@ -633,7 +633,8 @@ static int parse_args(Cur *c, Scan *sc) {
                     sc->fixed[which].p[sc->fixed[which].len - 1] = (char)f;
                 } else if (kind == 'r') {
                     size_t vstart = c->i;
-                    if (ch == 'n' || skip_value(c, 1)) return -1; /* null: leave it to msgspec */
+                    /* an array; null and other types: left to msgspec (absent, or an error) */
+                    if (ch != '[' || skip_value(c, 1)) return -1;
                     if (buf_put(&sc->var[which].data, c->s + vstart, c->i - vstart)) return -1;
                 } else {
                     Buf *data = &sc->var[which].data;

@@ -15,12 +15,12 @@ object leaves unbalanced JSON. The same test finds the last complete event of a 
 
 from __future__ import annotations
 
-import gc
+import codecs
 import mmap
 import re
 import warnings
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,10 +29,11 @@ import msgspec
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace import fastscan
-from hpuprof.trace.columns import ColumnBuilder, Event, RawColumns
+from hpuprof.trace.columns import BadValue, ColumnBuilder, Event, RawColumns
 from hpuprof.trace.heap import (
     DECODE_MMAP_THRESHOLD,
     MMAP_THRESHOLD,
+    gc_paused,
     release_free_memory,
     set_mmap_threshold,
     small_pages,
@@ -44,6 +45,18 @@ CHUNK_BYTES = 1 << 23
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _TRACE_EVENTS_KEY = b'"traceEvents"'
 _WS = b" \t\r\n"
+_WS_RUN = re.compile(rb"[ \t\r\n]*")
+_UTF8_BOM = b"\xef\xbb\xbf"
+_OTHER_BOMS = (
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\xfe\xff", "UTF-16"),
+    (b"\xff\xfe", "UTF-16"),
+)
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_DEEP = 900
+"""Nesting reported as too deep: msgspec's decoder recurses, and about 1,000 levels of arrays
+or objects end in RecursionError (no trace nests anywhere near this deep)."""
 _MAX_CUT_TRIES = 64
 _TRIM_EVERY = 8  # chunks between returns of freed heap pages to the OS
 _VALIDATION_PATH = re.compile(r"`\$\[(\d+)\]((?:\.[^`]*)?)`")
@@ -92,23 +105,33 @@ class _Reader:
     # buffer management
 
     def _more(self, pos: int, *, drop: bool = True) -> int:
-        """Append the next block, dropping buf[:pos] when `drop`; return the new index of pos."""
-        try:
-            block = next(self.blocks)
-        except StopIteration:
+        """Append the next blocks, dropping buf[:pos] when `drop`; return the new index of pos.
+
+        At least as many bytes are appended as are kept, so a buffer that must grow (a long
+        header, the tail, one huge event) is copied a logarithmic number of times, not once
+        per block."""
+        kept = len(self.buf) - pos if drop else len(self.buf)
+        blocks: list[bytes] = []
+        size = 0
+        for block in self.blocks:
+            blocks.append(block)
+            size += len(block)
+            if size >= kept:
+                break
+        else:
             self.eof = True
+        if not blocks:
             return pos
         if not drop:
-            self.buf = bytes(self.buf) + block  # (a mapped file has no blocks to append)
+            self.buf = b"".join((bytes(self.buf), *blocks))  # (a mapped file has no blocks)
             return pos
         self.base += pos
-        self.buf = b"".join((memoryview(self.buf)[pos:], block))  # one copy
+        self.buf = b"".join((memoryview(self.buf)[pos:], *blocks))  # one copy
         return 0
 
     def _skip_ws(self, pos: int, *, drop: bool = True) -> int:
         while True:
-            while pos < len(self.buf) and self.buf[pos] in _WS:
-                pos += 1
+            pos = _WS_RUN.match(self.buf, pos).end()  # type: ignore[union-attr]
             if pos < len(self.buf) or self.eof:
                 return pos
             pos = self._more(pos, drop=drop)
@@ -117,10 +140,41 @@ class _Reader:
         where = f"byte {self.base + pos}" if isinstance(pos, int) else pos
         return TraceFormatError(str(self.path), where, expected)
 
+    def invalid_utf8(self, error: UnicodeDecodeError) -> TraceFormatError:
+        """The error for invalid UTF-8 met outside the events (where in the buffer: found)."""
+        try:
+            codecs.utf_8_decode(self.buf, "strict", True)
+        except UnicodeDecodeError as found:
+            return self.error(found.start, f"UTF-8 text ({found.reason})")
+        return self.error("the top-level keys", f"UTF-8 text ({error.reason})")
+
+    def too_deep(self) -> TraceFormatError:
+        """The error for JSON nested too deep to decode: where it passes `_DEEP` levels."""
+        expected = f"JSON nested at most {_DEEP} levels deep"
+        depth = 0
+        buf = self.buf
+        for match in _TOKENS.finditer(buf):
+            byte = buf[match.start()]
+            if byte in b"[{":
+                depth += 1
+                if depth >= _DEEP:
+                    return self.error(match.start(), expected)
+            elif byte in b"]}":
+                depth -= 1
+        return self.error(0, expected)
+
     # the whole file
 
     def read(self) -> tuple[dict[str, Any], str | None]:
-        pos = self._skip_ws(0)
+        if len(self.buf) < 4 and not self.eof:
+            self._more(0, drop=False)
+        head = bytes(self.buf[:4])
+        for mark, encoding in _OTHER_BOMS:
+            if head.startswith(mark):
+                raise self.error(
+                    0, f"UTF-8 JSON (the file starts with a {encoding} byte order mark)"
+                )
+        pos = self._skip_ws(len(_UTF8_BOM) if head.startswith(_UTF8_BOM) else 0)
         if pos >= len(self.buf):
             raise self.error(0, "a JSON trace (the file is empty)")
         first = self.buf[pos : pos + 1]
@@ -172,7 +226,12 @@ class _Reader:
         events = top.pop("traceEvents", None)
         if events is None:
             raise self._no_trace(start)
-        metadata = {k: _ANY_DECODER.decode(v) for k, v in top.items()}
+        metadata = {}
+        for key, value in top.items():
+            try:
+                metadata[key] = _ANY_DECODER.decode(value)
+            except msgspec.DecodeError as error:  # a number past float64, say
+                raise self.error(f"top-level key {key!r}", f"a JSON value ({error})") from None
         body = bytes(events)
         if body[:1] != b"[":
             raise self.error("traceEvents", "an array of events as the value of traceEvents")
@@ -261,6 +320,7 @@ class _Reader:
             self.builder.add_scanned(scanned)
             self._added(scanned[0])
             return True
+        self._check_utf8(pos, end)  # msgspec leaves the raw args unchecked
         mapped = self.mapped if self.buf is self.mapped else None
         if mapped is not None and not 0 < pos <= end < len(mapped):
             mapped = None
@@ -294,8 +354,21 @@ class _Reader:
                 f"events {self.events_seen}..{self.events_seen + len(events) - 1}",
                 f"an object (or nothing) as each event's 'args' ({error})",
             ) from None
+        except BadValue as bad:
+            raise self.error(
+                f"event {self.events_seen + bad.row} (near byte {self.base + pos})",
+                f"{bad.expected} as {bad.field} (found {bad.found})",
+            ) from None
         self._added(len(events))
         return True
+
+    def _check_utf8(self, pos: int, end: int) -> None:
+        """Raise for invalid UTF-8 in buf[pos:end] (the compiled scanner checks every string
+        it reads; the msgspec path decodes the keys it reads but keeps `args` as raw bytes)."""
+        try:
+            codecs.utf_8_decode(memoryview(self.buf)[pos:end], "strict", True)
+        except UnicodeDecodeError as error:
+            raise self.error(pos + error.start, f"UTF-8 text ({error.reason})") from None
 
     def _added(self, events: int) -> None:
         self.events_seen += events
@@ -398,30 +471,20 @@ class _Reader:
 # --- public entry points ----------------------------------------------------------------------
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Millions of short-lived objects make the cyclic GC rescan the heap again and again."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def read_raw(path: Path, progress: Any = None) -> _Decoded:
     """Decode one Kineto/Chrome JSON file (plain or gzip) into raw columns and metadata."""
     mapped = map_plain(path)
     stream = BlockStream(path, progress=progress)
     reader = _Reader(path, iter(()) if mapped is not None else iter(stream), mapped)
     reader.progress = progress
-    with _gc_paused():
+    with gc_paused():
         set_mmap_threshold(DECODE_MMAP_THRESHOLD)
         try:
             metadata, truncated = reader.read()
         except UnicodeDecodeError as error:  # invalid UTF-8 in the keys around the events
-            raise TraceFormatError(str(path), None, f"UTF-8 text ({error.reason})") from None
+            raise reader.invalid_utf8(error) from None
+        except RecursionError:  # msgspec's decoder recurses into nested arrays and objects
+            raise reader.too_deep() from None
         finally:
             fastscan.release()
             set_mmap_threshold(MMAP_THRESHOLD)
@@ -447,7 +510,7 @@ def read_kineto_json(path: str | Path, *, progress: Any = None) -> Trace:
     from hpuprof.trace.normalize import build_trace
 
     path = Path(path)
-    release_free_memory()  # fixes the mmap threshold before the first big allocation
+    release_free_memory()
     with small_pages():
         decoded = read_raw(path, progress)
         if decoded.truncated is not None:
@@ -456,7 +519,7 @@ def read_kineto_json(path: str | Path, *, progress: Any = None) -> Trace:
                 f"kept {len(decoded.columns)} complete events",
                 stacklevel=2,
             )
-        with _gc_paused():
+        with gc_paused():
             trace = build_trace(decoded.columns, decoded.metadata, source=str(path), rank=None)
         del decoded
     release_free_memory()
@@ -483,7 +546,7 @@ def trace_from_events(
     except (TypeError, OverflowError) as error:
         raise TraceFormatError(str(source), None, f"JSON-encodable event dicts ({error})") from None
     reader = _Reader(Path(source), iter([body]))
-    with _gc_paused():
+    with gc_paused():
         reader.read()
         columns = reader.builder.finish()
     return build_trace(columns, dict(metadata), source=source, rank=rank)

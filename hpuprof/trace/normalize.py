@@ -28,7 +28,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
-from hpuprof.trace.columns import Coded, RawColumns, take_binary, to_int64_ids
+from hpuprof.trace.columns import BadValue, Coded, RawColumns, take_binary, to_int64_ids
 from hpuprof.trace.heap import release_free_memory
 from hpuprof.trace.model import Trace
 from hpuprof.trace.nesting import enclosing, lane_bounds, lane_order, nest, time_order
@@ -63,7 +63,11 @@ GAUDI_DEVICE_KIND = {
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 _STEP_NAME = re.compile(r"(?:ProfilerStep|Step)#(\d+)")
 _HPU_INDEX = re.compile(r"/device:HPU:(\d+)")
+_FLOAT_MAX = float(np.finfo(np.float64).max)
 _EPOCH_US = 1e14  # integer µs beyond this are epoch times (1973 onwards)
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+_NS_LIMIT = 9.2e18  # |ns| below this fits int64 (2^63 ~ 9.223e18), float rounding included
 _KIND_CODE = {kind: code for code, kind in enumerate(EVENT_KINDS)}
 _DEVICE_KIND = np.array([kind in DEVICE_KINDS for kind in EVENT_KINDS])
 """Whether each kind code is a device kind (indexed by the code)."""
@@ -135,10 +139,31 @@ def _code_mask(coded: Coded, wanted: set[str] | frozenset[str]) -> NDArray[np.bo
 
 
 def _as_int(text: str) -> int:
+    """The integer a pid/tid text spells (NO_ID when none, or when past int64: the text stays)."""
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         return NO_ID
+    return value if _INT64_MIN <= value <= _INT64_MAX else NO_ID
+
+
+def _base_ns(value: Any, source: str) -> int:
+    """`baseTimeNanoseconds` as an int64 (0 when absent); `TraceFormatError` otherwise."""
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not _INT64_MIN <= value <= _INT64_MAX
+    ):
+        raise TraceFormatError(
+            source,
+            "metadata key 'baseTimeNanoseconds'",
+            f"an integer number of nanoseconds within int64 (found {str(value)[:40]})",
+        )
+    return value
 
 
 class _Normalizer:
@@ -146,14 +171,15 @@ class _Normalizer:
         self.raw = raw
         self.metadata = metadata
         self.source = source
-        base = metadata.get("baseTimeNanoseconds")
-        self.base = int(base) if isinstance(base, int | float) else 0
+        self.base = _base_ns(metadata.get("baseTimeNanoseconds"), source)
 
     # --- top level ---------------------------------------------------------------------------
 
     def build(self, rank: int | None) -> Trace:
         raw = self.raw
         rank = detect_rank(self.metadata, self.source) if rank is None else rank
+        if not _INT32_MIN <= rank <= _INT32_MAX:
+            raise TraceFormatError(self.source, "metadata", f"a rank within int32 (found {rank})")
         ph = raw.ph
         meta_rows = np.flatnonzero(_code_mask(ph, {"M"}))
         processes, threads = self._names(meta_rows, rank)
@@ -162,9 +188,16 @@ class _Normalizer:
         if len(missing):
             raise TraceFormatError(self.source, f"event {missing[0]}", "a numeric 'ts' field")
         ts_ns = np.zeros(len(raw), dtype=np.int64)
+        ts_scaled = raw.ts_us * 1000.0
+        reach = np.maximum(np.abs(ts_scaled), np.abs(ts_scaled + self.base))
+        self._check_range(np.where(timed, reach, 0.0), "ts")
+        del ts_scaled, reach
         ts_ns[timed] = ns_from_us(raw.ts_us[timed], self.base)
         dur_us = np.nan_to_num(raw.dur_us, nan=0.0)
-        dur_ns = np.maximum(np.rint(dur_us * 1000.0).astype(np.int64), 0)
+        dur_us[~_code_mask(ph, {"X", "i", "I"})] = 0.0  # (a B's comes from its E)
+        self._check_range(dur_us * 1000.0, "dur")
+        dur_ns = np.rint(dur_us * 1000.0).astype(np.int64)
+        self._negative_durations(dur_ns)
 
         rows, dur_ns = self._slice_rows(ts_ns, dur_ns)
         trace_format = self._format(processes, ts_ns)
@@ -188,6 +221,32 @@ class _Normalizer:
             format=trace_format,
         )
 
+    def _check_range(self, ns: NDArray[np.float64], field: str) -> None:
+        """Raise at the first event whose `field` (as ns since the base) is past int64."""
+        bad = np.flatnonzero(~(np.abs(ns) < _NS_LIMIT))
+        if len(bad):
+            row = int(bad[0])
+            value = (self.raw.ts_us if field == "ts" else self.raw.dur_us)[row]
+            raise TraceFormatError(
+                self.source,
+                f"event {row}",
+                f"a '{field}' within int64 nanoseconds (±9.2e15 µs from the base time; "
+                f"found {value!r} µs)",
+            )
+
+    def _negative_durations(self, dur_ns: NDArray[np.int64]) -> None:
+        """Negative durations (a clock that went back) count as 0 ns, with a warning."""
+        negative = np.flatnonzero(dur_ns < 0)
+        if len(negative):
+            import warnings
+
+            warnings.warn(
+                f"{self.source}: {len(negative)} events have a negative duration (the first: "
+                f"event {int(negative[0])}); they count as 0 ns",
+                stacklevel=5,
+            )
+            dur_ns[negative] = 0
+
     def _format(self, processes: pd.DataFrame, ts_ns: NDArray[np.int64]) -> str:
         if "baseTimeNanoseconds" in self.metadata:
             era = "relative-ns"
@@ -207,6 +266,16 @@ class _Normalizer:
 
     # --- metadata events -----------------------------------------------------------------------
 
+    def _side_args(self, row: int) -> dict[str, Any]:
+        """The args object of an `M` or `C` event ({} when it has none)."""
+        raw = self.raw.side_args.get(row, b"")
+        try:
+            return _decode_args(raw)
+        except RecursionError:
+            raise TraceFormatError(
+                self.source, f"event {row}", "args nested less deep (about 1,000 levels)"
+            ) from None
+
     def _names(self, rows: NDArray[np.int64], rank: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         raw = self.raw
         procs: dict[str, dict[str, Any]] = {}
@@ -215,7 +284,7 @@ class _Normalizer:
         pids: list[Any] = raw.pid.values()[rows].tolist()
         tids: list[Any] = raw.tid.values()[rows].tolist()
         for row, name, pid, tid in zip(rows.tolist(), names, pids, tids, strict=True):
-            args = _decode_args(raw.side_args.get(row, b""))
+            args = self._side_args(row)
             if name.startswith("process_"):
                 entry = procs.setdefault(pid, {"name": "", "labels": "", "sort_index": NO_ID})
             elif name.startswith("thread_"):
@@ -413,13 +482,22 @@ class _Normalizer:
         pid_ints = np.array([_as_int(p) for p in raw.pid.categories] or [NO_ID])
         tid_ints = np.array([_as_int(t) for t in raw.tid.categories] or [NO_ID])
         hpu_index = np.array(
-            [int(m.group(1)) if (m := _HPU_INDEX.match(p)) else NO_ID for p in pid_names] or [NO_ID]
+            [_as_int(m.group(1)) if (m := _HPU_INDEX.match(p)) else NO_ID for p in pid_names]
+            or [NO_ID]
         )
         given = raw.stream[rows]
         stream = np.where(given != NO_ID, given, tid_ints[tid_codes])
         stream[~device_lane] = NO_ID
         given = raw.device[rows]
+        outside = np.flatnonzero((given < _INT32_MIN) | (given > _INT32_MAX))
+        if len(outside):
+            raise TraceFormatError(
+                self.source,
+                f"event {int(rows[outside[0]])}",
+                f"a device index within int32 as args 'device' (found {int(given[outside[0]])})",
+            )
         lane_device = np.where(hpu_index != NO_ID, hpu_index, pid_ints)[pid_codes]
+        lane_device[(lane_device < _INT32_MIN) | (lane_device > _INT32_MAX)] = NO_ID
         device = np.where(given != NO_ID, given, lane_device)
         del given
         device = np.where(on_hpu & is_device, lane_device, device)
@@ -470,7 +548,13 @@ class _Normalizer:
         width = max(len(raw.tid.categories), 1)
         flow_lane = raw.pid.codes[rows].astype(np.int64) * width + raw.tid.codes[rows]
         flow_ts = flow_ts_all[launch]
-        flow_id = _flow_ints(raw.flow_id.categories)
+        try:
+            flow_id = _flow_ints(raw.flow_id.categories)
+        except BadValue as bad:
+            row = int(flow_rows[np.flatnonzero(raw.flow_id.codes[flow_rows] == bad.row)[0]])
+            raise TraceFormatError(
+                self.source, f"event {row}", f"{bad.expected} as the flow 'id' (found {bad.found})"
+            ) from None
         ids = flow_id[raw.flow_id.codes[rows]]
         target = np.full(len(rows), NO_ID, dtype=np.int64)
         sorted_lane = lane[by_lane]
@@ -523,7 +607,16 @@ class _Normalizer:
             return step
         positions = np.flatnonzero(marker)
         marker_codes = raw.name.codes[rows[positions]].tolist()
-        numbers = np.array([_step_number(raw.name.categories[c]) for c in marker_codes])
+        found = [_step_number(raw.name.categories[c]) for c in marker_codes]
+        too_big = [i for i, number in enumerate(found) if number > _INT32_MAX]
+        if too_big:
+            row = int(rows[positions[too_big[0]]])
+            raise TraceFormatError(
+                self.source,
+                f"event {row}",
+                f"a step number within int32 (found {raw.name.categories[marker_codes[too_big[0]]]!r})",
+            )
+        numbers = np.array(found, dtype=np.int64)
         positions, numbers = positions[numbers >= 0], numbers[numbers >= 0]
         if len(positions) == 0:
             return step
@@ -553,10 +646,16 @@ class _Normalizer:
         record: dict[str, list[Any]] = {c: [] for c in COUNTER_COLUMNS}
         names: list[Any] = raw.name.values()[rows].tolist()
         for row, name in zip(rows.tolist(), names, strict=True):
-            args = _decode_args(raw.side_args.get(row, b""))
+            args = self._side_args(row)
             for series, value in args.items():
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     continue
+                if abs(value) > _FLOAT_MAX:
+                    raise TraceFormatError(
+                        self.source,
+                        f"event {row}",
+                        f"a counter value within float64 as args {series!r} (found {str(value)[:40]})",
+                    )
                 record["name"].append(name)
                 record["series"].append(series)
                 record["cat"].append(raw.cat.categories[raw.cat.codes[row]])
