@@ -47,28 +47,11 @@ def trace_files(directory: Path) -> list[Path]:
     )
 
 
-def run_trace_files(directory: Path) -> list[Path] | None:
-    """The Chrome JSON traces a run directory's `run.json` lists (`hpuprof record`), or None
-    when `directory` is not a run directory."""
-    manifest = directory / "run.json"
-    if not manifest.is_file():
-        return None
-    import orjson
-
-    try:
-        listed = orjson.loads(manifest.read_bytes()).get("traces")
-    except (orjson.JSONDecodeError, AttributeError):
-        return None
-    if not isinstance(listed, list) or not listed:
-        return None
-    files = [directory / str(rel) for rel in listed]
-    return [f for f in files if f.is_file()] or None
-
-
 def _load_directory(directory: Path, *, cache: bool, progress: Progress | None) -> Trace:
     from hpuprof.trace.combine import combine
+    from hpuprof.trace.run_manifest import is_run_directory, run_trace_files
 
-    files = run_trace_files(directory) or trace_files(directory)
+    files = run_trace_files(directory) if is_run_directory(directory) else trace_files(directory)
     if not files:
         raise TraceFormatError(
             str(directory), None, f"trace files ({', '.join(TRACE_SUFFIXES)}) in the directory"
