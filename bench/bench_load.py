@@ -33,6 +33,8 @@ mode, path = sys.argv[1], sys.argv[2]
 import pandas as pd
 import hpuprof.trace.kineto_json, hpuprof.trace.parquet
 import hpuprof
+from hpuprof.trace.heap import tune_process
+tune_process()  # as the `hpuprof` command does in its own process
 idle = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 t0, c0 = time.perf_counter(), time.process_time()
 if mode == "hpuprof":
