@@ -286,6 +286,7 @@ _DAMAGED = (
     IndexError,
     AttributeError,
     RecursionError,
+    OSError,  # pyarrow's for an IPC table that is no flatbuffer
     binascii.Error,
     pa.ArrowException,
 )
