@@ -552,21 +552,22 @@ def complete_events_before_cut(head: bytes) -> int | None:
 # --- other loader paths ----------------------------------------------------------------------
 
 
+GZIP_KINDS = (
+    "corrupt_body",
+    "truncate_stream",
+    "trailing_garbage",
+    "whitespace_bomb",
+    "event_bomb",
+    "multi_member",
+    "json_inside",
+    "json_inside",
+    "bad_header",
+)
+
+
 def gzip_mutation(data: bytes, rng: random.Random, ctx: Context) -> tuple[str, bytes, Expect]:
     """A mutant of a gzip seed (`data` is its decompressed JSON)."""
-    kind = rng.choice(
-        [
-            "corrupt_body",
-            "truncate_stream",
-            "trailing_garbage",
-            "whitespace_bomb",
-            "event_bomb",
-            "multi_member",
-            "json_inside",
-            "json_inside",
-            "bad_header",
-        ]
-    )
+    kind = rng.choice(GZIP_KINDS)
     packed = gzip.compress(data, compresslevel=1)
     if kind == "corrupt_body":
         out = bytearray(packed)
@@ -602,19 +603,20 @@ def _bomb(block: bytes, blocks: int, head: bytes, tail: bytes) -> bytes:
     return gzip.compress(head) + member * blocks + gzip.compress(tail)
 
 
+PERFETTO_KINDS = (
+    "byte_flip",
+    "truncate",
+    "insert_garbage",
+    "huge_varint",
+    "structure",
+    "structure",
+    "structure",
+    "empty",
+)
+
+
 def perfetto_mutation(data: bytes, rng: random.Random, ctx: Context) -> tuple[str, bytes, Expect]:
-    kind = rng.choice(
-        [
-            "byte_flip",
-            "truncate",
-            "insert_garbage",
-            "huge_varint",
-            "structure",
-            "structure",
-            "structure",
-            "empty",
-        ]
-    )
+    kind = rng.choice(PERFETTO_KINDS)
     if kind == "byte_flip":
         return kind, byte_flip(data, rng, _QUIET)[0], NONE
     if kind == "truncate":
