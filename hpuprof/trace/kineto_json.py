@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import codecs
 import mmap
+import os
 import re
 import warnings
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +31,7 @@ import msgspec
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace import fastscan
-from hpuprof.trace.columns import BadValue, ColumnBuilder, Event, RawColumns
+from hpuprof.trace.columns import BadValue, ColumnBuilder, Event, RawColumns, prepare_scanned
 from hpuprof.trace.heap import (
     DECODE_MMAP_THRESHOLD,
     MMAP_THRESHOLD,
@@ -101,6 +103,8 @@ class _Reader:
         self.builder = ColumnBuilder(trim=release_free_memory)
         self.events_seen = 0
         self.chunks = 0
+        self.threads = 1
+        self.pool: ThreadPoolExecutor | None = None  # scans chunks ahead (see _scan_ahead)
 
     # buffer management
 
@@ -269,6 +273,8 @@ class _Reader:
         """
         while True:
             pos = self._skip_ws(pos)
+            if self.pool is not None:
+                pos = self._skip_ws(self._scan_ahead(pos))
             target = pos + CHUNK_BYTES
             while len(self.buf) < target + 4096 and not self.eof:
                 shift = self._more(pos)
@@ -279,6 +285,53 @@ class _Reader:
                 return self._read_tail(pos, bare=bare, metadata=metadata)
             self._consumed(cut)
             pos = cut
+
+    def _scan_ahead(self, pos: int) -> int:
+        """Scan the chunks from buf[pos] in the thread pool, several at once, and add them in
+        file order; return where the first chunk it did not take begins.
+
+        The cuts are guessed at the first `}, {` past each chunk's target size. The compiled
+        scanner takes a chunk only when the guess is an event boundary and the chunk holds
+        plain events; at any other chunk (a `}, {` inside a string, the array's end, an
+        error) this stops and the sequential path goes on from there, finding the right cut
+        or the exact error. The scanner releases the GIL: chunks are scanned in parallel while
+        this thread adds the ones already scanned.
+        """
+        assert self.pool is not None
+        pending: list[tuple[int, int, Any]] = []  # (chunk end, next chunk start, its scan)
+        ahead = 2 * self.threads
+        start = pos  # where the next chunk to schedule begins
+        try:
+            while True:
+                while len(pending) < ahead:
+                    if len(self.buf) < start + CHUNK_BYTES + 4096 and not self.eof:
+                        shift = pos - self._more(pos)  # drops buf[:pos]: indices move back
+                        pos, start = pos - shift, start - shift
+                        pending = [(end - shift, nxt - shift, f) for end, nxt, f in pending]
+                        continue
+                    match = _BOUNDARY.search(self.buf, start + CHUNK_BYTES)
+                    if match is None:
+                        break
+                    view = memoryview(self.buf)[start : match.start() + 1]
+                    scan = self.pool.submit(_scan_and_prepare, view)
+                    del view
+                    pending.append((match.start() + 1, match.end() - 1, scan))
+                    start = match.end() - 1
+                if not pending:
+                    return pos
+                end, following, scan = pending.pop(0)
+                scanned = scan.result()
+                if scanned is None:
+                    return pos
+                self.builder.add_scanned(scanned)
+                self._added(scanned[0])
+                del scanned
+                self._consumed(end)
+                pos = following
+        finally:
+            for _, _, scan in pending:  # none may go on reading a buffer that moves on
+                scan.cancel()
+            wait([scan for _, _, scan in pending])
 
     def _consumed(self, pos: int, *, final: bool = False) -> None:
         """A mapped file's bytes before `pos` (all when `final`) are decoded: drop their pages
@@ -468,15 +521,48 @@ class _Reader:
             raise self._decode_error(error, offset) from None
 
 
+def _scan_and_prepare(chunk: Any) -> tuple[Any, ...] | None:
+    """What a scanning thread does with a chunk (see `_Reader._scan_ahead`)."""
+    return prepare_scanned(fastscan.scan(chunk))
+
+
 # --- public entry points ----------------------------------------------------------------------
 
 
-def read_raw(path: Path, progress: Any = None) -> _Decoded:
-    """Decode one Kineto/Chrome JSON file (plain or gzip) into raw columns and metadata."""
+def load_threads(threads: int | None = None) -> int:
+    """Threads that scan one file's chunks: `threads`, else `$HPUPROF_LOAD_THREADS`, else the
+    cores this process may run on (at most 8)."""
+    if threads is None:
+        try:
+            threads = int(os.environ.get("HPUPROF_LOAD_THREADS", "0"))
+        except ValueError:
+            threads = 0
+    if threads <= 0:
+        cores = (
+            os.sched_getaffinity(0)
+            if hasattr(os, "sched_getaffinity")
+            else range(os.cpu_count() or 1)
+        )
+        threads = min(len(cores), 8)
+    return max(threads, 1)
+
+
+def read_raw(path: Path, progress: Any = None, threads: int | None = None) -> _Decoded:
+    """Decode one Kineto/Chrome JSON file (plain or gzip) into raw columns and metadata.
+
+    Args:
+        path: the file.
+        progress: called with the bytes read since its last call.
+        threads: threads scanning chunks at once (see `load_threads`); a file of one chunk,
+            and the pure-Python path, use one.
+    """
     mapped = map_plain(path)
     stream = BlockStream(path, progress=progress)
     reader = _Reader(path, iter(()) if mapped is not None else iter(stream), mapped)
     reader.progress = progress
+    reader.threads = load_threads(threads)
+    if reader.threads > 1 and fastscan.available():  # (threads start with a second chunk)
+        reader.pool = ThreadPoolExecutor(reader.threads, thread_name_prefix="hpuprof-scan")
     with gc_paused():
         set_mmap_threshold(DECODE_MMAP_THRESHOLD)
         try:
@@ -486,6 +572,8 @@ def read_raw(path: Path, progress: Any = None) -> _Decoded:
         except RecursionError:  # msgspec's decoder recurses into nested arrays and objects
             raise reader.too_deep() from None
         finally:
+            if reader.pool is not None:
+                reader.pool.shutdown()
             fastscan.release()
             set_mmap_threshold(MMAP_THRESHOLD)
         columns = reader.builder.finish()
@@ -501,7 +589,9 @@ def read_raw(path: Path, progress: Any = None) -> _Decoded:
     return _Decoded(columns, metadata, size, truncated)
 
 
-def read_kineto_json(path: str | Path, *, progress: Any = None) -> Trace:
+def read_kineto_json(
+    path: str | Path, *, progress: Any = None, threads: int | None = None
+) -> Trace:
     """Load one Kineto/Chrome-trace JSON file (`.json`, `.json.gz`, bare gzip) into a `Trace`.
 
     A truncated file loads every complete event and warns once with the byte offset where its
@@ -512,7 +602,7 @@ def read_kineto_json(path: str | Path, *, progress: Any = None) -> Trace:
     path = Path(path)
     release_free_memory()
     with small_pages():
-        decoded = read_raw(path, progress)
+        decoded = read_raw(path, progress, threads)
         if decoded.truncated is not None:
             warnings.warn(
                 f"{path}: truncated trace ({decoded.truncated} of {decoded.size} bytes); "
@@ -520,7 +610,13 @@ def read_kineto_json(path: str | Path, *, progress: Any = None) -> Trace:
                 stacklevel=2,
             )
         with gc_paused():
-            trace = build_trace(decoded.columns, decoded.metadata, source=str(path), rank=None)
+            trace = build_trace(
+                decoded.columns,
+                decoded.metadata,
+                source=str(path),
+                rank=None,
+                threads=load_threads(threads),
+            )
         del decoded
     release_free_memory()
     return trace

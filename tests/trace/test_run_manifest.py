@@ -87,7 +87,7 @@ def test_a_link_out_of_the_run_is_refused(run_dir: Path) -> None:
 
 def test_run_json_is_never_read_as_a_trace(run_dir: Path) -> None:
     _manifest(run_dir, traces=["run.json"])
-    with pytest.raises(TraceFormatError, match="run.json itself"):
+    with pytest.raises(TraceFormatError, match=r"run\.json itself"):
         hpuprof.load(run_dir, cache=False)
 
 
