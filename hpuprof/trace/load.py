@@ -20,7 +20,11 @@ Progress = Callable[[int], None]
 
 
 def load(
-    path: str | os.PathLike[str], *, cache: bool = True, progress: Progress | None = None
+    path: str | os.PathLike[str],
+    *,
+    cache: bool = True,
+    progress: Progress | None = None,
+    threads: int | None = None,
 ) -> Trace:
     """Load a trace file, or a directory of per-rank trace files, into one `Trace`.
 
@@ -29,13 +33,15 @@ def load(
             directory of such files (one per rank; ranks from each file's metadata or name).
         cache: read/write the load cache in the user cache dir (see `hpuprof.trace.cache`).
         progress: optional callback for progress reporting.
+        threads: threads that scan one JSON file's chunks (default: `$HPUPROF_LOAD_THREADS`,
+            else the cores this process may use; see `kineto_json.load_threads`).
     """
     source = Path(path)
     if source.is_dir():
-        return _load_directory(source, cache=cache, progress=progress)
+        return _load_directory(source, cache=cache, progress=progress, threads=threads)
     if not source.exists():
         raise TraceFormatError(str(source), None, "an existing trace file or directory (not found)")
-    return load_file(source, cache=cache, progress=progress)
+    return load_file(source, cache=cache, progress=progress, threads=threads)
 
 
 def trace_files(directory: Path) -> list[Path]:
@@ -47,7 +53,9 @@ def trace_files(directory: Path) -> list[Path]:
     )
 
 
-def _load_directory(directory: Path, *, cache: bool, progress: Progress | None) -> Trace:
+def _load_directory(
+    directory: Path, *, cache: bool, progress: Progress | None, threads: int | None = None
+) -> Trace:
     from hpuprof.trace.combine import combine
     from hpuprof.trace.run_manifest import is_run_directory, run_trace_files
 
@@ -56,7 +64,7 @@ def _load_directory(directory: Path, *, cache: bool, progress: Progress | None) 
         raise TraceFormatError(
             str(directory), None, f"trace files ({', '.join(TRACE_SUFFIXES)}) in the directory"
         )
-    return combine([load_file(f, cache=cache, progress=progress) for f in files])
+    return combine([load_file(f, cache=cache, progress=progress, threads=threads) for f in files])
 
 
 def _kind(source: Path) -> str:
@@ -78,7 +86,13 @@ def _kind(source: Path) -> str:
     )
 
 
-def load_file(source: Path, *, cache: bool = True, progress: Progress | None = None) -> Trace:
+def load_file(
+    source: Path,
+    *,
+    cache: bool = True,
+    progress: Progress | None = None,
+    threads: int | None = None,
+) -> Trace:
     """Load one trace file (see `load`)."""
     import warnings
 
@@ -95,7 +109,7 @@ def load_file(source: Path, *, cache: bool = True, progress: Progress | None = N
             return cached
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trace = _read(source, kind, progress)
+        trace = _read(source, kind, progress, threads)
     for warning in caught:
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     if cache and not caught:
@@ -105,11 +119,11 @@ def load_file(source: Path, *, cache: bool = True, progress: Progress | None = N
     return trace
 
 
-def _read(source: Path, kind: str, progress: Any) -> Trace:
+def _read(source: Path, kind: str, progress: Any, threads: int | None = None) -> Trace:
     if kind == "perfetto":
         from hpuprof.trace.perfetto_read import load_perfetto
 
         return load_perfetto(source)
     from hpuprof.trace.kineto_json import read_kineto_json
 
-    return read_kineto_json(source, progress=progress)
+    return read_kineto_json(source, progress=progress, threads=threads)
