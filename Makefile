@@ -53,8 +53,9 @@ bare: $(BARE)/.deps
 	$(BARE)/bin/python tests/bare/check_bare_install.py
 
 # The long fuzz run of issue 13 (10,000 mutants, 2 at a time; `make test` runs a few hundred).
+FUZZ_ARGS ?=
 fuzz: $(STAMP)
-	$(PY) -m tests.fuzz --count 10000 --jobs 2
+	$(PY) -m tests.fuzz --count 10000 --jobs 2 $(FUZZ_ARGS)
 
 test: lint typecheck pytest bare
 

@@ -7,7 +7,8 @@ RSS (`/proc/self/clear_refs`), caps its address space (`RLIMIT_AS`: what it had 
 memory limit) and loads the mutant with `hpuprof.load`: JSON mutants through the compiled
 scanner and again through the pure-Python path (the two must agree), then, when it loaded,
 `hpuprof analyze` (the CLI's `main`) on it. It reports each phase on a pipe; the parent kills
-a phase that runs past the timeout.
+a phase that runs past the timeout in CPU seconds (on a busy machine the wall clock mostly
+waits for a core), or past 4x the timeout in wall seconds.
 
 Outcomes, per loader path:
 - loaded: a Trace (and, when the mutant says so, the right one: see `mutate.Expect`);
@@ -388,6 +389,8 @@ class _Running:
     phase_start: float = 0.0
     results: list[Result] = field(default_factory=list)
     killed: bool = False
+    kill_reason: str = ""
+    phase_cpu: float = 0.0  # the child's CPU seconds when its phase began
 
 
 def choose_seed(plan: Plan, index: int) -> Seed:
@@ -432,12 +435,37 @@ def run(plan: Plan, progress: Any = None) -> list[Result]:
                     progress(len(results), done)
         now = time.monotonic()
         for job in list(running.values()):
-            limit = plan.timeout * (4 if job.phase == "generate" else 1)
-            if job.phase and now - job.phase_start > limit and not job.killed:
+            if not job.phase or job.killed:
+                continue
+            # past the timeout in CPU seconds (a busy machine makes the wall clock wait for a
+            # core), or past 4x in wall seconds
+            cpu = _cpu_seconds(job.pid) - job.phase_cpu
+            wall = now - job.phase_start
+            if job.phase == "generate":
+                cpu, wall = 0.0, wall / 4
+            if cpu > plan.timeout or wall > 4 * plan.timeout:
                 job.killed = True
+                job.kill_reason = (
+                    f"past {plan.timeout:.0f} CPU-s"
+                    if cpu > plan.timeout
+                    else (f"past {4 * plan.timeout:.0f} s")
+                )
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(job.pid, signal.SIGKILL)
     return results
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` (all its threads); 0 when unknown."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 def _preload() -> None:
@@ -495,6 +523,7 @@ def _consume(job: _Running, plan: Plan) -> None:
             job.phase = ""
         elif event == "phase":
             job.phase, job.phase_start = item["name"], time.monotonic()
+            job.phase_cpu = _cpu_seconds(job.pid)
         elif event == "result":
             job.results.append(
                 Result(
@@ -527,7 +556,7 @@ def _finish(job: _Running, plan: Plan) -> list[Result]:
     if job.phase and job.phase != "analyze":  # killed or died inside a load
         name = job.phase if job.phase != "generate" else "generate"
         outcome = "hang" if job.killed else "crash"
-        detail = f"past {plan.timeout:.0f} s" if job.killed else _death(status)
+        detail = job.kill_reason if job.killed else _death(status)
         job.results.append(
             Result(
                 job.index,
@@ -542,7 +571,7 @@ def _finish(job: _Running, plan: Plan) -> list[Result]:
     elif job.phase == "analyze":
         for result in job.results:
             result.analyze = "hang" if job.killed else "crash"
-            result.analyze_detail = f"past {plan.timeout:.0f} s" if job.killed else _death(status)
+            result.analyze_detail = job.kill_reason if job.killed else _death(status)
     if not job.results:
         job.results.append(
             Result(job.index, job.seed.name, job.seed.kind, "?", "crash", "mutant not made")

@@ -1,5 +1,5 @@
 """A CI-sized fuzz run (issue 13): a few hundred seeded mutants of the shared and sample traces
-through every loader path, each in a forked child with a 30 s and 4 GB limit. Every mutant
+through every loader path, each in a forked child with a 30 CPU-s (120 s wall) and 4 GB limit. Every mutant
 loads (correctly: see `mutate.Expect`) or gives one clean TraceFormatError, and `hpuprof analyze`
 runs on every one that loads without a traceback. The long run is `make fuzz` (10,000+).
 
