@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-json-mb", type=float, default=64.0, help="largest seed (MB)")
     parser.add_argument("--long-name-mb", type=float, default=64.0)
     parser.add_argument("--no-analyze", action="store_true")
+    parser.add_argument(
+        "--analyze-every", type=int, default=1, help="hpuprof analyze on every Nth loaded mutant"
+    )
     parser.add_argument("--keep", type=Path, default=Path("fuzz-failures"))
     parser.add_argument("--results", type=Path, help="write every result as JSON lines here")
     options = parser.parse_args(argv)
@@ -42,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
             jobs=options.jobs,
             timeout=options.timeout,
             analyze=not options.no_analyze,
+            analyze_every=max(options.analyze_every, 1),
             long_name_max=int(options.long_name_mb * 1e6),
             keep_failures=options.keep,
             outside=seeds.bait(scratch),
@@ -51,22 +55,29 @@ def main(argv: list[str] | None = None) -> int:
             f"{len(plan.seeds)} seeds ({', '.join(kinds)}); {plan.count} mutants, seed {plan.seed}"
         )
         start = time.monotonic()
+        out = open(options.results, "w") if options.results is not None else None  # noqa: SIM115
+        mutants = set()
 
         def progress(done: int, latest: list[harness.Result]) -> None:
-            bad = [r for r in latest if r in list(harness.failures(latest))]
-            for result in bad:
+            for result in harness.failures(latest):
                 print(f"  #{result.index} {harness._short(result)}", flush=True)
-            if done % 500 == 0:
-                print(f"  {done} results, {time.monotonic() - start:.0f} s", flush=True)
+            for result in latest:
+                mutants.add(result.index)
+                if out is not None:
+                    out.write(json.dumps(asdict(result)) + "\n")
+            if out is not None:
+                out.flush()
+            if len(mutants) % 250 == 0 and latest:
+                print(f"  {len(mutants)} mutants, {time.monotonic() - start:.0f} s", flush=True)
 
-        results = harness.run(plan, progress)
+        try:
+            results = harness.run(plan, progress)
+        finally:
+            if out is not None:
+                out.close()
         elapsed = time.monotonic() - start
     print(harness.summary(results))
     print(f"{plan.count} mutants in {elapsed:.0f} s with {plan.jobs} jobs")
-    if options.results is not None:
-        with open(options.results, "w") as out:
-            for result in results:
-                out.write(json.dumps(asdict(result)) + "\n")
     return 1 if any(True for _ in harness.failures(results)) else 0
 
 

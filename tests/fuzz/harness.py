@@ -69,6 +69,7 @@ class Result:
     peak_mb: float = 0.0
     analyze: str = ""  # ok / error / crash / hang ("" when not run)
     analyze_detail: str = ""
+    analyze_seconds: float = 0.0
     file: str = ""
     expect_kept: bool = False  # a truncation inside the events array (complete events counted)
 
@@ -85,6 +86,7 @@ class Plan:
     timeout: float = 30.0
     memory_limit: int = 4 << 30
     analyze: bool = True
+    analyze_every: int = 1  # hpuprof analyze on the loaded mutants whose index is a multiple
     long_name_max: int = 8 << 20
     keep_failures: Path | None = None
     outside: Path | None = None  # a valid trace outside every run directory (the bait)
@@ -251,7 +253,7 @@ def _child(plan: Plan, seed: Seed, index: int, workdir: Path, report: Any) -> No
     if seed.kind == "json":
         say(event="compare", detail=_compare(results["json-compiled"], results["json-pure"]))
     loaded = [name for name, (trace, _) in results.items() if trace is not None]
-    if plan.analyze and loaded:
+    if plan.analyze and loaded and index % plan.analyze_every == 0:
         say(event="phase", name="analyze")
         os.environ["HPUPROF_PURE_PYTHON"] = "0"
         outcome, detail = _analyze(path)
@@ -546,6 +548,7 @@ def _consume(job: _Running, plan: Plan) -> None:
         elif event == "analyze":
             for result in job.results:
                 result.analyze, result.analyze_detail = item["outcome"], item["detail"]
+                result.analyze_seconds = time.monotonic() - job.phase_start
             job.phase = ""
 
 
