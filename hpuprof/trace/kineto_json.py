@@ -104,6 +104,7 @@ class _Reader:
         self.events_seen = 0
         self.chunks = 0
         self.threads = 1
+        self.failed_at: int | None = None  # where the last decode that failed found bad JSON
         self.pool: ThreadPoolExecutor | None = None  # scans chunks ahead (see _scan_ahead)
 
     # buffer management
@@ -262,7 +263,8 @@ class _Reader:
         """A JSON syntax error; `pos` is the buffer index of the decoded text's first byte."""
         match = _BYTE_POSITION.search(str(error))
         where = pos + int(match.group(1)) if match else pos
-        return self.error(where, f"valid JSON ({error})")
+        said = _BYTE_POSITION.sub("", str(error)).strip()  # its byte counts from `pos`: confusing
+        return self.error(where, f"valid JSON ({said})")
 
     def _read_array(
         self, pos: int, *, bare: bool, metadata: dict[str, Any] | None = None
@@ -392,6 +394,7 @@ class _Reader:
             raise self.error(pos - 1 + error.start, f"UTF-8 text ({error.reason})") from None
         except msgspec.DecodeError as error:
             match = _BYTE_POSITION.search(str(error))
+            self.failed_at = pos - 1 + int(match.group(1)) if match else None
             if match is None or int(match.group(1)) >= len(text) - 2 or final:
                 return False
             if _TRAILING.search(str(error)):
@@ -500,9 +503,12 @@ class _Reader:
             end = buf.rfind(b"}", pos, end)
             if end < 0:
                 break
+            self.failed_at = None
             if self._try_decode(pos, end + 1, final=True):
                 self._check_cut_off(end + 1)
                 return f"the last complete event ends at byte {self.base + end + 1}"
+            if self.failed_at is not None and self.failed_at < end:
+                end = self.failed_at  # every longer cut fails there again: corrupt, not cut
         self._check_cut_off(pos)
         return f"no complete event after byte {self.base + pos}"
 

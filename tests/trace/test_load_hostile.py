@@ -185,6 +185,31 @@ def test_long_whitespace_is_skipped_in_bounded_time(tmp_path: Path) -> None:
     assert time.perf_counter() - start < 20
 
 
+def test_garbage_early_in_a_large_file_fails_fast(
+    tmp_path: Path, scan_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A corrupt byte is no truncation: the loader names it after a few decodes, not one per
+    candidate cut (256 decodes of the file: a minute for 50 MB)."""
+    import hpuprof.trace.kineto_json as kineto_json
+
+    decodes = []
+    real = kineto_json._Reader._try_decode
+
+    def counting(self: object, pos: int, end: int, *, final: bool = False) -> bool:
+        decodes.append(end - pos)
+        return real(self, pos, end, final=final)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kineto_json._Reader, "_try_decode", counting)
+    body = b",\n".join([OK_EVENT] * 20_000)
+    at = len(body) // 10
+    path = tmp_path / "garbage.json"
+    path.write_bytes(b'{"traceEvents": [' + body[:at] + b"@@" + body[at:] + b"]}")
+    error = _refused(path, "byte", "valid JSON")
+    assert str(error.position) == f"byte {path.read_bytes().index(b'@@')}"
+    assert "(byte" not in error.expected
+    assert len(decodes) <= 3, decodes
+
+
 def test_identical_nested_slices_load_in_bounded_time(tmp_path: Path) -> None:
     path = tmp_path / "same.json"
     path.write_bytes(b"[" + b",".join([OK_EVENT] * 100_000) + b"]")
