@@ -3,7 +3,7 @@ through every loader path, each in a forked child with a 30 CPU-s (120 s wall) a
 loads (correctly: see `mutate.Expect`) or gives one clean TraceFormatError, and `hpuprof analyze`
 runs on every one that loads without a traceback. The long run is `make fuzz` (10,000+).
 
-Bounded in time: no new mutant starts after FUZZ_SECONDS (the seeded order is fixed, so a
+Bounded in time: no new mutant starts after FUZZ_SECONDS, 100 s (the seeded order is fixed, so a
 slower machine runs a prefix of the same mutants)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from tests.fuzz import harness, seeds
 
 COUNT = int(os.environ.get("HPUPROF_FUZZ_COUNT", "300"))
-FUZZ_SECONDS = float(os.environ.get("HPUPROF_FUZZ_SECONDS", "150"))
+FUZZ_SECONDS = float(os.environ.get("HPUPROF_FUZZ_SECONDS", "100"))
 
 
 @pytest.mark.slow
@@ -37,7 +37,7 @@ def test_fuzzed_traces_load_or_fail_cleanly(tmp_path: Path) -> None:
     results = harness.run(plan)
     print(harness.summary(results))
     ran = {r.index for r in results}
-    assert len(ran) >= min(COUNT, 60), f"only {len(ran)} mutants ran in {FUZZ_SECONDS:.0f} s"
+    assert len(ran) >= min(COUNT, 20), f"only {len(ran)} mutants ran in {FUZZ_SECONDS:.0f} s"
     assert {r.path for r in results} >= {"json-compiled", "json-pure", "gzip", "perfetto"}
     failed = [f"#{r.index} {harness._short(r)} ({r.file})" for r in harness.failures(results)]
     assert not failed, "\n".join(failed)

@@ -60,7 +60,7 @@ def _compare(path: Path, monkeypatch: pytest.MonkeyPatch, *, must_scan: bool = T
 
 
 @pytest.mark.parametrize(
-    "path", [p for p in shared_trace_files() if p.stat().st_size < 400_000], ids=lambda p: p.name
+    "path", [p for p in shared_trace_files() if p.stat().st_size < 150_000], ids=lambda p: p.name
 )
 def test_shared_traces_identical(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _compare(path, monkeypatch)  # gzip: a stream whose buffer moves while chunks are scanned
@@ -81,7 +81,7 @@ def _events(count: int, rng: random.Random) -> list[dict[str, Any]]:
     return events
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(3))
 def test_cuts_inside_strings_tails_and_truncations(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
