@@ -123,7 +123,13 @@ def _check_events(events: pd.DataFrame, source: str) -> None:
         (events["depth"].to_numpy() < 0, "a depth of at least 0"),
     ]
     parent = events["parent"].to_numpy()
-    problems.append((((parent < 0) & (parent != NO_ID)) | (parent >= n), "a parent row or -1"))
+    rows = np.arange(n)
+    problems.append(
+        (
+            ((parent < 0) & (parent != NO_ID)) | (parent >= rows),
+            "-1 or an earlier row as parent (an enclosing slice comes first)",
+        )
+    )
     for mask, expected in problems:
         bad = np.flatnonzero(mask)
         if len(bad):

@@ -259,7 +259,7 @@ def test_perfetto_damaged_metadata_blob(tmp_path: Path) -> None:
     _refused(path, "hpuprof.trace", "tables hpuprof wrote")
 
 
-@pytest.mark.parametrize("damage", ["key", "truncated", "column", "parent"])
+@pytest.mark.parametrize("damage", ["key", "truncated", "column", "parent", "cycle"])
 def test_damaged_parquet(tmp_path: Path, damage: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -280,10 +280,15 @@ def test_damaged_parquet(tmp_path: Path, damage: str) -> None:
         index = table.column_names.index("step")
         table = table.set_column(index, "step", pa.array(["x"] * len(table)))
         where, expected = "column step", "int32"
-    else:
+    elif damage == "parent":
         index = table.column_names.index("parent")
         table = table.set_column(index, "parent", pa.array([10**9] * len(table), pa.int64()))
-        where, expected = "events row 0", "parent row"
+        where, expected = "events row 0", "earlier row as parent"
+    else:  # two slices each the other's parent: analyses walking parents would never end
+        index = table.column_names.index("parent")
+        parents = [1, 0] + [-1] * (len(table) - 2)
+        table = table.set_column(index, "parent", pa.array(parents, pa.int64()))
+        where, expected = "events row 0", "earlier row as parent"
     pq.write_table(table, path)
     _refused(path, where, expected)
 
