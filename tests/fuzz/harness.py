@@ -48,7 +48,7 @@ from tests.fuzz import mutate
 from tests.fuzz.mutate import Context, Expect, Seed
 
 BAD_OUTCOMES = ("crash", "hang", "memory", "vague_error", "wrong", "escape", "divergent")
-OUTCOMES = ("loaded", "clean_error", *BAD_OUTCOMES)
+OUTCOMES = ("loaded", "clean_error", *BAD_OUTCOMES, "not_made")
 PATHS = ("json-compiled", "json-pure", "gzip", "perfetto", "parquet", "rundir")
 MEMORY_FLOOR = 256 << 20
 MEMORY_FACTOR = 8
@@ -575,9 +575,9 @@ def _finish(job: _Running, plan: Plan) -> list[Result]:
         for result in job.results:
             result.analyze = "hang" if job.killed else "crash"
             result.analyze_detail = job.kill_reason if job.killed else _death(status)
-    if not job.results:
+    if not job.results:  # the mutator failed (a bug of the fuzzer, not of a loader)
         job.results.append(
-            Result(job.index, job.seed.name, job.seed.kind, "?", "crash", "mutant not made")
+            Result(job.index, job.seed.name, job.seed.kind, "?", "not_made", "mutant not made")
         )
     failed = any(r.outcome in BAD_OUTCOMES or r.analyze in ("crash", "hang") for r in job.results)
     for result in job.results:

@@ -701,7 +701,7 @@ def _perfetto_structure(data: bytes, rng: random.Random) -> tuple[str, bytes]:
             for _ in range(rng.randrange(1, max(2, len(packets) // 4))):
                 proto.packet.remove(rng.choice(list(proto.packet)))
         elif kind == "end_without_begin":
-            event.type = rng.choice([1, 2, 2, 3, 4, 99])
+            event.type = rng.choice([0, 1, 2, 2, 3, 4])  # (protobuf refuses unknown values)
         elif kind == "counter":
             event.type = 4
             event.double_counter_value = rng.choice([float("nan"), float("inf"), 1e308])

@@ -41,3 +41,4 @@ def test_fuzzed_traces_load_or_fail_cleanly(tmp_path: Path) -> None:
     assert {r.path for r in results} >= {"json-compiled", "json-pure", "gzip", "perfetto"}
     failed = [f"#{r.index} {harness._short(r)} ({r.file})" for r in harness.failures(results)]
     assert not failed, "\n".join(failed)
+    assert not [r.index for r in results if r.outcome == "not_made"], "the mutator failed"
