@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,9 @@ SAMPLES = sorted((ROOT / "sample_traces").rglob("*.pt.trace.json"))
 SMALL_CHUNK = 1 << 12
 
 
-def _load(path: Path, threads: int, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, int]:
+def _load(
+    path: Path, threads: int, monkeypatch: pytest.MonkeyPatch, chunk: int = SMALL_CHUNK
+) -> tuple[Any, int]:
     scanned = [0]
     real = kineto_json._Reader._scan_ahead
 
@@ -40,7 +43,7 @@ def _load(path: Path, threads: int, monkeypatch: pytest.MonkeyPatch) -> tuple[An
             scanned[0] += self.chunks - before
 
     with monkeypatch.context() as patch:
-        patch.setattr(kineto_json, "CHUNK_BYTES", SMALL_CHUNK)
+        patch.setattr(kineto_json, "CHUNK_BYTES", chunk)
         patch.setattr(kineto_json._Reader, "_scan_ahead", counting)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -51,10 +54,17 @@ def _load(path: Path, threads: int, monkeypatch: pytest.MonkeyPatch) -> tuple[An
     return (result, [str(w.message) for w in caught]), scanned[0]
 
 
-def _compare(path: Path, monkeypatch: pytest.MonkeyPatch, *, must_scan: bool = True) -> None:
-    one, _ = _load(path, 1, monkeypatch)
-    many, scanned = _load(path, 3, monkeypatch)
-    assert_same(many, one)
+def _compare(
+    path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    must_scan: bool = True,
+    chunk: int = SMALL_CHUNK,
+    threads: int = 3,
+) -> None:
+    one, _ = _load(path, 1, monkeypatch, chunk)
+    many, scanned = _load(path, threads, monkeypatch, chunk)
+    assert_same(many, one)  # column by column: names, dtypes, categories, every value exactly
     if must_scan and not isinstance(one[0], str) and len(one[0].events) > 50:
         assert scanned > 2, "the parallel path scanned no chunk"
 
@@ -64,6 +74,32 @@ def _compare(path: Path, monkeypatch: pytest.MonkeyPatch, *, must_scan: bool = T
 )
 def test_shared_traces_identical(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _compare(path, monkeypatch)  # gzip: a stream whose buffer moves while chunks are scanned
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in shared_trace_files() if p.stat().st_size >= 150_000], ids=lambda p: p.name
+)
+def test_large_shared_traces_identical(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 2.5 to 54 MB once unpacked: 5 to 100 chunks of 512 KiB, two threads as on this machine
+    _compare(path, monkeypatch, chunk=1 << 19, threads=2)
+
+
+def test_large_synthetic_trace_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The load benchmark's trace (bench/gen_synthetic_trace.py), 60,000 events, ~13 MB: its
+    flows, counters, metadata and nested ops across 26 chunks of 512 KiB."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from gen_synthetic_trace import generate
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    path = tmp_path / "synthetic.pt.trace.json"
+    generate(path, 60_000)
+    one, _ = _load(path, 1, monkeypatch, 1 << 19)
+    many, scanned = _load(path, 2, monkeypatch, 1 << 19)
+    assert not isinstance(one[0], str), one[0]
+    assert len(one[0].events) > 35_000 and len(one[0].flows) > 10_000  # (flows apart)
+    assert scanned >= 20, scanned
+    assert_same(many, one)
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: str(p.relative_to(ROOT)))
