@@ -428,6 +428,48 @@ BUILTIN: tuple[ReportSpec, ...] = (
         ),
     ),
     ReportSpec(
+        "ops",
+        "Ops and kernels",
+        "hpuprof.analysis.ops:analyze_ops",
+        tables=(
+            Table(
+                "ops",
+                "Ops: host and device time",
+                "ops",
+                cols(
+                    "name",
+                    "calls",
+                    "self_ns",
+                    "total_ns",
+                    Column("device_self_ns", "Device self time"),
+                    Column("device_total_ns", "Device total time"),
+                ),
+                "full",
+            ),
+            Table(
+                "kernels",
+                "Device kernels",
+                "kernels",
+                cols(
+                    "name",
+                    "kernel_type",
+                    "count",
+                    "total_ns",
+                    Column("pct_of_device", "% of device time"),
+                    Column("op", "Launched by"),
+                ),
+                "full",
+            ),
+        ),
+        facts=cols(
+            Column("host_self_ns", "Host op time"),
+            Column("device_ns", "Device time"),
+            Column("attributed_device_ns", "Device time of ops"),
+            Column("unattributed_device_ns", "Device time without an op"),
+            Column("attribution", "Device time attributed by"),
+        ),
+    ),
+    ReportSpec(
         "compare",
         "Comparison",
         "hpuprof.analysis.diff:diff_traces",
