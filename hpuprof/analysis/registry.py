@@ -141,6 +141,7 @@ _WORDS: dict[str, str] = {
     "ts": "start",
     "num": "number of",
     "vs": "vs",
+    "comm": "communication",
 }
 _LABELS: dict[str, str] = {
     "span_ns": "Span",
@@ -470,6 +471,35 @@ BUILTIN: tuple[ReportSpec, ...] = (
         ),
     ),
     ReportSpec(
+        "ranks",
+        "Ranks",
+        "hpuprof.analysis.ranks:analyze_ranks",
+        tables=(
+            Table(
+                "rank_summary",
+                "Ranks: step time and where it went",
+                "ranks",
+                cols(
+                    "rank",
+                    "steps",
+                    Column("median_step_ns", "Median step"),
+                    "compute_pct",
+                    Column("comm_pct", "Communication %"),
+                    "idle_pct",
+                    Column("vs_median_pct", "vs median rank %"),
+                    "straggler",
+                ),
+                "full",
+            ),
+            Table("rank_steps", "Step time per rank and step", "steps"),
+        ),
+        facts=cols(
+            Column("steps_per_rank", "Steps per rank", "count"),
+            Column("mean_step_ns", "Mean step time"),
+            "stragglers",
+        ),
+    ),
+    ReportSpec(
         "compare",
         "Comparison",
         "hpuprof.analysis.diff:diff_traces",
@@ -489,13 +519,26 @@ BUILTIN: tuple[ReportSpec, ...] = (
             ),
             Table(
                 "compare_ops",
-                "Per-op changes",
+                "Per-op changes (per step; host self time, device time counted once)",
                 "ops",
-                cols("name", "a_count", "b_count", "a_total_ns", "b_total_ns", "diff_ns"),
+                cols(
+                    "name",
+                    Column("a_host_ns", "A host self"),
+                    Column("b_host_ns", "B host self"),
+                    Column("a_device_ns", "A device"),
+                    Column("b_device_ns", "B device"),
+                    "regression",
+                ),
                 "full",
             ),
+            Table("compare_kernels", "Per-kernel changes (device time per step)", "kernels"),
         ),
-        facts=cols(Column("a_step", "Step of A"), Column("b_step", "Step of B")),
+        facts=cols(
+            Column("a_steps", "Steps of A", "count"),
+            Column("b_steps", "Steps of B", "count"),
+            Column("a_step", "Only step of A"),
+            Column("b_step", "Only step of B"),
+        ),
         default=False,
         inputs=2,
     ),
