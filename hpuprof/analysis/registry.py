@@ -500,6 +500,42 @@ BUILTIN: tuple[ReportSpec, ...] = (
         ),
     ),
     ReportSpec(
+        "memory",
+        "Memory",
+        "hpuprof.analysis.memory:analyze_memory",
+        tables=(
+            Table(
+                "memory_devices",
+                "Memory per device",
+                "devices",
+                cols(
+                    "rank",
+                    "device",
+                    Column("peak_bytes", "Peak"),
+                    Column("peak_at_ns", "Peak at"),
+                    Column("final_bytes", "At the end"),
+                    "allocations",
+                ),
+                "full",
+            ),
+            Table(
+                "memory_top_ops",
+                "Top allocating ops",
+                "top_ops",
+                cols(
+                    "device",
+                    Column("op", "Allocated in"),
+                    "allocations",
+                    Column("allocated_bytes", "Allocated"),
+                    Column("live_at_peak_bytes", "Live at the peak"),
+                ),
+                "full",
+            ),
+            Table("memory_timeline", "Memory over time", "timeline"),
+        ),
+        facts=cols(Column("source", "Memory data from")),
+    ),
+    ReportSpec(
         "compare",
         "Comparison",
         "hpuprof.analysis.diff:diff_traces",
