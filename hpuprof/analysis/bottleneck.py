@@ -40,6 +40,8 @@ from hpuprof.analysis._common import (
     strs,
     without_args,
 )
+from hpuprof.analysis.advice import advise
+from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.trace.model import Trace
@@ -516,34 +518,23 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
         device_time=src,
         notes=tuple(notes),
     )
-    return replace(report, findings=tuple(bottleneck_findings(report, options)))
+    device = trace_device(trace)
+    return replace(report, findings=tuple(bottleneck_findings(report, options, device)))
 
 
-GAUDI_ENGINES = frozenset({"MME", "TPC"})
-
-
-def _host_bound_advice(rep: BottleneckReport, rank: int) -> str:
-    """The fix for a host-bound step, in the words of the device the trace ran on."""
-    gaudi = any(e.rank == rank and e.engine in GAUDI_ENGINES and e.ops for e in rep.engines)
-    replay = (
-        "wrap the forward in an HPU graph (ht.hpu.wrap_in_hpu_graph) or use torch.compile"
-        if gaudi
-        else "capture the step in a CUDA graph (torch.cuda.graphs, or torch.compile with "
-        "mode='reduce-overhead')"
-    )
-    return (
-        f"{replay} to cut per-op host overhead; remove syncs (.item(), print, .cpu()) from the "
-        "step; feed data with more DataLoader workers"
-    )
-
-
-def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list[Finding]:
-    """Host-bound steps, dominant idle causes, MME/TPC balance."""
+def bottleneck_findings(
+    rep: BottleneckReport, options: AnalysisOptions, device: TraceDevice
+) -> list[Finding]:
+    """Host-bound steps, dominant idle causes, MME/TPC balance (advice for `device`)."""
     out: list[Finding] = []
+    host_bound = advise("host_bound", device)
+    sync_wait = advise("sync_wait", device)
+    data_loading = advise("data_loading", device)
+    tpc_bound = advise("tpc_bound", device)
     for t in rep.temporal:
         rank_steps = [s for s in rep.steps if s.rank == t.rank]
         idle = float(np.median([s.idle_pct for s in rank_steps])) if rank_steps else t.idle_pct
-        if idle >= options.host_bound_idle_pct:
+        if idle >= options.host_bound_idle_pct and host_bound is not None:
             ops = int(np.median([s.host_ops for s in rank_steps])) if rank_steps else 0
             rc = sorted((c for c in rep.idle_causes if c.rank == t.rank), key=lambda c: -c.time_ns)
             top = rc[0].cause if rc else "unknown"
@@ -564,11 +555,15 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
                         "host_ops_per_step": ops,
                         "idle_causes_ns": {c.cause: c.time_ns for c in rc},
                     },
-                    advice=_host_bound_advice(rep, t.rank),
+                    advice=host_bound,
                 )
             )
     for c in rep.idle_causes:
-        if c.cause.startswith("sync wait") and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT:
+        if (
+            c.cause.startswith("sync wait")
+            and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT
+            and sync_wait is not None
+        ):
             out.append(
                 Finding(
                     "warning",
@@ -579,11 +574,14 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
                     c.pct_of_idle,
                     IDLE_CAUSE_WARN_PCT,
                     {"rank": c.rank, "cause": c.cause, "time_ns": c.time_ns},
-                    "avoid host reads of device values inside the step (.item(), .cpu(), "
-                    "printing tensors); accumulate metrics on the device and read them rarely",
+                    sync_wait,
                 )
             )
-        if c.cause == "data loading" and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT:
+        if (
+            c.cause == "data loading"
+            and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT
+            and data_loading is not None
+        ):
             out.append(
                 Finding(
                     "warning",
@@ -593,12 +591,11 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
                     c.pct_of_idle,
                     IDLE_CAUSE_WARN_PCT,
                     {"rank": c.rank, "time_ns": c.time_ns},
-                    "raise DataLoader num_workers, pin_memory, prefetch; use the Habana "
-                    "DataLoader where available",
+                    data_loading,
                 )
             )
     for h in rep.host_device:
-        if h.mme_ns and h.tpc_ns and h.tpc_ns > 2 * h.mme_ns:
+        if h.mme_ns and h.tpc_ns and h.tpc_ns > 2 * h.mme_ns and tpc_bound is not None:
             out.append(
                 Finding(
                     "info",
@@ -609,8 +606,7 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
                     round(h.tpc_ns / h.mme_ns, 2),
                     2.0,
                     {"rank": h.rank, "tpc_ns": h.tpc_ns, "mme_ns": h.mme_ns},
-                    "elementwise/normalization ops dominate: fuse them (torch.compile, fused "
-                    "optimizers, FusedSDPA) or run them in bf16",
+                    tpc_bound,
                 )
             )
     return out
