@@ -371,7 +371,9 @@ def _kernel_type_rows(per_rank_sets: list[dict[str, iv.Merged]]) -> list[KernelT
     ]
 
 
-def _top_ops(ev: pd.DataFrame, dev: pd.DataFrame, top_n: int) -> tuple[list[OpRow], list[OpRow]]:
+def _top_ops(
+    ev: pd.DataFrame, dev: pd.DataFrame, ktype: pd.Series, top_n: int
+) -> tuple[list[OpRow], list[OpRow]]:
     from hpuprof.analysis.ops import host_op_table, host_op_times, kernel_stats
 
     times = host_op_times(ev)
@@ -391,7 +393,7 @@ def _top_ops(ev: pd.DataFrame, dev: pd.DataFrame, top_n: int) -> tuple[list[OpRo
         ]
     dev_rows = [
         OpRow(k.name, k.count, k.total_ns, k.total_ns, k.mean_ns, k.max_ns, k.kernel_type, k.engine)
-        for k in kernel_stats(ev, dev)[:top_n]
+        for k in kernel_stats(ev, dev, ktype)[:top_n]
     ]
     return host_rows, dev_rows
 
@@ -500,7 +502,7 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
                 )
     if dev.empty:
         notes.append("no device events: device breakdowns are empty (CPU-only trace?)")
-    host_rows, dev_rows = _top_ops(ev, dev, options.top_n)
+    host_rows, dev_rows = _top_ops(ev, dev, ktype, options.top_n)
     launch = _launch_stats(pairs)
     src = device_time_source(trace)
     if src == "modeled":

@@ -135,7 +135,8 @@ class LazyPortEstimate:
 
 
 def lazy_port_estimate(host: pd.DataFrame, on_hpu: bool) -> LazyPortEstimate | None:
-    """Distinct step shape signatures per rank (the largest count); None below two steps."""
+    """Distinct step shape signatures (the set of (op, input shapes) a step ran) per rank, the
+    largest count; None below two steps with shapes."""
     shaped = host[(host["step"].to_numpy() >= 0) & (strs(host["input_dims"]) != "")]
     if shaped.empty:
         return None
@@ -148,12 +149,14 @@ def lazy_port_estimate(host: pd.DataFrame, on_hpu: bool) -> LazyPortEstimate | N
             "pair": ncodes.astype(np.int64) * (int(dcodes.max()) + 2) + dcodes,
         }
     )
+    # a step's signature: the distinct (op, input shapes) pairs it ran
+    distinct = frame.drop_duplicates().sort_values(["rank", "step", "pair"], kind="stable")
+    signatures = distinct.groupby(["rank", "step"], sort=False)["pair"].agg(tuple)
     best: tuple[int, int] | None = None
-    for _, per_rank in frame.groupby("rank"):
-        sigs = per_rank.groupby("step")["pair"].agg(lambda p: hash(tuple(sorted(p.tolist()))))
-        if len(sigs) < 2:
+    for _, per_rank in signatures.groupby(level="rank"):
+        if len(per_rank) < 2:
             continue
-        got = (int(sigs.nunique()), len(sigs))
+        got = (int(per_rank.nunique()), len(per_rank))
         best = got if best is None or got > best else best
     if best is None:
         return None
