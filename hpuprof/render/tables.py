@@ -125,7 +125,10 @@ def report_views(report: Report) -> list[TableView]:
         if facts:
             cols = tuple(c for c, _ in facts)
             row = flat_row({c.key: as_plain(v) for c, v in facts})
-            out.append(TableView(f"{name}_summary", f"{title}: summary", name, cols, cols, (row,), "data"))  # fmt: skip
+            summary = TableView(
+                f"{name}_summary", f"{title}: summary", name, cols, cols, (row,), "data"
+            )
+            out.append(summary)
         for table, rows in tables_of(name, section):
             plain = _plain_rows(rows)
             if not plain:
