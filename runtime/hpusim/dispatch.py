@@ -19,7 +19,8 @@ import torch
 
 from hpusim import fallback as fb
 from hpusim import state
-from hpusim.device_model import ENGINE_DMA, ENGINE_MME, engine_of, matmul_flops
+from hpusim.device_model import ENGINE_DMA, ENGINE_MME, ENGINE_TPC, engine_of, matmul_flops
+from hpusim.fused_costs import FUSED_OPS, fused_op_cost
 from hpusim.recipe_cache import recipe_name
 from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER
 from hpusim.tensor import _DISPATCH, HpuTensor
@@ -109,6 +110,7 @@ class OpInfo:
         "dtype_cols",
         "engine",
         "func",
+        "fused",
         "is_copy",
         "is_view",
         "label",
@@ -156,6 +158,7 @@ class OpInfo:
         self.sync_reason = SYNC_REASON.get(self.label)
         self.missing = fb.is_missing(func)
         self.dtype_cols = None if view else fb.dtype_support(func)
+        self.fused = _fused_args(schema) if schema.name in FUSED_OPS else None
 
 
 _INFO: dict[str, OpInfo] = {}
@@ -291,19 +294,62 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     c.nbytes = in_bytes + out_bytes
     c.out_bytes = out_bytes
     c.low = dtype in _LOW_PRECISION
-    if c.engine == ENGINE_MME:
-        c.flops = matmul_flops(info.label.split("::", 1)[-1], shapes, out_numel)
-    elif c.engine == ENGINE_DMA:
-        c.flops = 0
-    else:
-        c.flops = out_numel
-    c.dur = rt.timeline.duration(c.engine, c.flops, c.nbytes, c.low)
+    if info.fused is None or not _fused_cost(c, info, key[1], rt):
+        if c.engine == ENGINE_MME:
+            c.flops = matmul_flops(info.label.split("::", 1)[-1], shapes, out_numel)
+        elif c.engine == ENGINE_DMA:
+            c.flops = 0
+        else:
+            c.flops = out_numel
+        c.dur = rt.timeline.duration(c.engine, c.flops, c.nbytes, c.low)
     suffix = _DTYPE_SUFFIX.get(dtype, "") if dtype is not None else ""
     c.dev_name = sink.intern(f"{info.base}_{suffix}" if suffix else info.base)
     if not rt.lazy:
         c.eager_rid, hit = rt.eager_cache.add_op(_eager_key(key[0], key[1]))
         c.eager_new = not hit
     return c
+
+
+def _fused_args(schema: Any) -> tuple[tuple[int, ...], int]:
+    """(positions of the tensor arguments, position of `is_causal` or -1) of a fused op."""
+    tensors = tuple(i for i, a in enumerate(schema.arguments) if "Tensor" in str(a.type))
+    causal = next((i for i, a in enumerate(schema.arguments) if a.name == "is_causal"), -1)
+    return tensors, causal
+
+
+def _shape_arg(a: Any) -> tuple[Any, Any]:
+    if type(a) is tuple and len(a) == 5 and a[0] == "T":
+        return tuple(a[1]), a[3]
+    if type(a) is tuple and a and all(type(x) is tuple and len(x) == 5 for x in a):
+        return [tuple(x[1]) for x in a], [x[3] for x in a]
+    return None, None
+
+
+def _fused_cost(c: OpCost, info: OpInfo, sig: tuple[Any, ...], rt: state.Runtime) -> bool:
+    """Price a fused `hpu::` op with `fused_costs` (ONE device op); False if it has no cost."""
+    assert info.fused is not None
+    tensors, causal = info.fused
+    pairs = [_shape_arg(sig[i]) if i < len(sig) else (None, None) for i in tensors]
+    is_causal = 0 <= causal < len(sig) and sig[causal] is True
+    fc = fused_op_cost(
+        info.label, [p[0] for p in pairs], [p[1] for p in pairs], is_causal=is_causal
+    )
+    if fc is None:
+        return False
+    tl = rt.timeline
+    c.flops = fc.flops
+    c.nbytes = fc.nbytes
+    if fc.engine == "MME":
+        c.engine = ENGINE_MME
+        # MME and TPC parts of the fused kernel overlap: the slower one sets the duration
+        c.dur = max(
+            tl.duration(ENGINE_MME, fc.mme_flops, fc.nbytes, c.low),
+            tl.duration(ENGINE_TPC, fc.vector_flops, fc.nbytes, c.low),
+        )
+    else:
+        c.engine = ENGINE_TPC
+        c.dur = tl.duration(ENGINE_TPC, fc.flops, fc.nbytes, c.low)
+    return True
 
 
 _seq_nr = torch._C._autograd._get_sequence_nr

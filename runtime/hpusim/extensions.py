@@ -6,8 +6,9 @@ from __future__ import annotations
 
 
 def install() -> None:
-    from hpusim import autocast, compile_backend, distributed, hpu_graphs
+    from hpusim import autocast, compile_backend, distributed, hpu_graphs, hpu_ops
 
+    hpu_ops.install()
     compile_backend.install()
     autocast.install()
     hpu_graphs.install()
