@@ -100,54 +100,56 @@ def numel(shape: Shape | None) -> int:
     return n
 
 
-def _bytes(shape: ShapeArg, dtype: Any) -> int:
-    """Bytes of one argument: a tensor, a tensor list (dtype list or one dtype), or None."""
+def _tensors(shape: Any, dtype: Any) -> list[tuple[Shape, Any]]:
+    """One argument as (shape, dtype) pairs: one for a tensor, one per element of a tensor
+    list (one dtype or a dtype per element), none for an absent tensor."""
     if shape is None:
-        return 0
-    if _is_list(shape):
-        dts = dtype if isinstance(dtype, (list, tuple)) else [dtype] * len(shape)
-        return sum(numel(s) * itemsize(d) for s, d in zip(shape, dts, strict=False))
-    return numel(shape) * itemsize(dtype)  # type: ignore[arg-type]
+        return []
+    if len(shape) and isinstance(shape[0], (tuple, list)):
+        dts = list(dtype) if isinstance(dtype, (list, tuple)) else [dtype] * len(shape)
+        return [(tuple(int(d) for d in s), t) for s, t in zip(shape, dts, strict=False)]
+    return [(tuple(int(d) for d in shape), dtype)]
 
 
-def _list_numel(shape: ShapeArg) -> int:
-    if shape is None:
-        return 0
-    if _is_list(shape):
-        return sum(numel(s) for s in shape)  # type: ignore[union-attr]
-    return numel(shape)  # type: ignore[arg-type]
-
-
-def _is_list(shape: ShapeArg) -> bool:
-    return bool(shape) and isinstance(shape[0], (tuple, list))  # type: ignore[index]
-
-
-@dataclass(frozen=True)
 class _Args:
-    shapes: Sequence[ShapeArg]
-    dtypes: Sequence[Any]
-    is_causal: bool
+    """The tensor arguments of one call, each as a list of (shape, dtype) pairs."""
 
-    def shape(self, i: int) -> ShapeArg:
-        return self.shapes[i] if i < len(self.shapes) else None
+    def __init__(self, shapes: Sequence[ShapeArg], dtypes: Sequence[Any], is_causal: bool):
+        self.args = [
+            _tensors(s, dtypes[i] if i < len(dtypes) else None) for i, s in enumerate(shapes)
+        ]
+        self.is_causal = is_causal
+
+    def tensors(self, i: int) -> list[tuple[Shape, Any]]:
+        return self.args[i] if i < len(self.args) else []
+
+    def shape(self, i: int) -> Shape | None:
+        t = self.tensors(i)
+        return t[0][0] if t else None
 
     def dtype(self, i: int) -> Any:
-        return self.dtypes[i] if i < len(self.dtypes) else None
+        t = self.tensors(i)
+        return t[0][1] if t else None
 
     def nbytes(self, *idx: int) -> int:
-        return sum(_bytes(self.shape(i), self.dtype(i)) for i in idx)
+        return sum(numel(s) * itemsize(d) for i in idx for s, d in self.tensors(i))
 
     def elements(self, i: int) -> int:
-        return _list_numel(self.shape(i))
+        return sum(numel(s) for s, _ in self.tensors(i))
+
+    def count(self) -> int:
+        return len(self.args)
 
 
-def _attention_dims(q: ShapeArg, k: ShapeArg, v: ShapeArg) -> tuple[int, int, int, int, int]:
+def _attention_dims(
+    q: Shape | None, k: Shape | None, v: Shape | None
+) -> tuple[int, int, int, int, int]:
     """(batch*heads N, query length L, key length S, head dim D, value head dim Dv)."""
-    qs = tuple(q or (1, 1))  # type: ignore[arg-type]
-    ks = tuple(k or (1, 1))  # type: ignore[arg-type]
-    vs = tuple(v or ks)  # type: ignore[arg-type]
+    qs = q if q and len(q) >= 2 else (1, 1)
+    ks = k if k and len(k) >= 2 else (1, 1)
+    vs = v if v and len(v) >= 2 else ks
     n = numel(qs[:-2]) if len(qs) > 2 else 1
-    return n, int(qs[-2]), int(ks[-2]), int(qs[-1]), int(vs[-1])
+    return n, qs[-2], ks[-2], qs[-1], vs[-1]
 
 
 def _sdpa_fwd(a: _Args, name: str, stats: str) -> FusedOpCost:
@@ -158,10 +160,8 @@ def _sdpa_fwd(a: _Args, name: str, stats: str) -> FusedOpCost:
     softmax = int(5 * n * seq_q * seq_k * frac)
     elt = itemsize(a.dtype(0))
     out = n * seq_q * dv * elt
-    if stats == "recompute":  # m and 1/l rows, fp32
-        extra = 2 * n * seq_q * 4
-    else:  # the probabilities P (and the dropout mask) are written for the backward
-        extra = n * seq_q * seq_k * elt
+    # recompute: the m and 1/l rows (fp32); else the probabilities P, saved for the backward
+    extra = 2 * n * seq_q * 4 if stats == "recompute" else n * seq_q * seq_k * elt
     return FusedOpCost(name, "MME", mme + softmax, a.nbytes(0, 1, 2, 3), out + extra, mme)
 
 
@@ -173,7 +173,7 @@ def _sdpa_bwd(a: _Args, name: str, recompute: bool) -> FusedOpCost:
     per = (3 * d + 2 * dv) if recompute else (2 * d + 2 * dv)
     mme = int(2 * n * seq_q * seq_k * per * frac)
     vec = int(6 * n * seq_q * seq_k * frac)
-    read = a.nbytes(*range(len(a.shapes)))
+    read = a.nbytes(*range(a.count()))
     written = a.nbytes(1, 2, 3)
     return FusedOpCost(name, "MME", mme + vec, read, written, mme)
 
@@ -194,7 +194,7 @@ def _elementwise(
 
 def _rms_norm(a: _Args, name: str) -> FusedOpCost:
     x = a.shape(0)
-    rows = numel(x[:-1]) if x else 0  # type: ignore[index]
+    rows = numel(x[:-1]) if x else 0
     return FusedOpCost(name, "TPC", 4 * a.elements(0), a.nbytes(0, 1), a.nbytes(0) + rows * 4)
 
 
@@ -288,4 +288,4 @@ def fused_op_cost(
     cost = _COSTS.get(name.split(".", 1)[0])
     if cost is None:
         return None
-    return cost(_Args(tuple(input_shapes), tuple(dtypes), is_causal), name.split(".", 1)[0])
+    return cost(_Args(input_shapes, dtypes, is_causal), name.split(".", 1)[0])

@@ -129,7 +129,7 @@ class FusedSDPA(torch.autograd.Function):
     seq_padding_type="left", return_dropout_mask=False, return_attn_probs=False)`."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any,
         q: Tensor,
         k: Tensor,
@@ -199,7 +199,7 @@ class FusedSDPA(torch.autograd.Function):
         return (out, *extra) if extra else out
 
     @staticmethod
-    def backward(ctx: Any, dout: Tensor, *unused: Any) -> Any:  # type: ignore[override]
+    def backward(ctx: Any, dout: Tensor, *unused: Any) -> Any:
         nones = (None,) * 10
         if ctx.recompute:
             q, k, v, mask, m, linv, seed, fwd_out = ctx.saved_tensors
@@ -267,13 +267,13 @@ class RotaryPosEmbeddingHelperV1(torch.autograd.Function):
     """GPT-NeoX (transformers <= 4.27.4) style: `(p, cos, sin, offset)`."""
 
     @staticmethod
-    def forward(ctx: Any, p: Tensor, cos: Tensor, sin: Tensor, offset: int) -> Tensor:  # type: ignore[override]
+    def forward(ctx: Any, p: Tensor, cos: Tensor, sin: Tensor, offset: int) -> Tensor:
         ctx.save_for_backward(cos, sin)
         ctx.offset = offset
         return apply_rotary_pos_emb(p, cos, sin, None, offset, RotaryPosEmbeddingMode.BLOCKWISE)
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Any:  # type: ignore[override]
+    def backward(ctx: Any, grad: Tensor) -> Any:
         cos, sin = ctx.saved_tensors
         return apply_rotary_pos_emb_bwd(grad, cos, sin, None, ctx.offset), None, None, None
 
@@ -282,14 +282,14 @@ class RotaryPosEmbeddingHelperV2(torch.autograd.Function):
     """transformers > 4.27.4 style: `(p, cos, sin, position_ids)`."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, p: Tensor, cos: Tensor, sin: Tensor, position_ids: Tensor | None
     ) -> Tensor:
         ctx.save_for_backward(cos, sin, position_ids)
         return apply_rotary_pos_emb(p, cos, sin, position_ids, 0, RotaryPosEmbeddingMode.BLOCKWISE)
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Any:  # type: ignore[override]
+    def backward(ctx: Any, grad: Tensor) -> Any:
         cos, sin, position_ids = ctx.saved_tensors
         return apply_rotary_pos_emb_bwd(grad, cos, sin, position_ids), None, None, None
 
@@ -310,7 +310,7 @@ class RotaryPosEmbeddingHelperV3(torch.autograd.Function):
     """ChatGLM style: `(p, rope_cache)`, pairwise."""
 
     @staticmethod
-    def forward(ctx: Any, p: Tensor, rope_cache: Tensor) -> Tensor:  # type: ignore[override]
+    def forward(ctx: Any, p: Tensor, rope_cache: Tensor) -> Tensor:
         shaped, p_pass, sin, cos = parse_rope_cache(p, rope_cache)
         ctx.save_for_backward(rope_cache)
         res = _ops().rotary_pos_embedding(
@@ -319,7 +319,7 @@ class RotaryPosEmbeddingHelperV3(torch.autograd.Function):
         return res if p_pass.shape[-1] == 0 else torch.cat((res, p_pass), dim=-1)
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Any:  # type: ignore[override]
+    def backward(ctx: Any, grad: Tensor) -> Any:
         (rope_cache,) = ctx.saved_tensors
         shaped, g_pass, sin, cos = parse_rope_cache(grad, rope_cache)
         g = apply_rotary_pos_emb_bwd(shaped, cos, sin, None, 0, RotaryPosEmbeddingMode.PAIRWISE)
@@ -330,13 +330,13 @@ class CustomSoftmax(torch.autograd.Function):
     """`CustomSoftmax.apply(input, flavor)`: the bf16 approximate softmax (exact here)."""
 
     @staticmethod
-    def forward(ctx: Any, inp: Tensor, flavor: int) -> Tensor:  # type: ignore[override]
+    def forward(ctx: Any, inp: Tensor, flavor: int) -> Tensor:
         out = _ops().custom_softmax(inp, flavor)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Any:  # type: ignore[override]
+    def backward(ctx: Any, grad: Tensor) -> Any:
         (out,) = ctx.saved_tensors
         return torch._softmax_backward_data(grad, out, out.dim() - 1, out.dtype), None
 
@@ -353,7 +353,7 @@ class FusedRMSNorm(torch.autograd.Function):
     """`FusedRMSNorm.apply(data_in, gamma, eps, use_stages=True, bwd_mode=0, fast_math=False)`."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any,
         data_in: Tensor,
         gamma: Tensor,
@@ -369,7 +369,7 @@ class FusedRMSNorm(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Any:  # type: ignore[override]
+    def backward(ctx: Any, grad: Tensor) -> Any:
         inverse_rms, data_in, gamma = ctx.saved_tensors
         op = _ops().rms_norm_fast_backward if ctx.fast_math else _ops().rms_norm_backward
         mode = ctx.bwd_mode.value if isinstance(ctx.bwd_mode, Enum) else int(ctx.bwd_mode)
@@ -692,7 +692,7 @@ class FusedLamb(Optimizer):
             super().zero_grad(set_to_none=False)
 
     @torch.no_grad()
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = closure() if closure is not None else None
         max_norm = self.defaults["max_grad_norm"]
         if max_norm is not None:
@@ -768,7 +768,7 @@ class FusedLars:
         self.state = optimizer.state
 
     def __getstate__(self) -> Any:
-        return self.optim.__getstate__()  # type: ignore[no-untyped-call]
+        return self.optim.__getstate__()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         self.optim.zero_grad(set_to_none=set_to_none)
