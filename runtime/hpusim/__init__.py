@@ -158,7 +158,7 @@ def _flush_pending(rt: Any) -> None:
     if rt.lazy:
         from hpusim import lazy
 
-        lazy.flush(rt, "mark_step")
+        lazy.flush(rt, lazy.HOST_STEP_MARKER)
     if rt.flags.fallback_log and rt.fallback_counts:
         rt.log.fallback_summary(rt.fallback_counts)
         rt.fallback_counts = {}

@@ -82,6 +82,10 @@ class BridgeLog:
         """`CPU fallback digamma : self=HPUFloatType` at PT_FALLBACK debug."""
         self.line("PT_FALLBACK", "debug", f"CPU fallback {op} : self={self_token}")
 
+    def step_marker(self, reason: str) -> None:
+        """`step marker due to <reason>` (PT_IRGRAPH debug), one per lazy flush."""
+        self.line("PT_IRGRAPH", "debug", f"step marker due to {reason}")
+
     def fallback_summary(self, counts: dict[str, int]) -> None:
         """The exit summary: `CPU Fallback stats:` then `<count>\\t<op>`, most frequent first."""
         if not counts:

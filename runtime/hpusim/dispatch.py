@@ -48,6 +48,8 @@ _CROSS_DEVICE_OK: Final = frozenset(
 )
 SYNC_REASON: Final[dict[str, str]] = {
     "aten::_local_scalar_dense": "local scalar",
+    "aten::is_nonzero": "local scalar",  # bool(t) (inference mode reaches it undecomposed)
+    "aten::equal": "local scalar",  # torch.equal returns a host bool
     "aten::nonzero": "non zero",
     "aten::nonzero_static": "non zero",
     "aten::argwhere": "non zero",
@@ -58,6 +60,23 @@ SYNC_REASON: Final[dict[str, str]] = {
     "aten::unique_consecutive": "unique",
     "aten::unique_dim_consecutive": "unique",
 }
+SCALAR_AS_TENSOR: Final[dict[str, tuple[str, ...]]] = {
+    **{f"aten::{op}": ("value",) for op in ("addcdiv", "addcdiv_", "addcmul", "addcmul_")},
+    **{f"aten::{op}.out": ("value",) for op in ("addcdiv", "addcmul")},
+    **{f"aten::{op}.Tensor": ("alpha",) for op in ("add", "add_", "sub", "sub_")},
+    **{f"aten::{op}.Scalar": ("other", "alpha") for op in ("add", "add_", "sub", "sub_")},
+    **{f"aten::{op}.Scalar": ("other",) for op in ("mul", "mul_", "div", "div_")},
+    **{f"aten::{op}.Scalar": ("other",) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{f"aten::{op}.Scalar": ("other",) for op in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    "aten::pow.Scalar": ("self",),
+    "aten::xlogy.Scalar_Other": ("other",),
+    "aten::xlogy_.Scalar_Other": ("other",),
+    "aten::xlogy.Scalar_Self": ("self",),
+}
+"""Scalar arguments the lazy bridge turns into cached device tensors (`get_tensor_for_scalar`:
+hpu_op.yaml's AddCOpFE, BinaryScalarFE, CompareScalarToTensor, ... frontends), so their value
+is not part of the recipe key; a `value`/`alpha` of exactly 1 is dropped instead (no tensor)."""
+BOOL_INDEX_OPS: Final = frozenset({"aten::index_put_", "aten::_index_put_impl_", "aten::index_put"})
 _LOW_PRECISION: Final = frozenset(
     {torch.bfloat16, torch.float16, torch.float8_e5m2, torch.float8_e4m3fn}
 )
@@ -106,6 +125,7 @@ class OpInfo:
     __slots__ = (
         "alias",
         "base",
+        "bool_index",
         "cross_ok",
         "dtype_cols",
         "engine",
@@ -118,6 +138,7 @@ class OpInfo:
         "name_id",
         "overload",
         "plain_out",
+        "scalar_args",
         "sync_reason",
     )
 
@@ -156,9 +177,19 @@ class OpInfo:
         self.is_copy = self.label == "aten::copy_"
         self.plain_out = len(alias) == 1 and alias[0][0] == -1
         self.sync_reason = SYNC_REASON.get(self.label)
+        # boolean-mask indexing: index() computes nonzero (a sync after), index_put flushes first
+        self.bool_index = (
+            2 if self.label in BOOL_INDEX_OPS else (1 if self.label == "aten::index" else 0)
+        )
         self.missing = fb.is_missing(func)
         self.dtype_cols = None if view else fb.dtype_support(func)
         self.fused = _fused_args(schema) if schema.name in FUSED_OPS else None
+        names = SCALAR_AS_TENSOR.get(self.overload)
+        self.scalar_args: tuple[frozenset[int], frozenset[str]] | None = (
+            (frozenset(arg_pos[n] for n in names if n in arg_pos), frozenset(names))
+            if names
+            else None
+        )
 
 
 _INFO: dict[str, OpInfo] = {}
@@ -506,9 +537,9 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         raise RuntimeError("hpusim: an hpu tensor was used after hpusim.disable()")
     t0 = perf_counter_ns()
     uargs, sig, n_hpu = unwrap(args, info.cross_ok, H)
+    ksig: list[Any] = []
     if kwargs:
         ukw = {}
-        ksig: list[Any] = []
         for k, v in kwargs.items():
             if k == "device":
                 ukw[k] = None if info.label == "aten::_to_copy" else torch.device("cpu")
@@ -523,10 +554,11 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                 ksig.append((k, _sig_value(v)))
                 if type(v) is float:
                     n_hpu += 1000
-        key = (info.overload, sig + tuple(ksig))
     else:
         ukw = kwargs
-        key = (info.overload, sig)
+    if info.scalar_args is not None and rt.lazy:
+        sig, ksig = _scalars_as_tensors(sig, ksig, info.scalar_args)
+    key = (info.overload, sig + tuple(ksig)) if ksig else (info.overload, sig)
 
     if _fake_mode(_FAKE) is not None:  # dynamo / AOT tracing on fake tensors: no device work
         return wrap(func(*uargs, **ukw), info, args, kwargs, H)
@@ -550,6 +582,11 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         record_rule(rt, info.overload, rule_dtype, torch.float32, "unsupported_dtype")
     if fallback:
         _before_fallback(info, rt)
+    bool_mask = info.bool_index and _bool_indexed(sig)
+    if bool_mask and info.bool_index == 2 and rt.lazy:
+        from hpusim.lazy import flush
+
+        flush(rt, "index_put_frontend_impl_hpu_lazy")
 
     out = func(*uargs, **ukw)
     t1 = perf_counter_ns()
@@ -567,7 +604,7 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         cost = _COST[ckey] = make_cost(info, ckey, out)
         cost.fallback = fallback
         cost.rule_dtype = rule_dtype
-    if info.plain_out and not info.is_view:
+    if info.plain_out and not info.is_view and type(result) is H:
         state.track_alloc(rt, result, cost.out_bytes)
     sink = rt.sink
     rec = sink.recording
@@ -593,14 +630,22 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                 cost.types, graph, corr, cost.dev_name, cost.engine, start, cost.dur, cost.flops,
                 cost.nbytes,
             )  # fmt: skip
+    if rt.lazy:
+        if type(result) is H:
+            result._epoch = rt.flushes  # written by the pending graph (an H2D into it flushes)
+        rt.compound_ops += 1
     if info.sync_reason is not None and not fallback:
         from hpusim.lazy import host_sync
 
         host_sync(rt, info.sync_reason, t1)
-    elif rt.lazy and len(rt.graph) >= rt.flags.max_compound_op_size:
+    elif bool_mask and info.bool_index == 1:
+        from hpusim.lazy import host_sync
+
+        host_sync(rt, "non zero", t1)
+    elif rt.lazy and rt.compound_ops >= rt.flags.max_compound_op_size:
         from hpusim.lazy import flush
 
-        flush(rt, "op count limit")
+        flush(rt, "reaching max accumulated compound op size")
     if _listeners:
         for fn in _listeners:
             fn(func, key, result, info)
@@ -638,6 +683,30 @@ def _cross_device_copy(args: tuple[Any, ...], uargs: list[Any], t0: int) -> Any:
     ):
         return record_copy(args[0], uargs[1], "h2d", t0)
     return None
+
+
+def _scalar_marker(v: Any) -> Any:
+    """What a tensorized scalar leaves in the recipe key: 1 stays 1 (no tensor is made), any
+    other value becomes a device input of its type (its value is data, not graph)."""
+    if type(v) in (int, float, bool):
+        return 1 if v == 1 else ("scalar_tensor", type(v).__name__)
+    return v
+
+
+def _scalars_as_tensors(
+    sig: tuple[Any, ...], ksig: list[Any], where: tuple[frozenset[int], frozenset[str]]
+) -> tuple[tuple[Any, ...], list[Any]]:
+    positions, names = where
+    out = tuple(_scalar_marker(a) if i in positions else a for i, a in enumerate(sig))
+    kout = [(k, _scalar_marker(v)) if k in names else (k, v) for k, v in ksig]
+    return out, kout
+
+
+def _bool_indexed(sig: tuple[Any, ...]) -> bool:
+    """An index_put whose indices (argument 1) hold a boolean mask."""
+    if len(sig) < 2 or type(sig[1]) is not tuple:
+        return False
+    return any(type(x) is tuple and len(x) == 5 and x[3] is torch.bool for x in sig[1])
 
 
 def _no_floats(sig: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -203,7 +203,7 @@ class HPUGraph:
         from hpusim import dispatch, lazy
 
         if rt.lazy:
-            lazy.flush(rt, "step marker")  # capture_begin is a step marker
+            lazy.flush(rt, "new HPUGraph::capture_begin")
         if not _MODE:
             _MODE.append(_capture_mode_class())
         self._ops = []
@@ -229,7 +229,7 @@ class HPUGraph:
             _Counter.capturing = None
             dispatch.remove_op_listener(self._on_op)
         if rt.lazy:
-            lazy.flush(rt, "step marker")
+            lazy.flush(rt, "HPUGraph::capture_end")
         self.captured = True
         if rt.sink.recording:
             rt.sink.runtime(
@@ -268,7 +268,7 @@ class HPUGraph:
         from hpusim import lazy
 
         if rt.lazy:
-            lazy.flush(rt, "step marker")  # "step marker due to HPUGraph::replay"
+            lazy.flush(rt, "HPUGraph::replay")
         t0 = perf_counter_ns()
         for op in self._ops:
             _rerun(op)
@@ -547,7 +547,7 @@ class _TrainingGraph:
         from hpusim import lazy
 
         if rt.lazy:
-            lazy.flush(rt, "step marker")
+            lazy.flush(rt, "HPUGraph::replay")
         sink = rt.sink
         rec = sink.recording
         pending = rt.graph
@@ -784,14 +784,8 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    import sys
-
     from hpusim import device_module
 
     _Counter.capturing = None
     for name in _NAMES:
-        device_module._extra.pop(name, None)
-        for modname in ("torch.hpu", "habana_frameworks.torch.hpu"):
-            mod = sys.modules.get(modname)
-            if mod is not None and name in vars(mod):
-                delattr(mod, name)
+        device_module.unregister_attribute(name)

@@ -153,6 +153,10 @@ def record_copy(dst: torch.Tensor, src: torch.Tensor, direction: str, t0: int) -
         dst.copy_(src)
         _record_transfer(rt, "aten::copy_", "d2h", src, t0, perf_counter_ns())
     else:
+        if rt.lazy and rt.graph and getattr(dst, "_epoch", -1) == rt.flushes:
+            from hpusim.lazy import flush
+
+            flush(rt, "H2D copy")  # the bridge flushes before overwriting a pending tensor
         dst._elem.copy_(src)  # type: ignore[attr-defined]
         _record_transfer(rt, "aten::copy_", "h2d", src, t0, perf_counter_ns())
     return dst
