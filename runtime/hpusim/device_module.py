@@ -761,29 +761,31 @@ def build_module() -> types.ModuleType:
 
 
 def module() -> types.ModuleType:
-    """The current `hpu` module (built at `install()`)."""
+    """The `hpu` module (one object for the life of the process, refreshed at each enable)."""
     if not _MODULE:
-        install()
+        _MODULE.append(build_module())
     return _MODULE[0]
 
 
 def install() -> None:
-    """Build the module and make it `torch.hpu` and `habana_frameworks.torch.hpu`."""
-    if _MODULE and getattr(torch, "hpu", None) is _MODULE[0]:
-        return
-    mod = build_module()
-    _MODULE[:] = [mod]
-    if hasattr(torch, "hpu"):
-        delattr(torch, "hpu")
-    sys.modules.pop("torch.hpu", None)
-    torch._register_device_module("hpu", mod)
-    sys.modules[MODULE_NAME] = mod
-    for name, sub in list(sys.modules.items()):  # submodules imported under an earlier enable
-        if name.startswith(MODULE_NAME + ".") and name.count(".") == MODULE_NAME.count(".") + 1:
-            setattr(mod, name.rsplit(".", 1)[1], sub)
-    parent = sys.modules.get("habana_frameworks.torch")
-    if parent is not None:
-        parent.hpu = mod  # type: ignore[attr-defined]
+    """Make the module `torch.hpu`; the shim's `habana_frameworks/torch/hpu/__init__.py`
+    replaces itself with the same object when `habana_frameworks.torch.hpu` is imported."""
+    mod = module()
+    from hpusim.hpex import is_lazy
+
+    mod.is_lazy_mode = is_lazy()  # type: ignore[attr-defined]
+    for name, value in _extra.items():
+        setattr(mod, name, value)
+    if getattr(torch, "hpu", None) is not mod:
+        if hasattr(torch, "hpu"):
+            delattr(torch, "hpu")
+        sys.modules.pop("torch.hpu", None)
+        torch._register_device_module("hpu", mod)
+    if MODULE_NAME in sys.modules and sys.modules[MODULE_NAME] is not mod:
+        sys.modules[MODULE_NAME] = mod  # imported as a plain package before the first enable
+        parent = sys.modules.get("habana_frameworks.torch")
+        if parent is not None:
+            parent.hpu = mod  # type: ignore[attr-defined]
     _current[0] = _DEFAULT_STREAM
 
 
@@ -791,4 +793,3 @@ def uninstall() -> None:
     if hasattr(torch, "hpu"):
         delattr(torch, "hpu")
     sys.modules.pop("torch.hpu", None)
-    _MODULE.clear()

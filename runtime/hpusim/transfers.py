@@ -1,7 +1,8 @@
 """Host<->device transfers and the Python patches that route them (probe design item 4).
 
-`Tensor.to`, `Tensor.hpu`, `torch.tensor`, `torch.as_tensor`, `Tensor.pin_memory` and
-`torch._has_compatible_shallow_copy_type` are patched while emulation is on. H2D and D2H are
+`Tensor.to`, `Tensor.hpu`, `torch.tensor`, `torch.as_tensor`, `Tensor.pin_memory`,
+`torch._has_compatible_shallow_copy_type` and `torch.utils.swap_tensors` are patched while
+emulation is on. H2D and D2H are
 autograd Functions, so gradients cross devices. A D2H is a host sync: in lazy mode it flushes
 the pending graph with reason `d2h_maybe_eval`.
 """
@@ -242,10 +243,33 @@ def _patched_shallow(input: torch.Tensor, from_: torch.Tensor) -> bool:
     return bool(_orig["shallow"](input, from_))
 
 
+def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    ea, eb = a._elem, b._elem  # type: ignore[attr-defined]
+    return (
+        ea.untyped_storage().data_ptr() == eb.untyped_storage().data_ptr()
+        and ea.shape == eb.shape
+        and ea.stride() == eb.stride()
+        and ea.storage_offset() == eb.storage_offset()
+        and ea.dtype == eb.dtype
+    )
+
+
+def _patched_swap_tensors(t1: torch.Tensor, t2: torch.Tensor) -> None:
+    """`Module._apply` swaps every parameter of a wrapper subclass, even for a `.to("hpu")` that
+    changed nothing; swapping needs sole ownership, which a captured graph or a live autograd
+    graph takes away (`Couldn't swap Linear.weight` after `make_graphed_callables`). On the
+    bridge that call is a no-op, so a swap between two views of the same device memory is one."""
+    if type(t1) is HpuTensor and type(t2) is HpuTensor and _same_view(t1, t2):
+        return
+    _orig["swap_tensors"](t1, t2)
+
+
 def install() -> None:
     """Apply the patches (idempotent)."""
     if _orig:
         return
+    _orig["swap_tensors"] = torch.utils.swap_tensors
+    torch.utils.swap_tensors = _patched_swap_tensors
     _orig["to"] = torch.Tensor.to
     _orig["tensor"] = torch.tensor
     _orig["as_tensor"] = torch.as_tensor
@@ -268,6 +292,7 @@ def uninstall() -> None:
     torch.as_tensor = _orig["as_tensor"]
     torch.Tensor.pin_memory = _orig["pin_memory"]  # type: ignore[method-assign]
     torch._has_compatible_shallow_copy_type = _orig["shallow"]
+    torch.utils.swap_tensors = _orig["swap_tensors"]
     if hasattr(torch.Tensor, "hpu"):
         del torch.Tensor.hpu  # type: ignore[attr-defined]
     _orig.clear()
