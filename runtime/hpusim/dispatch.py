@@ -212,6 +212,7 @@ class OpCost:
     """Modeled device cost of one op key (and its trace strings), computed once."""
 
     __slots__ = (
+        "demote",
         "dev_name",
         "dims",
         "dur",
@@ -241,6 +242,7 @@ class OpCost:
         self.nbytes = 0
         self.dur = 0
         self.low = False
+        self.demote = False
 
 
 _COST: dict[Any, OpCost] = {}
@@ -325,6 +327,7 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     c.nbytes = in_bytes + out_bytes
     c.out_bytes = out_bytes
     c.low = dtype in _LOW_PRECISION
+    c.demote = _has_demoted_dtype(out, rt.flags.int64_support)
     if info.fused is None or not _fused_cost(c, info, key[1], rt):
         if c.engine == ENGINE_MME:
             c.flops = matmul_flops(info.label.split("::", 1)[-1], shapes, out_numel)
@@ -590,6 +593,8 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
 
     out = func(*uargs, **ukw)
     t1 = perf_counter_ns()
+    if info.label in _COMPLEX_TO_HOST:
+        return out  # the bridge's complex_hpu computes on the host and returns a cpu tensor
     if info.plain_out and type(out) is torch.Tensor:
         result: Any = H(out)
     elif info.is_view and _inference_enabled() and _views_normal_tensor(args):
@@ -601,9 +606,13 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         result = wrap(out, info, args, kwargs, H)
 
     if cost is None:
+        if _is_complex(out) and info.label not in _COMPLEX_TO_HOST:
+            raise RuntimeError(COMPLEX_ERROR)
         cost = _COST[ckey] = make_cost(info, ckey, out)
         cost.fallback = fallback
         cost.rule_dtype = rule_dtype
+    if cost.demote:
+        device_dtype_values(out, rt.flags.int64_support)
     if info.plain_out and not info.is_view and type(result) is H:
         state.track_alloc(rt, result, cost.out_bytes)
     sink = rt.sink
@@ -683,6 +692,43 @@ def _cross_device_copy(args: tuple[Any, ...], uargs: list[Any], t0: int) -> Any:
     ):
         return record_copy(args[0], uargs[1], "h2d", t0)
     return None
+
+
+COMPLEX_ERROR: Final = "Complex datatype is not supported on HPU device."
+_COMPLEX_TO_HOST: Final = frozenset({"aten::complex", "aten::polar"})
+_COMPLEX: Final = frozenset({torch.complex32, torch.complex64, torch.complex128})
+
+
+def _is_complex(out: Any) -> bool:
+    if isinstance(out, torch.Tensor):
+        return out.dtype in _COMPLEX
+    if isinstance(out, (tuple, list)):
+        return any(isinstance(o, torch.Tensor) and o.dtype in _COMPLEX for o in out)
+    return False
+
+
+def _has_demoted_dtype(out: Any, int64_support: bool) -> bool:
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if isinstance(o, torch.Tensor) and (
+            o.dtype is torch.float64 or (o.dtype is torch.int64 and not int64_support)
+        ):
+            return True
+    return False
+
+
+def device_dtype_values(out: Any, int64_support: bool) -> None:
+    """Give float64 / int64 results the values the device's fp32 / int32 storage holds (the
+    bridge keeps the user-visible dtype and computes in the 32-bit one): fp64 values rounded to
+    fp32, int64 values wrapped to int32 (unless PT_ENABLE_INT64_SUPPORT=1), in place."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if not isinstance(o, torch.Tensor) or o.numel() == 0:
+            continue
+        if o.dtype is torch.float64:
+            o.copy_(o.to(torch.float32))
+        elif o.dtype is torch.int64 and not int64_support:
+            o.copy_(o.to(torch.int32))
 
 
 def _scalar_marker(v: Any) -> Any:
@@ -786,12 +832,7 @@ def _first_dtype(sig: tuple[Any, ...]) -> torch.dtype:
 def _before_fallback(info: OpInfo, rt: state.Runtime) -> None:
     """Refuse an op outside the `PT_HPU_PLACE_ON_CPU` allow-list; flush the lazy graph first."""
     allow = rt.flags.place_on_cpu
-    if (
-        allow is not None
-        and info.base not in allow
-        and info.overload not in allow
-        and info.label.split("::", 1)[-1] not in allow
-    ):
+    if allow is not None and info.overload not in allow:  # the bridge's exact operator_name
         raise RuntimeError(f"{info.overload} is not yet supported on HPU.")
     if rt.lazy:
         from hpusim.lazy import flush

@@ -33,7 +33,8 @@ class EnvFlags:
 
     Args:
         lazy: PT_HPU_LAZY_MODE != "0" (unset: lazy).
-        place_on_cpu: PT_HPU_PLACE_ON_CPU allow-list (None when unset; empty for `none`).
+        place_on_cpu: PT_HPU_PLACE_ON_CPU allow-list of exact `aten::op.overload` names (None
+            when unset or empty: every op may fall back; empty after a `none` entry).
         int64_support: PT_ENABLE_INT64_SUPPORT.
         max_compound_op_size: PT_HPU_MAX_COMPOUND_OP_SIZE (ops per lazy graph).
         metrics_file: PT_HPU_METRICS_FILE (HABANA_PT_METRICS_FILE) or None.
@@ -67,11 +68,7 @@ class EnvFlags:
 def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
     """Parse the flags from `env` (default: os.environ)."""
     e = os.environ if env is None else env
-    place = e.get("PT_HPU_PLACE_ON_CPU")
-    place_set: frozenset[str] | None = None
-    if place is not None and place.strip():
-        items = {p.strip() for p in place.split(",") if p.strip()}
-        place_set = frozenset() if items == {"none"} else frozenset(items)
+    place_set = place_on_cpu(e.get("PT_HPU_PLACE_ON_CPU", ""))
     level = _level(e, "LOG_LEVEL_PT_FALLBACK")
     mod_mask = _int(e.get("PT_HPU_LOG_MOD_MASK"), 0)
     type_mask = _int(e.get("PT_HPU_LOG_TYPE_MASK"), 1)
@@ -96,6 +93,20 @@ def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
         irgraph_log=_level(e, "LOG_LEVEL_PT_IRGRAPH") <= 1,
         log_dir=e.get("HABANA_LOGS") or os.path.expanduser("~/.habana_logs"),
     )
+
+
+def place_on_cpu(value: str) -> frozenset[str] | None:
+    """`PT_HPU_PLACE_ON_CPU` as the bridge's HpuFallbackHelper reads it: empty = every op may
+    fall back (None); else the comma-separated `operator_name()`s taken verbatim (no trimming),
+    and a `none` entry empties the list and stops reading."""
+    if not value:
+        return None
+    ops: set[str] = set()
+    for item in value.split(","):
+        if item == "none":
+            return frozenset()
+        ops.add(item)
+    return frozenset(ops)
 
 
 def _level(env: Mapping[str, str], name: str) -> int:

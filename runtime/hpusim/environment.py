@@ -6,6 +6,7 @@
 - the shim folder on `PYTHONPATH`, so child processes (a `pip list` run from the script, a
   launcher's workers) see the `habana-torch-plugin` / `habana-torch-dataloader` distribution
   metadata and `habana_frameworks` too (the shim's import enables the emulator in the child);
+- `HABANA_LOGS` set when unset (Gaudi images set it; the bridge's logs go there);
 - `runtime/shim-fallback` appended at the END of `sys.path` (stand-ins that a real package
   always beats: `torchvision`).
 The shim folder itself (habana_frameworks, habana_dataloader, the dist-info folders) is put on
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Final
 
 _saved: dict[str, str | None] = {}
-_VARS: Final = ("PATH", "PYTHONPATH", "HPUSIM_DEVICE", "HPUSIM_CARDS")
+_VARS: Final = ("PATH", "PYTHONPATH", "HPUSIM_DEVICE", "HPUSIM_CARDS", "HABANA_LOGS")
 
 
 def shim_root() -> Path:
@@ -52,6 +53,7 @@ def install() -> None:
     rt = state.RT
     if rt is not None:
         os.environ["HPUSIM_DEVICE"] = rt.profile.name
+        os.environ.setdefault("HABANA_LOGS", rt.flags.log_dir)  # a Gaudi image always sets it
     os.environ.setdefault("HPUSIM_CARDS", os.environ.get("WORLD_SIZE", "1") or "1")
     fallback = str(fallback_dir())
     if fallback not in sys.path:

@@ -84,7 +84,7 @@ class _H2D(torch.autograd.Function):
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
         rt = state.require_runtime()
         t0 = perf_counter_ns()
-        elem = x.detach().clone()
+        elem = on_device(rt, x.detach().clone())
         if not rt.acquired:
             acquire(rt)
         from hpusim.dtype_rules import on_device_dtype
@@ -116,6 +116,18 @@ class _D2H(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         return to_hpu(grad) if type(grad) is not HpuTensor else grad
+
+
+def on_device(rt: state.Runtime, elem: torch.Tensor) -> torch.Tensor:
+    """A host tensor's data as the device stores it: complex dtypes refused as on a Gaudi,
+    float64 / int64 values held in fp32 / int32 (`dispatch.device_dtype_values`)."""
+    from hpusim.dispatch import _COMPLEX, COMPLEX_ERROR, device_dtype_values
+
+    if elem.dtype in _COMPLEX:
+        raise RuntimeError(COMPLEX_ERROR)
+    if elem.dtype is torch.float64 or elem.dtype is torch.int64:
+        device_dtype_values(elem, rt.flags.int64_support)
+    return elem
 
 
 def to_hpu(t: torch.Tensor) -> torch.Tensor:
@@ -159,6 +171,7 @@ def record_copy(dst: torch.Tensor, src: torch.Tensor, direction: str, t0: int) -
 
             flush(rt, "H2D copy")  # the bridge flushes before overwriting a pending tensor
         dst._elem.copy_(src)  # type: ignore[attr-defined]
+        on_device(rt, dst._elem)  # type: ignore[attr-defined]
         _record_transfer(rt, "aten::copy_", "h2d", src, t0, perf_counter_ns())
     return dst
 

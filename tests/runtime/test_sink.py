@@ -90,7 +90,7 @@ def test_chrome_events_are_kineto_shaped(hpu: Any) -> None:
         for e in meta
         if e["name"] in ("process_name", "thread_name")
     }
-    assert {(0, "/device:HPU:0"), (0, "MME 0"), (0, "TPC 0"), (0, "DMA 0")} <= names
+    assert {(0, "/device:HPU:0"), (0, "MME 0"), (0, "TPC 0"), (0, "EDMA 0")} <= names
 
 
 def test_run_metadata_says_modeled(hpu: Any) -> None:

@@ -1,43 +1,65 @@
-"""`habana_frameworks.torch.utils.debug.logger` (emulated): Python logging helpers."""
+"""`habana_frameworks.torch.utils.debug.logger` (emulated): the bridge's Python-side loggers,
+writing through the PT_PYTHON module at the levels `enable_logging` sets."""
 
-import logging
 from typing import Any
 
-_LEVELS = {0: logging.DEBUG, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR, 5: logging.CRITICAL}
+from habana_frameworks.torch.utils import _debug_C
 
 
 def format_args(args: Any) -> str:
-    return ", ".join(str(a) for a in args) if isinstance(args, (list, tuple)) else str(args)
+    if args and isinstance(args[0], str):
+        fmt, rest = args[0], args[1:]
+        if "{}" in fmt:
+            return fmt.format(*map(str, rest)) if rest else ""
+        if "%" in fmt:
+            return fmt % tuple(rest)
+    return ", ".join(map(str, args))
 
 
 class Logger:
-    """A named logger that prefixes its messages like the bridge's Python logger."""
+    def __init__(self, type: str) -> None:
+        self.type = type
+        self.store_data = False
+        self.data: list[str] = []
 
-    def __init__(self, name: str) -> None:
-        self.logger = logging.getLogger(name)
+    def log(self, level: Any, args: Any) -> None:
+        enabled = _debug_C.is_log_python_enabled(level)
+        if enabled or self.store_data:
+            message = f"[{self.type}] {format_args(args)}"
+            if enabled:
+                _debug_C.log_python(level, message)
+            if self.store_data:
+                self.data.append(message)
+
+    def trace(self, *args: Any) -> None:
+        self.log(_debug_C.log_level.trace, args)
 
     def debug(self, *args: Any) -> None:
-        self.logger.debug(format_args(args))
+        self.log(_debug_C.log_level.debug, args)
 
     def info(self, *args: Any) -> None:
-        self.logger.info(format_args(args))
+        self.log(_debug_C.log_level.info, args)
 
     def warn(self, *args: Any) -> None:
-        self.logger.warning(format_args(args))
-
-    warning = warn
+        self.log(_debug_C.log_level.warn, args)
 
     def error(self, *args: Any) -> None:
-        self.logger.error(format_args(args))
+        self.log(_debug_C.log_level.error, args)
+
+    def critical(self, *args: Any) -> None:
+        self.log(_debug_C.log_level.critical, args)
+
+    def set_store_data(self, enable: bool) -> None:
+        self.store_data = enable
+        self.data = []
 
 
-def get_log_level(logger_level: Any) -> int:
-    if isinstance(logger_level, str) and logger_level.isdigit():
-        logger_level = int(logger_level)
-    if isinstance(logger_level, int):
-        return _LEVELS.get(logger_level, logging.WARNING)
-    return int(getattr(logging, str(logger_level).upper(), logging.WARNING))
+def get_log_level(logger_level: str) -> Any:
+    try:
+        return _debug_C.log_level[logger_level]
+    except KeyError:
+        raise AssertionError(f"unsupported logger_level = {logger_level}") from None
 
 
-def enable_logging(logger_name: str, logger_level: Any) -> None:
-    logging.getLogger(logger_name).setLevel(get_log_level(logger_level))
+def enable_logging(logger_name: str, logger_level: str) -> None:
+    _debug_C.enable_logging(logger_name, get_log_level(logger_level))
