@@ -44,9 +44,24 @@ SCHEMAS: Final[dict[str, str]] = {
     "optimizer_lars": "(Tensor[] params, Tensor(a!)[] grads, int[] skip_masks, float eeta, float weight_decay, float eps, Tensor lr) -> ()",
     "optimizer_resource_apply_momentum": "(Tensor(a!)[] params_momentum_buf_list, Tensor[] dp_list, float momentum) -> ()",
     "custom_softmax": "(Tensor input, int flavor) -> Tensor",
+    "convert_from_int4": "(Tensor input, Tensor scale, Tensor? zero_point, ScalarType out_dtype) -> Tensor",
+    "convert_from_uint4": "(Tensor input, Tensor scale, Tensor? zero_point, ScalarType out_dtype) -> Tensor",
     "scaled_masked_softmax": "(Tensor input, Tensor mask, float scale) -> Tensor",
 }
 """Op name (with `.overload`) -> schema without the name, as the bridge registers them."""
+
+FP8_SCHEMAS: Final[dict[str, str]] = {
+    "cast_to_fp8_v2": "(Tensor input, Tensor? scale=None, bool stochastic_rounding=False, bool is_amax=False, ScalarType dtype=None, int[]? scale_shape=None) -> (Tensor, Tensor)",
+    "cast_from_fp8": "(Tensor input, Tensor? scale, ScalarType out_dtype, int[]? scale_shape=None) -> Tensor",
+    "fp8_gemm_v2": "(Tensor A, bool trans_A, Tensor B, bool trans_B, Tensor? D, ScalarType out_dtype, Tensor? A_scale_inv=None, Tensor? B_scale_inv=None, Tensor? bias=None, bool accumulate=False, int[]? B_scale_shape=None) -> Tensor",
+    "conv2d_fp8": "(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, int groups=1, ScalarType? out_dtype=None, Tensor? scale_input=None, Tensor? scale_weight=None) -> Tensor",
+    "sum_fp8": "(Tensor self, int[1]? dim=None, bool keepdim=False, ScalarType? out_dtype=None) -> Tensor",
+    "softmax_fp8": "(Tensor input, int dim, Tensor? input_scale=None, Tensor? output_scale=None, Tensor? inv_attn_heads=None, Tensor? fused_add=None) -> Tensor",
+    "cast_to_fp8_hybrid": "(Tensor input, Tensor? scale_152=None, Tensor? scale_143=None, bool stochastic_rounding=False, bool is_amax=False) -> (Tensor, Tensor, Tensor)",
+    "fp8_sdpa_recomp_fwd": "(Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, bool requires_backward, str softmax_mode, Tensor? d_scale_q, Tensor? d_scale_k, Tensor? d_scale_v, Tensor? q_scale_s, Tensor? q_scale_o, Tensor? d_scale_s, bool is_amax_s, bool is_amax_0, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
+}
+"""The bridge's fp8 ops: defined with their schemas, but they need the device's fp8 MME and
+scaling hardware, so calling one raises NotImplementedError naming the op and the emulator."""
 
 _F32: Final = torch.float32
 
@@ -542,7 +557,55 @@ def optimizer_resource_apply_momentum(
         p.sub_(buf)
 
 
+def _unpack_4bit(packed: Tensor, signed: bool) -> Tensor:
+    """int32 words of eight 4-bit values (element i in bits 4i..4i+3) -> [..., 8 * n] int32."""
+    shifts = torch.arange(0, 32, 4, dtype=torch.int32)
+    nibbles = (packed.to(torch.int32).unsqueeze(-1) >> shifts) & 0xF
+    values = nibbles.reshape(*packed.shape[:-1], packed.shape[-1] * 8)
+    return torch.where(values > 7, values - 16, values) if signed else values
+
+
+def _convert_from_4bit(
+    input: Tensor, scale: Tensor, zero_point: Tensor | None, out_dtype: torch.dtype, signed: bool
+) -> Tensor:
+    """Dequantize packed int4 / uint4 weights: (value - zero_point) * scale, in `out_dtype`.
+    A packed (int32) zero point is subtracted in 8 bits, as the dequantize_4_bits kernel does."""
+    values = _unpack_4bit(input, signed)
+    small = torch.int8 if signed else torch.uint8
+    if zero_point is None:
+        sub = values.to(out_dtype)
+    elif zero_point.dtype == torch.int32:
+        sub = (values.to(small) - _unpack_4bit(zero_point, signed).to(small)).to(out_dtype)
+    else:
+        sub = values.to(out_dtype) - zero_point.to(out_dtype)
+    return (sub * scale.to(out_dtype)).to(out_dtype)
+
+
+def convert_from_int4(
+    input: Tensor, scale: Tensor, zero_point: Tensor | None, out_dtype: torch.dtype
+) -> Tensor:
+    return _convert_from_4bit(input, scale, zero_point, out_dtype, signed=True)
+
+
+def convert_from_uint4(
+    input: Tensor, scale: Tensor, zero_point: Tensor | None, out_dtype: torch.dtype
+) -> Tensor:
+    return _convert_from_4bit(input, scale, zero_point, out_dtype, signed=False)
+
+
+def _fp8_unavailable(name: str) -> Any:
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            f"torch.ops.hpu.{name} is not available under the hpusim emulator: fp8 kernels "
+            "need the device's fp8 hardware"
+        )
+
+    return kernel
+
+
 _KERNELS: Final[dict[str, Any]] = {
+    "convert_from_int4": convert_from_int4,
+    "convert_from_uint4": convert_from_uint4,
     "sdpa_recomp_fwd": sdpa_recomp_fwd,
     "sdpa_recomp_bwd": sdpa_recomp_bwd,
     "sdpa_fwd": sdpa_fwd,
@@ -580,4 +643,7 @@ def install() -> None:
     for name, schema in SCHEMAS.items():
         lib.define(name + schema)
         lib.impl(name, _KERNELS[name], "CompositeExplicitAutograd")
+    for name, schema in FP8_SCHEMAS.items():
+        lib.define(name + schema)
+        lib.impl(name, _fp8_unavailable(name), "CompositeExplicitAutograd")
     _LIBS.append(lib)
