@@ -569,16 +569,28 @@ def _convert_from_4bit(
     input: Tensor, scale: Tensor, zero_point: Tensor | None, out_dtype: torch.dtype, signed: bool
 ) -> Tensor:
     """Dequantize packed int4 / uint4 weights: (value - zero_point) * scale, in `out_dtype`.
-    A packed (int32) zero point is subtracted in 8 bits, as the dequantize_4_bits kernel does."""
+    A packed (int32) zero point is subtracted in 8 bits, as the dequantize_4_bits kernel does;
+    scales and zero points with one row per group of weight rows (AutoGPTQ) are repeated."""
     values = _unpack_4bit(input, signed)
-    small = torch.int8 if signed else torch.uint8
+    small = torch.int8  # 4-bit values and zero points differ by -15..15: exact in int8
     if zero_point is None:
         sub = values.to(out_dtype)
     elif zero_point.dtype == torch.int32:
-        sub = (values.to(small) - _unpack_4bit(zero_point, signed).to(small)).to(out_dtype)
+        zp = _per_group(_unpack_4bit(zero_point, signed), values)
+        sub = (values.to(small) - zp.to(small)).to(out_dtype)
     else:
-        sub = values.to(out_dtype) - zero_point.to(out_dtype)
-    return (sub * scale.to(out_dtype)).to(out_dtype)
+        sub = values.to(out_dtype) - _per_group(zero_point.to(out_dtype), values)
+    return (sub * _per_group(scale.to(out_dtype), values)).to(out_dtype)
+
+
+def _per_group(t: Tensor, like: Tensor) -> Tensor:
+    """Group-wise quantization parameters (one row per `group_size` rows of the weight, the
+    AutoGPTQ layout) repeated to the weight's rows; other shapes broadcast as they are."""
+    if t.dim() == like.dim() and t.dim() > 0 and t.shape[0] != like.shape[0]:
+        rows, groups = like.shape[0], t.shape[0]
+        if groups and rows % groups == 0:
+            return t.repeat_interleave(rows // groups, dim=0)
+    return t
 
 
 def convert_from_int4(

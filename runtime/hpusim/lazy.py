@@ -68,14 +68,21 @@ def flush(rt: state.Runtime, reason: str) -> int:
             graph=rid,
             payload={"hpuprof.flush_reason": reason, "hpuprof.graph_ops": n},
         )
+    bus = EventDispatcher.instance()
     if look.hit:
-        if EventDispatcher.instance().has_subscribers(EventId.CACHE_HIT):
-            publish(EventId.CACHE_HIT, [("recipe_id", str(rid))])
+        if bus.has_subscribers(EventId.CACHE_HIT):
+            publish(EventId.CACHE_HIT, [("recipe_id", rt.cache.spec_hash(rid))])
     else:
         comp = tl.compile_ns(n)
         ready += comp
-        publish(EventId.GRAPH_COMPILATION, [("duration", str(comp // 1000)), ("recipe", recipe)])
-        publish(EventId.CACHE_MISS, [("recipe_id", str(rid))])
+        # the bridge's launcher emits the cache miss, then synapse's compile the compilation
+        # (recipe names `.graph_dumps/HabanaFusedOpLazy_<n>`, one counter per process)
+        if bus.has_subscribers(EventId.CACHE_MISS):
+            publish(EventId.CACHE_MISS, [("recipe_id", rt.cache.spec_hash(rid))])
+        publish(
+            EventId.GRAPH_COMPILATION,
+            [("duration", str(comp // 1000)), ("recipe", bridge_recipe_name(rt))],
+        )
         if rec:
             sink.runtime(
                 "compile",
@@ -116,6 +123,13 @@ def flush(rt: state.Runtime, reason: str) -> int:
             )
     state.memory_counter(rt, now)
     return rid
+
+
+def bridge_recipe_name(rt: state.Runtime) -> str:
+    """The name synapse compiles a lazy graph under: `.graph_dumps/HabanaFusedOpLazy_<n>`."""
+    n = rt.synapse_recipes
+    rt.synapse_recipes += 1
+    return f".graph_dumps/HabanaFusedOpLazy_{n}"
 
 
 def host_sync(rt: state.Runtime, reason: str, ts: int) -> None:

@@ -42,6 +42,7 @@ class Runtime:
         self.eager_cache = RecipeCache(first_id=EAGER_RECIPE_BASE)
         self.graph: list[Any] = []  # pending lazy ops: (op key, OpCost)
         self.graph_start_ns = 0
+        self.synapse_recipes = 0  # the bridge's recipe-name counter (get_unique_recipe_name)
         self.flushes = 0  # lazy flushes so far (HpuTensor._epoch compares against it)
         self.compound_ops = 0  # top-level ops since the last flush (PT_HPU_MAX_COMPOUND_OP_SIZE)
         self.iteration_graphs = 0  # graphs since the last iter_mark_step (the bridge's counter)
