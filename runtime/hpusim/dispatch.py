@@ -63,7 +63,11 @@ SYNC_REASON: Final[dict[str, str]] = {
 SCALAR_AS_TENSOR: Final[dict[str, tuple[str, ...]]] = {
     **{f"aten::{op}": ("value",) for op in ("addcdiv", "addcdiv_", "addcmul", "addcmul_")},
     **{f"aten::{op}.out": ("value",) for op in ("addcdiv", "addcmul")},
-    **{f"aten::{op}.Tensor": ("alpha",) for op in ("add", "add_", "sub", "sub_")},
+    # `.Tensor` overloads get a Python number as a wrapped scalar (`t / 2.5`): the bridge's
+    # prepare_hpu_tensor / BinaryScalarFE turns it into a cached device tensor too
+    **{f"aten::{op}.Tensor": ("other", "alpha") for op in ("add", "add_", "sub", "sub_")},
+    **{f"aten::{op}.Tensor": ("other",) for op in ("mul", "mul_", "div", "div_")},
+    **{f"aten::{op}.Tensor": ("other",) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
     **{f"aten::{op}.Scalar": ("other", "alpha") for op in ("add", "add_", "sub", "sub_")},
     **{f"aten::{op}.Scalar": ("other",) for op in ("mul", "mul_", "div", "div_")},
     **{f"aten::{op}.Scalar": ("other",) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
