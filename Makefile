@@ -31,8 +31,8 @@ demo: $(STAMP)
 	@echo "Dashboard of this run: $(VENV)/bin/hpuprof dashboard runs/demo   then open http://127.0.0.1:8050/ (Ctrl-C stops it)"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check hpuprof runtime/hpusim dashboards/hpudash tests bench
-	$(VENV)/bin/ruff format --check hpuprof runtime/hpusim dashboards/hpudash tests bench
+	$(VENV)/bin/ruff check hpuprof runtime/hpusim dashboards/hpudash tests bench tools
+	$(VENV)/bin/ruff format --check hpuprof runtime/hpusim dashboards/hpudash tests bench tools
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy hpuprof runtime/hpusim dashboards/hpudash
