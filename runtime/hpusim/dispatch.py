@@ -331,7 +331,8 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     c.nbytes = in_bytes + out_bytes
     c.out_bytes = out_bytes
     c.low = dtype in _LOW_PRECISION
-    c.demote = _has_demoted_dtype(out, rt.flags.int64_support)
+    # a view shares storage whose values were already stored as the device holds them
+    c.demote = not info.is_view and _has_demoted_dtype(out, rt.flags.int64_support)
     if info.fused is None or not _fused_cost(c, info, key[1], rt):
         if c.engine == ENGINE_MME:
             c.flops = matmul_flops(info.label.split("::", 1)[-1], shapes, out_numel)
@@ -730,9 +731,15 @@ def device_dtype_values(out: Any, int64_support: bool) -> None:
         if not isinstance(o, torch.Tensor) or o.numel() == 0:
             continue
         if o.dtype is torch.float64:
-            o.copy_(o.to(torch.float32))
+            _store(o, torch.float32)
         elif o.dtype is torch.int64 and not int64_support:
-            o.copy_(o.to(torch.int32))
+            _store(o, torch.int32)
+
+
+def _store(o: torch.Tensor, as_dtype: torch.dtype) -> None:
+    if torch._debug_has_internal_overlap(o) == 1:  # an expanded view: its base holds the values
+        return
+    o.copy_(o.to(as_dtype))
 
 
 def _scalar_marker(v: Any) -> Any:
