@@ -23,8 +23,9 @@ import pyarrow.parquet as pq
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.arrow_frame import frame_from_arrow
 from hpuprof.trace.atomic_write import atomic_output
+from hpuprof.trace.derive import OLDEST_READABLE_VERSION
 from hpuprof.trace.model import Trace
-from hpuprof.trace.schema import EVENT_COLUMNS, SCHEMA_VERSION
+from hpuprof.trace.schema import DERIVED_COLUMNS, EVENT_COLUMNS, SCHEMA_VERSION
 
 _TABLES = ("counters", "flows", "processes", "threads")
 _COMPRESSION = "lz4"
@@ -107,13 +108,17 @@ def trace_from_table(table: pa.Table, source: Path, *, check_values: bool = True
         number = int(version)
     except ValueError:
         raise TraceFormatError(str(source), "file metadata", "an integer schema version") from None
-    if number != SCHEMA_VERSION:
+    if not OLDEST_READABLE_VERSION <= number <= SCHEMA_VERSION:
         raise TraceFormatError(
             str(source),
             "file metadata",
-            f"schema version {SCHEMA_VERSION} (file has {number}; reload the source trace)",
+            f"schema version {OLDEST_READABLE_VERSION} to {SCHEMA_VERSION} (file has "
+            f"{number!s:.40}; reload the source trace)",
         )
-    if list(table.column_names) != list(EVENT_COLUMNS):
+    # an older version's columns lack the derived ones: check_trace adds them once the
+    # columns they are computed from are checked
+    expected = [c for c in EVENT_COLUMNS if number == SCHEMA_VERSION or c not in DERIVED_COLUMNS]
+    if list(table.column_names) != expected:
         raise TraceFormatError(str(source), "columns", "the event columns of schema.py")
     try:
         events = frame_from_arrow(table)
@@ -142,7 +147,7 @@ def trace_from_table(table: pa.Table, source: Path, *, check_values: bool = True
         format=trace_format,
         schema_version=number,
     )
-    return check_trace(trace, str(source), values=check_values)
+    return check_trace(trace, str(source), values=check_values, version=number)
 
 
 def _key(meta: dict[bytes, bytes], name: str, source: Path) -> bytes:

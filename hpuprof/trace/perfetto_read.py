@@ -29,6 +29,7 @@ import pandas as pd
 import pyarrow as pa
 
 from hpuprof.errors import TraceFormatError
+from hpuprof.trace.derive import OLDEST_READABLE_VERSION
 from hpuprof.trace.perfetto_layout import (
     ANN_ARGS,
     ANN_ARGS_B64,
@@ -39,6 +40,7 @@ from hpuprof.trace.perfetto_layout import (
     loads,
     table_from_text,
 )
+from hpuprof.trace.schema import SCHEMA_VERSION
 from hpuprof.trace.validate import check_trace
 
 if TYPE_CHECKING:
@@ -407,6 +409,18 @@ def _column(values: list[Any], template: pd.Series) -> Any:
 def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
     from hpuprof.trace.model import Trace
 
+    version = blob["schema_version"]
+    if (
+        isinstance(version, bool)
+        or not isinstance(version, int)
+        or not OLDEST_READABLE_VERSION <= version <= SCHEMA_VERSION
+    ):
+        raise TraceFormatError(
+            str(path),
+            f"metadata entry {META_TRACE}",
+            f"schema version {OLDEST_READABLE_VERSION} to {SCHEMA_VERSION} "
+            f"(file has {version!r:.40}; export it again from the source trace)",
+        )
     offset = int(blob["ts_offset"])
     lanes = {int(uuid): key for uuid, key in blob["tracks"].items()}
     template = table_from_text(blob["events_dtypes"])
@@ -476,7 +490,7 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
         threads=table_from_text(blob["threads"]),
         sources=tuple(blob["sources"]),
         format=blob["format"],
-        schema_version=int(blob["schema_version"]),
+        schema_version=version,  # (check_trace adds the derived columns of an older one)
     )
 
 
@@ -585,4 +599,4 @@ def load_perfetto(path: str | os.PathLike[str]) -> Trace:
         raise TraceFormatError(
             str(source), f"metadata entry {META_TRACE}", f"the tables hpuprof wrote ({_why(error)})"
         ) from None
-    return check_trace(trace, str(source))
+    return check_trace(trace, str(source), version=trace.schema_version)

@@ -3,12 +3,15 @@
 A file hpuprof wrote holds the tables of `schema.py` exactly; one that was damaged or crafted
 may hold anything. `check_trace` finds the first table, column or row that is not what hpuprof
 writes and raises one `TraceFormatError` naming it, so that no analysis meets a column of the
-wrong type, a parent row that does not exist or a negative duration.
+wrong type, a parent or op row that does not exist or a negative duration. A file of an older
+schema version is checked against that version's columns first, then gets the derived columns
+(`derive.upgrade_events`), so that they are computed only from checked columns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -18,10 +21,12 @@ from hpuprof.errors import TraceFormatError
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import (
     COUNTER_COLUMNS,
+    DERIVED_COLUMNS,
     EVENT_COLUMNS,
     EVENT_KINDS,
     FLOW_COLUMNS,
     NO_ID,
+    SCHEMA_VERSION,
     EngineKind,
 )
 
@@ -42,17 +47,26 @@ THREAD_COLUMNS: Mapping[str, str] = {
 }
 
 
-def check_trace(trace: Trace, source: str, *, values: bool = True) -> Trace:
-    """`trace` itself when its tables are what hpuprof writes; `TraceFormatError` otherwise.
+def check_trace(
+    trace: Trace, source: str, *, values: bool = True, version: int = SCHEMA_VERSION
+) -> Trace:
+    """`trace` when its tables are what hpuprof writes (with the derived columns added when
+    it was read from a file of an older schema version); `TraceFormatError` otherwise.
 
     Args:
         trace: the trace as read.
         source: the file it was read from (named in the error).
         values: also check the event values the analyses rely on (durations, depths,
-            parents, vocabularies), not only the columns and their types.
+            parents, op rows, vocabularies), not only the columns and their types.
+        version: the schema version the file says it holds (`derive.OLDEST_READABLE_VERSION`
+            up to `SCHEMA_VERSION`; the caller refuses others).
     """
+    from hpuprof.trace.derive import upgrade_events
+
+    old = version < SCHEMA_VERSION
+    event_columns = {c: t for c, t in EVENT_COLUMNS.items() if not (old and c in DERIVED_COLUMNS)}
     tables: tuple[tuple[str, Mapping[str, str]], ...] = (
-        ("events", EVENT_COLUMNS),
+        ("events", event_columns),
         ("counters", COUNTER_COLUMNS),
         ("flows", FLOW_COLUMNS),
         ("processes", PROCESS_COLUMNS),
@@ -76,8 +90,12 @@ def check_trace(trace: Trace, source: str, *, values: bool = True) -> Trace:
                     f"{dtype} values (found {frame[column].dtype})",
                 )
     _check_parts(trace, source)
-    if values:
+    if values or old:  # (derived columns are computed from checked values only)
         _check_events(trace.events, source)
+    if old:
+        upgraded = upgrade_events(trace.events)
+        assert upgraded is not None  # (its columns were checked above)
+        trace = replace(trace, events=upgraded, schema_version=SCHEMA_VERSION)
     return trace
 
 
@@ -130,6 +148,11 @@ def _check_events(events: pd.DataFrame, source: str) -> None:
             "-1 or an earlier row as parent (an enclosing slice comes first)",
         )
     )
+    if "op_row" in events.columns:
+        op_row = events["op_row"].to_numpy()
+        problems.append(
+            (((op_row < 0) & (op_row != NO_ID)) | (op_row >= n), "-1 or a row as op_row")
+        )
     for mask, expected in problems:
         bad = np.flatnonzero(mask)
         if len(bad):
