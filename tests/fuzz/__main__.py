@@ -34,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", type=Path, default=Path("fuzz-failures"))
     parser.add_argument("--results", type=Path, help="write every result as JSON lines here")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        help="start no mutant after this many seconds (the run is a prefix of the seeded order)",
+    )
     options = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hpuprof-fuzz-") as scratch_dir:
         scratch = Path(scratch_dir)
@@ -49,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             long_name_max=int(options.long_name_mb * 1e6),
             keep_failures=options.keep,
             outside=seeds.bait(scratch),
+            deadline=None if options.seconds is None else time.monotonic() + options.seconds,
         )
         kinds = sorted({s.kind for s in plan.seeds})
         print(
@@ -77,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
                 out.close()
         elapsed = time.monotonic() - start
     print(harness.summary(results))
-    print(f"{plan.count} mutants in {elapsed:.0f} s with {plan.jobs} jobs")
+    ran = len({r.index for r in results})
+    print(f"{ran} of {plan.count} mutants in {elapsed:.0f} s with {plan.jobs} jobs")
     return 1 if any(True for _ in harness.failures(results)) else 0
 
 
