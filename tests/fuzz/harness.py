@@ -616,6 +616,11 @@ def summary(results: Sequence[Result]) -> str:
         lines.append(
             f"{path:<14}{len(rows):>8}" + "".join(f"{counts.get(o, 0):>12}" for o in OUTCOMES)
         )
+    per_mutant = Counter(mutant_outcome(rows) for rows in by_mutant(results).values())
+    lines.append(
+        f"per mutant (its worst path), {sum(per_mutant.values())} mutants: "
+        + ", ".join(f"{o} {per_mutant[o]}" for o in OUTCOMES if per_mutant[o] or o == "crash")
+    )
     mutants = {r.index: r for r in results}
     analysed = Counter(r.analyze for r in mutants.values() if r.analyze)
     lines.append(
@@ -641,6 +646,27 @@ def summary(results: Sequence[Result]) -> str:
     for text, count in signatures.most_common(40):
         lines.append(f"  {count:5d} x {text}")
     return "\n".join(lines)
+
+
+_WORST_FIRST = ("hang", "memory", "crash", "escape", "wrong", "divergent", "vague_error")
+
+
+def by_mutant(results: Sequence[Result]) -> dict[int, list[Result]]:
+    """The results of each mutant (one per loader path it went through), by mutant index."""
+    grouped: dict[int, list[Result]] = {}
+    for result in results:
+        grouped.setdefault(result.index, []).append(result)
+    return grouped
+
+
+def mutant_outcome(rows: Sequence[Result]) -> str:
+    """One mutant's outcome as the issue counts it: its worst path's (a bad outcome on any
+    path, else not_made, else clean_error when any path refused it, else loaded)."""
+    seen = {r.outcome for r in rows}
+    for outcome in (*_WORST_FIRST, "not_made", "clean_error"):
+        if outcome in seen:
+            return outcome
+    return "loaded"
 
 
 def _short(result: Result) -> str:

@@ -259,7 +259,7 @@ def test_perfetto_damaged_metadata_blob(tmp_path: Path) -> None:
     _refused(path, "hpuprof.trace", "tables hpuprof wrote")
 
 
-@pytest.mark.parametrize("damage", ["key", "truncated", "column", "parent", "cycle"])
+@pytest.mark.parametrize("damage", ["key", "truncated", "column", "parent", "cycle", "op_row"])
 def test_damaged_parquet(tmp_path: Path, damage: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -284,6 +284,10 @@ def test_damaged_parquet(tmp_path: Path, damage: str) -> None:
         index = table.column_names.index("parent")
         table = table.set_column(index, "parent", pa.array([10**9] * len(table), pa.int64()))
         where, expected = "events row 0", "earlier row as parent"
+    elif damage == "op_row":  # analyses index the events by it
+        index = table.column_names.index("op_row")
+        table = table.set_column(index, "op_row", pa.array([len(table)] * len(table), pa.int64()))
+        where, expected = "events row 0", "op_row"
     else:  # two slices each the other's parent: analyses walking parents would never end
         index = table.column_names.index("parent")
         parents = [1, 0] + [-1] * (len(table) - 2)
@@ -291,6 +295,38 @@ def test_damaged_parquet(tmp_path: Path, damage: str) -> None:
         where, expected = "events row 0", "earlier row as parent"
     pq.write_table(table, path)
     _refused(path, where, expected)
+
+
+V1_PARQUET = Path(__file__).parents[1] / "analysis" / "data" / "schema_v1" / "v1_hpu_graph.parquet"
+
+
+@pytest.mark.parametrize("damage", ["cycle", "version", "derived"])
+def test_damaged_parquet_of_schema_1(tmp_path: Path, damage: str) -> None:
+    """A schema-1 file is checked as schema 1 before its derived columns are computed: a cycle
+    of parents is refused where it is (op_row is never derived from it); a version past ours,
+    or schema 1's columns with one of schema 2's, is refused."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(V1_PARQUET)
+    path = tmp_path / "v1.parquet"
+    if damage == "cycle":
+        index = table.column_names.index("parent")
+        parents = [1, 0] + [-1] * (len(table) - 2)
+        table = table.set_column(index, "parent", pa.array(parents, pa.int64()))
+        where, expected = "events row 0", "earlier row as parent"
+    elif damage == "version":
+        meta = dict(table.schema.metadata)
+        meta[b"hpuprof.schema_version"] = b"99999999999999999999999"
+        table = table.replace_schema_metadata(meta)
+        where, expected = "file metadata", "schema version 1 to"
+    else:  # schema 1 with a column of schema 2: neither version's columns
+        table = table.append_column("op_row", pa.array([-1] * len(table), pa.int64()))
+        where, expected = "columns", "event columns"
+    pq.write_table(table, path)
+    _refused(path, where, expected)
+    pq.write_table(pq.read_table(V1_PARQUET), path)  # the undamaged file loads, derived
+    assert "op_row" in hpuprof.load(path, cache=False).events.columns
 
 
 def test_loaded_traces_never_warn_silently(tmp_path: Path, scan_path: str) -> None:
