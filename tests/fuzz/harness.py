@@ -330,6 +330,8 @@ def make_mutant(plan: Plan, seed: Seed, index: int, workdir: Path) -> dict[str, 
         data, expect = mutate.JSON_MUTATIONS[mutation](seed.data, rng, ctx)
         if rng.random() < 0.1:
             suffix = rng.choice(("", ".trace", ".gz", ".pftrace"))  # found by content, or not
+            if suffix == ".pftrace":  # read as Perfetto (refused): no JSON expectation holds
+                expect = mutate.NONE
     elif seed.kind == "gzip":
         mutation, data, expect = mutate.gzip_mutation(seed.data, rng, ctx)
     elif seed.kind == "perfetto":
