@@ -385,6 +385,10 @@ def test_what_the_emulator_cannot_provide_says_so(hpu: Any) -> None:
         torch.ops.hpu.cast_to_fp8_v2(torch.ones(2, device="hpu"))
     with pytest.raises(NotImplementedError, match="utilization"):
         torch.hpu.utilization()
+    import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+
+    assert te.fp8.is_fp8_enabled() is False  # status queries answer; fp8 work is declined
+    assert te.fp8.is_fp8_available() == (False, te.fp8.REASON)
 
 
 def test_gaudi_installation_parts_exist_only_while_emulating(hpu: Any) -> None:
