@@ -23,7 +23,7 @@ _orig: dict[str, Any] = {}
 def _one_hot(tensor: torch.Tensor, num_classes: int = -1) -> torch.Tensor:
     """torch's `one_hot` contract (int64 indices, int64 result, num_classes -1 = max + 1)."""
     if type(tensor) is not HpuTensor:
-        return _orig["one_hot"](tensor, num_classes)  # type: ignore[no-any-return]
+        return _orig["one_hot"](tensor, num_classes)
     if tensor.dtype != torch.long:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
