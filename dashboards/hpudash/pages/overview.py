@@ -12,6 +12,7 @@ from hpudash import figures
 from hpudash.data import DataStore
 from hpudash.ids import Id
 from hpudash.pages.common import Context, kpis, message, section_errors
+from hpudash.server import file_href
 
 PATH = "/overview"
 TITLE = "Overview"
@@ -37,12 +38,12 @@ def layout(ctx: Context) -> Any:
     analysis = store.analysis(key)
     report = analysis.data
     entry = store.entry(key)
-    figs = store.key_figures(key, entry)
+    figs = store.key_figures(entry)
     found = figures.findings(report)
     downloads = [
         html.A(
             f"Download trace {p.name} (open in ui.perfetto.dev)",
-            href="/files/" + quote(p.relative_to(store.root).as_posix()),
+            href=file_href(store, p),
             id=Id.OVERVIEW_DOWNLOAD_TRACE if i == 0 else f"{Id.OVERVIEW_DOWNLOAD_TRACE}-{i}",
             className="button",
         )

@@ -1,17 +1,16 @@
-"""Figures, tables and the timeline's level of detail as pure functions (no browser)."""
+"""Figures and tables of the pages as pure functions (no browser)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 pytest.importorskip("dash")
 
 from hpudash import figures
-from hpudash import timeline as tl
 from hpudash.pages.common import grid
+from hpudash.timeline import plot_text
 
 from hpuprof.trace.model import Trace
 from tests.dashboard.conftest import HOSTILE
@@ -28,11 +27,6 @@ def report(trace: Trace) -> dict[str, Any]:
     from hpuprof.analysis import analyze
 
     return analyze(trace).to_dict()
-
-
-@pytest.fixture(scope="module")
-def index(trace: Trace) -> tl.TimelineIndex:
-    return tl.build_index(trace)
 
 
 # --- figures ---------------------------------------------------------------------------------
@@ -116,7 +110,7 @@ def test_stragglers(trace: Trace) -> None:
 
 
 def test_trace_strings_are_inert_in_figures_and_grids() -> None:
-    assert "<img" not in tl.plot_text(HOSTILE) and "&lt;img" in tl.plot_text(HOSTILE)
+    assert "<img" not in plot_text(HOSTILE) and "&lt;img" in plot_text(HOSTILE)
     report = {"dynamicity": {"events": [{"recompile": True, "cause_kind": HOSTILE}]}}
     assert all("<img" not in str(x) for x in figures.causes_figure(report).data[0].x)
     g = grid("g", [{"name": HOSTILE}])
@@ -128,84 +122,3 @@ def test_trace_strings_are_inert_in_figures_and_grids() -> None:
     ):
         with pytest.raises(ValueError):
             grid("g", [], **unsafe)
-
-
-# --- timeline level of detail ----------------------------------------------------------------
-
-
-def test_index_tracks_host_threads_then_engines(index: tl.TimelineIndex) -> None:
-    labels = [t.label for t in index.tracks]
-    assert len(labels) == 8  # 2 ranks x (host thread + MME, TPC, DMA)
-    assert [t.is_device for t in index.tracks[:4]] == [False, True, True, True]
-    assert labels[0] == "r0 python / python main" and "MME 0" in " ".join(labels)
-    assert index.ts.min() == 0 and index.span_ns > 0
-
-
-def test_markers_for_compiles_syncs_fallbacks_and_replays(
-    index: tl.TimelineIndex, trace: Trace
-) -> None:
-    kinds = {tl.MARKS[k] for k in np.unique(index.mark_kind)}
-    assert kinds == {"compile", "sync", "fallback", "graph_replay"}
-    ev = trace.events
-    for kind, hpu in (("compile", "compile"), ("graph_replay", "graph_replay"), ("sync", "sync")):
-        code = tl.MARKS.index(kind)
-        assert (index.mark_kind == code).sum() == (ev["hpu_event"] == hpu).sum()
-    assert (index.mark_kind == tl.MARKS.index("fallback")).sum() == ev["fallback"].sum()
-    assert np.all(np.diff(index.mark_ts) >= 0)
-    fig = tl.figure(tl.query(index))
-    names = {t.name for t in fig.data}
-    assert {"compile marks", "sync marks", "fallback marks", "graph_replay marks"} <= names
-
-
-def test_zoomed_out_is_aggregated_zoomed_in_is_exact(index: tl.TimelineIndex) -> None:
-    whole = tl.query(index, exact_limit=1_000)
-    assert whole.mode == "aggregated" and whole.total == len(index.ts) > 1_000
-    assert whole.busy.shape == (len(index.tracks), tl.DEFAULT_BUCKETS)
-    assert np.all((whole.busy >= 0) & (whole.busy <= 1)) and whole.busy.max() > 0.5
-    assert whole.counts.sum() == len(index.ts)
-    zoom = tl.query(index, 1_000_000, 1_400_000)
-    assert zoom.mode == "exact" and zoom.total == len(zoom.bar_row) > 0
-    assert np.all((zoom.bar_end >= 1_000_000) & (zoom.bar_ts <= 1_400_000))
-    # the same window switches to aggregated when its slices exceed the limit
-    assert tl.query(index, 1_000_000, 1_400_000, exact_limit=zoom.total - 1).mode == "aggregated"
-    assert tl.query(index, exact_limit=10**9).mode == "exact"
-
-
-def test_exact_window_holds_exactly_the_overlapping_slices(index: tl.TimelineIndex) -> None:
-    lo, hi = 2_000_000, 2_600_000
-    w = tl.query(index, lo, hi)
-    brute = np.flatnonzero((index.ts <= hi) & (index.end >= lo))
-    assert sorted(w.bar_row.tolist()) == sorted(index.row[brute].tolist())
-
-
-def test_busy_fraction_matches_brute_force(index: tl.TimelineIndex) -> None:
-    w = tl.query(index, buckets=50, exact_limit=0)
-    i = 1  # a device engine: top-level slices only
-    a, b = int(index.top_offsets[i]), int(index.top_offsets[i + 1])
-    ts, end = index.top_ts[a:b], index.top_ts[a:b] + index.top_dur[a:b]
-    for k in (0, 17, 49):
-        lo, hi = w.edges[k], w.edges[k + 1]
-        busy = np.clip(np.minimum(end, hi) - np.maximum(ts, lo), 0, None).sum() / (hi - lo)
-        assert w.busy[i, k] == pytest.approx(busy, abs=1e-9)
-
-
-def test_exact_figure_is_clickable_and_escaped(index: tl.TimelineIndex, trace: Trace) -> None:
-    w = tl.query(index, 1_000_000, 1_400_000)
-    fig = tl.figure(w, revision="run")
-    bars = [t for t in fig.data if t.type == "bar"]
-    assert sum(len(t.customdata) for t in bars) == w.total
-    row = int(bars[0].customdata[0][1])
-    details = tl.event_details(trace, row)
-    assert details["name"] == trace.events["name"].iat[row]
-    assert tl.event_details(trace, -1) == {} and tl.event_details(trace, 10**9) == {}
-    assert fig.layout.uirevision == "run" and fig.layout.clickmode == "event"
-
-
-@pytest.mark.parametrize(
-    "relayout, want",
-    [(None, None), ({"autosize": True}, None), ({"xaxis.autorange": True}, (None, None)),
-     ({"xaxis.range[0]": 2, "xaxis.range[1]": 1}, (1e6, 2e6)),
-     ({"xaxis.range": [0.5, 1.5]}, (5e5, 1.5e6)), ({"xaxis.range[0]": "x", "xaxis.range[1]": 1}, None)],
-)  # fmt: skip
-def test_window_from_relayout(relayout: dict[str, Any] | None, want: Any) -> None:
-    assert tl.window_from_relayout(relayout, 10**9) == want
