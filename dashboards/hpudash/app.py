@@ -21,6 +21,7 @@ from hpudash.data import Analyzer, DataStore, Loader
 from hpudash.ids import Id
 from hpudash.pages import common, compare, dynamicity, ops, overview, precision, ranks, runs
 from hpudash.pages import timeline as timeline_page
+from hpudash.respcache import DEFAULT_BYTES, ResponseCache
 from hpuprof.errors import HpuprofError, UsageError
 
 PAGES: tuple[ModuleType, ...] = (
@@ -79,6 +80,7 @@ def create_app(
     loader: Loader | None = None,
     analyzer: Analyzer | None = None,
     store: DataStore | None = None,
+    response_cache_bytes: int = DEFAULT_BYTES,
 ) -> dash.Dash:
     """The dashboard over `run_dir` (runs and traces found recursively, rescanned per request).
 
@@ -87,6 +89,8 @@ def create_app(
         loader: path -> Trace (default `hpuprof.load`, with its cache).
         analyzer: Trace -> `data.Analysis` (default: `hpuprof.analysis.analyze`).
         store: a ready `DataStore` (cache budgets, disk cache) instead of the default one.
+        response_cache_bytes: budget of the kept answers of deterministic callbacks
+            (`hpudash.respcache`); 0 turns it off.
     """
     root = Path(run_dir)
     if not root.is_dir():
@@ -140,5 +144,9 @@ def create_app(
     for page in PAGES:
         page.register(app, store)
     server.register_routes(app.server, store)
+    if response_cache_bytes > 0:
+        ResponseCache(store, response_cache_bytes).install(
+            app.server, frozenset(p.PATH for p in PAGES)
+        )
     app.server.config["hpudash.store"] = store
     return app

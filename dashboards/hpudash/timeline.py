@@ -15,15 +15,12 @@ import html
 import zlib
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from hpudash import fmt
 from hpudash.timeline_index import MARKS, TimelineIndex, build_index, mark_codes
-
-if TYPE_CHECKING:
-    import plotly.graph_objects as go
 
 __all__ = ["MARKS", "TimelineIndex", "build_index", "figure", "lanes", "mark_codes", "query"]
 
@@ -404,24 +401,28 @@ def counter_text(value: float, label: str) -> str:
     return f"{value:g}"
 
 
-def figure(w: Window, *, revision: str = "") -> go.Figure:
-    """Draw a `Window`: bars (exact) or busy density (aggregated), marks, flows, counters."""
-    import plotly.graph_objects as go
+Figure = dict[str, Any]
+"""A plotly figure as plain data (`{"data": [...], "layout": {...}}`): dcc.Graph takes it as
+is, and building it skips plotly's Python-side validation (most of a zoom's cost)."""
 
-    fig = go.Figure()
+
+def figure(w: Window, *, revision: str = "") -> Figure:
+    """Draw a `Window`: bars (exact) or busy density (aggregated), marks, flows, counters."""
+    data: list[dict[str, Any]] = []
     n = len(w.lanes)
     px_ns = (w.t1 - w.t0) / PLOT_PX
     if w.mode == "exact":
-        _bars(fig, w, px_ns)
+        _bars(data, w, px_ns)
     else:
-        _density(fig, w)
+        _density(data, w)
     for k, m in enumerate(MARKS):
         sel = np.flatnonzero(w.mark_kind == k) if k else np.zeros(0, dtype=np.int64)
         if not len(sel):
             continue
         color, symbol, label = MARK_STYLE[m]
-        fig.add_trace(
-            go.Scatter(
+        data.append(
+            dict(
+                type="scatter",
                 name=label,
                 mode="markers",
                 x=_ms(w.mark_ts[sel]),
@@ -440,8 +441,9 @@ def figure(w: Window, *, revision: str = "") -> go.Figure:
         ):
             xs += [float(x0), float(x1), None]
             ys += [float(y0), float(y1), None]
-        fig.add_trace(
-            go.Scatter(
+        data.append(
+            dict(
+                type="scatter",
                 name="launch → device op",
                 x=xs,
                 y=ys,
@@ -457,8 +459,9 @@ def figure(w: Window, *, revision: str = "") -> go.Figure:
             sel = np.flatnonzero(w.ctr_lane == y)
             label = w.lanes[int(y)].label
             scale = w.ctr_scale[sel]
-            fig.add_trace(
-                go.Scatter(
+            data.append(
+                dict(
+                    type="scatter",
                     name="counters",
                     legendgroup="counters",
                     showlegend=bool(y == w.ctr_lane[0]),
@@ -472,8 +475,9 @@ def figure(w: Window, *, revision: str = "") -> go.Figure:
             )  # fmt: skip
     # an invisible point at each corner: the "select" tool needs a selectable trace even
     # when the view is a density (heatmaps are not selectable)
-    fig.add_trace(
-        go.Scatter(
+    data.append(
+        dict(
+            type="scatter",
             x=[_ms(w.t0), _ms(w.t1)],
             y=[0, max(n - 1, 0)],
             mode="markers",
@@ -484,7 +488,7 @@ def figure(w: Window, *, revision: str = "") -> go.Figure:
         )
     )
     tickvals, ticktext = fmt.axis_ticks(w.t0, w.t1)
-    fig.update_layout(
+    layout = dict(
         barmode="overlay",
         uirevision=revision,
         height=max(260, 90 + LANE_PX * n),
@@ -513,12 +517,10 @@ def figure(w: Window, *, revision: str = "") -> go.Figure:
         uniformtext={"minsize": 8, "mode": "hide"},
         hoverlabel={"namelength": -1},
     )
-    return fig
+    return {"data": data, "layout": layout}
 
 
-def _bars(fig: go.Figure, w: Window, px_ns: float) -> None:
-    import plotly.graph_objects as go
-
+def _bars(data: list[dict[str, Any]], w: Window, px_ns: float) -> None:
     classes = (
         (CLASS_HOST, "host slice", HOST_SHADES),
         (CLASS_DEVICE, "device slice", DEVICE_SHADES),
@@ -540,8 +542,9 @@ def _bars(fig: go.Figure, w: Window, px_ns: float) -> None:
         shown = np.maximum(np.minimum(w.bar_end[sel], w.t1) - start, px_ns)
         wide = shown >= LABEL_PX * px_ns
         text = [plot_text(w.bar_name[j]) if ok else "" for j, ok in zip(sel, wide, strict=True)]
-        fig.add_trace(
-            go.Bar(
+        data.append(
+            dict(
+                type="bar",
                 name=label,
                 orientation="h",
                 base=_ms(start),
@@ -564,9 +567,7 @@ def _bars(fig: go.Figure, w: Window, px_ns: float) -> None:
         )
 
 
-def _density(fig: go.Figure, w: Window) -> None:
-    import plotly.graph_objects as go
-
+def _density(data: list[dict[str, Any]], w: Window) -> None:
     centers = _ms((w.edges[:-1] + w.edges[1:]) / 2)
     kind = np.array(
         [
@@ -584,8 +585,9 @@ def _density(fig: go.Figure, w: Window) -> None:
         if not rows.any():
             continue
         z = np.where(rows[:, None] & (w.busy > 0), w.busy, np.nan)
-        fig.add_trace(
-            go.Heatmap(
+        data.append(
+            dict(
+                type="heatmap",
                 name=label,
                 x=centers,
                 y=np.arange(len(w.lanes)),

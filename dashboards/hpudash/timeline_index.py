@@ -154,13 +154,14 @@ class TimelineIndex:
 
 def mark_codes(ev: pd.DataFrame) -> np.ndarray:
     """Each event's marker class (index into MARKS; 0 = none)."""
-    hpu = ev["hpu_event"].astype(str).to_numpy()
-    kind = ev["kind"].astype(str).to_numpy()
+    from hpuprof.analysis._common import isin
+
+    hpu, kind = ev["hpu_event"], ev["kind"]
     code = np.zeros(len(ev), dtype=np.int8)
-    code[hpu == "graph_replay"] = MARKS.index("graph_replay")
-    code[(kind == "sync") | (hpu == "sync")] = MARKS.index("sync")
-    code[ev["fallback"].to_numpy(dtype=bool) | (hpu == "fallback")] = MARKS.index("fallback")
-    code[np.isin(hpu, ("compile", "dynamo_compile"))] = MARKS.index("compile")
+    code[isin(hpu, ("graph_replay",))] = MARKS.index("graph_replay")
+    code[isin(kind, ("sync",)) | isin(hpu, ("sync",))] = MARKS.index("sync")
+    code[ev["fallback"].to_numpy(dtype=bool) | isin(hpu, ("fallback",))] = MARKS.index("fallback")
+    code[isin(hpu, ("compile", "dynamo_compile"))] = MARKS.index("compile")
     return code
 
 
@@ -216,18 +217,34 @@ def build_index(trace: Trace) -> TimelineIndex:
     """Sort the trace's slices once into tracks, rows and groups (see the module docstring)."""
     import pandas as pd
 
+    from hpuprof.analysis._common import factor, isin
+
     ev = trace.events
-    kind = ev["kind"].astype(str).to_numpy()
-    is_slice = (ev["ph"].astype(str) == "X").to_numpy() & (kind != "span")
+    is_slice = isin(ev["ph"], ("X",)) & ~isin(ev["kind"], ("span",))
     codes = mark_codes(ev)
     rows = np.flatnonzero(is_slice)
-    sub = ev.iloc[rows]
+    # lanes by integer codes (no per-event strings): one unique per (rank, pid, tid, device)
+    pid_code, pid_name = factor(ev["pid"])
+    tid_code, tid_name = factor(ev["tid"])
+    rank_all = ev["rank"].to_numpy(dtype=np.int64)
+    dev_all = ev["is_device"].to_numpy(dtype=bool)
+    n_pid, n_tid = len(pid_name) + 1, len(tid_name) + 1
+    lane_key = (
+        (rank_all[rows] * n_pid + pid_code[rows] + 1) * n_tid + tid_code[rows] + 1
+    ) * 2 + dev_all[rows]
+    uniq, lane_id = np.unique(lane_key, return_inverse=True)
+    u_dev = (uniq % 2).astype(bool)
+    u_tid = (uniq // 2) % n_tid - 1
+    u_pid = (uniq // 2 // n_tid) % n_pid - 1
+    u_rank = uniq // 2 // n_tid // n_pid
+    pid_text = np.append(pid_name.astype(str), "")
+    tid_text = np.append(tid_name.astype(str), "")
     lane = pd.DataFrame(
         {
-            "rank": sub["rank"].to_numpy(dtype=np.int64),
-            "is_device": sub["is_device"].to_numpy(dtype=bool),
-            "pid": sub["pid"].astype(str).to_numpy(),
-            "tid": sub["tid"].astype(str).to_numpy(),
+            "rank": u_rank,
+            "is_device": u_dev,
+            "pid": pid_text[u_pid],
+            "tid": tid_text[u_tid],
         }
     )
     ts_all = ev["ts_ns"].to_numpy(dtype=np.int64)
@@ -244,7 +261,7 @@ def build_index(trace: Trace) -> TimelineIndex:
 
     # groups: processes of each rank, host first, in the trace's own sort order
     gkeys = lane.groupby(["rank", "pid"], sort=False)["is_device"].any().reset_index()
-    multi = lane["rank"].nunique() > 1 or (len(ctr) and ctr["rank"].nunique() > 1)
+    multi = lane["rank"].nunique() > 1 or bool(len(ctr) and ctr["rank"].nunique() > 1)
 
     def gsort(rec: tuple[int, str, bool]) -> tuple[Any, ...]:
         r, p, dev = rec
@@ -261,8 +278,7 @@ def build_index(trace: Trace) -> TimelineIndex:
     gid = {(g.rank, g.pid): i for i, g in enumerate(groups)}
 
     # tracks: threads / streams of each group
-    lane_id = lane.groupby(["rank", "pid", "tid", "is_device"], sort=False).ngroup().to_numpy()
-    tkeys = lane.drop_duplicates().reset_index(drop=True)
+    tkeys = lane
 
     def tsort(rec: tuple[int, str, str, bool]) -> tuple[Any, ...]:
         r, p, t, dev = rec
@@ -278,13 +294,12 @@ def build_index(trace: Trace) -> TimelineIndex:
         key=tsort,
     )
     tid_of = {(r, p, t, d): i for i, (r, p, t, d) in enumerate(trecs)}
-    # drop_duplicates keeps first occurrences in row order: the order ngroup numbers them
     first_key = [
         tid_of[(int(r), str(p), str(t), bool(d))]
         for r, p, t, d in tkeys[["rank", "pid", "tid", "is_device"]].itertuples(index=False)
     ]
     track_of = np.asarray(first_key, dtype=np.int64)[lane_id] if len(lane_id) else lane_id
-    depth = np.minimum(sub["depth"].to_numpy(dtype=np.int64), MAX_DEPTH - 1)
+    depth = np.minimum(ev["depth"].to_numpy(dtype=np.int64)[rows], MAX_DEPTH - 1)
     depth = np.maximum(depth, 0)
     n_tracks = len(trecs)
     depths = np.zeros(n_tracks, dtype=np.int64)
@@ -346,9 +361,8 @@ def build_index(trace: Trace) -> TimelineIndex:
     mk_pos = pos_of_event[marked]
     mk_row = np.where(mk_pos >= 0, row_sorted[np.maximum(mk_pos, 0)] if len(row_sorted) else -1, -1)
     if (mk_row < 0).any():
-        m = ev.iloc[marked]
-        ranks_m, pids_m = m["rank"].to_numpy(dtype=np.int64), m["pid"].astype(str).to_numpy()
-        tids_m = m["tid"].astype(str).to_numpy()
+        ranks_m = rank_all[marked]
+        pids_m, tids_m = pid_text[pid_code[marked]], tid_text[tid_code[marked]]
         host_track = {(r, p, t): i for (r, p, t, d), i in tid_of.items() if not d}
         for j in np.flatnonzero(mk_row < 0):
             tr = host_track.get((int(ranks_m[j]), str(pids_m[j]), str(tids_m[j])))

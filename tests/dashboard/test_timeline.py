@@ -22,6 +22,13 @@ from tests.dashboard.conftest import HOSTILE
 from tests.dashboard.synth import synthetic_trace
 
 
+def _fig(*args: Any, **kw: Any) -> Any:
+    """The figure as plotly objects: validates every property the dashboard sends."""
+    import plotly.graph_objects as go
+
+    return go.Figure(tl.figure(*args, **kw))
+
+
 @pytest.fixture(scope="module")
 def trace() -> Trace:
     return synthetic_trace(3_000, ranks=2)
@@ -168,7 +175,7 @@ def test_device_rows_are_never_blank_when_zoomed_out() -> None:
         if lane.kind == "row" and lane.is_device:
             assert (w.busy[y] >= 0.01).sum() > 10, lane.label
     exact = tl.query(idx, shown, 0, idx.span_ns, exact_limit=10**9)
-    fig = tl.figure(exact)
+    fig = _fig(exact)
     px_ms = (exact.t1 - exact.t0) / tl.PLOT_PX / 1e6
     device = next(t for t in fig.data if t.name == "device slice")
     assert min(device.x) >= px_ms * 0.999  # at least a pixel wide
@@ -181,7 +188,7 @@ def test_markers_and_marked_slices(index: TimelineIndex, trace: Trace) -> None:
     for kind, hpu in (("compile", "compile"), ("graph_replay", "graph_replay"), ("sync", "sync")):
         assert (index.mark_kind == tl.MARKS.index(kind)).sum() == (ev["hpu_event"] == hpu).sum()
     shown = tl.lanes(index)
-    dense = tl.figure(tl.query(index, shown, exact_limit=0))
+    dense = _fig(tl.query(index, shown, exact_limit=0))
     assert {"compile", "sync", "CPU fallback", "HPU graph replay"} <= {t.name for t in dense.data}
     exact = tl.query(index, shown, 0, 3_000_000)
     assert exact.mode == "exact" and exact.marked > 0
@@ -196,7 +203,7 @@ def test_flow_arrows_when_zoomed_in(index: TimelineIndex) -> None:
     assert len(w.flow_x0) > 0 and (w.flow_x1 >= w.flow_x0).all()
     host_lanes = {i for i, lane in enumerate(shown) if lane.kind == "row" and not lane.is_device}
     assert set(w.flow_y0.tolist()) <= host_lanes and not set(w.flow_y1.tolist()) & host_lanes
-    fig = tl.figure(w)
+    fig = _fig(w)
     arrows = next(t for t in fig.data if t.name == "launch → device op")
     assert arrows.marker.symbol == "arrow"
     assert not len(tl.query(index, shown, 1_000_000, 1_400_000, flows=False).flow_x0)
@@ -228,7 +235,7 @@ def test_counter_tracks(tmp_path: Path) -> None:
     w = tl.query(idx, shown, buckets=100)
     assert 0 < len(w.ctr_ts) <= 200  # thinned to the buckets
     assert w.ctr_value.max() == 5e9  # the peak survives the thinning
-    fig = tl.figure(w)
+    fig = _fig(w)
     line = next(t for t in fig.data if t.name == "counters")
     assert any("GiB" in h for h in line.hovertext)
     assert tl.counter_text(3 * 2**20, "memory (bytes)") == "3.00 MiB"
@@ -236,7 +243,7 @@ def test_counter_tracks(tmp_path: Path) -> None:
 
 def test_figure_reads_in_units_with_legend_outside(index: TimelineIndex) -> None:
     w = tl.query(index, tl.lanes(index), 1_000_000, 1_400_000)
-    fig = tl.figure(w, revision="run")
+    fig = _fig(w, revision="run")
     ticks = list(fig.layout.xaxis.ticktext)
     assert ticks and all(t.endswith((" us", " ms", " s")) for t in ticks)
     assert fig.layout.legend.y == 1 and fig.layout.legend.yanchor == "bottom"
@@ -251,7 +258,7 @@ def test_hostile_names_are_inert_in_the_figure() -> None:
     ev = trace.events
     ev["name"] = ev["name"].cat.rename_categories({"aten::relu": HOSTILE})
     idx = tl.build_index(trace)
-    fig = tl.figure(tl.query(idx, tl.lanes(idx), exact_limit=10**9))
+    fig = _fig(tl.query(idx, tl.lanes(idx), exact_limit=10**9))
     text = fig.to_json()
     assert "<img" not in text and "&lt;img" in text
 

@@ -12,6 +12,7 @@ from hpudash import figures
 from hpudash.data import DataStore
 from hpudash.ids import Id
 from hpudash.pages.common import Context, grid, message, run_picker
+from hpuprof.errors import HpuprofError
 
 PATH = "/compare"
 TITLE = "Compare"
@@ -69,4 +70,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
         prevent_initial_call=True,
     )
     def update(a: str | None, b: str | None) -> list[Any]:
-        return body(store, a, b)
+        try:
+            return body(store, a, b)
+        except HpuprofError as error:
+            return [message(str(error), "error")]
