@@ -79,10 +79,11 @@ def compare(
     a: Trace,
     b: Trace,
     options: AnalysisOptions | None = None,
-    a_step: int | None = -1,
-    b_step: int | None = -1,
+    a_step: int | None = None,
+    b_step: int | None = None,
 ) -> Report:
-    """Trace `b` (test) against `a` (control) as a Report with one `compare` section."""
+    """Trace `b` (test) against `a` (control) as a Report with one `compare` section
+    (per-step means over every step; `a_step`/`b_step` compare one step of each)."""
     options = options or AnalysisOptions()
     diff = spec("compare").load()(a, b, options, a_step, b_step)
     meta = {

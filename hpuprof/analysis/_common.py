@@ -262,3 +262,9 @@ def device_time_source(trace: Trace) -> str:
         if isinstance(ours, dict) and ours.get("device_time"):
             return str(ours["device_time"])
     return "measured"
+
+
+def records(frame: pd.DataFrame, index: str = "") -> list[dict[str, Any]]:
+    """The rows of a (small, aggregated) table as dicts; its index under the key `index`."""
+    table = frame.reset_index(names=index) if index else frame
+    return [{str(k): v for k, v in r.items()} for r in table.to_dict("records")]

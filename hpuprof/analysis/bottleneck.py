@@ -30,13 +30,12 @@ from hpuprof.analysis._common import (
     device_events,
     device_time_source,
     ends,
-    factor,
     host_ops,
     is_fallback,
     isin,
     kernel_types,
     pct,
-    self_time,
+    records,
     step_windows,
     strs,
     without_args,
@@ -370,75 +369,28 @@ def _kernel_type_rows(per_rank_sets: list[dict[str, iv.Merged]]) -> list[KernelT
     ]
 
 
-def _top_ops(
-    ev: pd.DataFrame, dev: pd.DataFrame, ktype: pd.Series, top_n: int
-) -> tuple[list[OpRow], list[OpRow]]:
-    host = host_ops(ev)
+def _top_ops(ev: pd.DataFrame, dev: pd.DataFrame, top_n: int) -> tuple[list[OpRow], list[OpRow]]:
+    from hpuprof.analysis.ops import host_op_table, host_op_times, kernel_stats
+
+    times = host_op_times(ev)
     host_rows: list[OpRow] = []
-    if not host.empty:
-        codes, names = factor(host["name"])
-        # like key_averages (EventList._remove_dup_nodes): an op directly inside an op of the
-        # same name is one call; its self time counts, its duration is not counted twice
-        ppos = host.index.get_indexer(pd.Index(host["parent"].to_numpy()))
-        nested = (ppos >= 0) & (codes[np.maximum(ppos, 0)] == codes)
-        dur = host["dur_ns"].to_numpy()
-        h = pd.DataFrame(
-            {
-                "name": codes,
-                "dur": np.where(nested, 0, dur),
-                "calls": (~nested).astype(np.int64),
-                "self": self_time(ev, host).to_numpy(),
-            }
-        )
-        g = h.groupby("name").agg(
-            count=("calls", "sum"), total=("dur", "sum"), slf=("self", "sum"), mx=("dur", "max")
-        )
-        g = g.sort_values(["slf", "total"], ascending=False).head(top_n)
-        g.index = names[g.index.to_numpy()]
+    if len(times.rows):
+        g = host_op_table(times).sort_values(["slf", "total"], ascending=False).head(top_n)
         host_rows = [
             OpRow(
-                str(n),
-                int(r["count"]),
+                str(times.names[int(r["code"])]),
+                int(r["calls"]),
                 int(r["total"]),
                 int(r["slf"]),
-                round(float(r["total"]) / float(r["count"]), 1),
+                round(float(r["total"]) / float(r["calls"]), 1),
                 int(r["mx"]),
             )
-            for n, r in g.iterrows()
+            for r in records(g, "code")
         ]
-    dev_rows: list[OpRow] = []
-    if not dev.empty:
-        codes, names = factor(dev["name"])
-        d = pd.DataFrame(
-            {
-                "name": codes,
-                "dur": dev["dur_ns"].to_numpy(),
-                "ktype": ktype.to_numpy(),
-                "engine": strs(dev["engine"]),
-            }
-        )
-        g = d.groupby("name").agg(
-            count=("dur", "size"),
-            total=("dur", "sum"),
-            mx=("dur", "max"),
-            ktype=("ktype", "first"),
-            eng=("engine", "first"),
-        )
-        g = g.sort_values("total", ascending=False).head(top_n)
-        g.index = names[g.index.to_numpy()]
-        dev_rows = [
-            OpRow(
-                str(n),
-                int(r["count"]),
-                int(r["total"]),
-                int(r["total"]),
-                round(float(r["total"]) / float(r["count"]), 1),
-                int(r["mx"]),
-                str(r["ktype"]),
-                str(r["eng"]),
-            )
-            for n, r in g.iterrows()
-        ]
+    dev_rows = [
+        OpRow(k.name, k.count, k.total_ns, k.total_ns, k.mean_ns, k.max_ns, k.kernel_type, k.engine)
+        for k in kernel_stats(ev, dev)[:top_n]
+    ]
     return host_rows, dev_rows
 
 
@@ -546,7 +498,7 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
                 )
     if dev.empty:
         notes.append("no device events: device breakdowns are empty (CPU-only trace?)")
-    host_rows, dev_rows = _top_ops(ev, dev, ktype, options.top_n)
+    host_rows, dev_rows = _top_ops(ev, dev, options.top_n)
     launch = _launch_stats(pairs)
     src = device_time_source(trace)
     if src == "modeled":

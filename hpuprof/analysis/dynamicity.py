@@ -15,11 +15,11 @@ import orjson
 import pandas as pd
 
 from hpuprof.analysis._common import (
-    args_at,
     cat_test,
     factor,
     host_ops,
     isin,
+    records,
     steps_in,
     strs,
     without_args,
@@ -157,18 +157,31 @@ def verdict(unique: int) -> str:
     return "There is a lot of dynamicity in input data shapes"
 
 
+def _cause(text: str) -> dict[str, Any]:
+    """The `cause` column's JSON text as a dict ({} when empty)."""
+    if not text:
+        return {}
+    value = orjson.loads(text)
+    return value if isinstance(value, dict) else {"kind": "guard", "text": str(value)}
+
+
 def _compile_events(full: pd.DataFrame) -> list[Compilation]:
+    """Compile events in time order, their causes and call sites from the loader's columns.
+
+    A compile of an eager-mode op (`mode` eager: the eager compiler's per-op recipes) is
+    marked `eager`; it is a compilation, but not one the bridge's graph_compilation counts.
+    """
     ev = without_args(full)
     rows = ev[isin(ev["hpu_event"], ("compile", "dynamo_compile"))]
     rows = rows.sort_values("ts_ns", kind="stable")
     out: list[Compilation] = []
     seen: set[str] = set()
-    for (_, r), a in zip(rows.iterrows(), args_at(full, rows.index), strict=True):
-        cause = a.get("hpuprof.cause") or {}
-        if not isinstance(cause, dict):
-            cause = {"kind": "guard", "text": str(cause)}
+    causes = {c: _cause(c) for c in set(strs(rows["cause"]).tolist())}
+    fields = ["rank", "ts_ns", "dur_ns", "step", "graph_id", "name", "module", "call_site"]
+    for r in records(rows[[*fields, "hpu_event", "cause", "mode"]].astype(object)):
+        cause = causes[str(r["cause"])]
         kind = str(cause.get("kind", ""))
-        graph = str(r["graph_id"]) or str(a.get("recipeName", "")) or str(r["name"])
+        graph = str(r["graph_id"]) or str(r["name"])
         module = str(r["module"])
         key = module or graph
         recompile = kind not in NEW_GRAPH_KINDS if kind else key in seen
@@ -182,7 +195,7 @@ def _compile_events(full: pd.DataFrame) -> list[Compilation]:
                 step=int(r["step"]),
                 graph=graph,
                 module=module,
-                call_site=str(a.get("hpuprof.call_site", "")),
+                call_site=str(r["call_site"]),
                 event=str(r["hpu_event"]),
                 recompile=bool(recompile),
                 cause_kind=kind or "unknown",
@@ -190,7 +203,7 @@ def _compile_events(full: pd.DataFrame) -> list[Compilation]:
                 cause_from=str(cause.get("from", "")),
                 cause_to=str(cause.get("to", "")),
                 cause_text=str(cause.get("text", "")),
-                eager=bool(a.get("hpuprof.eager", False)),
+                eager=str(r["mode"]) == "eager",
             )
         )
     return out

@@ -63,7 +63,12 @@ class TerminalRenderer:
             t = Table(title=view.title, title_justify="left", expand=False)
             for c in view.key_columns:
                 wide = c.key in ("name", "op", "key", "kernel", "cause")
-                t.add_column(c.header, overflow="fold", max_width=48 if wide else None)
+                t.add_column(
+                    c.header,
+                    overflow="fold",
+                    max_width=48 if wide else None,
+                    min_width=16 if wide else None,
+                )
             for r in view.rows[: self.max_rows]:
                 t.add_row(*(fmt_column(c, r.get(c.key), r) for c in view.key_columns))
             console.print(t)
