@@ -295,48 +295,43 @@ def analyze_ops(trace: Trace, options: AnalysisOptions | None = None) -> OpsRepo
     )
 
 
-def kernel_stats(ev: pd.DataFrame, dev: pd.DataFrame) -> tuple[KernelStats, ...]:
-    """Every device op name, by total time (see `KernelStats`)."""
+def kernel_stats(
+    ev: pd.DataFrame, dev: pd.DataFrame, ktype: pd.Series | None = None
+) -> tuple[KernelStats, ...]:
+    """Every device op name, by total time (see `KernelStats`); `ktype`: `kernel_types(dev)`
+    when the caller has it."""
     if dev.empty:
         return ()
     codes, names = factor(dev["name"])
-    op_row = dev["op_row"].to_numpy(dtype=np.int64)
-    pos = ev.index.get_indexer(pd.Index(op_row))
-    op_name = np.full(len(dev), "", dtype=object)
-    op_name[pos >= 0] = strs(ev["name"].iloc[pos[pos >= 0]])
-    frame = pd.DataFrame(
-        {
-            "code": codes,
-            "dur": dev["dur_ns"].to_numpy(dtype=np.int64),
-            "ktype": kernel_types(dev).to_numpy(),
-            "engine": strs(dev["engine"]),
-            "op": op_name,
-        }
-    )
-    g = frame.groupby("code").agg(
-        n=("dur", "size"),
-        total=("dur", "sum"),
-        mx=("dur", "max"),
-        ktype=("ktype", "first"),
-        eng=("engine", "first"),
-    )
-    by_op = frame[frame["op"] != ""].groupby(["code", "op"])["dur"].sum()
+    op_codes, op_names = factor(ev["name"])
+    pos = ev.index.get_indexer(pd.Index(dev["op_row"].to_numpy(dtype=np.int64)))
+    op = np.where(pos >= 0, op_codes[np.maximum(pos, 0)], -1)
+    dur = dev["dur_ns"].to_numpy(dtype=np.int64)
+    types = (kernel_types(dev) if ktype is None else ktype).to_numpy()
+    order = np.argsort(codes, kind="stable")
+    first = order[np.unique(codes[order], return_index=True)[1]]
+    frame = pd.DataFrame({"code": codes, "dur": dur, "op": op})
+    g = frame.groupby("code").agg(n=("dur", "size"), total=("dur", "sum"), mx=("dur", "max"))
+    by_op = frame[op >= 0].groupby(["code", "op"])["dur"].sum()
     top_op = by_op.sort_values(ascending=False).reset_index().drop_duplicates("code")
     top = dict(zip(top_op["code"].tolist(), top_op["op"].tolist(), strict=True))
     n_ops = by_op.reset_index().groupby("code").size().to_dict()
-    whole = float(frame["dur"].sum()) or 1.0
+    kind_of = dict(zip(codes[first].tolist(), types[first].tolist(), strict=True))
+    engines = strs(dev["engine"].iloc[first]).tolist()
+    engine_of = dict(zip(codes[first].tolist(), engines, strict=True))
+    whole = float(dur.sum()) or 1.0
     g = g.sort_values("total", ascending=False)
     return tuple(
         KernelStats(
             name=str(names[code]),
-            kernel_type=str(r["ktype"]),
-            engine=str(r["eng"]),
+            kernel_type=str(kind_of[code]),
+            engine=str(engine_of[code]),
             count=int(r["n"]),
             total_ns=int(r["total"]),
             mean_ns=round(float(r["total"]) / int(r["n"]), 1),
             max_ns=int(r["mx"]),
             pct_of_device=round(100.0 * float(r["total"]) / whole, 2),
-            op=str(top.get(code, "")),
+            op=str(op_names[top[code]]) if code in top else "",
             ops=int(n_ops.get(code, 0)),
         )
         for r in records(g, "code")

@@ -27,6 +27,8 @@ from hpuprof.analysis._common import (
     strs,
     without_args,
 )
+from hpuprof.analysis.advice import advise
+from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.gaudi_autocast_lists import DEFAULT_FP32_OPS, DEFAULT_LOWER_OPS
@@ -81,7 +83,11 @@ class CastRow:
 
 @dataclass(frozen=True)
 class PrecisionReport:
-    """Result of `analyze_precision`."""
+    """Result of `analyze_precision`.
+
+    `bf16_coverage_pct`: share of matmul/conv FLOPs in bf16/fp16/fp8;
+    `low_precision_time_pct`: share of device time (of known dtype) in those dtypes.
+    """
 
     by_dtype: tuple[DtypeRow, ...]
     by_op: tuple[OpDtypeRow, ...]
@@ -94,6 +100,7 @@ class PrecisionReport:
     fp32_list_in_low_precision: tuple[OpDtypeRow, ...]
     silent_dtype_changes: tuple[CastRow, ...]
     flops_source: str
+    low_precision_time_pct: float | None = None
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -158,6 +165,13 @@ def _casts(full: pd.DataFrame, ev: pd.DataFrame) -> tuple[list[CastRow], list[Ca
         if (f, t) in SILENT:
             silent.append(CastRow(str(f), str(t), len(g), int(g["dur"].sum()), ()))
     return casts, silent
+
+
+def _low_share(by_dtype: tuple[DtypeRow, ...]) -> float | None:
+    """Share of device time (of a known dtype) spent in bf16 / fp16 / fp8; None if unknown."""
+    known = [r for r in by_dtype if r.dtype != "unknown"]
+    total = sum(r.device_time_ns for r in known)
+    return pct(sum(r.device_time_ns for r in known if r.dtype in LOW), total) if total else None
 
 
 def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> PrecisionReport:
@@ -249,6 +263,7 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
         by_module=tuple(mod_rows[: options.top_n * 4]),
         matmul_conv_flops=mm_flops,
         bf16_coverage_pct=coverage,
+        low_precision_time_pct=_low_share(by_dtype),
         casts=tuple(casts),
         to_copy_ops=to_copy,
         missed_lower_precision=tuple(missed),
@@ -257,15 +272,23 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
         flops_source=flops_source,
         notes=tuple(notes),
     )
-    return replace(rep, findings=tuple(precision_findings(rep)))
+    return replace(rep, findings=tuple(precision_findings(rep, trace_device(trace))))
 
 
-def precision_findings(rep: PrecisionReport) -> list[Finding]:
+def precision_findings(rep: PrecisionReport, device: TraceDevice) -> list[Finding]:
     """Low bf16 coverage, lower-precision-list ops left in fp32, FP32-list ops in low
-    precision, and silent dtype narrowings."""
+    precision, and silent dtype narrowings (Gaudi's autocast lists: Gaudi traces only)."""
     out: list[Finding] = []
     has_low = any(r.dtype in LOW for r in rep.by_dtype)
-    if rep.matmul_conv_flops > 0 and rep.bf16_coverage_pct < BF16_COVERAGE_WARN_PCT:
+    autocast = advise("autocast", device)
+    lower_list = advise("lower_precision_list", device)
+    fp32_list = advise("fp32_list", device)
+    silent = advise("silent_dtype", device)
+    if (
+        rep.matmul_conv_flops > 0
+        and rep.bf16_coverage_pct < BF16_COVERAGE_WARN_PCT
+        and autocast is not None
+    ):
         out.append(
             Finding(
                 "warning" if has_low else "info",
@@ -275,10 +298,10 @@ def precision_findings(rep: PrecisionReport) -> list[Finding]:
                 rep.bf16_coverage_pct,
                 BF16_COVERAGE_WARN_PCT,
                 {"matmul_conv_flops": rep.matmul_conv_flops},
-                'run the forward under torch.autocast(device_type="hpu", dtype=torch.bfloat16)',
+                autocast,
             )
         )
-    if rep.missed_lower_precision and has_low:
+    if rep.missed_lower_precision and has_low and lower_list is not None:
         names = sorted({r.name for r in rep.missed_lower_precision})
         t = sum(r.device_time_ns or r.host_time_ns for r in rep.missed_lower_precision)
         out.append(
@@ -291,11 +314,10 @@ def precision_findings(rep: PrecisionReport) -> list[Finding]:
                 t,
                 0.0,
                 {"ops": names},
-                "check they run inside the autocast region; pass bf16 inputs; or add them to "
-                "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST",
+                lower_list,
             )
         )
-    if rep.fp32_list_in_low_precision:
+    if rep.fp32_list_in_low_precision and fp32_list is not None:
         names = sorted({r.name for r in rep.fp32_list_in_low_precision})
         out.append(
             Finding(
@@ -307,10 +329,12 @@ def precision_findings(rep: PrecisionReport) -> list[Finding]:
                 len(names),
                 0.0,
                 {"ops": names},
-                "keep losses, softmax-like reductions and exp/log in fp32 (autocast's fp32 list)",
+                fp32_list,
             )
         )
     for s in rep.silent_dtype_changes:
+        if silent is None:
+            break
         out.append(
             Finding(
                 "info",
@@ -320,7 +344,7 @@ def precision_findings(rep: PrecisionReport) -> list[Finding]:
                 s.count,
                 0.0,
                 {"from": s.dtype_from, "to": s.dtype_to},
-                "Gaudi computes these in the narrower type: cast explicitly if values need the range",
+                silent,
             )
         )
     return out

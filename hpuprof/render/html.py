@@ -9,7 +9,13 @@ import orjson
 
 from hpuprof.analysis.registry import Column
 from hpuprof.analysis.report import Report
-from hpuprof.render.tables import evidence_rows, fmt_column, meta_line, report_views
+from hpuprof.render.tables import (
+    evidence_rows,
+    fmt_column,
+    key_figure_rows,
+    meta_line,
+    report_views,
+)
 
 
 def _esc(text: Any) -> str:
@@ -113,6 +119,10 @@ class HtmlRenderer:
         parts.append("</head><body>")
         parts.append(f"<h1>hpuprof report: {_esc(', '.join(report.source))}</h1>")
         parts.append(f"<p>{_esc(meta_line(report))}</p>")
+        figures = key_figure_rows(report)
+        if figures:
+            row = {c.key: v for c, v in figures}
+            parts.append(_table("Key figures", (row,), tuple(c for c, _ in figures)))
         parts.append("<h2>Findings</h2><ul>")
         for f in report.findings:
             parts.append(

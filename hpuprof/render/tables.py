@@ -229,3 +229,30 @@ def meta_line(report: Report) -> str:
     if "a" in meta and "b" in meta:
         return f"A: {_one_meta(meta['a'])}. B: {_one_meta(meta['b'])}."
     return _one_meta(meta)
+
+
+KEY_FIGURES: tuple[Column, ...] = (
+    Column("step_time_ns", "Step time (mean per rank)"),
+    Column("steps_per_rank", "Steps per rank", "count"),
+    Column("device_util_pct", "Device busy % of steps"),
+    Column("compilations", "Compilations", "count"),
+    Column("recompilations", "Recompilations", "count"),
+    Column("compile_time_ns", "Compile time"),
+    Column("lazy_port_estimate", "Compilations"),
+    Column("fallbacks", "CPU fallbacks", "count"),
+    Column("bf16_flops_pct", "Matmul/conv FLOPs in bf16/fp16 %"),
+    Column("low_precision_time_pct", "Device time in bf16/fp16 %"),
+    Column("stragglers", "Straggling ranks"),
+    Column("device_time", "Device time is"),
+)
+"""The key figures views show, in order, with their words and units."""
+
+
+def key_figure_rows(report: Report) -> list[tuple[Column, Any]]:
+    """(column, value) of the key figures a report has (unknown ones left out)."""
+    figures = report.meta.get("key_figures")
+    if not isinstance(figures, Mapping):
+        return []
+    return [
+        (c, figures[c.key]) for c in KEY_FIGURES if figures.get(c.key) not in (None, "", [], ())
+    ]

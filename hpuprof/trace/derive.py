@@ -25,6 +25,7 @@ decode per hit).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -92,15 +93,19 @@ def _codes(col: pd.Series) -> tuple[NDArray[np.int64], list[str]]:
 
 
 def _is(col: pd.Series, wanted: set[str] | frozenset[str]) -> NDArray[np.bool_]:
-    codes, cats = _codes(col)
-    table = np.array([c in wanted for c in cats] + [False], dtype=bool)
-    return np.asarray(table[np.where(codes >= 0, codes, len(cats))], dtype=bool)
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = col.cat.categories
+        table = np.array([str(c) in wanted for c in cats] + [False], dtype=bool)
+        return np.asarray(table[col.cat.codes.to_numpy()], dtype=bool)  # code -1: the last
+    codes, names = _codes(col)
+    table = np.array([c in wanted for c in names] + [False], dtype=bool)
+    return np.asarray(table[codes], dtype=bool)
 
 
 def _text(col: pd.Series) -> NDArray[Any]:
     codes, cats = _codes(col)
     table = np.array([*cats, ""], dtype=object)
-    return np.asarray(table[np.where(codes >= 0, codes, len(cats))], dtype=object)
+    return np.asarray(table[codes], dtype=object)
 
 
 def _categorical(codes: NDArray[np.int64], vocabulary: list[str]) -> pd.Categorical:
@@ -277,17 +282,36 @@ def _graph_ops(
 # --- dtype and flops ------------------------------------------------------------------------------
 
 
-def _arg_values(events: pd.DataFrame, rows: NDArray[np.int64], pattern: str) -> NDArray[Any]:
-    """Regex capture `v` in the raw args of `rows` ("" where absent), one vectorized pass."""
-    if len(rows) == 0 or "args" not in events.columns:
-        return np.zeros(0, dtype=object)
+def _arg_matches(events: pd.DataFrame, rows: NDArray[np.int64], pattern: str) -> Any:
+    """Regex capture `v` in the raw args of `rows` as an Arrow string array (null where
+    absent), one vectorized pass."""
     col = events["args"]
     arrow = getattr(col.array, "__arrow_array__", None)
     arr = arrow() if arrow is not None else pa.array(col.to_numpy(dtype=object), type=pa.binary())
     taken = arr.take(pa.array(rows, type=pa.int64()))
     text = pc.cast(taken, pa.large_string() if "large" in str(taken.type) else pa.string())
-    got = pc.struct_field(pc.extract_regex(text, pattern), "v")
+    return pc.struct_field(pc.extract_regex(text, pattern), "v")
+
+
+def _arg_values(events: pd.DataFrame, rows: NDArray[np.int64], pattern: str) -> NDArray[Any]:
+    """The captures of `_arg_matches` as Python strings ("" where absent)."""
+    if len(rows) == 0 or "args" not in events.columns:
+        return np.zeros(0, dtype=object)
+    got = _arg_matches(events, rows, pattern)
     return np.asarray(got.to_pandas().fillna("").to_numpy(dtype=object), dtype=object)
+
+
+def _arg_floats(events: pd.DataFrame, rows: NDArray[np.int64], key: str) -> NDArray[np.float64]:
+    """The number under `key` in the raw args of `rows` (NaN where absent or not a number)."""
+    if len(rows) == 0 or "args" not in events.columns:
+        return np.zeros(0, dtype=np.float64)
+    pattern = '"' + re.escape(key) + r'":\s*(?P<v>-?[0-9][0-9.eE+-]*)'
+    got = _arg_matches(events, rows, pattern)
+    try:
+        values = pc.cast(got, pa.float64())
+    except pa.ArrowInvalid:
+        return pd.to_numeric(pd.Series(got.to_pylist()), errors="coerce").to_numpy(np.float64)
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
 def _keyed_device_rows(events: pd.DataFrame) -> NDArray[np.int64]:
@@ -322,9 +346,8 @@ def _flops(events: pd.DataFrame) -> NDArray[np.float64]:
     n = len(events)
     flops = np.full(n, np.nan, dtype=np.float64)
     keyed = _keyed_device_rows(events)
-    got = _arg_values(events, keyed, r'"hpuprof\.flops":\s*(?P<v>[0-9.eE+-]+)')
     if len(keyed):
-        flops[keyed] = pd.to_numeric(pd.Series(got), errors="coerce").to_numpy(dtype=np.float64)
+        flops[keyed] = _arg_floats(events, keyed, "hpuprof.flops")
     ncodes, names = _codes(events["name"])
     mm_name = np.array([short_op(x) in MATMUL_CONV for x in names] + [False], dtype=bool)
     mm = np.flatnonzero(
@@ -343,9 +366,7 @@ def _flops(events: pd.DataFrame) -> NDArray[np.float64]:
         ],
         dtype=np.float64,
     )[inv]
-    given = pd.to_numeric(
-        pd.Series(_arg_values(events, mm, r'"flops":\s*(?P<v>[0-9.eE+-]+)')), errors="coerce"
-    ).to_numpy(dtype=np.float64)
+    given = _arg_floats(events, mm, "flops")
     value = np.where(np.isnan(given), by_shape, given)
     flops[mm] = np.where(value > 0, value, np.nan)
     return flops
