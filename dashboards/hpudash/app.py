@@ -19,13 +19,23 @@ from dash import Input, Output, State, dcc, html
 from hpudash import server
 from hpudash.data import Analyzer, DataStore, Loader
 from hpudash.ids import Id
-from hpudash.pages import common, compare, dynamicity, ops, overview, precision, ranks, runs
+from hpudash.pages import (
+    common,
+    compare,
+    dynamicity,
+    memory,
+    ops,
+    overview,
+    precision,
+    ranks,
+    runs,
+)
 from hpudash.pages import timeline as timeline_page
 from hpudash.respcache import DEFAULT_BYTES, ResponseCache
 from hpuprof.errors import HpuprofError, UsageError
 
 PAGES: tuple[ModuleType, ...] = (
-    runs, overview, timeline_page, ops, dynamicity, precision, compare, ranks,
+    runs, overview, timeline_page, ops, dynamicity, precision, ranks, memory, compare,
 )  # fmt: skip
 VIEW_PARAMS = frozenset({"t0", "t1"})
 """Query keys that move a view inside a page: changing them never rebuilds the page."""

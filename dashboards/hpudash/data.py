@@ -10,6 +10,7 @@ each run version is computed once even when several requests ask at the same tim
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable
@@ -193,27 +194,58 @@ class DataStore:
         entry = self._entry_of(key)
         return self._once(entry, "analysis", lambda: self._analyzer(self.trace(entry)))
 
-    def report(self, key: str | Entry) -> dict[str, Any]:
-        """The report dict of `key` (`Report.to_dict()` keys), from disk when analysed before."""
-        return self.report_and_errors(key)[0]
+    def view(self, key: str | Entry) -> dict[str, Any]:
+        """The run's report as pages show it (`reportview.view_doc`: the report dict, its
+        tables, findings and failed sections), from disk when analysed before."""
+        from hpudash.reportview import VIEW_VERSION, view_doc
 
-    def report_and_errors(self, key: str | Entry) -> tuple[dict[str, Any], dict[str, str]]:
-        """(report dict, failed sections) of `key`."""
         entry = self._entry_of(key)
         disk = self.disk
 
         def compute() -> dict[str, Any]:
             a = self.analysis(entry)
-            return {"data": a.data, "errors": a.errors}
+            return view_doc(a.report, a.errors)
 
-        got = self._once(
+        def load() -> dict[str, Any] | None:
+            got = disk.read_json(entry, "view") if disk else None
+            return got if isinstance(got, dict) and got.get("version") == VIEW_VERSION else None
+
+        return self._once(
             entry,
-            "report",
+            "view",
             compute,
-            load=(lambda: disk.read_json(entry, "report")) if disk else None,
-            save=(lambda v: disk.write_json(entry, "report", v)) if disk else None,
+            load=load if disk else None,
+            save=(lambda v: disk.write_json(entry, "view", v)) if disk else None,
         )
-        return got.get("data") or {}, got.get("errors") or {}
+
+    def report(self, key: str | Entry) -> dict[str, Any]:
+        """The report dict of `key` (`Report.to_dict()`: the JSON of `hpuprof analyze`)."""
+        data = self.view(key).get("data")
+        return data if isinstance(data, dict) else {}
+
+    def comparison(self, a: str | Entry, b: str | Entry) -> dict[str, Any]:
+        """The view of run B against run A (`hpuprof.analysis.compare`), kept like a report."""
+        from hpudash.reportview import VIEW_VERSION, view_doc
+        from hpuprof.analysis import compare
+
+        ea, eb = self._entry_of(a), self._entry_of(b)
+        disk = self.disk
+        name = "compare-" + hashlib.sha256(repr(eb.version).encode()).hexdigest()[:16]
+
+        def compute() -> dict[str, Any]:
+            return view_doc(compare(self.trace(ea), self.trace(eb)))
+
+        def load() -> dict[str, Any] | None:
+            got = disk.read_json(ea, name) if disk else None
+            return got if isinstance(got, dict) and got.get("version") == VIEW_VERSION else None
+
+        return self._once(
+            ea,
+            name,
+            compute,
+            load=load if disk else None,
+            save=(lambda v: disk.write_json(ea, name, v)) if disk else None,
+        )
 
     def cached_key_figures(self, entry: Entry) -> dict[str, Any] | None:
         """The key figures of `entry` if already known (memory or disk); never computes."""
@@ -225,14 +257,13 @@ class DataStore:
         return got if isinstance(got, dict) else None
 
     def key_figures(self, key: str | Entry) -> dict[str, Any]:
-        """The Runs page's figures of `key` (`figures.key_figures`), computed once per version."""
+        """The run's key figures (`hpuprof.analysis.key_figures`, the report's meta), a dict."""
         entry = self._entry_of(key)
         disk = self.disk
 
         def compute() -> dict[str, Any]:
-            from hpudash.figures import key_figures
-
-            return key_figures(self.report(entry), self.trace(entry))
+            figs = (self.report(entry).get("meta") or {}).get("key_figures")
+            return dict(figs) if isinstance(figs, dict) else {}
 
         return self._once(
             entry,

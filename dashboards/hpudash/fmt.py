@@ -68,7 +68,11 @@ def cell(value: Any, digits: int = 3) -> Any:
     if isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
-        return round(value, digits) if math.isfinite(value) else None
+        if not math.isfinite(value):
+            return None
+        if value == 0 or abs(value) >= 1:
+            return round(value, digits)
+        return float(f"{value:.{digits + 1}g}")  # small values keep 4 significant digits
     if hasattr(value, "item"):
         return cell(value.item(), digits)
     if isinstance(value, Mapping):
@@ -99,3 +103,11 @@ def words(field: str) -> str:
     text = " ".join(parts).strip() or field
     text = text[:1].upper() + text[1:]
     return f"{text} ({unit})" if unit and unit != "%" else f"{text} %" if unit else text
+
+
+def number(value: Any) -> float | None:
+    """A finite number as float, else None (bools, text, NaN and infinities are not numbers)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    out = float(value)
+    return out if math.isfinite(out) else None

@@ -580,19 +580,23 @@ def _density(data: list[dict[str, Any]], w: Window) -> None:
         (CLASS_DEVICE, "device busy", "rgba(84,162,75,0.4)", "rgb(47,122,42)"),
         (CLASS_SUMMARY, "group busy", "rgba(140,140,140,0.35)", "rgb(90,90,90)"),
     )
-    for c, label, low, high in scales:
-        rows = kind == c
-        if not rows.any():
+    style = {c: (label, low, high) for c, label, low, high in scales}
+    busy = np.round(w.busy, 3).astype(np.float32)
+    # one heatmap per run of adjacent lanes of one class: a heatmap's cells stretch to its
+    # next row, so lanes of other classes between them would be painted over
+    start = 0
+    for end in range(1, len(kind) + 1):
+        if end < len(kind) and kind[end] == kind[start]:
             continue
-        z = np.where(rows[:, None] & (w.busy > 0), w.busy, np.nan)
+        label, low, high = style[int(kind[start])]
+        block = busy[start:end]
         data.append(
             dict(
                 type="heatmap",
                 name=label,
                 x=centers,
-                y=np.arange(len(w.lanes)),
-                z=z,
-                customdata=w.counts,
+                y=np.arange(start, end),
+                z=np.where(block > 0, block, np.nan),
                 zmin=0,
                 zmax=1,
                 colorscale=[[0, low], [1, high]],
@@ -600,8 +604,7 @@ def _density(data: list[dict[str, Any]], w: Window) -> None:
                 hoverongaps=False,
                 xgap=0,
                 ygap=2,
-                hovertemplate="%{x:.3f} ms<br>busy %{z:.0%}<br>%{customdata} slices start here<extra>"
-                + label
-                + "</extra>",
+                hovertemplate="%{x:.3f} ms<br>busy %{z:.0%}<extra>" + label + "</extra>",
             )
         )
+        start = end

@@ -7,12 +7,6 @@ Callback requests are built as the Dash renderer builds them; names of runs that
 from __future__ import annotations
 
 import http.client
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +16,7 @@ import pytest
 pytest.importorskip("dash")
 pytest.importorskip("waitress")
 
+from tests.dashboard.conftest import dashboard_process
 from tests.dashboard.synth import synthetic_trace, write_chrome_json
 
 ROUTE = {
@@ -73,29 +68,8 @@ def callback_body(deps: list[dict[str, Any]], output_has: str, values: dict[str,
 def served(tmp_path_factory: pytest.TempPathFactory) -> Any:
     root = tmp_path_factory.mktemp("serve")
     write_chrome_json(synthetic_trace(1_500), root / "one.pt.trace.json")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = root.parent / f"{root.name}-server.log"
-    env = os.environ | {"HPUDASH_CACHE_DIR": str(root.parent / f"{root.name}-cache")}
-    cmd = [sys.executable, "-c", "from hpuprof.cli.main import run; run()", "dashboard", str(root),
-           "--port", str(port), "--threads", "4"]  # fmt: skip
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        for _ in range(150):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
+    with dashboard_process(root, root.parent / f"{root.name}-work") as (port, log):
         yield port, log, root
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def _request(port: int, method: str, path: str, body: bytes | None = None) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
@@ -122,7 +96,7 @@ def test_unknown_run_names_get_a_message_not_a_500(served: Any) -> None:
     deps = orjson.loads(deps_raw)
     for name in BAD_NAMES:
         search = "?run=" + name
-        for path in ("/overview", "/timeline", "/ops", "/dynamicity", "/precision", "/ranks", "/compare"):  # fmt: skip
+        for path in ("/overview", "/timeline", "/ops", "/dynamicity", "/precision", "/ranks", "/memory", "/compare"):  # fmt: skip
             status, _, body = _request(
                 port, "POST", "/_dash-update-component", route_body(path, search)
             )

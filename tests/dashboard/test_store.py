@@ -72,7 +72,9 @@ def test_figures_persist_across_restarts_outside_the_served_dir(tmp_path: Path) 
     first = Counting()
     rows = runs.run_rows(_store(root, first, cache), budget_s=60)
     assert [r["status"] for r in rows] == ["ok", "ok"] and first.analyses == 2
-    assert rows[0]["steps"] == len(TRACE.events[TRACE.events["name"].str.startswith("Profiler")])
+    assert rows[0]["steps_per_rank"] == len(
+        TRACE.events[TRACE.events["name"].str.startswith("Profiler")]
+    )
     assert _files(root) == before  # nothing written into the served directory
     assert any(p.suffix == ".json" for p in cache.rglob("*"))
     # a new process (new store) reads the disk cache: nothing is loaded or analysed again

@@ -17,7 +17,7 @@ from dash import Input, Output, State, dcc, html
 from hpudash.catalog import Entry
 from hpudash.data import DataStore, log
 from hpudash.ids import Id
-from hpudash.pages.common import Context, grid, grid_rows, href
+from hpudash.pages.common import Context, grid, grid_rows, href, key_columns, key_figure_row
 from hpuprof.errors import HpuprofError
 
 PATH = "/"
@@ -29,12 +29,8 @@ LAYOUT_BUDGET_S = 1.0
 FILL_BUDGET_S = 2.0
 PENDING = "pending"
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run", "Run"), ("status", "Status"), ("step_ms", "Mean step time (ms)"),
-    ("steps", "Steps per rank"), ("device_util_pct", "Device utilisation %"),
-    ("compilations", "Compilations"), ("recompilations", "Recompilations"),
-    ("fallbacks", "CPU fallbacks"), ("bf16_pct", "bf16 share of device time %"),
-    ("ranks", "Ranks"), ("events", "Events"), ("device_time", "Device time"),
-    ("kind", "Kind"), ("MB", "Size (MB)"),
+    ("run", "Run"), ("status", "Status"), ("device", "Device"), ("ranks", "Ranks"),
+    *key_columns(), ("events", "Events"), ("kind", "Kind"), ("MB", "Size (MB)"),
 )  # fmt: skip
 FIELDS: tuple[str, ...] = tuple(f for f, _ in COLUMNS)
 KINDS = {"run": "run directory", "ranks": "rank files", "trace": "trace file"}
@@ -71,7 +67,8 @@ def run_rows(store: DataStore, budget_s: float = LAYOUT_BUDGET_S) -> list[dict[s
                 figs, status = _compute(store, e)
                 computed += 1
         row: dict[str, Any] = dict.fromkeys(FIELDS)
-        row |= {k: v for k, v in figs.items() if k in row}
+        if figs:
+            row |= key_figure_row(figs) | {k: figs.get(k) for k in ("device", "ranks", "events")}
         row |= {"run": e.key, "status": status, "kind": KINDS[e.kind], "MB": round(e.size / 1e6, 2)}
         out.append(row)
     return out
