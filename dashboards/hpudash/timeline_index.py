@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
-from hpuprof.trace.schema import NO_ID
+from hpuprof.trace.schema import NO_ID, STEP_ANNOTATION_PREFIX
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -120,7 +120,9 @@ class TimelineIndex:
             if isinstance(value, np.ndarray):
                 out[f.name] = value
             elif f.name in ("groups", "tracks"):
-                out[f.name] = np.frombuffer(orjson.dumps([list(vars(v).values()) for v in value]), dtype=np.uint8)  # fmt: skip
+                out[f.name] = np.frombuffer(
+                    orjson.dumps([list(vars(v).values()) for v in value]), dtype=np.uint8
+                )
             elif f.name == "names":
                 out[f.name] = np.frombuffer(orjson.dumps(list(value)), dtype=np.uint8)
             else:
@@ -199,6 +201,48 @@ def _thread_label(tid: str, is_device: bool, thread: dict[str, Any]) -> str:
     return name or (f"stream {tid}" if is_device else f"thread {tid}")
 
 
+REPACK_LIMIT = 300_000
+"""Most slices of tracks with overlapping siblings that `free_rows` re-packs (a Python loop)."""
+
+
+def free_rows(track: np.ndarray, depth: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Rows for drawing: each slice's nesting depth, except that a slice overlapping another
+    of the same depth on its track (not nested in it: a lazy graph's window crossing ops) goes
+    to the first row below that is free, so no slice is drawn over another and hidden."""
+    order = np.lexsort((-(end - ts), ts, depth, track))
+    t, d, a, b = track[order], depth[order], ts[order], end[order]
+    same = np.zeros(len(order), dtype=bool)
+    same[1:] = (t[1:] == t[:-1]) & (d[1:] == d[:-1])
+    starts = np.flatnonzero(~same)  # each (track, depth) group: its running end, reset
+    group_max = np.zeros(len(order), dtype=np.int64)
+    for i, s0 in enumerate(starts):
+        s1 = starts[i + 1] if i + 1 < len(starts) else len(order)
+        group_max[s0:s1] = np.maximum.accumulate(b[s0:s1])
+    clash = np.zeros(len(order), dtype=bool)
+    clash[1:] = same[1:] & (a[1:] < group_max[:-1])
+    bad_tracks = np.unique(t[clash])
+    if not len(bad_tracks):
+        return depth
+    out = depth.copy()
+    budget = REPACK_LIMIT
+    for tr in bad_tracks:
+        idx = np.flatnonzero(track == tr)
+        if len(idx) > budget:
+            continue
+        budget -= len(idx)
+        sub = idx[np.lexsort((-(end[idx] - ts[idx]), ts[idx]))]  # start order, outer first
+        free_at: list[int] = []
+        for i in sub.tolist():
+            row = int(depth[i])
+            while row < len(free_at) and free_at[row] > ts[i]:
+                row += 1
+            while len(free_at) <= row:
+                free_at.append(-(1 << 62))
+            free_at[row] = int(end[i])
+            out[i] = row
+    return np.minimum(out, 2 * MAX_DEPTH - 1)
+
+
 def _union(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Merged intervals of `[ts, end)` (any order) as sorted, disjoint (start, end) arrays."""
     if not len(ts):
@@ -217,7 +261,7 @@ def build_index(trace: Trace) -> TimelineIndex:
     """Sort the trace's slices once into tracks, rows and groups (see the module docstring)."""
     import pandas as pd
 
-    from hpuprof.analysis._common import factor, isin
+    from hpuprof.analysis._common import cat_test, factor, isin
 
     ev = trace.events
     is_slice = isin(ev["ph"], ("X",)) & ~isin(ev["kind"], ("span",))
@@ -301,6 +345,13 @@ def build_index(trace: Trace) -> TimelineIndex:
     track_of = np.asarray(first_key, dtype=np.int64)[lane_id] if len(lane_id) else lane_id
     depth = np.minimum(ev["depth"].to_numpy(dtype=np.int64)[rows], MAX_DEPTH - 1)
     depth = np.maximum(depth, 0)
+    # steps are the top row of their thread, as in Perfetto: a slice crossing a step boundary
+    # (a modeled compile) never makes the following steps nest under it
+    is_step = isin(ev["hpu_event"], ("step",)) | cat_test(
+        ev["name"], lambda n: n.startswith(STEP_ANNOTATION_PREFIX)
+    )
+    depth = np.where(is_step[rows], 0, depth)
+    depth = free_rows(track_of, depth, ts_all[rows], ts_all[rows] + dur_all[rows])
     n_tracks = len(trecs)
     depths = np.zeros(n_tracks, dtype=np.int64)
     if len(track_of):
@@ -380,13 +431,19 @@ def build_index(trace: Trace) -> TimelineIndex:
     rank_slice = ev["rank"].to_numpy(dtype=np.int64)[event]
     has = corr != NO_ID
     src = pd.DataFrame(
-        {"rank": rank_slice[has & ~dev_slice], "corr": corr[has & ~dev_slice],
-         "src": np.flatnonzero(has & ~dev_slice)}
-    ).drop_duplicates(["rank", "corr"])  # fmt: skip
+        {
+            "rank": rank_slice[has & ~dev_slice],
+            "corr": corr[has & ~dev_slice],
+            "src": np.flatnonzero(has & ~dev_slice),
+        }
+    ).drop_duplicates(["rank", "corr"])
     dst = pd.DataFrame(
-        {"rank": rank_slice[has & dev_slice], "corr": corr[has & dev_slice],
-         "dst": np.flatnonzero(has & dev_slice)}
-    )  # fmt: skip
+        {
+            "rank": rank_slice[has & dev_slice],
+            "corr": corr[has & dev_slice],
+            "dst": np.flatnonzero(has & dev_slice),
+        }
+    )
     pairs = src.merge(dst, on=["rank", "corr"], how="inner").sort_values("dst")
 
     # counters: one track per (rank, name, series), in a "counters" group per rank

@@ -301,3 +301,17 @@ def test_slice_details_have_no_placeholders(trace: Trace, index: TimelineIndex) 
     krows = dict(event_rows(trace, kernel, index.t0_ns))
     assert krows["Engine"] in ("MME", "TPC", "DMA") and int(krows["Correlation id"]) > 0
     assert event_rows(trace, -1, 0) == [] and event_rows(trace, 10**9, 0) == []
+
+
+def test_overlapping_siblings_get_a_row_of_their_own() -> None:
+    """A slice that overlaps another of its depth without nesting in it (a lazy graph's
+    window crossing ops) is drawn on the first free row below: nothing is hidden."""
+    from hpudash.timeline_index import free_rows
+
+    track = np.zeros(5, dtype=np.int64)
+    depth = np.array([0, 1, 1, 1, 2])
+    ts = np.array([0, 10, 30, 40, 12])
+    end = np.array([100, 50, 60, 45, 20])  # 30-60 overlaps 10-50 at depth 1; 40-45 nests in 30-60
+    rows = free_rows(track, depth, ts, end)
+    assert rows.tolist() == [0, 1, 2, 3, 2]
+    assert free_rows(track[:2], depth[:2], ts[:2], end[:2]).tolist() == [0, 1]  # nested: kept
