@@ -232,7 +232,8 @@ def report_grid(
 
     spec = view_table(doc, name)
     if spec is None:  # an empty grid still, so callbacks that filter it find it
-        return html.Div([message("None in this run."), grid(id_, [], columns=[], height=60, **extra)])  # fmt: skip
+        hidden = html.Div(grid(id_, [], columns=[], height=60, **extra), style={"display": "none"})
+        return html.Div([message("None in this run."), hidden])  # fmt: skip
     columns, rows = screen_columns(spec, keys if keys is not None else spec.get("key_columns"))
     height = min(height, 110 + 42 * max(len(rows), 1))
     return grid(id_, rows, columns=columns, wide=tuple(w for w in wide if any(c == w for c, _ in columns)), height=height, **extra)  # fmt: skip
