@@ -12,6 +12,7 @@ zoom, URL, keys, range selection, details and "Open in Perfetto UI" work.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import re
 import shutil
@@ -395,7 +396,9 @@ def _lane_pixels(b: Browser) -> dict[str, int]:
     )
     b.page.wait_for_timeout(300)  # plotly's heatmap images paint after layout
     area = b.page.locator("#timeline-graph .nsewdrag").bounding_box()
-    png = b.page.screenshot(clip=area)
+    # the plot may be taller than the window: shoot the whole page, clipped in page coordinates
+    sx, sy = b.page.evaluate("() => [window.scrollX, window.scrollY]")
+    png = b.page.screenshot(full_page=True, clip={**area, "x": area["x"] + sx, "y": area["y"] + sy})
     lanes = b.page.evaluate(
         """() => { const gd = document.querySelector('#timeline-graph .js-plotly-plot'); const ya = gd._fullLayout.yaxis;
         return gd.layout.yaxis.ticktext.map((t, i) => [t, ya.l2p(i)]); }"""
@@ -442,6 +445,59 @@ def test_device_rows_are_drawn_at_full_zoom_out(
     assert device, pixels
     blank = [k for k, v in device.items() if v < 4]
     assert blank == [], f"device rows with nothing drawn: {blank} ({pixels})"
+    # zoomed in around the device activity nearest the middle, down to a thousandth of the
+    # trace: every lane with activity in the window (bars or busy cells in the figure's data)
+    # has drawn pixels
+    seen = browser.page.evaluate(LANES_SEEN)
+    lo, hi = seen["range"]
+    labels = browser.page.evaluate(
+        "() => document.querySelector('#timeline-graph .js-plotly-plot').layout.yaxis.ticktext"
+    )
+    busy = [x for i, xs in enumerate(seen["busy"]) if re.match(device_lane, labels[i]) for x in xs]
+    mid = min(busy, key=lambda x: abs(x - (lo + hi) / 2))
+    device_shown = 0
+    for part in (10, 100, 1000):
+        a = max(lo, mid - (hi - lo) / part / 2)
+        _zoom(browser, a, a + (hi - lo) / part)
+        blank, seen = _blank_active_lanes(browser)
+        if blank:
+            browser.page.screenshot(
+                path=str(ARTIFACTS / f"blank-{key.replace('/', '_')}-{part}.png"), full_page=True
+            )
+        assert blank == [], f"1/{part} of {key}: lanes with activity drawn blank: {blank}"
+        labels = browser.page.evaluate(
+            "() => document.querySelector('#timeline-graph .js-plotly-plot').layout.yaxis.ticktext"
+        )
+        device_shown += sum(
+            1 for i, on in enumerate(seen["active"]) if on and re.match(device_lane, labels[i])
+        )
+    assert device_shown, f"{key}: no device activity in any zoomed window"
+
+
+LANES_SEEN = """() => { const gd = document.querySelector('#timeline-graph .js-plotly-plot');
+    const n = gd.layout.yaxis.ticktext.length; const active = new Array(n).fill(false);
+    const bars = new Array(n).fill(null).map(() => []); const busy = new Array(n).fill(null).map(() => []);
+    for (const t of gd.data) {
+        if (t.type === 'bar') t.y.forEach((y, i) => { active[y] = true; bars[y].push([t.base[i], t.x[i]]);
+            busy[y].push(t.base[i] + t.x[i] / 2); });
+        if (t.type === 'heatmap') t.y.forEach((y, i) => t.z[i].forEach((v, j) => {
+            if (v !== null && v > 0) { active[y] = true; busy[y].push(t.x[j]); } }));
+    }
+    const r = gd._fullLayout.xaxis.range; return {active, bars, busy, range: r}; }"""
+"""Per lane of the drawn figure: whether its data holds activity in the window (a bar, or a
+busy cell of the density), the bars (start, width in ms), the times of its activity (bar
+middles, busy cells; ms) and the x range shown."""
+
+
+def _blank_active_lanes(b: Browser) -> tuple[list[str], dict[str, Any]]:
+    """Lanes whose figure data holds activity in the window but whose pixels in a screenshot
+    of the plot are all background."""
+    pixels = _lane_pixels(b)
+    seen = b.page.evaluate(LANES_SEEN)
+    blank = [
+        lane for (lane, n), on in zip(pixels.items(), seen["active"], strict=True) if on and n < 4
+    ]
+    return blank, seen
 
 
 def _zoom(b: Browser, lo_ms: float, hi_ms: float) -> str:
@@ -543,6 +599,34 @@ def test_timeline_zoom_url_keys_selection_and_details(browser: Browser) -> None:
         "() => document.querySelector('#timeline-graph .js-plotly-plot').layout.yaxis.ticktext"
     )
     assert labels[0].startswith("▸ rank 0") and before
+    assert b.console == [] and b.dialogs == []
+
+
+@pytest.mark.parametrize("key", ["samples/emulated_lazy", RUN2])
+def test_one_row_per_nesting_depth(browser: Browser, root: Path, key: str) -> None:
+    """Zoomed until every slice is drawn: nested slices sit on rows of their own (a track's
+    deeper rows carry no label), and no bar in a row covers another beyond a pixel."""
+    if not (root / key).exists():
+        pytest.skip(f"{key} is not in this checkout")
+    b = browser
+    b.visit(f"/timeline?run={quote(key)}", f"Timeline: {key}")
+    lo, hi = b.page.evaluate(LANES_SEEN)["range"]
+    status = _zoom(b, lo + (hi - lo) * 0.3, lo + (hi - lo) * 0.32)
+    assert "every slice" in status, status
+    seen = b.page.evaluate(LANES_SEEN)
+    labels = b.page.evaluate(
+        "() => document.querySelector('#timeline-graph .js-plotly-plot').layout.yaxis.ticktext"
+    )
+    pixel = (seen["range"][1] - seen["range"][0]) / 1000
+    covered = []
+    for y, bars in enumerate(seen["bars"]):
+        bars.sort()
+        for (a0, w0), (a1, _) in itertools.pairwise(bars):
+            if a1 < a0 + w0 - pixel:
+                covered.append((labels[y] or f"row {y}", a0, w0, a1))
+    assert covered == [], f"bars drawn over others in one row: {covered[:5]}"
+    nested = [y for y, bars in enumerate(seen["bars"]) if bars and labels[y] == ""]
+    assert nested, f"no slice on a nested row of {key}: {labels}"
     assert b.console == [] and b.dialogs == []
 
 
