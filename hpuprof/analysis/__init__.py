@@ -45,6 +45,7 @@ def trace_meta(trace: Trace) -> dict[str, Any]:
         "format": trace.format,
         "events": len(ev),
         "ranks": sorted(int(r) for r in ev["rank"].unique()) if len(ev) else [],
+        "start_ns": int(ev["ts_ns"].min()) if len(ev) else 0,
         "device": device.to_dict(),
         "timeline": device.timeline,
     }

@@ -119,7 +119,8 @@ def trace_device(trace: Trace) -> TraceDevice:
         return TraceDevice("hpu", str(ours.get("device_profile") or "gaudi"), True, timeline)
     real: Timeline = "projected" if timeline_key == "projected" else "real"
     ev = trace.events
-    if backend == "gaudi" or "gaudi" in trace.format.split("+") or isin(ev["engine"], ("MME", "TPC")).any():  # fmt: skip
+    gaudi_lanes = bool(isin(ev["engine"], ("MME", "TPC")).any())
+    if backend == "gaudi" or "gaudi" in trace.format.split("+") or gaudi_lanes:
         return TraceDevice("hpu", str(ours.get("device_profile") or ""), False, real)
     names = _device_names(trace)
     for name in names:

@@ -7,6 +7,7 @@ report derives dynamicity from changes of `input_dims` per op, and says so in `s
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -70,17 +71,38 @@ class Compilation:
     cause_to: str
     cause_text: str
     eager: bool = False
+    cause: str = ""
+    """The cause in words: "shape of input 1: [16, 32] -> [24, 32]"."""
 
 
 @dataclass(frozen=True)
 class GroupStats:
-    """Compilations of one graph / module / call site."""
+    """Compilations of one graph / module / call site.
+
+    `cause_summary` counts the recompile causes in words ("shape x2, scalar x4").
+    """
 
     key: str
     compilations: int
     recompilations: int
     time_ns: int
     causes: tuple[dict[str, Any], ...]
+    cause_summary: str = ""
+
+
+def cause_words(kind: str, inp: int | None, frm: str, to: str, text: str) -> str:
+    """A compile cause in words, from its parts."""
+    of = f" of input {inp}" if inp is not None else ""
+    if frm or to:
+        return f"{kind}{of}: {frm or '?'} -> {to or '?'}"
+    if kind == "new_graph":
+        return f"first compile ({text})" if text else "first compile"
+    return f"{kind}{of}: {text}" if text else f"{kind}{of}"
+
+
+def _natural(key: str) -> tuple[Any, ...]:
+    """Sort key with numbers in numeric order (graph 2 before graph 10)."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", key))
 
 
 @dataclass(frozen=True)
@@ -272,39 +294,54 @@ def _compile_events(full: pd.DataFrame) -> list[Compilation]:
                 cause_to=str(cause.get("to", "")),
                 cause_text=str(cause.get("text", "")),
                 eager=str(r["mode"]) == "eager",
+                cause=cause_words(
+                    kind or "unknown",
+                    int(inp) if isinstance(inp, (int, float)) else None,
+                    str(cause.get("from", "")),
+                    str(cause.get("to", "")),
+                    str(cause.get("text", "")),
+                ),
             )
         )
     return out
 
 
 def _group(comps: list[Compilation], attr: str) -> tuple[GroupStats, ...]:
+    """Compilations grouped by `attr`, in natural key order (graph 2 before graph 10)."""
     groups: dict[str, list[Compilation]] = {}
     for c in comps:
         key = getattr(c, attr) or "(none)"
         groups.setdefault(key, []).append(c)
-    out = [
-        GroupStats(
-            key=k,
-            compilations=len(v),
-            recompilations=sum(c.recompile for c in v),
-            time_ns=sum(c.dur_ns for c in v),
-            causes=tuple(
-                {
-                    "ts_ns": c.ts_ns,
-                    "step": c.step,
-                    "kind": c.cause_kind,
-                    "input": c.cause_input,
-                    "from": c.cause_from,
-                    "to": c.cause_to,
-                    "text": c.cause_text,
-                    "recompile": c.recompile,
-                }
-                for c in v
-            ),
+    out = []
+    for k, v in groups.items():
+        kinds: dict[str, int] = {}
+        for c in v:
+            if c.recompile:
+                kinds[c.cause_kind] = kinds.get(c.cause_kind, 0) + 1
+        out.append(
+            GroupStats(
+                key=k,
+                compilations=len(v),
+                recompilations=sum(c.recompile for c in v),
+                time_ns=sum(c.dur_ns for c in v),
+                causes=tuple(
+                    {
+                        "ts_ns": c.ts_ns,
+                        "step": c.step,
+                        "kind": c.cause_kind,
+                        "input": c.cause_input,
+                        "from": c.cause_from,
+                        "to": c.cause_to,
+                        "text": c.cause_text,
+                        "recompile": c.recompile,
+                        "cause": c.cause,
+                    }
+                    for c in v
+                ),
+                cause_summary=", ".join(f"{k} x{n}" for k, n in kinds.items()),
+            )
         )
-        for k, v in groups.items()
-    ]
-    return tuple(sorted(out, key=lambda g: (-g.compilations, g.key)))
+    return tuple(sorted(out, key=lambda g: _natural(g.key)))
 
 
 def _shape_table(host: pd.DataFrame) -> pd.DataFrame:

@@ -27,9 +27,10 @@ from typing import Any, Literal
 
 from hpuprof.errors import UsageError
 
-Unit = Literal["", "ns", "pct", "bytes", "flops", "count", "row"]
-"""How a column's values read: a time in ns, a percentage, bytes, FLOPs, a count, text (""),
-or "row": each row's own `unit` field says (a table of metrics of different kinds)."""
+Unit = Literal["", "ns", "ts", "pct", "bytes", "flops", "count", "row"]
+"""How a column's values read: a duration in ns, a timestamp in ns ("ts": shown as the time
+since the trace's first event), a percentage, bytes, FLOPs, a count, text (""), or "row": each
+row's own `unit` field says (a table of metrics of different kinds)."""
 
 View = Literal["brief", "full", "data"]
 """Where a table shows: `brief` also in the short summary after a run, `full` in the terminal
@@ -163,7 +164,10 @@ _LABELS: dict[str, str] = {
 
 
 def column_unit(key: str) -> Unit:
-    """The unit a key's suffix names: `_ns` time, `_pct` %, `_bytes`, `flops`; else none."""
+    """The unit a key's suffix names: `ts_ns` timestamp, `_ns` time, `_pct` %, `_bytes`,
+    `flops`; else none."""
+    if key == "ts_ns" or key.endswith("_ts_ns"):
+        return "ts"
     if key.endswith("_ns") or key == "ns":
         return "ns"
     if key.endswith("_pct") or key == "pct" or key.startswith("pct_"):
@@ -279,6 +283,21 @@ def all_tables() -> dict[str, tuple[ReportSpec, Table]]:
 # --- the built-in reports --------------------------------------------------------------------
 
 
+def _group_rows(groups: Any) -> list[dict[str, Any]]:
+    """Compilation groups with their causes in words (not the raw cause dicts)."""
+    return [
+        {
+            "key": g.key,
+            "compilations": g.compilations,
+            "recompilations": g.recompilations,
+            "time_ns": g.time_ns,
+            "cause_summary": g.cause_summary,
+            "causes": "; ".join(str(c.get("cause") or c.get("kind")) for c in g.causes),
+        }
+        for g in groups
+    ]
+
+
 def _shape_rows(rep: Any) -> list[dict[str, Any]]:
     return [{"op": h.op, "shape": s, "count": c} for h in rep.shape_histograms for s, c in h.shapes]
 
@@ -347,11 +366,21 @@ BUILTIN: tuple[ReportSpec, ...] = (
             Table(
                 "compiles_by_graph",
                 "Compilations by graph",
-                "by_graph",
-                cols("key", "compilations", "recompilations", "time_ns"),
+                lambda rep: _group_rows(rep.by_graph),
+                cols(
+                    Column("key", "Graph"),
+                    "compilations",
+                    "recompilations",
+                    "time_ns",
+                    Column("cause_summary", "Recompile causes"),
+                ),
                 "full",
             ),
-            Table("compiles_by_module", "Compilations by module", "by_module"),
+            Table(
+                "compiles_by_module",
+                "Compilations by module",
+                lambda rep: _group_rows(rep.by_module),
+            ),
             Table("compile_timeline", "Compilations per step", "timeline"),
             Table("recompile_table_1", "Recompiling modules", "recompile_table"),
             Table("recompile_table_2", "Recompile counts per module", "recompile_counts"),

@@ -2,7 +2,8 @@
 
 Which tables a report has comes from the registry (`hpuprof.analysis.registry`); this module
 turns a `Report` into `TableView`s (rows flattened to scalars, lists and dicts as short text,
-never a Python repr) and formats cells by unit (times in s/ms/us/ns, never raw ns).
+never a Python repr; timestamp columns, unit "ts", counted from the trace's first event, the
+report's `meta["start_ns"]`) and formats cells by unit (times in s/ms/us/ns, never raw ns).
 """
 
 from __future__ import annotations
@@ -59,11 +60,15 @@ def flat_row(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _plain_rows(rows: list[Any]) -> list[dict[str, Any]]:
+def _plain_rows(rows: list[Any], origin_ns: int = 0) -> list[dict[str, Any]]:
     out = []
     for r in rows:
         p = as_plain(r)
-        out.append(flat_row(p) if isinstance(p, dict) else {"value": p})
+        row = flat_row(p) if isinstance(p, dict) else {"value": p}
+        for k, v in row.items():
+            if isinstance(v, int) and not isinstance(v, bool) and column_unit(k) == "ts":
+                row[k] = v - origin_ns
+        out.append(row)
     return out
 
 
@@ -125,9 +130,12 @@ def report_views(report: Report) -> list[TableView]:
         if facts:
             cols = tuple(c for c, _ in facts)
             row = flat_row({c.key: as_plain(v) for c, v in facts})
-            out.append(TableView(f"{name}_summary", f"{title}: summary", name, cols, cols, (row,), "data"))  # fmt: skip
+            summary = TableView(
+                f"{name}_summary", f"{title}: summary", name, cols, cols, (row,), "data"
+            )
+            out.append(summary)
         for table, rows in tables_of(name, section):
-            plain = _plain_rows(rows)
+            plain = _plain_rows(rows, int(report.meta.get("start_ns") or 0))
             if not plain:
                 continue
             cols = _columns(columns_of(plain), table.columns)
@@ -182,7 +190,7 @@ def fmt_value(unit: str, value: Any) -> str:
         return ""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return plain_text(value) if isinstance(value, (list, tuple, Mapping)) else str(value)
-    if unit == "ns":
+    if unit in ("ns", "ts"):
         return fmt_ns(float(value))
     if unit == "pct":
         return f"{value:.1f}%"

@@ -117,10 +117,9 @@ def _frame(cols: dict[str, list[Any]]) -> pd.DataFrame:
     df["parent"] = np.where(pu >= 0, new_row[np.maximum(pu, 0)], NO_ID)
     out = pd.DataFrame(index=df.index)
     for col, dtype in EVENT_COLUMNS.items():
-        if col in DERIVED_COLUMNS:
-            continue
-        out[col] = df[col].astype(object) if dtype == "binary" else df[col].astype(dtype)
-    return with_derived(out)  # op_row, dtype, flops, ...: computed as the loader does
+        if col not in DERIVED_COLUMNS:
+            out[col] = df[col].astype(object) if dtype == "binary" else df[col].astype(dtype)
+    return with_derived(out)  # op_row, dtype, flops, ... as the loader derives them
 
 
 def synthetic_trace(n_events: int = 3_000, *, ranks: int = 1, ops_per_step: int = 60) -> Trace:
