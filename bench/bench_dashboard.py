@@ -144,12 +144,14 @@ def run(root: Path, path: Path, browser: bool) -> int:
 
 def browser_pages(root: Path, key: str) -> None:
     """Time from navigation to a settled page in headless Chromium, every page, warm."""
+    import logging
     import threading
 
     from hpudash import create_app
     from playwright.sync_api import sync_playwright
     from werkzeug.serving import make_server
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request in the figures
     srv = make_server("127.0.0.1", 0, create_app(root).server, threaded=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{srv.server_port}"
