@@ -385,6 +385,24 @@ def test_figures_equal_analyze_json(browser: Browser, root: Path) -> None:
                 )
 
 
+def test_kernel_view_finds_nccl_kernels(browser: Browser, root: Path) -> None:
+    """Ops' search filters the kernel view too: "nccl" finds the NCCL pair's NCCL kernels."""
+    if not (root / NCCL).is_dir():
+        pytest.skip("the NCCL pair is not in this checkout")
+    b = browser
+    b.visit(f"/ops?run={quote(NCCL)}", f"Ops: {NCCL}")
+    b.page.fill("#ops-search", "nccl")
+    b.page.keyboard.press("Enter")
+    b.page.wait_for_function(
+        "() => { const rows = {}; for (const r of document.querySelectorAll('#ops-kernels .ag-row'))"
+        " rows[r.getAttribute('row-index')] = (rows[r.getAttribute('row-index')] || '') + r.innerText;"
+        " const t = Object.values(rows); return t.length > 0 && t.every(x => /nccl/i.test(x)); }"
+    )
+    names = [r["Name"] for r in _grid_rows(b, "#ops-kernels")]
+    assert names and all("nccl" in n.lower() for n in names), names
+    assert b.console == [] and b.dialogs == []
+
+
 # --- the timeline ----------------------------------------------------------------------------------
 
 
