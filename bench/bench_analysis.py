@@ -24,7 +24,8 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import hpuprof
-    from hpuprof.analysis import AnalysisOptions, _runners, analyze
+    from hpuprof.analysis import AnalysisOptions, analyze
+    from hpuprof.analysis.registry import default_report_names, spec
 
     tmp = tempfile.TemporaryDirectory()
     path = args.trace or Path(tmp.name) / f"synthetic_{args.events}.json.gz"
@@ -42,9 +43,9 @@ def main() -> int:
     analyze_cpu = time.process_time() - c1
     per: dict[str, float] = {}
 
-    for name, fn in _runners().items():
+    for name in default_report_names():
         t = time.perf_counter()
-        fn(trace, AnalysisOptions())
+        spec(name).load()(trace, AnalysisOptions())
         per[name] = time.perf_counter() - t
     print(f"trace: {path.name}, {len(trace.events):,} events")
     print(f"load (baseline):            {load_s:7.2f} s")

@@ -46,6 +46,8 @@ class MetricDelta:
     b: float
     diff: float
     pct: float
+    label: str = ""
+    unit: str = ""
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,9 @@ def first_step(trace: Trace) -> int | None:
 
 
 def _metric(name: str, a: float, b: float) -> MetricDelta:
-    return MetricDelta(name, a, b, b - a, pct(b - a, a))
+    from hpuprof.analysis.registry import column_label, column_unit
+
+    return MetricDelta(name, a, b, b - a, pct(b - a, a), column_label(name), column_unit(name))
 
 
 def diff_traces(

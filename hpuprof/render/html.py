@@ -7,22 +7,36 @@ from typing import Any
 
 import orjson
 
+from hpuprof.analysis.registry import Column
 from hpuprof.analysis.report import Report
-from hpuprof.render.tables import columns_of, fmt_cell, report_tables
+from hpuprof.render.tables import evidence_rows, fmt_column, meta_line, report_views
 
 
 def _esc(text: Any) -> str:
     return _html.escape(str(text), quote=True)
 
 
-def _table(name: str, rows: list[dict[str, Any]], limit: int = 200) -> str:
-    cols = columns_of(rows)
-    head = "".join(f"<th>{_esc(c)}</th>" for c in cols)
+def _table(
+    title: str, rows: tuple[dict[str, Any], ...], columns: tuple[Column, ...], limit: int = 200
+) -> str:
+    head = "".join(f"<th>{_esc(c.header)}</th>" for c in columns)
     body = "".join(
-        "<tr>" + "".join(f"<td>{_esc(fmt_cell(c, r.get(c)))}</td>" for c in cols) + "</tr>"
+        "<tr>"
+        + "".join(f"<td>{_esc(fmt_column(c, r.get(c.key), r))}</td>" for c in columns)
+        + "</tr>"
         for r in rows[:limit]
     )
-    return f"<h2>{_esc(name.replace('_', ' '))}</h2><table><tr>{head}</tr>{body}</table>"
+    more = (
+        f"<p>{len(rows) - limit} more rows in the CSV/JSON output</p>" if len(rows) > limit else ""
+    )
+    return f"<h2>{_esc(title)}</h2><table><tr>{head}</tr>{body}</table>{more}"
+
+
+def _evidence(rows: list[dict[str, str]]) -> str:
+    if not rows:
+        return ""
+    body = "".join(f"<tr><td>{_esc(r['what'])}</td><td>{_esc(r['value'])}</td></tr>" for r in rows)
+    return f"<table class='evidence'>{body}</table>"
 
 
 def _figures(report: Report) -> list[dict[str, Any]]:
@@ -98,11 +112,12 @@ class HtmlRenderer:
             parts.append(f"<script>{get_plotlyjs()}</script>")
         parts.append("</head><body>")
         parts.append(f"<h1>hpuprof report: {_esc(', '.join(report.source))}</h1>")
+        parts.append(f"<p>{_esc(meta_line(report))}</p>")
         parts.append("<h2>Findings</h2><ul>")
         for f in report.findings:
             parts.append(
                 f"<li class='{_esc(f.severity)}'><b>{_esc(f.severity)}</b> ({_esc(f.report)}): "
-                f"{_esc(f.title)}<br><i>{_esc(f.advice)}</i></li>"
+                f"{_esc(f.title)}{_evidence(evidence_rows(f))}<i>{_esc(f.advice)}</i></li>"
             )
         parts.append("</ul>")
         for i, fig in enumerate(figs):
@@ -112,8 +127,8 @@ class HtmlRenderer:
                 f"(function(){{var f={payload};Plotly.newPlot('fig{i}',f.data,f.layout);}})();"
                 "</script>"
             )
-        for name, rows in report_tables(report).items():
-            if name != "findings":
-                parts.append(_table(name, rows))
+        for view in report_views(report):
+            if view.name != "findings":
+                parts.append(_table(view.title, view.rows, view.columns))
         parts.append("</body></html>")
         return "".join(parts)

@@ -1,4 +1,4 @@
-"""`hpuprof diff A B [--format text|json|md] [-o OUT]`: what changed from A (control) to B."""
+"""`hpuprof diff A B [--format text|json|md|html|csv] [-o OUT]`: what changed from A (control) to B."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
     def diff(
         control: Path = typer.Argument(..., help="Control trace (A)."),
         test: Path = typer.Argument(..., help="Test trace (B)."),
-        fmt: str = typer.Option("", "--format", "-f", help="text | json | md | csv."),
+        fmt: str = typer.Option("", "--format", "-f", help="text | json | md | html | csv."),
         output: Path | None = typer.Option(None, "-o", "--output", help="Output file."),
         all_steps: bool = typer.Option(False, "--all-steps", help="Per-op over whole traces."),
         threshold_pct: float = typer.Option(5.0, "--threshold-pct", help="Regression threshold."),
