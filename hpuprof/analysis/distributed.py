@@ -15,7 +15,7 @@ Work splits in two so that ranks can be analysed apart (one process or one Dask 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -505,12 +505,15 @@ def analyze_distributed(trace: Trace, options: AnalysisOptions | None = None) ->
     return merge_partials(parts)
 
 
-def partial_of_trace(
-    trace: Trace, options: AnalysisOptions | None = None
-) -> tuple[RankPartial, ...]:
-    """One partial per rank of `trace` (what a worker returns for one rank file)."""
-    events = trace.events
-    rank_col = events["rank"].to_numpy()
-    ranks = sorted(int(r) for r in pd.unique(rank_col)) or [next(iter(trace.metadata), 0)]
+def partial_of_rank(trace: Trace, options: AnalysisOptions | None = None) -> RankPartial:
+    """The partial of a one-rank trace (the registry's `partial` of this report)."""
+    ranks = trace.ranks or [0]
     source = trace.sources[0] if trace.sources else ""
-    return tuple(rank_partial(events[rank_col == r], r, options, source) for r in ranks)
+    return rank_partial(trace.events, ranks[0], options, source)
+
+
+def merge_rank_partials(
+    parts: Mapping[int, RankPartial], failed: Iterable[FailedRank] = ()
+) -> DistributedReport:
+    """The registry's `merge` of this report: `merge_partials` of {rank: partial}."""
+    return merge_partials(parts.values(), failed)

@@ -1,0 +1,66 @@
+"""A Dask client: a `LocalCluster` of worker processes on 127.0.0.1, or an existing scheduler.
+
+Dask (`dask[distributed]`, the `distributed` extra of hpuprof) is imported only here, and only
+when more than one worker or a scheduler address is asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from hpuprof.errors import UsageError
+
+MISSING = "--workers/--scheduler need Dask: pip install 'hpuprof[distributed]'"
+ALLOWED_FAILURES = 1
+"""A task whose worker dies is retried once on another worker, then its rank is named failed."""
+
+
+def _dask() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError(MISSING) from None
+    return distributed
+
+
+@contextlib.contextmanager
+def dask_client(workers: int, scheduler: str | None = None) -> Iterator[Any]:
+    """A connected `distributed.Client`, closed (and its local cluster stopped) on exit.
+
+    Args:
+        workers: worker processes of the local cluster (one thread each).
+        scheduler: address of an existing scheduler (`tcp://host:8786`); no local cluster then.
+    """
+    distributed = _dask()
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+        if scheduler:
+            try:
+                client = distributed.Client(scheduler, timeout="10s")
+            except (OSError, TimeoutError, ValueError) as error:
+                raise UsageError(
+                    f"cannot reach the Dask scheduler at {scheduler}: {error}"
+                ) from None
+            try:
+                yield client
+            finally:
+                client.close()
+            return
+        cluster = distributed.LocalCluster(
+            n_workers=max(workers, 1),
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=":0",
+            silence_logs=logging.ERROR,
+        )
+        client = distributed.Client(cluster)
+        try:
+            yield client
+        finally:
+            client.close()
+            cluster.close()
