@@ -66,6 +66,7 @@ def analyze_by_rank(
     color: bool,
     workers: int,
     scheduler: str,
+    worker_memory: str = "",
 ) -> int:
     """Analyse the rank files of each path apart, merge, render; 1 when a rank failed."""
     from hpuprof.analysis import AnalysisOptions, parse_reports
@@ -97,6 +98,7 @@ def analyze_by_rank(
                 filters,
                 workers=max(workers, 1),
                 scheduler=scheduler or None,
+                worker_memory=worker_memory or None,
                 progress=bar,
             )
         failed += rep.meta.get("failed", [])

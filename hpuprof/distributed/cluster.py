@@ -27,12 +27,17 @@ def _dask() -> Any:
 
 
 @contextlib.contextmanager
-def dask_client(workers: int, scheduler: str | None = None) -> Iterator[Any]:
+def dask_client(
+    workers: int, scheduler: str | None = None, worker_memory: str | None = None
+) -> Iterator[Any]:
     """A connected `distributed.Client`, closed (and its local cluster stopped) on exit.
 
     Args:
         workers: worker processes of the local cluster (one thread each).
         scheduler: address of an existing scheduler (`tcp://host:8786`); no local cluster then.
+        worker_memory: memory limit of each local worker ("3GB"); a worker above it is
+            restarted by its nanny and its rank retried, then named failed. Default: Dask's
+            (the machine's memory shared by the workers).
     """
     distributed = _dask()
     import dask
@@ -57,6 +62,7 @@ def dask_client(workers: int, scheduler: str | None = None) -> Iterator[Any]:
             host="127.0.0.1",
             dashboard_address=":0",
             silence_logs=logging.ERROR,
+            memory_limit=worker_memory or "auto",
         )
         client = distributed.Client(cluster)
         try:

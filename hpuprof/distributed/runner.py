@@ -57,6 +57,7 @@ def analyze_files(
     *,
     workers: int = 1,
     scheduler: str | None = None,
+    worker_memory: str | None = None,
     cache: bool = True,
     progress: Progress | None = None,
 ) -> tuple[Report, RunStats]:
@@ -68,7 +69,7 @@ def analyze_files(
     if scheduler or (workers > 1 and len(paths) > 1):
         from hpuprof.distributed.cluster import dask_client
 
-        with dask_client(workers, scheduler) as client:
+        with dask_client(workers, scheduler, worker_memory) as client:
             startup = time.perf_counter() - t0
             results = _on_cluster(client, paths, args, progress)
             n_workers = len(client.scheduler_info().get("workers", {}))

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.model import Trace
+
+if TYPE_CHECKING:
+    from hpuprof.distributed.rank_set import RankSet
 
 JSON_SUFFIXES = (".json", ".json.gz", ".gz")
 PERFETTO_SUFFIXES = (".perfetto-trace", ".pftrace")
@@ -19,9 +22,33 @@ Progress = Callable[[int], None]
 """Called with the number of input-file bytes read since the last call."""
 
 
+@overload
 def load(
-    path: str | os.PathLike[str], *, cache: bool = True, progress: Progress | None = None
-) -> Trace:
+    path: str | os.PathLike[str],
+    *,
+    cache: bool = ...,
+    progress: Progress | None = ...,
+    lazy: Literal[False] = ...,
+) -> Trace: ...
+
+
+@overload
+def load(
+    path: str | os.PathLike[str],
+    *,
+    cache: bool = ...,
+    progress: Progress | None = ...,
+    lazy: Literal[True],
+) -> RankSet: ...
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    cache: bool = True,
+    progress: Progress | None = None,
+    lazy: bool = False,
+) -> Trace | RankSet:
     """Load a trace file, or a directory of per-rank trace files, into one `Trace`.
 
     Args:
@@ -29,8 +56,12 @@ def load(
             directory of such files (one per rank; ranks from each file's metadata or name).
         cache: read/write the load cache in the user cache dir (see `hpuprof.trace.cache`).
         progress: optional callback for progress reporting.
+        lazy: return a `RankSet` instead: the rank files, each opened only when asked for
+            (`hpuprof.distributed.rank_set`); nothing is read now.
     """
     source = Path(path)
+    if lazy:
+        return _lazy(source, cache)
     if source.is_dir():
         return _load_directory(source, cache=cache, progress=progress)
     if not source.exists():
@@ -63,6 +94,21 @@ def run_trace_files(directory: Path) -> list[Path] | None:
         return None
     files = [directory / str(rel) for rel in listed]
     return [f for f in files if f.is_file()] or None
+
+
+def _lazy(source: Path, cache: bool) -> RankSet:
+    from hpuprof.distributed.rank_set import RankSet
+
+    if source.is_file():
+        return RankSet((source,), cache)
+    if not source.is_dir():
+        raise TraceFormatError(str(source), None, "an existing trace file or directory (not found)")
+    files = run_trace_files(source) or trace_files(source)
+    if not files:
+        raise TraceFormatError(
+            str(source), None, f"trace files ({', '.join(TRACE_SUFFIXES)}) in the directory"
+        )
+    return RankSet(tuple(files), cache)
 
 
 def _load_directory(directory: Path, *, cache: bool, progress: Progress | None) -> Trace:

@@ -41,6 +41,9 @@ def register(app: typer.Typer) -> None:
         scheduler: str = typer.Option(
             "", "--scheduler", help="Rank by rank on an existing Dask cluster: tcp://host:8786."
         ),
+        worker_memory: str = typer.Option(
+            "", "--worker-memory", help="Memory limit per local Dask worker, e.g. 3GB."
+        ),
     ) -> int:
         from hpuprof.cli.commands._report_io import run_analyze
 
@@ -49,7 +52,7 @@ def register(app: typer.Typer) -> None:
 
             return analyze_by_rank(
                 paths, report, fmt, output, (rank, steps, name), drop_last_step, color,
-                workers, scheduler,
+                workers, scheduler, worker_memory,
             )  # fmt: skip
 
         return run_analyze(paths, report, fmt, output, rank, steps, name, drop_last_step, color)
