@@ -30,12 +30,12 @@ where HTA rejects the graph; ties between equally long paths may resolve differe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import pandas as pd
 
-from hpuprof.analysis._common import args_at, isin, kernel_types, strs, without_args
+from hpuprof.analysis._common import args_at, ends, isin, kernel_types, strs, without_args
 from hpuprof.analysis.distributed_streams import by_int, device_rows, launches
 from hpuprof.trace.schema import NO_ID
 
@@ -70,6 +70,9 @@ BLOCKING_CALLS: Final = frozenset(
 )
 """HTA's BLOCKING_SYNC_CALLS (and their ROCm names): their exit edge weighs nothing."""
 HOST_KINDS: Final = ("cpu_op", "runtime", "hpu_runtime")
+MAX_STEPS: Final = 8
+"""Steps per rank whose critical path is computed: all up to this many, else this many evenly
+spaced from the first to the last (the path costs a graph walk over every event of a step)."""
 
 
 @dataclass(frozen=True)
@@ -115,29 +118,60 @@ class CriticalEdge:
 class _Graph:
     """Nodes 2k (start) and 2k+1 (end) of the k-th selected event; edges in three lists."""
 
-    def __init__(self, ts: list[int], end: list[int]) -> None:
-        self.ts = ts
-        self.end = end
+    def __init__(self, ts: np.ndarray, end: np.ndarray) -> None:
+        self.ts_array = ts.astype(np.int64, copy=False)
+        self.end_array = end.astype(np.int64, copy=False)
+        self.ts: list[int] = self.ts_array.tolist()
+        self.end: list[int] = self.end_array.tolist()
         self.src: list[int] = []
         self.dst: list[int] = []
         self.weight: list[int] = []
         self.kind: list[int] = []
         self.attr: list[int] = []  # selected-event index the weight is attributed to, or -1
+        self.bulk: list[tuple[np.ndarray, ...]] = []  # (src, dst, weight, kind, attr) arrays
+
+    def add_many(
+        self, src: np.ndarray, dst: np.ndarray, kind: np.ndarray, attr: np.ndarray, zero: np.ndarray
+    ) -> None:
+        """Many edges at once (arrays); weights from the node times, 0 where `zero`."""
+        ts, end = self.ts_array, self.end_array
+        t_src = np.where(src & 1, end[src >> 1], ts[src >> 1])
+        t_dst = np.where(dst & 1, end[dst >> 1], ts[dst >> 1])
+        weight = np.where(zero | (kind == DEPENDENCY) | (kind == SYNC), 0, t_dst - t_src)
+        self.bulk.append((src, dst, np.maximum(weight, 0), kind, attr))
+
+    def freeze(self) -> None:
+        """Fold the bulk arrays into the edge lists (edge ids: list order)."""
+        for src, dst, weight, kind, attr in self.bulk:
+            self.src += src.tolist()
+            self.dst += dst.tolist()
+            self.weight += weight.tolist()
+            self.kind += kind.tolist()
+            self.attr += attr.tolist()
+        self.bulk = []
 
     def node_ts(self, node: int) -> int:
         k = node >> 1
         return self.end[k] if node & 1 else self.ts[k]
 
     def add(self, src: int, dst: int, kind: int, attr: int = -1, zero: bool = False) -> None:
-        weight = 0 if zero or kind in (DEPENDENCY, SYNC) else self.node_ts(dst) - self.node_ts(src)
+        if zero or kind in (DEPENDENCY, SYNC):
+            weight = 0
+        else:
+            ts, end = self.ts, self.end
+            weight = (end[dst >> 1] if dst & 1 else ts[dst >> 1]) - (
+                end[src >> 1] if src & 1 else ts[src >> 1]
+            )
+            weight = weight if weight > 0 else 0
         self.src.append(src)
         self.dst.append(dst)
-        self.weight.append(max(weight, 0))
+        self.weight.append(weight)
         self.kind.append(kind)
         self.attr.append(attr)
 
     def longest_path(self) -> list[int]:
         """Edge indices of a longest path (topological dynamic programming)."""
+        self.freeze()
         n = 2 * len(self.ts)
         if not self.src:
             return []
@@ -176,74 +210,82 @@ class _Graph:
         return path
 
 
-def _host_edges(g: _Graph, lanes: np.ndarray, blocking: list[bool], count: int) -> None:
-    """Depth-first walk of each thread's call stack over the host events 0..count-1.
+def _host_edges(g: _Graph, lanes: np.ndarray, blocking: np.ndarray, count: int) -> None:
+    """Edges of a depth-first walk of each thread's call stack over host events 0..count-1.
 
-    Events are in (lane, ts, -dur) order; an event nests in the open one that contains it.
-    Mirrors HTA's enter/exit callbacks (`_construct_graph_from_call_stack`).
+    The walk visits every start and end of a thread in time order (an end before a start at the
+    same time; the outer of two starts, the inner of two ends first), which is HTA's call stack
+    (`hta/common/call_stack.py`) walked by its enter/exit callbacks: an edge from each node to
+    the next, except into a top-level start, which gets a zero-weight dependency edge from the
+    previous top-level end. `lanes`: an integer per event naming its thread.
     """
-    stack: list[int] = []
-    parents: list[int] = []  # parent (selected index or -1) of each open event
-    last_node = last_parent = last_top = -1
+    if count == 0:
+        return
+    ts = g.ts_array[:count]
+    end = g.end_array[:count]
+    k = np.arange(count, dtype=np.int64)
+    node = np.concatenate([2 * k, 2 * k + 1])
+    is_end = node & 1
+    event = node >> 1
+    time = np.where(is_end, end[event], ts[event])
+    tie = np.where(is_end, -ts[event], -end[event])
+    order = np.lexsort((node, tie, 1 - is_end, time, lanes[event]))
+    seq = node[order]
+    seq_event = seq >> 1
+    seq_end = (seq & 1).astype(bool)
+    depth_after = np.cumsum(np.where(seq_end, -1, 1))
+    depth_before = depth_after - np.where(seq_end, -1, 1)
+    parent = _parents(seq, seq_end, depth_before, count)
+    same_lane = lanes[seq_event[:-1]] == lanes[seq_event[1:]]
+    src, dst = seq[:-1], seq[1:]
+    dst_end = seq_end[1:]
+    src_end = seq_end[:-1]
+    top_start = ~dst_end & (depth_before[1:] == 0)
+    dep = same_lane & top_start & src_end
+    op = same_lane & ~top_start
+    attr = np.where(~src_end, src >> 1, np.where(dst_end, dst >> 1, parent[src >> 1]))
+    zero = dst_end & blocking[dst >> 1]
+    g.add_many(
+        src[op], dst[op], np.full(int(op.sum()), OPERATOR), attr[op], zero[op]
+    )  # fmt: skip
+    n_dep = int(dep.sum())
+    g.add_many(
+        src[dep], dst[dep], np.full(n_dep, DEPENDENCY), np.full(n_dep, -1), np.ones(n_dep, bool)
+    )  # fmt: skip
 
-    def exit_top() -> None:
-        nonlocal last_node, last_parent, last_top
-        x = stack.pop()
-        par = parents.pop()
-        if last_node >= 0:
-            _attribute(g, last_node, 2 * x + 1, last_parent, zero=blocking[x])
-        if stack:
-            last_node, last_parent = 2 * x + 1, par
-        else:
-            last_node, last_top = -1, 2 * x + 1
 
-    for k in range(count):
-        if k and lanes[k] != lanes[k - 1]:  # a new thread: close the previous one
-            while stack:
-                exit_top()
-            last_node = last_parent = last_top = -1
-        while stack and not (g.ts[k] < g.end[stack[-1]] and g.end[k] <= g.end[stack[-1]]):
-            exit_top()
-        if not stack and last_top >= 0:
-            g.add(last_top, 2 * k, DEPENDENCY)
-        if last_node >= 0:
-            _attribute(g, last_node, 2 * k, last_parent)
-        last_node = 2 * k
-        last_parent = stack[-1] if stack else -1
-        parents.append(last_parent)
-        stack.append(k)
-    while stack:
-        exit_top()
-
-
-def _attribute(g: _Graph, src: int, dst: int, src_parent: int, zero: bool = False) -> None:
-    """An operator edge, attributed as HTA does: start->x to the source's event, end->end to
-    the destination's, end->start to the parent of the source."""
-    if not src & 1:
-        attr = src >> 1
-    elif dst & 1:
-        attr = dst >> 1
-    else:
-        attr = src_parent
-    g.add(src, dst, OPERATOR, attr, zero=zero)
+def _parents(
+    seq: np.ndarray, seq_end: np.ndarray, depth_before: np.ndarray, count: int
+) -> np.ndarray:
+    """The enclosing event of each host event (-1 at top level), from the walk's depths: the
+    parent of a start at depth d is the last start at depth d-1 before it."""
+    parent = np.full(count, -1, dtype=np.int64)
+    starts = np.flatnonzero(~seq_end)
+    depth = depth_before[starts]
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        openers = starts[depth == d - 1]
+        inner = starts[depth == d]
+        if openers.size == 0 or inner.size == 0:
+            continue
+        at = np.searchsorted(openers, inner) - 1
+        ok = at >= 0
+        parent[seq[inner[ok]] >> 1] = seq[openers[at[ok]]] >> 1
+    return parent
 
 
 def _select(
     ev: pd.DataFrame, pairs: pd.DataFrame, start: int, end: int
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(host nodes, device nodes, sync markers) of the window, host in (lane, ts, -dur) order."""
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(host nodes, device nodes) of the window."""
     ts = ev["ts_ns"].to_numpy(dtype=np.int64)
     dur = ev["dur_ns"].to_numpy(dtype=np.int64)
     host_mask = ~ev["is_device"].to_numpy(dtype=bool) & isin(ev["kind"], HOST_KINDS)
     host_mask &= isin(ev["ph"], ("X",)) & (dur > 0) & (ts >= start) & (ts <= end)
     host = ev[host_mask]
-    host = host.assign(_lane=host["pid"].astype(str) + "/" + host["tid"].astype(str))
-    host = host.assign(_neg=-host["dur_ns"]).sort_values(["_lane", "ts_ns", "_neg"], kind="stable")
     launched = pairs[(pairs["cpu_ts"] >= start) & (pairs["cpu_ts"] <= end)]
     launched = launched[launched["cpu_end"] > launched["cpu_ts"]]
     dev = ev.loc[np.unique(launched["dev_row"].to_numpy())]
-    sync = ev[isin(ev["kind"], ("sync",)) & (ev["stream"].to_numpy() != NO_ID)]
-    return host, dev, sync
+    return host, dev
 
 
 def _queue_gate(pairs: pd.DataFrame) -> pd.Series:
@@ -276,66 +318,60 @@ def _queue_gate(pairs: pd.DataFrame) -> pd.Series:
     return pd.Series(gate, index=per["dev_row"].to_numpy())
 
 
+class _Rank:
+    """What every step of one rank shares, computed once: launches, queue gates, lookups."""
+
+    def __init__(self, full: pd.DataFrame) -> None:
+        self.full = full
+        ev = without_args(full)
+        lane = ev.groupby(["pid", "tid"], observed=True, sort=False).ngroup()
+        self.ev = ev = ev.assign(_lane=lane.to_numpy(dtype=np.int64))
+        self.pairs = launches(ev, device_rows(ev))
+        self.gate = _queue_gate(self.pairs).to_dict()
+        self.host_of = dict(
+            zip(self.pairs["dev_row"].tolist(), self.pairs["correlation"].tolist(), strict=True)
+        )
+        self.corr_host = _host_rows_by_correlation(ev)
+        self.sync = ev[isin(ev["kind"], ("sync",)) & (ev["stream"].to_numpy() != NO_ID)]
+        self.names = ev["name"]
+
+
 def critical_path(
     full: pd.DataFrame, rank: int, step: int, start: int, end: int
 ) -> tuple[CriticalPathRow | None, list[CriticalEdge]]:
     """The critical path of the window [start, end] of one rank's events `full`."""
-    ev = without_args(full)
-    dev_all = device_rows(ev)
-    pairs = launches(ev, dev_all)
-    return _critical_path(full, ev, dev_all, pairs, _queue_gate(pairs), rank, step, start, end)
+    ctx = _Rank(full)
+    row, found = _critical_path(ctx, rank, step, start, end)
+    return row, found.edges(ctx.names) if found is not None else []
 
 
 def _critical_path(
-    full: pd.DataFrame,
-    ev: pd.DataFrame,
-    dev_all: pd.DataFrame,
-    pairs: pd.DataFrame,
-    gate: pd.Series,
-    rank: int,
-    step: int,
-    start: int,
-    end: int,
-) -> tuple[CriticalPathRow | None, list[CriticalEdge]]:
-    host, dev, sync = _select(ev, pairs, start, end)
+    ctx: _Rank, rank: int, step: int, start: int, end: int
+) -> tuple[CriticalPathRow | None, _Path | None]:
+    host, dev = _select(ctx.ev, ctx.pairs, start, end)
     if host.empty and dev.empty:
-        return None, []
+        return None, None
     dev = dev.sort_values("ts_ns", kind="stable")
     labels = np.concatenate([host.index.to_numpy(), dev.index.to_numpy()])
     g = _Graph(
-        np.concatenate([host["ts_ns"].to_numpy(), dev["ts_ns"].to_numpy()]).tolist(),
-        np.concatenate(
-            [
-                (host["ts_ns"] + host["dur_ns"]).to_numpy(),
-                (dev["ts_ns"] + dev["dur_ns"]).to_numpy(),
-            ]
-        ).tolist(),
+        np.concatenate([host["ts_ns"].to_numpy(), dev["ts_ns"].to_numpy()]),
+        np.concatenate([ends(host), ends(dev)]),
     )
     position = {int(label): i for i, label in enumerate(labels.tolist())}
-    blocking = [n in BLOCKING_CALLS for n in strs(host["name"]).tolist()]
-    _host_edges(g, host["_lane"].to_numpy(dtype=object), blocking, len(host))
-    _device_edges(g, full, ev, dev, sync, pairs, gate, position, len(host))
+    blocking = isin(host["name"], BLOCKING_CALLS)
+    _host_edges(g, host["_lane"].to_numpy(dtype=np.int64), blocking, len(host))
+    _device_edges(g, ctx, dev, position, len(host))
     path = g.longest_path()
     ktype = kernel_types(dev).to_numpy(dtype=object) if len(dev) else np.array([], dtype=object)
-    names = strs(ev["name"])
-    return _summarize(g, path, labels, names, ktype, len(host), rank, step, ev)
+    return _summarize(g, path, labels, ktype, len(host), rank, step)
 
 
 def _device_edges(
-    g: _Graph,
-    full: pd.DataFrame,
-    ev: pd.DataFrame,
-    dev: pd.DataFrame,
-    sync: pd.DataFrame,
-    pairs: pd.DataFrame,
-    gate: pd.Series,
-    position: dict[int, int],
-    offset: int,
+    g: _Graph, ctx: _Rank, dev: pd.DataFrame, position: dict[int, int], offset: int
 ) -> None:
     """Edges over device ops, launch / kernel-kernel edges and sync edges (HTA's loop)."""
-    host_of = dict(zip(pairs["dev_row"].tolist(), pairs["correlation"].tolist(), strict=True))
-    corr_host = _host_rows_by_correlation(ev)
-    src_of_wait, host_sync_edges = _event_syncs(full, ev, sync, pairs, corr_host, position)
+    host_of, corr_host, sync = ctx.host_of, ctx.corr_host, ctx.sync
+    src_of_wait, host_sync_edges = _event_syncs(ctx, position)
     items: list[tuple[int, int, int]] = []  # (sort time, 0 = op / 1 = sync, row)
     for k, row in enumerate(dev.index.tolist()):
         items.append((g.ts[offset + k], 0, row))
@@ -349,7 +385,7 @@ def _device_edges(
     items.sort()
     last: dict[int, int] = {}  # stream -> end node of its last op
     streams = dict(zip(dev.index.tolist(), dev["stream"].tolist(), strict=True))
-    gate_of = gate.to_dict()
+    gate_of = ctx.gate
     sync_corr = dict(zip(sync.index.tolist(), sync["correlation"].tolist(), strict=True))
     for _, is_sync, row in items:
         if is_sync:
@@ -405,12 +441,7 @@ def _host_rows_by_correlation(ev: pd.DataFrame) -> dict[int, int]:
 
 
 def _event_syncs(
-    full: pd.DataFrame,
-    ev: pd.DataFrame,
-    sync: pd.DataFrame,
-    pairs: pd.DataFrame,
-    corr_host: dict[int, int],
-    position: dict[int, int],
+    ctx: _Rank, position: dict[int, int]
 ) -> tuple[dict[int, int], list[tuple[int, int]]]:
     """CUDA event synchronization: ({waiting device row: selected index of the op it waits
     on}, [(device row waited on, runtime row that waits)]).
@@ -418,6 +449,7 @@ def _event_syncs(
     The op waited on is the last one launched on the recorded stream before the cudaEventRecord
     whose correlation the sync marker names (`wait_on_cuda_event_record_corr_id`).
     """
+    full, ev, sync, pairs, corr_host = ctx.full, ctx.ev, ctx.sync, ctx.pairs, ctx.corr_host
     waits = sync[isin(sync["name"], ("Event Sync", "Stream Wait Event"))]
     if waits.empty or pairs.empty:
         return {}, []
@@ -467,66 +499,79 @@ def _event_syncs(
     return device_wait, host_wait
 
 
+@dataclass(frozen=True)
+class _Path:
+    """A computed critical path, its edges as arrays (made into `CriticalEdge`s on demand)."""
+
+    rank: int
+    step: int
+    src: np.ndarray  # event labels
+    dst: np.ndarray
+    src_ts: np.ndarray
+    dst_ts: np.ndarray
+    kind: np.ndarray  # index into EDGE_KINDS
+    weight: np.ndarray
+    bound: np.ndarray  # index into BOUND_BY, -1 for none
+    event: np.ndarray  # attributed label, NO_ID for none
+
+    def edges(self, names: pd.Series) -> list[CriticalEdge]:
+        has = self.event != NO_ID
+        event_names = np.full(self.event.size, "", dtype=object)
+        if has.any():
+            pos = names.index.get_indexer(pd.Index(self.event[has]))
+            event_names[has] = strs(names)[pos]
+        cols = [
+            self.src.tolist(),
+            self.dst.tolist(),
+            self.src_ts.tolist(),
+            self.dst_ts.tolist(),
+            [EDGE_KINDS[k] for k in self.kind.tolist()],
+            self.weight.tolist(),
+            [BOUND_BY[b] if b >= 0 else "" for b in self.bound.tolist()],
+            self.event.tolist(),
+            event_names.tolist(),
+        ]
+        return [CriticalEdge(self.rank, self.step, *row) for row in zip(*cols, strict=True)]
+
+
 def _summarize(
     g: _Graph,
     path: list[int],
     labels: np.ndarray,
-    names: np.ndarray,
     ktype: np.ndarray,
     n_host: int,
     rank: int,
     step: int,
-    ev: pd.DataFrame,
-) -> tuple[CriticalPathRow | None, list[CriticalEdge]]:
+) -> tuple[CriticalPathRow | None, _Path | None]:
     if not path:
-        return None, []
-    totals = dict.fromkeys(BOUND_BY, 0)
-    edges: list[CriticalEdge] = []
-    positions = ev.index.get_indexer(pd.Index(labels))  # for names; ids are row labels
-    for e in path:
-        kind = g.kind[e]
-        attr = g.attr[e]
-        weight = g.weight[e]
-        if kind == KERNEL_KERNEL:
-            bound = "kernel_kernel_overhead"
-        elif kind == LAUNCH:
-            bound = "launch_overhead"
-        elif kind == OPERATOR and attr >= 0:
-            if attr < n_host:
-                bound = "cpu_bound"
-            elif ktype[attr - n_host] == "COMMUNICATION":
-                bound = "communication_bound"
-            else:
-                bound = "compute_bound"
-        else:
-            bound = ""
-        if bound:
-            totals[bound] += weight
-        src, dst = g.src[e], g.dst[e]
-        edges.append(
-            CriticalEdge(
-                rank=rank,
-                step=step,
-                src_event=int(labels[src >> 1]),
-                dst_event=int(labels[dst >> 1]),
-                src_ts_ns=g.node_ts(src),
-                dst_ts_ns=g.node_ts(dst),
-                kind=EDGE_KINDS[kind],
-                weight_ns=weight,
-                bound_by=bound,
-                event=int(labels[attr]) if attr >= 0 else NO_ID,
-                name=str(names[positions[attr]]) if attr >= 0 else "",
-            )
-        )
-    length = sum(totals.values())
+        return None, None
+    e = np.asarray(path, dtype=np.int64)
+    kind = np.asarray(g.kind, dtype=np.int64)[e]
+    attr = np.asarray(g.attr, dtype=np.int64)[e]
+    weight = np.asarray(g.weight, dtype=np.int64)[e]
+    src = np.asarray(g.src, dtype=np.int64)[e]
+    dst = np.asarray(g.dst, dtype=np.int64)[e]
+    ts, end = g.ts_array, g.end_array
+    comm = np.zeros(attr.size, dtype=bool)
+    on_device = attr >= n_host
+    comm[on_device] = ktype[attr[on_device] - n_host] == "COMMUNICATION"
+    bound = np.full(attr.size, -1, dtype=np.int64)
+    operator = (kind == OPERATOR) & (attr >= 0)
+    bound[operator & ~on_device] = BOUND_BY.index("cpu_bound")
+    bound[operator & on_device & comm] = BOUND_BY.index("communication_bound")
+    bound[operator & on_device & ~comm] = BOUND_BY.index("compute_bound")
+    bound[kind == KERNEL_KERNEL] = BOUND_BY.index("kernel_kernel_overhead")
+    bound[kind == LAUNCH] = BOUND_BY.index("launch_overhead")
+    totals = np.bincount(bound[bound >= 0], weights=weight[bound >= 0], minlength=len(BOUND_BY))
+    length = int(totals.sum())
 
     def share(key: str) -> float:
-        return round(100.0 * totals[key] / length, 2) if length else 0.0
+        return round(100.0 * float(totals[BOUND_BY.index(key)]) / length, 2) if length else 0.0
 
     row = CriticalPathRow(
         rank=rank,
         step=step,
-        length_ns=int(length),
+        length_ns=length,
         edges=len(path),
         cpu_bound_pct=share("cpu_bound"),
         compute_bound_pct=share("compute_bound"),
@@ -534,38 +579,52 @@ def _summarize(
         kernel_kernel_overhead_pct=share("kernel_kernel_overhead"),
         launch_overhead_pct=share("launch_overhead"),
     )
-    return row, edges
+    node_ts = np.where(src & 1, end[src >> 1], ts[src >> 1])
+    node_te = np.where(dst & 1, end[dst >> 1], ts[dst >> 1])
+    found = _Path(
+        rank,
+        step,
+        labels[src >> 1],
+        labels[dst >> 1],
+        node_ts,
+        node_te,
+        kind,
+        weight,
+        bound,
+        np.where(attr >= 0, labels[np.maximum(attr, 0)], NO_ID),
+    )
+    return row, found
+
+
+def sample_steps(windows: pd.DataFrame, limit: int = MAX_STEPS) -> pd.DataFrame:
+    """The step windows whose critical path is computed (see `MAX_STEPS`)."""
+    if len(windows) <= limit:
+        return windows
+    picks = np.unique(np.round(np.linspace(0, len(windows) - 1, limit)).astype(np.int64))
+    return windows.iloc[picks]
 
 
 def critical_paths(
     full: pd.DataFrame, rank: int, windows: pd.DataFrame
 ) -> tuple[list[CriticalPathRow], list[CriticalEdge]]:
-    """Critical path of every step window [rank, step, start_ns, end_ns] of one rank; the edges
-    of the step with the longest path (the overlay of this rank)."""
-    ev = without_args(full)
-    dev_all = device_rows(ev)
-    pairs = launches(ev, dev_all)
-    gate = _queue_gate(pairs)
+    """Critical path of the step windows [rank, step, start_ns, end_ns] of one rank (at most
+    `MAX_STEPS` of them, `sample_steps`); the edges of the step with the longest path (the
+    overlay of this rank)."""
+    ctx = _Rank(full)
     rows: list[CriticalPathRow] = []
-    longest: list[CriticalEdge] = []
+    longest: _Path | None = None
     best = -1
+    windows = sample_steps(windows)
     for step, lo, hi in zip(
         windows["step"].tolist(),
         windows["start_ns"].tolist(),
         windows["end_ns"].tolist(),
         strict=True,
     ):
-        row, edges = _critical_path(full, ev, dev_all, pairs, gate, rank, int(step), lo, hi)
+        row, found = _critical_path(ctx, rank, int(step), lo, hi)
         if row is None:
             continue
         rows.append(row)
         if row.length_ns > best:
-            best, longest = row.length_ns, edges
-    return rows, longest
-
-
-def overlay_table(edges: list[CriticalEdge]) -> list[dict[str, Any]]:
-    """The overlay as plain rows (for a timeline view)."""
-    from dataclasses import asdict
-
-    return [asdict(e) for e in edges]
+            best, longest = row.length_ns, found
+    return rows, longest.edges(ctx.names) if longest is not None else []
