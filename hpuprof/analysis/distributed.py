@@ -108,10 +108,10 @@ class StragglerStepRow:
 
 @dataclass(frozen=True)
 class FailedRank:
-    """A rank that could not be analysed: its file, where in it, and why."""
+    """A rank that could not be analysed: its file, where in it ("byte 58"), and why."""
 
     source: str
-    position: int | None
+    position: str | None
     reason: str
 
 
@@ -427,7 +427,7 @@ def _imbalance_finding(rep: DistributedReport) -> Finding | None:
         value=top.vs_mean_pct,
         threshold=IMBALANCE_WARN_PCT,
         evidence={
-            "per_step_ns": {r.rank: r.per_step_ns for r in rows},
+            "per_step_ns": {str(r.rank): r.per_step_ns for r in rows},
             "source": top.source,
         },
         advice=(

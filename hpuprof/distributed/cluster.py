@@ -61,7 +61,7 @@ def dask_client(
             processes=True,
             host="127.0.0.1",
             dashboard_address=":0",
-            silence_logs=logging.ERROR,
+            silence_logs=logging.CRITICAL,
             memory_limit=worker_memory or "auto",
         )
         client = distributed.Client(cluster)

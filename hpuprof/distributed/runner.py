@@ -121,6 +121,26 @@ def _cluster_failure(path: str, error: BaseException) -> FailedRank:
     return failure(path, error)
 
 
+def _unique_ranks(
+    results: list[RankOutcome | FailedRank],
+) -> tuple[list[RankOutcome], list[FailedRank]]:
+    """Outcomes in file order, each rank from one file: a later file naming a rank an earlier
+    one has is failed (named), not merged over it."""
+    done: list[RankOutcome] = []
+    failed = [r for r in results if isinstance(r, FailedRank)]
+    owner: dict[int, str] = {}
+    for r in sorted((r for r in results if isinstance(r, RankOutcome)), key=lambda r: r.index):
+        ranks = {rank for parts in r.parts.values() for rank in parts} or set(r.meta["ranks"])
+        clash = sorted(ranks & set(owner))
+        if clash:
+            other = owner[clash[0]]
+            failed.append(FailedRank(r.source, None, f"rank {clash[0]} is also in {other}"))
+            continue
+        owner.update(dict.fromkeys(ranks, r.source))
+        done.append(r)
+    return done, failed
+
+
 def _merge(
     paths: list[str],
     reports: Sequence[str],
@@ -132,8 +152,7 @@ def _merge(
 ) -> tuple[Report, RunStats]:
     from hpuprof.analysis.registry import spec
 
-    done = sorted((r for r in results if isinstance(r, RankOutcome)), key=lambda r: r.index)
-    failed = [r for r in results if isinstance(r, FailedRank)]
+    done, failed = _unique_ranks(results)
     if not done:
         first = failed[0] if failed else FailedRank(", ".join(paths), None, "no rank files")
         raise TraceFormatError(

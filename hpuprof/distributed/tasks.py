@@ -52,9 +52,8 @@ def peak_rss_bytes() -> int:
 def failure(source: str, error: BaseException) -> FailedRank:
     """A failed rank from the error that stopped it (position when the reader knows it)."""
     if isinstance(error, TraceFormatError):
-        position = error.position if isinstance(error.position, int) else None
-        where = "" if position is not None or error.position is None else f" at {error.position}"
-        return FailedRank(source, position, f"expected {error.expected}{where}")
+        position = None if error.position is None else str(error.position)
+        return FailedRank(source, position, f"expected {error.expected}")
     reason = str(error) or type(error).__name__
     if not isinstance(error, HpuprofError):
         reason = f"{type(error).__name__}: {reason}"
@@ -80,7 +79,7 @@ def analyze_rank_file(
         source = Path(path)
         if not source.is_file():
             raise TraceFormatError(path, None, "an existing trace file (not found)")
-        trace = load_file(source, cache=cache)
+        trace = _with_file_rank(load_file(source, cache=cache), source, index)
     except (HpuprofError, OSError, MemoryError) as error:
         return failure(path, error)
     t1 = time.perf_counter()
@@ -101,6 +100,22 @@ def analyze_rank_file(
         pid=os.getpid(),
         peak_rss=peak_rss_bytes(),
     )
+
+
+def _with_file_rank(trace: Any, source: Path, index: int) -> Any:
+    """A file whose metadata names no rank gets `rank<N>` from its name, else its index in the
+    run (as `combine` numbers such files), so that rank files never share rank 0 by default."""
+    from hpuprof.distributed.rank_set import rank_of_file
+    from hpuprof.trace.combine import with_rank
+
+    for meta in trace.metadata.values():
+        info = meta.get("distributedInfo") if isinstance(meta, dict) else None
+        if isinstance(info, dict) and isinstance(info.get("rank"), int):
+            return trace
+    if len(trace.ranks) > 1:
+        return trace
+    rank = rank_of_file(source, index)
+    return trace if trace.ranks == [rank] else with_rank(trace, rank)
 
 
 def _by_rank(trace: Any) -> list[tuple[int, Any]]:

@@ -8,6 +8,7 @@ lets that call through (a compatibility shim for the oracle only, undone after t
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,5 +146,5 @@ def test_critical_path_of_first_step(case: Case, monkeypatch: pytest.MonkeyPatch
         assert share == pytest.approx(hta_share.get(key, 0.0), abs=1.0), key
     # the overlay is a connected path through the trace's own events
     assert sum(e.weight_ns for e in edges) == row.length_ns
-    for a, b in zip(edges, edges[1:], strict=False):
+    for a, b in itertools.pairwise(edges):
         assert a.dst_ts_ns == b.src_ts_ns
