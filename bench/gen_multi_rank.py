@@ -67,7 +67,7 @@ class _Rank:
         self.first = True
         self.bytes = 0
         self.external = 0
-        self.correlation = 0
+        self.correlation = 1_000_000  # real Kineto ids are large: never a 16-bit column
         self.seq = 0
 
     def write(self, text: str) -> None:
