@@ -25,9 +25,15 @@ from hpusim.sink import (
 
 DEVICE_PID: Final = 0
 DEVICE_PROCESS_NAME: Final = "/device:HPU:0"
-ENGINE_TIDS: Final[dict[str, int]] = {"DMA": 1000, "MME": 3000, "TPC": 4000}
-"""Lane ids follow the bridge's `typeIdx*1000 + engineIndex` (gaudi.md 6.3: PDMA/EDMA, MME, TPC)."""
-ENGINE_THREAD_NAMES: Final[dict[str, str]] = {"MME": "MME 0", "TPC": "TPC 0", "DMA": "DMA 0"}
+ENGINE_TIDS: Final[dict[str, int]] = {"DMA": 1000, "MME": 3000, "TPC": 4000, "NIC": 11000}
+"""Lane ids follow the bridge's `typeIdx*1000 + engineIndex` (gaudi.md 6.3: PDMA/EDMA, MME, TPC,
+NIC: the collectives of `hpusim.distributed`)."""
+ENGINE_THREAD_NAMES: Final[dict[str, str]] = {
+    "MME": "MME 0",
+    "TPC": "TPC 0",
+    "DMA": "DMA 0",
+    "NIC": "NIC 0",
+}
 _INSTANT_EVENTS: Final = frozenset({"mark_step"})
 
 
@@ -162,6 +168,8 @@ def to_chrome_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[
                 "hpuprof.flops": batch.flops[i],
                 "hpuprof.bytes": batch.nbytes[i],
             }
+            if batch.payload[i] >= 0:
+                dargs.update(batch.payloads[batch.payload[i]])
             tid = ENGINE_TIDS.get(engine, ENGINE_TIDS["TPC"])
             cat = "gpu_memcpy" if engine == "DMA" else "kernel"
             out.append(
