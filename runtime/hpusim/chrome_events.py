@@ -25,9 +25,8 @@ from hpusim.sink import (
 
 DEVICE_PID: Final = 0
 DEVICE_PROCESS_NAME: Final = "/device:HPU:0"
-ENGINE_TIDS: Final[dict[str, int]] = {"DMA": 1000, "MME": 3000, "TPC": 4000, "NIC": 11000}
-"""Lane ids follow the bridge's `typeIdx*1000 + engineIndex` (gaudi.md 6.3: PDMA/EDMA, MME, TPC,
-NIC: the collectives of `hpusim.distributed`)."""
+ENGINE_TIDS: Final[dict[str, int]] = {"DMA": 1000, "MME": 3000, "TPC": 4000, "NIC": 5000}
+"""Lane ids follow the bridge's `typeIdx*1000 + engineIndex` (gaudi.md 6.3: PDMA/EDMA, MME, TPC)."""
 ENGINE_THREAD_NAMES: Final[dict[str, str]] = {
     "MME": "MME 0",
     "TPC": "TPC 0",

@@ -14,7 +14,7 @@ which run them on the inner CPU tensors (exact results) and hand the device side
   over the same gloo group), so the collective starts on the device clock when the LAST card is
   ready: a card that arrives early waits, inside its collective, for the others (as HCCL and NCCL
   kernels do); the NIC op of each card spans its own arrival to the common end;
-- its transfer time comes from the device model (`device_model.collective_ns` when the model
+- its transfer time comes from the device model (`DeviceTimeline.collective_ns` when the model
   has it), else from `transfer_ns` below: the Gaudi scale-up network of an 8-card server, every
   card linked to every other by 3 x 100 GbE (Gaudi 2) or 3 x 200 GbE (Gaudi 3) of its 21
   scale-up ports (Intel Gaudi 2 / Gaudi 3 white papers); reduce-scatter + all-gather over all
@@ -63,13 +63,20 @@ def install() -> None:
     dist.Backend.register_backend(BACKEND_NAME, _gloo, devices=["hpu", "cpu"])
 
 
-def transfer_ns(op: str, nbytes: int, world: int, device: str) -> int:
-    """Modeled time (ns) to move a collective's data over the scale-up links (see module doc)."""
+def collective_duration(rt: Any, op: str, nbytes: int, world: int) -> int:
+    """The device model's duration of collective `op` when it models collectives
+    (`DeviceTimeline.collective_ns(kind, nbytes, cards)`), else `transfer_ns`."""
     from hpusim import device_model
 
-    model = getattr(device_model, "collective_ns", None)
-    if model is not None:
-        return int(model(op, nbytes, world, device))
+    model = getattr(rt.timeline, "collective_ns", None)
+    kind = getattr(device_model, "COLLECTIVE_OPS", {}).get(op)
+    if model is not None and kind is not None:
+        return int(model(kind, nbytes, world))
+    return transfer_ns(op, nbytes, world, rt.profile.name)
+
+
+def transfer_ns(op: str, nbytes: int, world: int, device: str) -> int:
+    """Modeled time (ns) to move a collective's data over the scale-up links (see module doc)."""
     if world <= 1:
         return PHASE_LATENCY_NS
     per_card = SCALE_UP_GBYTES_PER_S.get(device, SCALE_UP_GBYTES_PER_S["gaudi2"])  # bytes/ns
@@ -160,7 +167,7 @@ def collective_on_device(rt: Any, info: Any, cost: Any, uargs: list[Any], t0: in
     start = ready
     if pg is not None and world > 1 and op not in P2P_OPS:
         start = max(ready, _latest(pg, ready))
-    end = start + transfer_ns(op, nbytes, world, rt.profile.name)
+    end = start + collective_duration(rt, op, nbytes, world)
     _state["nic_free"] = end
     sink = rt.sink
     if not sink.recording:
