@@ -82,6 +82,7 @@ class TreeSampler:
         self.root = psutil.Process(pid)
         self.every = every
         self.peak: dict[int, int] = {}
+        self.cpu: dict[int, float] = {}  # user + system seconds, last seen
         self.role: dict[int, str] = {}
         self.peak_sum = 0
         self._stop = threading.Event()
@@ -100,6 +101,8 @@ class TreeSampler:
             for p in procs:
                 try:
                     rss = p.memory_info().rss
+                    times = p.cpu_times()
+                    self.cpu[p.pid] = times.user + times.system
                     if p.pid not in self.role:
                         cmd = " ".join(p.cmdline())
                         self.role[p.pid] = (
@@ -176,6 +179,7 @@ def ours(run_dir: Path, workers: int, scratch: Path) -> dict[str, Any]:
             (v for p, v in sampler.peak.items() if roles.get(p) == "helper"), reverse=True
         ),
         "tree_peak": sampler.peak_sum,
+        "tree_cpu": sum(sampler.cpu.values()),
         "doc": doc,
         "cache_bytes": cache_bytes,
     }
@@ -210,6 +214,7 @@ def main() -> int:
     parser.add_argument("--hta-ranks", type=int, default=8)
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory (default: temp)")
     parser.add_argument("--keep", action="store_true", help="keep the generated run")
+    parser.add_argument("--run", type=Path, default=None, help="an existing run (no generation)")
     a = parser.parse_args()
     sys.path.insert(0, str(BENCH))
     from gen_multi_rank import generate
@@ -224,23 +229,28 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="hpuprof-bench-ranks-", dir=base))
     straggler = min(a.straggler, a.ranks - 1)
     try:
-        run = scratch / "run"
-        t0 = time.perf_counter()
-        total = generate(run, a.ranks, a.mb, straggler, 0, 2)
-        print(
-            f"generated {a.ranks} ranks, {total / 1e6:,.0f} MB in {time.perf_counter() - t0:.0f} s "
-            f"(planted straggler: rank {straggler}) under {scratch}",
-            flush=True,
-        )
+        run = a.run or scratch / "run"
+        if a.run is None:
+            t0 = time.perf_counter()
+            total = generate(run, a.ranks, a.mb, straggler, 0, 2)
+            print(
+                f"generated {a.ranks} ranks, {total / 1e6:,.0f} MB in "
+                f"{time.perf_counter() - t0:.0f} s (planted straggler: rank {straggler}) "
+                f"under {scratch}",
+                flush=True,
+            )
         files = sorted(run.glob("rank*.pt.trace.json"), key=lambda p: int(p.name[4:].split(".")[0]))
         singles = [one_rank(files[i], scratch) for i in (0, len(files) // 2)]
-        t1 = sum(s["seconds"] for s in singles) / len(singles)
+        main_run = ours(run, a.workers, scratch)
+        singles += [one_rank(files[i], scratch) for i in (1, len(files) - 1)]  # after, too
+        t1 = sum(x["seconds"] for x in singles) / len(singles)
+        cpu1 = sum(x["cpu"] for x in singles) / len(singles)
+        each = ", ".join(f"{x['seconds']:.1f}" for x in singles)
         print(
-            f"baseline: one rank's load+analysis {t1:.2f} s (load {singles[0]['load']:.2f} s, "
-            f"cpu {singles[0]['cpu']:.2f} s, peak {_gb(singles[0]['peak'])})",
+            f"baseline: one rank's load+analysis {t1:.2f} s (2 ranks before and 2 after the "
+            f"run: {each} s; cpu {cpu1:.2f} s; peak {_gb(max(x['peak'] for x in singles))})",
             flush=True,
         )
-        main_run = ours(run, a.workers, scratch)
         dist = main_run["doc"]["distributed"]
         top = dist["straggler_ranks"][0] if dist["straggler_ranks"] else {}
         found = [f for f in main_run["doc"]["findings"] if f["metric"] == "straggler_last_pct"]
@@ -250,6 +260,11 @@ def main() -> int:
             f"--workers {a.workers}: {a.ranks} ranks in {main_run['wall']:.1f} s "
             f"(target <= {budget:.1f} s = 1.2 x {a.ranks} x {t1:.2f} s / {a.workers}; "
             f"ratio {main_run['wall'] / (a.ranks * t1 / a.workers):.2f} of the ideal split)"
+        )
+        print(
+            f"  cpu time of the whole process tree {main_run['tree_cpu']:.0f} s = "
+            f"{main_run['tree_cpu'] / (a.ranks * cpu1):.2f} x ({a.ranks} x one rank's "
+            f"{cpu1:.2f} s)"
         )
         print(
             f"  peak RSS: client {_gb(main_run['client_peak'])}, workers "
@@ -299,7 +314,8 @@ def main() -> int:
         print("targets: " + ", ".join(f"{k}={'yes' if v else 'NO'}" for k, v in ok.items()))
         summary = {
             "ranks": a.ranks, "mb_per_rank": a.mb, "workers": a.workers, "one_rank_s": t1,
-            "wall_s": main_run["wall"], "budget_s": budget, "client_peak": main_run["client_peak"],
+            "wall_s": main_run["wall"], "budget_s": budget, "tree_cpu_s": main_run["tree_cpu"],
+            "one_rank_cpu_s": cpu1, "client_peak": main_run["client_peak"],
             "worker_peaks": main_run["worker_peaks"], "straggler": top.get("rank"),
             "planted": straggler, "hta": theirs, f"hpuprof_{k}_wall_s": small["wall"], **ok,
         }  # fmt: skip

@@ -41,6 +41,7 @@ from hpuprof.analysis.distributed_critical_path import (
     CriticalEdge,
     CriticalPathRow,
     critical_paths,
+    edges_of,
 )
 from hpuprof.analysis.distributed_streams import (
     IdleRow,
@@ -123,6 +124,8 @@ class RankPartial:
 
     Args:
         collectives: the rank's collective instances (`distributed_collectives` columns).
+        critical_overlay: the edges of the rank's longest critical path (`CriticalEdge`
+            columns; a table, small to ship).
         step_compute: per step: step, start_ns, end_ns, compute_ns.
     """
 
@@ -137,7 +140,7 @@ class RankPartial:
     memory: tuple[MemoryBandwidthRow, ...]
     launch: LaunchRow | None
     critical_path: tuple[CriticalPathRow, ...]
-    critical_edges: tuple[CriticalEdge, ...]
+    critical_overlay: pd.DataFrame
     collectives: pd.DataFrame
     compute_source: str
     compute_ns: int
@@ -235,7 +238,7 @@ def rank_partial(
         memory=tuple(memory),
         launch=launch,
         critical_path=tuple(cp_rows),
-        critical_edges=tuple(cp_edges),
+        critical_overlay=cp_edges,
         collectives=collectives,
         compute_source=compute_source,
         compute_ns=iv.total(busy),
@@ -321,8 +324,9 @@ def merge_partials(
     if cp:
         top = max(cp, key=lambda r: r.length_ns)
         owner = next(p for p in parts if p.rank == top.rank)
-        if owner.critical_edges and owner.critical_edges[0].step == top.step:
-            overlay = owner.critical_edges
+        table = owner.critical_overlay
+        if len(table) and int(table["step"].iloc[0]) == top.step:
+            overlay = edges_of(table)
     notes = sorted({n for p in parts for n in p.notes})
     sources = {p.collectives["source"].iloc[0] for p in parts if len(p.collectives)}
     if "host" in sources:

@@ -29,6 +29,7 @@ where HTA rejects the graph; ties between equally long paths may resolve differe
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Final
 
@@ -342,7 +343,7 @@ def critical_path(
     """The critical path of the window [start, end] of one rank's events `full`."""
     ctx = _Rank(full)
     row, found = _critical_path(ctx, rank, step, start, end)
-    return row, found.edges(ctx.names) if found is not None else []
+    return row, list(edges_of(found.table(ctx.names))) if found is not None else []
 
 
 def _critical_path(
@@ -514,24 +515,36 @@ class _Path:
     bound: np.ndarray  # index into BOUND_BY, -1 for none
     event: np.ndarray  # attributed label, NO_ID for none
 
-    def edges(self, names: pd.Series) -> list[CriticalEdge]:
+    def table(self, names: pd.Series) -> pd.DataFrame:
+        """The edges as a table (columns: `CriticalEdge`'s fields), compact to ship."""
         has = self.event != NO_ID
         event_names = np.full(self.event.size, "", dtype=object)
         if has.any():
             pos = names.index.get_indexer(pd.Index(self.event[has]))
             event_names[has] = strs(names)[pos]
-        cols = [
-            self.src.tolist(),
-            self.dst.tolist(),
-            self.src_ts.tolist(),
-            self.dst_ts.tolist(),
-            [EDGE_KINDS[k] for k in self.kind.tolist()],
-            self.weight.tolist(),
-            [BOUND_BY[b] if b >= 0 else "" for b in self.bound.tolist()],
-            self.event.tolist(),
-            event_names.tolist(),
-        ]
-        return [CriticalEdge(self.rank, self.step, *row) for row in zip(*cols, strict=True)]
+        bound_names = np.array([*BOUND_BY, ""], dtype=object)
+        return pd.DataFrame(
+            {
+                "rank": np.full(self.src.size, self.rank, dtype=np.int64),
+                "step": np.full(self.src.size, self.step, dtype=np.int64),
+                "src_event": self.src,
+                "dst_event": self.dst,
+                "src_ts_ns": self.src_ts,
+                "dst_ts_ns": self.dst_ts,
+                "kind": np.array(EDGE_KINDS, dtype=object)[self.kind],
+                "weight_ns": self.weight,
+                "bound_by": bound_names[self.bound],
+                "event": self.event,
+                "name": event_names,
+            }
+        )
+
+
+def edges_of(table: pd.DataFrame) -> tuple[CriticalEdge, ...]:
+    """`CriticalEdge` rows of an edge table (`_Path.table`)."""
+    fields = [f.name for f in dataclasses.fields(CriticalEdge)]
+    cols = [table[f].astype(object).tolist() for f in fields]
+    return tuple(CriticalEdge(*row) for row in zip(*cols, strict=True))
 
 
 def _summarize(
@@ -606,10 +619,10 @@ def sample_steps(windows: pd.DataFrame, limit: int = MAX_STEPS) -> pd.DataFrame:
 
 def critical_paths(
     full: pd.DataFrame, rank: int, windows: pd.DataFrame
-) -> tuple[list[CriticalPathRow], list[CriticalEdge]]:
+) -> tuple[list[CriticalPathRow], pd.DataFrame]:
     """Critical path of the step windows [rank, step, start_ns, end_ns] of one rank (at most
-    `MAX_STEPS` of them, `sample_steps`); the edges of the step with the longest path (the
-    overlay of this rank)."""
+    `MAX_STEPS` of them, `sample_steps`); the edge table of the step with the longest path (the
+    overlay of this rank; `edges_of` makes `CriticalEdge`s of it)."""
     ctx = _Rank(full)
     rows: list[CriticalPathRow] = []
     longest: _Path | None = None
@@ -627,4 +640,6 @@ def critical_paths(
         rows.append(row)
         if row.length_ns > best:
             best, longest = row.length_ns, found
-    return rows, longest.edges(ctx.names) if longest is not None else []
+    if longest is None:
+        return rows, pd.DataFrame(columns=[f.name for f in dataclasses.fields(CriticalEdge)])
+    return rows, longest.table(ctx.names)
