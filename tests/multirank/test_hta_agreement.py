@@ -148,3 +148,49 @@ def test_critical_path_of_first_step(case: Case, monkeypatch: pytest.MonkeyPatch
     assert sum(e.weight_ns for e in edges) == row.length_ns
     for a, b in itertools.pairwise(edges):
         assert a.dst_ts_ns == b.src_ts_ns
+
+
+SYNC_TRACES = (
+    "critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+    "critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz",
+    "critical_path/cuda_event_sync/event_sync_trace.json.gz",
+    "critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz",
+)
+
+
+@pytest.mark.parametrize("name", SYNC_TRACES)
+def test_critical_path_with_cuda_syncs(
+    name: str, shared_kineto_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTA's critical-path test traces: stream, context and event syncs (cuda_sync events)."""
+    ta_mod = pytest.importorskip("hta.trace_analysis")
+    monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")
+    _drop_compat(monkeypatch)
+    logging.disable(logging.WARNING)
+    path = shared_kineto_dir / "tests" / "data" / name
+    try:
+        ta = ta_mod.TraceAnalysis(trace_files={0: str(path)}, include_last_profiler_step=True)
+        trace = hpuprof.load(path)
+        windows = step_windows(trace.events)
+        if len(windows):
+            first = windows.sort_values("start_ns").iloc[0]
+            step, lo, hi = int(first["step"]), int(first["start_ns"]), int(first["end_ns"])
+            annotation = "ProfilerStep"
+        else:  # no steps: the whole trace, as HTA's annotation ""
+            ev = trace.events
+            step, lo, hi = -1, int(ev["ts_ns"].min()), int((ev["ts_ns"] + ev["dur_ns"]).max())
+            annotation = ""
+        graph, ok = ta.critical_path_analysis(rank=0, annotation=annotation, instance_id=0)
+    finally:
+        logging.disable(logging.NOTSET)
+    assert ok
+    bd = graph.get_critical_path_breakdown()
+    row, _ = critical_path(trace.events, 0, step, lo, hi)
+    assert row is not None
+    assert row.length_ns == pytest.approx(bd["duration"].sum() * 1000, rel=0.01)
+    shares = (bd.groupby("bound_by")["duration"].sum() / bd["duration"].sum() * 100).to_dict()
+    assert row.cpu_bound_pct == pytest.approx(shares.get("cpu_bound", 0.0), abs=1.0)
+    assert row.compute_bound_pct == pytest.approx(shares.get("gpu_compute_bound", 0.0), abs=1.0)
+    assert row.launch_overhead_pct == pytest.approx(
+        shares.get("gpu_kernel_launch_overhead", 0.0), abs=1.0
+    )
