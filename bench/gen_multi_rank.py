@@ -24,6 +24,8 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import TextIO
 
+from gen_synthetic_trace import OPS, _us  # same ops and time format as the one-rank trace
+
 BASE_NS = 1_790_857_026_000_000_000
 PID, TID, DEVICE = 4242, 4242, 0
 COMPUTE_STREAM, NCCL_STREAM = 7, 20
@@ -35,17 +37,6 @@ STRAGGLER_DELAY_NS = 600_000
 STRAGGLER_SHARE = 0.75
 NCCL_NS = 900_000
 STEP_GAP_NS = 200_000
-OPS = [
-    ("aten::linear", "aten::addmm", "ampere_sgemm_128x64_tn", [[64, 1024], [1024, 1024], [1024]]),
-    ("aten::conv2d", "aten::cudnn_convolution", "implicit_convolve_sgemm", [[32, 64, 56, 56]]),
-    ("aten::layer_norm", "aten::native_layer_norm", "vectorized_layer_norm_kernel", [[64, 1024]]),
-    ("aten::relu", "aten::clamp_min", "vectorized_elementwise_kernel<4, clamp_min>", [[64, 4096]]),
-    ("aten::add", "aten::add_", "vectorized_elementwise_kernel<4, AddFunctor>", [[64, 1024]]),
-]
-
-
-def _us(ns: int) -> str:
-    return f"{ns // 1000}.{ns % 1000:03d}"
 
 
 def arrivals(seed: int, step: int, bucket: int, ranks: int, straggler: int) -> list[int]:
