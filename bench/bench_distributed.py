@@ -195,10 +195,50 @@ def hta(files: list[Path], scratch: Path) -> dict[str, Any]:
     return {
         **times,
         "wall": wall,
+        "tree_cpu": sum(sampler.cpu.values()),
         "client_peak": sampler.peak.get(root, 0),
         "child_peak": max((v for p, v in sampler.peak.items() if p != root), default=0),
         "tree_peak": sampler.peak_sum,
     }
+
+
+def _against_hta(
+    files: list[Path], a: argparse.Namespace, scratch: Path, our_peak: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """hpuprof and HTA 0.5.0 on the same few ranks, printed side by side."""
+    k = len(files)
+    sub = scratch / f"first{k}"
+    sub.mkdir()
+    for f in files:
+        (sub / f.name).symlink_to(f)
+    small = ours(sub, a.workers, scratch)
+    theirs = hta(files, scratch)
+    print(
+        f"{k} ranks: hpuprof --workers {a.workers} {small['wall']:.1f} s (cpu "
+        f"{small['tree_cpu']:.0f} s), peak RSS client {_gb(small['client_peak'])} / worker "
+        f"{_gb(max(small['worker_peaks'], default=0))} (tree {_gb(small['tree_peak'])})"
+    )
+    if "error" in theirs:
+        print(f"  HTA 0.5.0 on {k} ranks failed: {theirs['error']}")
+        return small, theirs
+    per_rank = (theirs["client_peak"] - small["client_peak"]) / k  # beyond an idle process
+    print(
+        f"  HTA 0.5.0 on {k} ranks: {theirs['wall']:.1f} s (cpu {theirs['tree_cpu']:.0f} s; "
+        f"load {theirs['load']:.1f} s, analyses {theirs['analyses']:.1f} s; "
+        f"{theirs['wall'] / small['wall']:.1f}x hpuprof's wall), peak RSS parent "
+        f"{_gb(theirs['client_peak'])}, parse worker {_gb(theirs['child_peak'])}, tree "
+        f"{_gb(theirs['tree_peak'])}"
+    )
+    need = theirs["client_peak"] + per_rank * (a.ranks - k)
+    print(
+        f"  HTA at {a.ranks} ranks (not run): its parent keeps every rank's frame, "
+        f"~{_gb(per_rank)} more per rank here, so one process of ~{_gb(need)} "
+        f"({need / (3 * GB):.1f}x the 3 GB target; hpuprof's largest process: {_gb(our_peak)}), "
+        f"and its load alone ~{theirs['load'] * a.ranks / k / 60:.0f} min at this machine's load "
+        "(for more than 8 ranks it also parses rank 0 once more under tracemalloc to size its "
+        "pool)"
+    )
+    return small, theirs
 
 
 def _gb(n: float) -> str:
@@ -279,33 +319,10 @@ def main() -> int:
         )
         print(f"  failed ranks: {len(dist['failed'])}")
         k = min(a.hta_ranks, a.ranks)
-        sub = scratch / f"first{k}"
-        sub.mkdir()
-        for f in files[:k]:
-            (sub / f.name).symlink_to(f)
-        small = ours(sub, a.workers, scratch)
-        theirs = hta(files[:k], scratch)
-        print(
-            f"{k} ranks: hpuprof --workers {a.workers} {small['wall']:.1f} s, peak RSS client "
-            f"{_gb(small['client_peak'])} / worker {_gb(max(small['worker_peaks'], default=0))} "
-            f"(tree {_gb(small['tree_peak'])})"
-        )
-        if "error" in theirs:
-            print(f"  HTA 0.5.0 on {k} ranks failed: {theirs['error']}")
-        else:
-            per_rank = theirs["client_peak"] / k
-            print(
-                f"  HTA 0.5.0 on {k} ranks: {theirs['wall']:.1f} s (load {theirs['load']:.1f} s, "
-                f"analyses {theirs['analyses']:.1f} s; {theirs['wall'] / small['wall']:.1f}x "
-                f"hpuprof), peak RSS parent {_gb(theirs['client_peak'])}, parse worker "
-                f"{_gb(theirs['child_peak'])}, tree {_gb(theirs['tree_peak'])}"
-            )
-            print(
-                f"  HTA at {a.ranks} ranks (not run): its parent holds every rank's frame, "
-                f"~{_gb(per_rank)} per rank here, so ~{_gb(per_rank * a.ranks)} for "
-                f"{a.ranks} ranks, beyond this 24 GiB machine; hpuprof's largest process "
-                f"stayed at {_gb(max(peaks))}"
-            )
+        small: dict[str, Any] = {}
+        theirs: dict[str, Any] = {}
+        if k > 0:
+            small, theirs = _against_hta(files[:k], a, scratch, max(peaks))
         ok = {
             "straggler_named": top.get("rank") == straggler and bool(found),
             "peak_rss_le_3gb": max(peaks) <= 3 * GB,
@@ -317,7 +334,7 @@ def main() -> int:
             "wall_s": main_run["wall"], "budget_s": budget, "tree_cpu_s": main_run["tree_cpu"],
             "one_rank_cpu_s": cpu1, "client_peak": main_run["client_peak"],
             "worker_peaks": main_run["worker_peaks"], "straggler": top.get("rank"),
-            "planted": straggler, "hta": theirs, f"hpuprof_{k}_wall_s": small["wall"], **ok,
+            "planted": straggler, "hta": theirs, f"hpuprof_{k}_wall_s": small.get("wall"), **ok,
         }  # fmt: skip
         print(json.dumps(summary))
         return 0 if all(ok.values()) else 1
