@@ -14,9 +14,10 @@ from typing import Any
 
 from hpuprof.analysis.filters import EventFilter, apply_filters
 from hpuprof.analysis.findings import Finding, sort_findings
+from hpuprof.analysis.key_figures import key_figures
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.analysis.registry import default_report_names, parse_reports, spec
-from hpuprof.analysis.report import Report
+from hpuprof.analysis.report import Report, as_plain
 from hpuprof.trace.model import Trace
 
 __all__ = [
@@ -44,6 +45,7 @@ def trace_meta(trace: Trace) -> dict[str, Any]:
         "format": trace.format,
         "events": len(ev),
         "ranks": sorted(int(r) for r in ev["rank"].unique()) if len(ev) else [],
+        "start_ns": int(ev["ts_ns"].min()) if len(ev) else 0,
         "device": device.to_dict(),
         "timeline": device.timeline,
     }
@@ -67,6 +69,7 @@ def analyze(
     bott = sections.get("bottleneck")
     if bott is not None:
         meta["device_time"] = bott.device_time
+    meta["key_figures"] = as_plain(key_figures(sections, meta))
     return Report(
         source=tuple(view.sources),
         sections=sections,
@@ -79,10 +82,11 @@ def compare(
     a: Trace,
     b: Trace,
     options: AnalysisOptions | None = None,
-    a_step: int | None = -1,
-    b_step: int | None = -1,
+    a_step: int | None = None,
+    b_step: int | None = None,
 ) -> Report:
-    """Trace `b` (test) against `a` (control) as a Report with one `compare` section."""
+    """Trace `b` (test) against `a` (control) as a Report with one `compare` section
+    (per-step means over every step; `a_step`/`b_step` compare one step of each)."""
     options = options or AnalysisOptions()
     diff = spec("compare").load()(a, b, options, a_step, b_step)
     meta = {

@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hpuprof.analysis._common import isin
+import numpy as np
+
+from hpuprof.analysis._common import factor, isin
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import METADATA_KEY
 
@@ -95,8 +97,9 @@ def _device_names(trace: Trace) -> list[str]:
 
 def _runtime_family(trace: Trace) -> DeviceKind | None:
     ev = trace.events
-    runtime = ev["name"][isin(ev["kind"], ("runtime",))]
-    cats = set(runtime.astype(str).unique().tolist()) if len(runtime) else set()
+    codes, names = factor(ev["name"])
+    used = np.unique(codes[isin(ev["kind"], ("runtime",)) & (codes >= 0)])
+    cats = {str(n) for n in names[used]}
     if any(n.startswith("hip") for n in cats):
         return "rocm"
     if any(n.startswith(("cuda", "cu")) for n in cats):
@@ -116,7 +119,8 @@ def trace_device(trace: Trace) -> TraceDevice:
         return TraceDevice("hpu", str(ours.get("device_profile") or "gaudi"), True, timeline)
     real: Timeline = "projected" if timeline_key == "projected" else "real"
     ev = trace.events
-    if backend == "gaudi" or "gaudi" in trace.format.split("+") or isin(ev["engine"], ("MME", "TPC")).any():  # fmt: skip
+    gaudi_lanes = bool(isin(ev["engine"], ("MME", "TPC")).any())
+    if backend == "gaudi" or "gaudi" in trace.format.split("+") or gaudi_lanes:
         return TraceDevice("hpu", str(ours.get("device_profile") or ""), False, real)
     names = _device_names(trace)
     for name in names:

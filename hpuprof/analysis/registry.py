@@ -27,9 +27,10 @@ from typing import Any, Literal
 
 from hpuprof.errors import UsageError
 
-Unit = Literal["", "ns", "pct", "bytes", "flops", "count", "row"]
-"""How a column's values read: a time in ns, a percentage, bytes, FLOPs, a count, text (""),
-or "row": each row's own `unit` field says (a table of metrics of different kinds)."""
+Unit = Literal["", "ns", "ts", "pct", "bytes", "flops", "count", "row"]
+"""How a column's values read: a duration in ns, a timestamp in ns ("ts": shown as the time
+since the trace's first event), a percentage, bytes, FLOPs, a count, text (""), or "row": each
+row's own `unit` field says (a table of metrics of different kinds)."""
 
 View = Literal["brief", "full", "data"]
 """Where a table shows: `brief` also in the short summary after a run, `full` in the terminal
@@ -154,6 +155,7 @@ _WORDS: dict[str, str] = {
     "ts": "start",
     "num": "number of",
     "vs": "vs",
+    "comm": "communication",
 }
 _LABELS: dict[str, str] = {
     "span_ns": "Span",
@@ -175,7 +177,10 @@ _LABELS: dict[str, str] = {
 
 
 def column_unit(key: str) -> Unit:
-    """The unit a key's suffix names: `_ns` time, `_pct` %, `_bytes`, `flops`; else none."""
+    """The unit a key's suffix names: `ts_ns` timestamp, `_ns` time, `_pct` %, `_bytes`,
+    `flops`; else none."""
+    if key == "ts_ns" or key.endswith("_ts_ns"):
+        return "ts"
     if key.endswith("_ns") or key == "ns":
         return "ns"
     if key.endswith("_pct") or key == "pct" or key.startswith("pct_"):
@@ -291,6 +296,21 @@ def all_tables() -> dict[str, tuple[ReportSpec, Table]]:
 # --- the built-in reports --------------------------------------------------------------------
 
 
+def _group_rows(groups: Any) -> list[dict[str, Any]]:
+    """Compilation groups with their causes in words (not the raw cause dicts)."""
+    return [
+        {
+            "key": g.key,
+            "compilations": g.compilations,
+            "recompilations": g.recompilations,
+            "time_ns": g.time_ns,
+            "cause_summary": g.cause_summary,
+            "causes": "; ".join(str(c.get("cause") or c.get("kind")) for c in g.causes),
+        }
+        for g in groups
+    ]
+
+
 def _shape_rows(rep: Any) -> list[dict[str, Any]]:
     return [{"op": h.op, "shape": s, "count": c} for h in rep.shape_histograms for s, c in h.shapes]
 
@@ -359,11 +379,21 @@ BUILTIN: tuple[ReportSpec, ...] = (
             Table(
                 "compiles_by_graph",
                 "Compilations by graph",
-                "by_graph",
-                cols("key", "compilations", "recompilations", "time_ns"),
+                lambda rep: _group_rows(rep.by_graph),
+                cols(
+                    Column("key", "Graph"),
+                    "compilations",
+                    "recompilations",
+                    "time_ns",
+                    Column("cause_summary", "Recompile causes"),
+                ),
                 "full",
             ),
-            Table("compiles_by_module", "Compilations by module", "by_module"),
+            Table(
+                "compiles_by_module",
+                "Compilations by module",
+                lambda rep: _group_rows(rep.by_module),
+            ),
             Table("compile_timeline", "Compilations per step", "timeline"),
             Table("recompile_table_1", "Recompiling modules", "recompile_table"),
             Table("recompile_table_2", "Recompile counts per module", "recompile_counts"),
@@ -439,6 +469,113 @@ BUILTIN: tuple[ReportSpec, ...] = (
         facts=cols(
             "captures", "replays", "cache_misses", Column("host_saved_ns", "Host time saved")
         ),
+    ),
+    ReportSpec(
+        "ops",
+        "Ops and kernels",
+        "hpuprof.analysis.ops:analyze_ops",
+        tables=(
+            Table(
+                "ops",
+                "Ops: host and device time",
+                "ops",
+                cols(
+                    "name",
+                    "calls",
+                    "self_ns",
+                    "total_ns",
+                    Column("device_self_ns", "Device self time"),
+                    Column("device_total_ns", "Device total time"),
+                ),
+                "full",
+            ),
+            Table(
+                "kernels",
+                "Device kernels",
+                "kernels",
+                cols(
+                    "name",
+                    "kernel_type",
+                    "count",
+                    "total_ns",
+                    Column("pct_of_device", "% of device time"),
+                    Column("op", "Launched by"),
+                ),
+                "full",
+            ),
+        ),
+        facts=cols(
+            Column("host_self_ns", "Host op time"),
+            Column("device_ns", "Device time"),
+            Column("attributed_device_ns", "Device time of ops"),
+            Column("unattributed_device_ns", "Device time without an op"),
+            Column("attribution", "Device time attributed by"),
+        ),
+    ),
+    ReportSpec(
+        "ranks",
+        "Ranks",
+        "hpuprof.analysis.ranks:analyze_ranks",
+        tables=(
+            Table(
+                "rank_summary",
+                "Ranks: step time and where it went",
+                "ranks",
+                cols(
+                    "rank",
+                    "steps",
+                    Column("median_step_ns", "Median step"),
+                    "compute_pct",
+                    Column("comm_pct", "Communication %"),
+                    "idle_pct",
+                    Column("vs_median_pct", "vs median rank %"),
+                    "straggler",
+                ),
+                "full",
+            ),
+            Table("rank_steps", "Step time per rank and step", "steps"),
+        ),
+        facts=cols(
+            Column("steps_per_rank", "Steps per rank", "count"),
+            Column("mean_step_ns", "Mean step time"),
+            "stragglers",
+        ),
+    ),
+    ReportSpec(
+        "memory",
+        "Memory",
+        "hpuprof.analysis.memory:analyze_memory",
+        tables=(
+            Table(
+                "memory_devices",
+                "Memory per device",
+                "devices",
+                cols(
+                    "rank",
+                    "device",
+                    Column("peak_bytes", "Peak"),
+                    Column("peak_at_ns", "Peak at"),
+                    Column("final_bytes", "At the end"),
+                    "allocations",
+                ),
+                "full",
+            ),
+            Table(
+                "memory_top_ops",
+                "Top allocating ops",
+                "top_ops",
+                cols(
+                    "device",
+                    Column("op", "Allocated in"),
+                    "allocations",
+                    Column("allocated_bytes", "Allocated"),
+                    Column("live_at_peak_bytes", "Live at the peak"),
+                ),
+                "full",
+            ),
+            Table("memory_timeline", "Memory over time", "timeline"),
+        ),
+        facts=cols(Column("source", "Memory data from")),
     ),
     ReportSpec(
         "distributed",
@@ -531,13 +668,26 @@ BUILTIN: tuple[ReportSpec, ...] = (
             ),
             Table(
                 "compare_ops",
-                "Per-op changes",
+                "Per-op changes (per step; host self time, device time counted once)",
                 "ops",
-                cols("name", "a_count", "b_count", "a_total_ns", "b_total_ns", "diff_ns"),
+                cols(
+                    "name",
+                    Column("a_host_ns", "A host self"),
+                    Column("b_host_ns", "B host self"),
+                    Column("a_device_ns", "A device"),
+                    Column("b_device_ns", "B device"),
+                    "regression",
+                ),
                 "full",
             ),
+            Table("compare_kernels", "Per-kernel changes (device time per step)", "kernels"),
         ),
-        facts=cols(Column("a_step", "Step of A"), Column("b_step", "Step of B")),
+        facts=cols(
+            Column("a_steps", "Steps of A", "count"),
+            Column("b_steps", "Steps of B", "count"),
+            Column("a_step", "Only step of A"),
+            Column("b_step", "Only step of B"),
+        ),
         default=False,
         inputs=2,
     ),

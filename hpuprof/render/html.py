@@ -9,7 +9,13 @@ import orjson
 
 from hpuprof.analysis.registry import Column
 from hpuprof.analysis.report import Report
-from hpuprof.render.tables import evidence_rows, fmt_column, meta_line, report_views
+from hpuprof.render.tables import (
+    evidence_rows,
+    fmt_column,
+    key_figure_rows,
+    meta_line,
+    report_views,
+)
 
 
 def _esc(text: Any) -> str:
@@ -86,6 +92,60 @@ def _figures(report: Report) -> list[dict[str, Any]]:
                 "layout": {"title": {"text": "Device time by dtype"}},
             }
         )
+    figs += _rank_and_memory_figures(report)
+    return figs
+
+
+def _rank_and_memory_figures(report: Report) -> list[dict[str, Any]]:
+    """Step time per rank and step (heat map) and memory over time, from those reports."""
+    figs: list[dict[str, Any]] = []
+    r = report.sections.get("ranks")
+    if r is not None and len(r.ranks) > 1 and r.steps:
+        ranks = sorted({s.rank for s in r.steps})
+        steps = sorted({s.step for s in r.steps})
+        at = {(s.rank, s.step): s.duration_ns / 1e6 for s in r.steps}
+        figs.append(
+            {
+                "data": [
+                    {
+                        "type": "heatmap",
+                        "x": steps,
+                        "y": [f"rank {k}" for k in ranks],
+                        "z": [[at.get((k, st)) for st in steps] for k in ranks],
+                        "colorbar": {"title": {"text": "ms"}},
+                    }
+                ],
+                "layout": {
+                    "title": {"text": "Step time per rank and step (ms)"},
+                    "xaxis": {"title": {"text": "step"}, "dtick": 1},
+                },
+            }
+        )
+    m = report.sections.get("memory")
+    if m is not None and m.timeline:
+        series: dict[str, tuple[list[float], list[float]]] = {}
+        for p in m.timeline:
+            xs, ys = series.setdefault(f"rank {p.rank} {p.device}", ([], []))
+            xs.append(p.t_ns / 1e6)
+            ys.append(p.allocated_bytes / 2**20)
+        figs.append(
+            {
+                "data": [
+                    {
+                        "type": "scatter",
+                        "mode": "lines",
+                        "name": k,
+                        "x": xs,
+                        "y": ys,
+                        "line": {"shape": "hv"},
+                    }
+                    for k, (xs, ys) in series.items()
+                ],
+                "layout": {
+                    "title": {"text": "Memory allocated (MiB) over time (ms from the trace start)"}
+                },
+            }
+        )
     return figs
 
 
@@ -113,6 +173,10 @@ class HtmlRenderer:
         parts.append("</head><body>")
         parts.append(f"<h1>hpuprof report: {_esc(', '.join(report.source))}</h1>")
         parts.append(f"<p>{_esc(meta_line(report))}</p>")
+        figures = key_figure_rows(report)
+        if figures:
+            row = {c.key: v for c, v in figures}
+            parts.append(_table("Key figures", (row,), tuple(c for c, _ in figures)))
         parts.append("<h2>Findings</h2><ul>")
         for f in report.findings:
             parts.append(

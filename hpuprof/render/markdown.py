@@ -10,6 +10,7 @@ from hpuprof.render.tables import (
     columns_of,
     evidence_text,
     fmt_column,
+    key_figure_rows,
     meta_line,
     report_views,
 )
@@ -42,6 +43,10 @@ class MarkdownRenderer:
     def render(self, report: Report) -> str:
         out = [f"# hpuprof report: {', '.join(report.source) or '(trace)'}", ""]
         out.append(_esc(meta_line(report)))
+        figures = key_figure_rows(report)
+        if figures:
+            row = {c.key: v for c, v in figures}
+            out += ["", "## Key figures", "", md_table([row], columns=tuple(c for c, _ in figures))]
         out += ["", "## Findings", ""]
         if not report.findings:
             out.append("No findings.")

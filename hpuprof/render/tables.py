@@ -2,7 +2,8 @@
 
 Which tables a report has comes from the registry (`hpuprof.analysis.registry`); this module
 turns a `Report` into `TableView`s (rows flattened to scalars, lists and dicts as short text,
-never a Python repr) and formats cells by unit (times in s/ms/us/ns, never raw ns).
+never a Python repr; timestamp columns, unit "ts", counted from the trace's first event, the
+report's `meta["start_ns"]`) and formats cells by unit (times in s/ms/us/ns, never raw ns).
 """
 
 from __future__ import annotations
@@ -59,11 +60,15 @@ def flat_row(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _plain_rows(rows: list[Any]) -> list[dict[str, Any]]:
+def _plain_rows(rows: list[Any], origin_ns: int = 0) -> list[dict[str, Any]]:
     out = []
     for r in rows:
         p = as_plain(r)
-        out.append(flat_row(p) if isinstance(p, dict) else {"value": p})
+        row = flat_row(p) if isinstance(p, dict) else {"value": p}
+        for k, v in row.items():
+            if isinstance(v, int) and not isinstance(v, bool) and column_unit(k) == "ts":
+                row[k] = v - origin_ns
+        out.append(row)
     return out
 
 
@@ -125,9 +130,12 @@ def report_views(report: Report) -> list[TableView]:
         if facts:
             cols = tuple(c for c, _ in facts)
             row = flat_row({c.key: as_plain(v) for c, v in facts})
-            out.append(TableView(f"{name}_summary", f"{title}: summary", name, cols, cols, (row,), "data"))  # fmt: skip
+            summary = TableView(
+                f"{name}_summary", f"{title}: summary", name, cols, cols, (row,), "data"
+            )
+            out.append(summary)
         for table, rows in tables_of(name, section):
-            plain = _plain_rows(rows)
+            plain = _plain_rows(rows, int(report.meta.get("start_ns") or 0))
             if not plain:
                 continue
             cols = _columns(columns_of(plain), table.columns)
@@ -182,7 +190,7 @@ def fmt_value(unit: str, value: Any) -> str:
         return ""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return plain_text(value) if isinstance(value, (list, tuple, Mapping)) else str(value)
-    if unit == "ns":
+    if unit in ("ns", "ts"):
         return fmt_ns(float(value))
     if unit == "pct":
         return f"{value:.1f}%"
@@ -229,3 +237,30 @@ def meta_line(report: Report) -> str:
     if "a" in meta and "b" in meta:
         return f"A: {_one_meta(meta['a'])}. B: {_one_meta(meta['b'])}."
     return _one_meta(meta)
+
+
+KEY_FIGURES: tuple[Column, ...] = (
+    Column("step_time_ns", "Step time (mean per rank)"),
+    Column("steps_per_rank", "Steps per rank", "count"),
+    Column("device_util_pct", "Device busy % of steps"),
+    Column("compilations", "Compilations", "count"),
+    Column("recompilations", "Recompilations", "count"),
+    Column("compile_time_ns", "Compile time"),
+    Column("lazy_port_estimate", "Compilations"),
+    Column("fallbacks", "CPU fallbacks", "count"),
+    Column("bf16_flops_pct", "Matmul/conv FLOPs in bf16/fp16 %"),
+    Column("low_precision_time_pct", "Device time in bf16/fp16 %"),
+    Column("stragglers", "Straggling ranks"),
+    Column("device_time", "Device time is"),
+)
+"""The key figures views show, in order, with their words and units."""
+
+
+def key_figure_rows(report: Report) -> list[tuple[Column, Any]]:
+    """(column, value) of the key figures a report has (unknown ones left out)."""
+    figures = report.meta.get("key_figures")
+    if not isinstance(figures, Mapping):
+        return []
+    return [
+        (c, figures[c.key]) for c in KEY_FIGURES if figures.get(c.key) not in (None, "", [], ())
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from hpuprof.analysis.report import Report
-from hpuprof.render.tables import fmt_column, meta_line, report_views
+from hpuprof.render.tables import fmt_column, key_figure_rows, meta_line, report_views
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -46,6 +46,11 @@ class TerminalRenderer:
             f"[bold]hpuprof[/bold] {', '.join(report.source) or '(trace)'}: ", end="", markup=True
         )
         console.print(meta_line(report), markup=False)
+        figures = key_figure_rows(report)
+        if figures:
+            console.print(
+                "; ".join(f"{c.header}: {fmt_column(c, v)}" for c, v in figures), markup=False
+            )
         if report.findings:
             console.print("[bold]Findings[/bold]")
             for f in report.findings[: 5 if self.brief else 30]:
@@ -63,7 +68,12 @@ class TerminalRenderer:
             t = Table(title=view.title, title_justify="left", expand=False)
             for c in view.key_columns:
                 wide = c.key in ("name", "op", "key", "kernel", "cause")
-                t.add_column(c.header, overflow="fold", max_width=48 if wide else None)
+                t.add_column(
+                    c.header,
+                    overflow="fold",
+                    max_width=48 if wide else None,
+                    min_width=16 if wide else None,
+                )
             for r in view.rows[: self.max_rows]:
                 t.add_row(*(fmt_column(c, r.get(c.key), r) for c in view.key_columns))
             console.print(t)

@@ -131,13 +131,12 @@ def run_analyze(
 
 
 def run_diff(
-    control: Path, test: Path, fmt: str, output: Path | None, all_steps: bool, threshold: float
+    control: Path, test: Path, fmt: str, output: Path | None, step: int | None, threshold: float
 ) -> int:
     from hpuprof.analysis import AnalysisOptions, compare
 
     form = pick_format(fmt, output)
     options = AnalysisOptions(regression_pct=threshold)
-    step: int | None = None if all_steps else -1
     rep = compare(_load(control), _load(test), options, step, step)
     data = render_report(rep, form, output)
     if data is not None:
