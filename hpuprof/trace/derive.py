@@ -3,9 +3,9 @@
 Analyses read these columns; none of them looks into the raw args for these facts again.
 
 - `op_row`: for a device row, the row of the host op its time belongs to:
-  * launched by a host op or a runtime call (joined on `correlation`): the innermost `cpu_op`
-    enclosing the launch (the launch itself when it is one), as torch.profiler attributes a
-    kernel's time to the op that launched it;
+  * launched by a host op or a runtime call (joined on `correlation`; a cpu_op with that
+    correlation first): the innermost `cpu_op` enclosing the launch (the launch itself when it
+    is one), as torch.profiler attributes a kernel's time to the op that launched it;
   * launched as part of a graph (a lazy-mode graph `launch`, an HPU-graph `graph_replay`): one
     of the graph's own host ops with the same name (`opinfo.kernel_key(kernel) ==
     opinfo.op_key(op)`), the k-th device op of a name to the k-th host op of that name (modulo
@@ -144,6 +144,8 @@ def _launch_positions(events: pd.DataFrame) -> tuple[NDArray[np.int64], NDArray[
     is_dev = events["is_device"].to_numpy(dtype=bool)
     dev = np.flatnonzero(is_dev & (corr != NO_ID))
     host = np.flatnonzero(~is_dev & (corr != NO_ID) & _is(events["ph"], {"X"}))
+    # several host rows may share a correlation (a fallback event around its op): the op first
+    host = host[np.argsort(~_is(events["kind"], {"cpu_op"})[host], kind="stable")]
     if len(dev) == 0 or len(host) == 0:
         return dev, np.full(len(dev), NO_ID, dtype=np.int64)
     rank = events["rank"].to_numpy(dtype=np.int64)

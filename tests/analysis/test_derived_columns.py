@@ -244,3 +244,16 @@ def test_ops_is_in_the_default_reports() -> None:
     rep = analyze(cuda_like())
     assert "ops" in rep.sections
     assert rep.to_dict()["ops"]["kernels"][0]["name"] == "sgemm_128x64"
+
+
+def test_a_correlation_shared_by_a_runtime_event_and_its_op_goes_to_the_op() -> None:
+    t = make_trace(
+        [
+            {"name": "cpu fallback aten::digamma", "kind": "hpu_runtime", "cat": "hpuprof",
+             "hpu_event": "fallback", "ts_ns": 0, "dur_ns": 100, "correlation": 31},
+            {"name": "aten::digamma", "ts_ns": 10, "dur_ns": 80, "correlation": 31},
+            {"name": "Memcpy DtoH (cpu fallback)", "kind": "memcpy", "cat": "gpu_memcpy",
+             "engine": "DMA", "ts_ns": 200, "dur_ns": 5, "correlation": 31},
+        ]
+    )  # fmt: skip
+    assert _op_of(t, "Memcpy DtoH (cpu fallback)") == "aten::digamma"
