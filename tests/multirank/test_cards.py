@@ -11,21 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from hpuprof.distributed.cli import rank_files
-from hpuprof.distributed.runner import analyze_files
-
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("scripts") / "data_parallel_train.py"
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
+SLOW_S = 0.5
+"""Extra host time of the slow card before each step (seconds)."""
+
 
 def test_three_cards_with_a_slow_host_name_the_straggler(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "run"
-    cmd = [sys.executable, "-c", "from hpuprof.cli.main import run; run()", "record"]
-    cmd += ["--emulate", "--cards", "3", "-o", str(out), "--", "python", str(SCRIPT)]
-    cmd += ["--steps", "3", "--slow-rank", "2", "--slow-s", "0.2"]
+    hpuprof = [sys.executable, "-c", "from hpuprof.cli.main import run; run()"]
+    cmd = [*hpuprof, "record", "--emulate", "--cards", "3", "-o", str(out), "--"]
+    cmd += ["python", str(SCRIPT), "--steps", "3", "--slow-rank", "2", "--slow-s", str(SLOW_S)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "runtime")])}
     env.pop("RANK", None)
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
@@ -35,17 +35,45 @@ def test_three_cards_with_a_slow_host_name_the_straggler(tmp_path: Path) -> None
     assert len(manifest["traces"]) == 3
     for r in range(3):  # every card ran every step
         assert f"rank {r} step 2 loss" in done.stdout
-    report, _ = analyze_files(rank_files(out), ["distributed"], workers=1)
-    dist = report.sections["distributed"]
-    assert dist.ranks == (0, 1, 2) and not dist.failed
-    # one bucket all-reduce per step, on each card's NIC lane, matched by process group + Seq
-    assert len(dist.stragglers) == 3, dist.stragglers
-    assert all(c.ranks == 3 and c.collective == "allreduce" for c in dist.stragglers), (
-        dist.stragglers
-    )
-    assert [c.last_rank for c in dist.stragglers] == [2, 2, 2]
-    assert all(c.skew_ns >= 150_000_000 for c in dist.stragglers[1:])  # 0.2 s late each step
-    assert all(r.comm_ns > 0 for r in dist.comm_comp_overlap)  # collectives on the device
-    found = [f for f in report.findings if f.metric == "straggler_last_pct"]
-    assert found and found[0].evidence["rank"] == 2
     assert f"hpuprof: 3 emulated cards written to {out}" in done.stdout
+
+    report = tmp_path / "report.json"
+    cmd = [
+        *hpuprof,
+        "analyze",
+        str(out),
+        "--report",
+        "distributed",
+        "-f",
+        "json",
+        "-o",
+        str(report),
+    ]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(report.read_text())
+    dist = doc["distributed"]
+    assert not dist["failed"]
+    # one bucket all-reduce per step, on each card's NIC lane, matched by process group + Seq
+    stragglers = dist["stragglers"]
+    assert [(c["collective"], c["step"], c["ranks"]) for c in stragglers] == [
+        ("allreduce", step, 3) for step in range(3)
+    ], stragglers
+    # rank 2 sleeps SLOW_S before every step; on a loaded 2-core machine another card can be
+    # descheduled as long once, so the straggler is asserted the way the analysis names it: the
+    # rank last most often, and the skew where it is last
+    late = [c for c in stragglers if c["last_rank"] == 2]
+    assert len(late) >= 2, stragglers
+    assert all(c["skew_ns"] >= 0.6 * SLOW_S * 1e9 for c in late), late
+    assert dist["straggler_ranks"][0]["rank"] == 2, dist["straggler_ranks"]
+    overlap = {r["rank"]: r for r in dist["comm_comp_overlap"]}
+    assert sorted(overlap) == [0, 1, 2]
+    assert all(r["comm_ns"] > 0 for r in overlap.values())  # collectives on the device clock
+    # the early cards wait inside their collectives for rank 2: their waiting is rank 2's
+    waited = {r["rank"]: r["waited_ns"] for r in dist["straggler_ranks"]}
+    assert waited[2] < min(waited[0], waited[1]), waited
+    assert {r["category"] for r in dist["idle_breakdown"]} <= {"host_wait", "kernel_wait", "other"}
+    assert {r["rank"] for r in dist["queue_length"]} == {0, 1, 2}
+    assert dist["critical_path"] and all(r["length_ns"] > 0 for r in dist["critical_path"])
+    found = [f for f in doc["findings"] if f["metric"] == "straggler_last_pct"]
+    assert found and found[0]["evidence"]["rank"] == 2, found
