@@ -24,6 +24,7 @@ FULL: tuple[tuple[str, ...], ...] = (
     ("bench_emulator.py",),
     ("bench_extensions.py",),
     ("bench_capture.py",),
+    ("bench_distributed.py", "--ranks", "64", "--mb", "100", "--workers", "2"),
 )
 QUICK: tuple[tuple[str, ...], ...] = (
     ("bench_load.py", "--events", "40000"),
@@ -45,6 +46,7 @@ QUICK: tuple[tuple[str, ...], ...] = (
     ("bench_emulator.py", "--ops", "2000", "--steps", "5", "--repeats", "3"),
     ("bench_extensions.py", "--calls", "20", "--repeats", "2"),
     ("bench_capture.py", "--ops", "20000", "--repeat", "2"),
+    ("bench_distributed.py", "--ranks", "4", "--mb", "5", "--hta-ranks", "2"),
 )
 
 

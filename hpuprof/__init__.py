@@ -24,7 +24,8 @@ def load(path: str | Any, **options: Any) -> Trace:
     Args:
         path: a `.json`, `.json.gz`, `.perfetto-trace`/`.pftrace` or `.parquet` file, or a
             directory of per-rank traces (loaded into one Trace with a `rank` column).
-        options: passed to the loader (e.g. `cache=False`).
+        options: passed to the loader (e.g. `cache=False`; `lazy=True` returns a `RankSet`
+            of the directory's rank files, each opened on demand, instead of one Trace).
     """
     from hpuprof.trace.load import load as _load
 

@@ -98,6 +98,12 @@ class ReportSpec:
         facts: scalar attributes shown as a small "name: value" table.
         default: run by `analyze()` when no reports are named.
         inputs: how many traces the function takes (1, or 2 for a comparison).
+        partial: rank by rank (`hpuprof analyze --workers`, `hpuprof.distributed`):
+            `"module:function"` called as `function(one_rank_trace, options)` on a worker,
+            returning a small picklable per-rank result; empty: `function` itself.
+        merge: `"module:function"` called as `function({rank: partial}, failed)` on the
+            client, returning the report dataclass; empty: the per-rank reports stacked with
+            their rank (`hpuprof.distributed.stack:stack_ranks`).
     """
 
     name: str
@@ -107,10 +113,17 @@ class ReportSpec:
     facts: tuple[Column, ...] = ()
     default: bool = True
     inputs: int = 1
+    partial: str = ""
+    merge: str = ""
 
-    def load(self) -> Callable[..., Any]:
-        """The analysis function, imported on first use."""
-        module, _, attr = self.function.partition(":")
+    def load(
+        self, which: Literal["function", "partial", "merge"] = "function"
+    ) -> Callable[..., Any]:
+        """The analysis function (or its per-rank `partial` / `merge`), imported on first use."""
+        target = getattr(self, which) or (
+            self.function if which == "partial" else "hpuprof.distributed.stack:stack_ranks"
+        )
+        module, _, attr = target.partition(":")
         fn: Callable[..., Any] = getattr(importlib.import_module(module), attr)
         return fn
 
@@ -563,6 +576,77 @@ BUILTIN: tuple[ReportSpec, ...] = (
             Table("memory_timeline", "Memory over time", "timeline"),
         ),
         facts=cols(Column("source", "Memory data from")),
+    ),
+    ReportSpec(
+        "distributed",
+        "Distributed: ranks, streams, critical path, stragglers",
+        "hpuprof.analysis.distributed:analyze_distributed",
+        tables=(
+            Table(
+                "comm_comp_overlap",
+                "Communication overlapped by computation",
+                "comm_comp_overlap",
+                cols(
+                    "rank",
+                    Column("overlap_pct", "Comm overlapped %"),
+                    Column("comm_ns", "Comm time"),
+                    "overlap_ns",
+                ),
+                "full",
+            ),
+            Table(
+                "idle_breakdown",
+                "Idle time per stream",
+                "idle_breakdown",
+                cols("rank", "stream", "category", "idle_ns", "ratio"),
+                "full",
+            ),
+            Table("queue_length", "Launch queue length per stream", "queue_length", view="full"),
+            Table("memory_bandwidth", "Copy bandwidth (GB/s)", "memory_bandwidth"),
+            Table(
+                "launch_stats",
+                "Launches",
+                "launch_stats",
+                cols(
+                    "rank",
+                    "launches",
+                    Column("cpu_mean_ns", "Host call mean"),
+                    Column("delay_mean_ns", "Delay mean"),
+                    Column("delay_p95_ns", "Delay p95"),
+                ),
+                "full",
+            ),
+            Table(
+                "critical_path",
+                "Critical path per step",
+                "critical_path",
+                cols(
+                    "rank",
+                    "step",
+                    Column("length_ns", "Length"),
+                    Column("cpu_bound_pct", "Host %"),
+                    Column("compute_bound_pct", "Compute %"),
+                    Column("communication_bound_pct", "Comm %"),
+                    Column("kernel_kernel_overhead_pct", "Op gaps %"),
+                    Column("launch_overhead_pct", "Launch %"),
+                ),
+                "full",
+            ),
+            Table("critical_path_overlay", "Critical path edges", "critical_path_overlay"),
+            Table("stragglers", "Collectives: arrival skew", "stragglers"),
+            Table(
+                "straggler_ranks",
+                "Last arrivals at collectives per rank",
+                "straggler_ranks",
+                view="brief",
+            ),
+            Table("straggler_steps", "Stragglers per step", "straggler_steps", view="full"),
+            Table("load_imbalance", "Compute per rank", "load_imbalance", view="full"),
+            Table("failed_ranks", "Ranks not analysed", "failed", view="brief"),
+        ),
+        default=False,
+        partial="hpuprof.analysis.distributed:partial_of_rank",
+        merge="hpuprof.analysis.distributed:merge_rank_partials",
     ),
     ReportSpec(
         "compare",

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.model import Trace
+
+if TYPE_CHECKING:
+    from hpuprof.distributed.rank_set import RankSet
 
 JSON_SUFFIXES = (".json", ".json.gz", ".gz")
 PERFETTO_SUFFIXES = (".perfetto-trace", ".pftrace")
@@ -19,13 +22,36 @@ Progress = Callable[[int], None]
 """Called with the number of input-file bytes read since the last call."""
 
 
+@overload
+def load(
+    path: str | os.PathLike[str],
+    *,
+    cache: bool = ...,
+    progress: Progress | None = ...,
+    threads: int | None = ...,
+    lazy: Literal[False] = ...,
+) -> Trace: ...
+
+
+@overload
+def load(
+    path: str | os.PathLike[str],
+    *,
+    cache: bool = ...,
+    progress: Progress | None = ...,
+    threads: int | None = ...,
+    lazy: Literal[True],
+) -> RankSet: ...
+
+
 def load(
     path: str | os.PathLike[str],
     *,
     cache: bool = True,
     progress: Progress | None = None,
     threads: int | None = None,
-) -> Trace:
+    lazy: bool = False,
+) -> Trace | RankSet:
     """Load a trace file, or a directory of per-rank trace files, into one `Trace`.
 
     Args:
@@ -35,8 +61,12 @@ def load(
         progress: optional callback for progress reporting.
         threads: threads that scan one JSON file's chunks (default: `$HPUPROF_LOAD_THREADS`,
             else the cores this process may use; see `kineto_json.load_threads`).
+        lazy: return a `RankSet` instead: the rank files, each opened only when asked for
+            (`hpuprof.distributed.rank_set`); nothing is read now.
     """
     source = Path(path)
+    if lazy:
+        return _lazy(source, cache)
     if source.is_dir():
         return _load_directory(source, cache=cache, progress=progress, threads=threads)
     if not source.exists():
@@ -53,10 +83,9 @@ def trace_files(directory: Path) -> list[Path]:
     )
 
 
-def _load_directory(
-    directory: Path, *, cache: bool, progress: Progress | None, threads: int | None = None
-) -> Trace:
-    from hpuprof.trace.combine import combine
+def directory_trace_files(directory: Path) -> list[Path]:
+    """The trace files of a directory: those its `run.json` names (checked to lie inside it) when
+    it is a run directory, else every trace file in it; a `TraceFormatError` when there is none."""
     from hpuprof.trace.run_manifest import is_run_directory, run_trace_files
 
     files = run_trace_files(directory) if is_run_directory(directory) else trace_files(directory)
@@ -64,6 +93,26 @@ def _load_directory(
         raise TraceFormatError(
             str(directory), None, f"trace files ({', '.join(TRACE_SUFFIXES)}) in the directory"
         )
+    return files
+
+
+def _lazy(source: Path, cache: bool) -> RankSet:
+    from hpuprof.distributed.rank_set import RankSet
+
+    if source.is_file():
+        return RankSet((source,), cache)
+    if not source.is_dir():
+        raise TraceFormatError(str(source), None, "an existing trace file or directory (not found)")
+    files = directory_trace_files(source)
+    return RankSet(tuple(files), cache)
+
+
+def _load_directory(
+    directory: Path, *, cache: bool, progress: Progress | None, threads: int | None = None
+) -> Trace:
+    from hpuprof.trace.combine import combine
+
+    files = directory_trace_files(directory)
     return combine([load_file(f, cache=cache, progress=progress, threads=threads) for f in files])
 
 

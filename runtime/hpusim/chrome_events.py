@@ -35,9 +35,15 @@ ENGINE_TIDS: Final[dict[str, int]] = {
     "DMA": GAUDI2_ENGINE_PREFIXES.index("EDMA") * 1000,
     "MME": GAUDI2_ENGINE_PREFIXES.index("MME") * 1000,
     "TPC": GAUDI2_ENGINE_PREFIXES.index("TPC") * 1000,
+    "NIC": GAUDI2_ENGINE_PREFIXES.index("NIC") * 1000,  # collectives (hpusim.distributed)
 }
 """Lane ids as the bridge assigns them on Gaudi 2/3: `typeIdx*1000 + engineIndex` (engine 0)."""
-ENGINE_THREAD_NAMES: Final[dict[str, str]] = {"MME": "MME 0", "TPC": "TPC 0", "DMA": "EDMA 0"}
+ENGINE_THREAD_NAMES: Final[dict[str, str]] = {
+    "MME": "MME 0",
+    "TPC": "TPC 0",
+    "DMA": "EDMA 0",
+    "NIC": "NIC 0",
+}
 STREAM_HANDLE: Final = "0x1"
 """The one modeled compute stream's handle, as the bridge writes `streamHandle`."""
 BRIDGE_LOGS_PID_OFFSET: Final = 20000
@@ -178,6 +184,8 @@ def to_chrome_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[
                 "hpuprof.flops": batch.flops[i],
                 "hpuprof.bytes": batch.nbytes[i],
             }
+            if batch.payload[i] >= 0:
+                dargs.update(batch.payloads[batch.payload[i]])
             tid = ENGINE_TIDS.get(engine, ENGINE_TIDS["TPC"])
             cat = "gpu_memcpy" if engine == "DMA" else "kernel"
             out.append(

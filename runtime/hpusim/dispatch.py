@@ -130,6 +130,7 @@ class OpInfo:
         "alias",
         "base",
         "bool_index",
+        "collective",
         "cross_ok",
         "dtype_cols",
         "engine",
@@ -154,6 +155,7 @@ class OpInfo:
         self.name_id = name_id
         self.base = fb.base_name(func)
         self.engine = engine_of(schema.name.split("::", 1)[-1])
+        self.collective = self.label.startswith("c10d::")  # run by hpusim.distributed
         alias: list[tuple[int, str | None, bool]] = []
         arg_pos = {a.name: i for i, a in enumerate(schema.arguments)}
         kwarg_only = {a.name for a in schema.arguments if a.kwarg_only}
@@ -629,6 +631,10 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     elif info.is_view:
         if rec:
             _record_op(rt, info, cost, t0, t1, -1, -1)
+    elif info.collective:
+        from hpusim.distributed import collective_on_device
+
+        collective_on_device(rt, info, cost, uargs, t0, t1)
     elif rt.lazy:
         if not rt.graph:
             rt.graph_start_ns = t0

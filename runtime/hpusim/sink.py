@@ -49,7 +49,7 @@ MODES: Final = ("", "lazy", "eager", "compile")
 MODE_LAZY: Final = MODES.index("lazy")
 MODE_EAGER: Final = MODES.index("eager")
 MODE_COMPILE: Final = MODES.index("compile")
-ENGINES: Final = ("", "MME", "TPC", "DMA")
+ENGINES: Final = ("", "MME", "TPC", "DMA", "NIC")
 
 COLUMNS: Final = (
     "kind",
@@ -306,8 +306,9 @@ class Sink:
         corr: int,
         flops: int,
         nbytes: int,
+        payload: dict[str, Any] | None = None,
     ) -> None:
-        """A modeled device op on an engine lane (`ENGINES` index)."""
+        """A modeled device op on an engine lane (`ENGINES` index), optional extra args."""
         self._kind(KIND_DEVICE)
         self._hev(0)
         self._name(name)
@@ -324,7 +325,11 @@ class Sink:
         self._corr(corr)
         self._flops(flops)
         self._nbytes(nbytes)
-        self._payload(-1)
+        if payload is None:
+            self._payload(-1)
+        else:
+            self._payload(len(self._payloads))
+            self._payloads.append(payload)
 
     def counter(self, name: str, ts: int, values: dict[str, float]) -> None:
         """A counter sample (`hpu.recipe_cache_size`, `hpu.memory_in_use_bytes`)."""

@@ -86,6 +86,20 @@ def _write_all(output: Path | None, chunks: list[str | bytes]) -> None:
         _write(output, "\n".join(c.decode() if isinstance(c, bytes) else c for c in chunks))
 
 
+def build_filters(ranks: list[int], steps: str, name: str) -> list[Any]:
+    """The event filters of `--rank`, `--steps` and `--name`."""
+    from hpuprof.analysis.filters import EventFilter, NamePattern, RankFilter, parse_steps
+
+    filters: list[EventFilter] = []
+    if ranks:
+        filters.append(RankFilter(tuple(ranks)))
+    if steps:
+        filters.append(parse_steps(steps))
+    if name:
+        filters.append(NamePattern(name))
+    return filters
+
+
 def run_analyze(
     paths: list[Path],
     report: str,
@@ -98,19 +112,12 @@ def run_analyze(
     color: bool,
 ) -> int:
     from hpuprof.analysis import AnalysisOptions, analyze, parse_reports
-    from hpuprof.analysis.filters import EventFilter, NamePattern, RankFilter, parse_steps
 
     names = parse_reports(report)
     form = pick_format(fmt, output)
     if output is not None and len(paths) > 1 and form != "text":
         raise UsageError("-o with several traces: analyse them one at a time")
-    filters: list[EventFilter] = []
-    if ranks:
-        filters.append(RankFilter(tuple(ranks)))
-    if steps:
-        filters.append(parse_steps(steps))
-    if name:
-        filters.append(NamePattern(name))
+    filters = build_filters(ranks, steps, name)
     options = AnalysisOptions(drop_last_step=drop_last_step)
     chunks: list[str | bytes] = []
     for path in paths:

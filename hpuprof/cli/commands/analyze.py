@@ -33,7 +33,28 @@ def register(app: typer.Typer) -> None:
             False, "--drop-last-step", help="Drop the last ProfilerStep like HTA's default."
         ),
         color: bool = typer.Option(False, "--color/--no-color", help="ANSI colour (text)."),
+        workers: int = typer.Option(
+            0,
+            "--workers",
+            "-w",
+            help="Analyse rank by rank: 1 in this process, N on a local Dask cluster of N "
+            "processes (memory bounded; per-rank tables stacked). Exit 1 if a rank failed.",
+        ),
+        scheduler: str = typer.Option(
+            "", "--scheduler", help="Rank by rank on an existing Dask cluster: tcp://host:8786."
+        ),
+        worker_memory: str = typer.Option(
+            "", "--worker-memory", help="Memory limit per local Dask worker, e.g. 3GB."
+        ),
     ) -> int:
         from hpuprof.cli.commands._report_io import run_analyze
+
+        if workers or scheduler:
+            from hpuprof.distributed.cli import analyze_by_rank
+
+            return analyze_by_rank(
+                paths, report, fmt, output, (rank, steps, name), drop_last_step, color,
+                workers, scheduler, worker_memory,
+            )  # fmt: skip
 
         return run_analyze(paths, report, fmt, output, rank, steps, name, drop_last_step, color)

@@ -34,8 +34,22 @@ def register(app: typer.Typer) -> None:
         ),
         record_shapes: bool = typer.Option(True, "--record-shapes/--no-record-shapes"),
         with_stack: bool = typer.Option(False, "--with-stack"),
+        cards: int = typer.Option(
+            0,
+            "--cards",
+            help="Emulated cards: N processes (one rank each, hccl over gloo) into one run "
+            "directory, as torchrun would (needs --emulate).",
+        ),
     ) -> int:
         from hpuprof.capture.record_session import record_command
+
+        if cards:
+            from hpuprof.distributed.cards import record_cards
+
+            return record_cards(
+                cards, list(ctx.args), emulate, mode, device, output, schedule, backend,
+                record_shapes, with_stack,
+            )  # fmt: skip
 
         return record_command(
             list(ctx.args),

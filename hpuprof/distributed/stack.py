@@ -1,0 +1,63 @@
+"""The default merge of per-rank report sections: the ranks' rows stacked, each with its rank."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hpuprof.analysis.findings import Finding
+from hpuprof.analysis.report import as_plain
+
+
+def _rows(rank: int, rows: tuple[Any, ...]) -> list[Any]:
+    out = []
+    for row in rows:
+        if hasattr(row, "rank") or (isinstance(row, Mapping) and "rank" in row):
+            out.append(row)
+        else:
+            plain = as_plain(row)
+            out.append({"rank": rank, **plain} if isinstance(plain, dict) else row)
+    return out
+
+
+def _finding(rank: int, finding: Finding) -> Finding:
+    if "rank" in finding.evidence:
+        return finding
+    return dataclasses.replace(
+        finding,
+        title=f"rank {rank}: {finding.title}",
+        evidence={"rank": rank, **finding.evidence},
+    )
+
+
+def stack_ranks(parts: Mapping[int, Any], failed: Iterable[Any] = ()) -> Any:
+    """One section from the same report of several ranks (`{rank: section}`).
+
+    Tuple fields (tables) are concatenated in rank order, rows without a `rank` getting one;
+    findings are labelled with their rank; other fields keep their value when every rank
+    agrees, else become `{rank: value}`. A single rank's section is returned as it is.
+    """
+    items = sorted(parts.items())
+    if not items:
+        return None
+    if len(items) == 1:
+        return items[0][1]
+    first = items[0][1]
+    if not dataclasses.is_dataclass(first) or isinstance(first, type):
+        return dict(items)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(first):
+        per_rank = [(rank, getattr(section, f.name)) for rank, section in items]
+        if f.name == "findings":
+            values[f.name] = tuple(_finding(r, x) for r, v in per_rank for x in v)
+        elif all(isinstance(v, tuple) for _, v in per_rank):
+            stacked = [x for r, v in per_rank for x in _rows(r, v)]
+            if all(isinstance(x, str) for x in stacked):  # notes: once each
+                stacked = list(dict.fromkeys(stacked))
+            values[f.name] = tuple(stacked)
+        elif all(v == per_rank[0][1] for _, v in per_rank):
+            values[f.name] = per_rank[0][1]
+        else:
+            values[f.name] = {r: v for r, v in per_rank}
+    return dataclasses.replace(first, **values)
