@@ -25,9 +25,14 @@ from hpusim.sink import (
 
 DEVICE_PID: Final = 0
 DEVICE_PROCESS_NAME: Final = "/device:HPU:0"
-ENGINE_TIDS: Final[dict[str, int]] = {"DMA": 1000, "MME": 3000, "TPC": 4000}
+ENGINE_TIDS: Final[dict[str, int]] = {"DMA": 1000, "MME": 3000, "TPC": 4000, "NIC": 5000}
 """Lane ids follow the bridge's `typeIdx*1000 + engineIndex` (gaudi.md 6.3: PDMA/EDMA, MME, TPC)."""
-ENGINE_THREAD_NAMES: Final[dict[str, str]] = {"MME": "MME 0", "TPC": "TPC 0", "DMA": "DMA 0"}
+ENGINE_THREAD_NAMES: Final[dict[str, str]] = {
+    "MME": "MME 0",
+    "TPC": "TPC 0",
+    "DMA": "DMA 0",
+    "NIC": "NIC 0",
+}
 _INSTANT_EVENTS: Final = frozenset({"mark_step"})
 
 
@@ -133,6 +138,8 @@ def to_chrome_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[
                 "Input type": parsed(batch.types[i]),
                 "hpuprof.event": "op",
             }
+            if batch.measured_dur_ns is not None:  # projected timeline: the emulator's own time
+                args["hpuprof.measured_us"] = round(batch.measured_dur_ns[i] / 1000.0, 3)
             _common_args(args, batch, i)
             if corr >= 0:
                 args["correlation"] = corr

@@ -11,6 +11,7 @@ costs per op key, so a repeated op costs a few dict lookups.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from time import perf_counter_ns
 from typing import Any, Final
@@ -19,7 +20,9 @@ import torch
 
 from hpusim import fallback as fb
 from hpusim import state
-from hpusim.device_model import ENGINE_DMA, ENGINE_MME, engine_of, matmul_flops
+from hpusim.accounting import after_op
+from hpusim.device_model import ENGINE_DMA, engine_of
+from hpusim.fake import run as run_fake
 from hpusim.recipe_cache import recipe_name
 from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER
 from hpusim.tensor import _DISPATCH, HpuTensor
@@ -186,6 +189,7 @@ class OpCost:
         "engine",
         "fallback",
         "flops",
+        "fusible",
         "low",
         "nbytes",
         "out_bytes",
@@ -207,6 +211,7 @@ class OpCost:
         self.nbytes = 0
         self.dur = 0
         self.low = False
+        self.fusible = False
 
 
 _COST: dict[Any, OpCost] = {}
@@ -247,20 +252,30 @@ def _arg_json(sig: tuple[Any, ...]) -> tuple[str, str]:
     return json.dumps(dims, separators=(",", ":")), json.dumps(types, separators=(",", ":"))
 
 
-def _tensor_bytes(sig: tuple[Any, ...]) -> tuple[int, list[tuple[int, ...]], torch.dtype | None]:
+def _tensor_bytes(
+    sig: tuple[Any, ...],
+) -> tuple[int, list[tuple[int, ...]], list[torch.dtype], list[Any]]:
+    """(input bytes, tensor shapes, their dtypes, the non-tensor arguments) of a signature."""
     nbytes = 0
     shapes: list[tuple[int, ...]] = []
-    first: torch.dtype | None = None
+    dtypes: list[torch.dtype] = []
+    scalars: list[Any] = []
     for a in sig:
         if type(a) is tuple and len(a) == 5 and a[0] == "T":
+            tensors = (a,)
+        elif type(a) is tuple and a and all(type(x) is tuple and len(x) == 5 for x in a):
+            tensors = tuple(x for x in a if x[0] == "T")  # a tensor list
+        else:
+            scalars.append(a)
+            continue
+        for x in tensors:
             n = 1
-            for d in a[1]:
+            for d in x[1]:
                 n *= d
-            nbytes += n * a[3].itemsize
-            shapes.append(tuple(a[1]))
-            if first is None:
-                first = a[3]
-    return nbytes, shapes, first
+            nbytes += n * x[3].itemsize
+            shapes.append(tuple(x[1]))
+            dtypes.append(x[3])
+    return nbytes, shapes, dtypes, scalars
 
 
 def _out_numel_bytes(out: Any) -> tuple[int, int]:
@@ -285,19 +300,15 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     dims, types = _arg_json(key[1])
     c.dims = sink.intern(dims)
     c.types = sink.intern(types)
-    in_bytes, shapes, dtype = _tensor_bytes(key[1])
+    in_bytes, shapes, dtypes, scalars = _tensor_bytes(key[1])
+    dtype = dtypes[0] if dtypes else None
     out_numel, out_bytes = _out_numel_bytes(out)
-    c.engine = info.engine
-    c.nbytes = in_bytes + out_bytes
     c.out_bytes = out_bytes
     c.low = dtype in _LOW_PRECISION
-    if c.engine == ENGINE_MME:
-        c.flops = matmul_flops(info.label.split("::", 1)[-1], shapes, out_numel)
-    elif c.engine == ENGINE_DMA:
-        c.flops = 0
-    else:
-        c.flops = out_numel
-    c.dur = rt.timeline.duration(c.engine, c.flops, c.nbytes, c.low)
+    m = rt.timeline.model_op(
+        info.label.split("::", 1)[-1], shapes, dtypes, out_numel, in_bytes + out_bytes, scalars
+    )
+    c.engine, c.flops, c.nbytes, c.dur, c.fusible = m
     suffix = _DTYPE_SUFFIX.get(dtype, "") if dtype is not None else ""
     c.dev_name = sink.intern(f"{info.base}_{suffix}" if suffix else info.base)
     if not rt.lazy:
@@ -452,7 +463,48 @@ def _wrap_one(
 
 
 def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Run `func` for hpu tensors (called from HpuTensor.__torch_dispatch__)."""
+    """Run `func` for hpu tensors (called from HpuTensor.__torch_dispatch__).
+
+    On the projected timeline the op's measured time is removed from the host clock (the
+    bridge's modeled host cost replaces it, accounting.after_op); dynamo/AOT tracing on fake
+    tensors is host work a Gaudi host does too, so its time is kept."""
+    rt = state.RT
+    if rt is None or not rt.clock.projected or _fake_mode(_FAKE) is not None:
+        return _dispatch(func, args, kwargs)
+    clock = rt.clock
+    t = perf_counter_ns()
+    clock.enter(t, _gap_is_script_time(clock, t))
+    try:
+        return _dispatch(func, args, kwargs)
+    finally:
+        clock.exit(perf_counter_ns())
+
+
+_GAP_CHECK_NS: Final = 20_000
+_GAP_GLUE_MAX_NS: Final = 2_000_000
+"""Longer gaps are the script's work (data, logging, imports) whoever calls the next op."""
+
+
+def _gap_is_script_time(clock: Any, t: int) -> bool:
+    """Whether the host time since the last device op is the script's own (kept on the
+    projected timeline) rather than framework glue between ops, which the bridge's modeled
+    per-op cost stands for: the autograd engine between backward ops, and torch's own Python
+    (optimizer loops, tensor operator wrappers, module plumbing) that runs much slower on the
+    emulator's tensor subclass than natively. Data loading (`torch.utils.data`) stays."""
+    if _current_node() is not None:
+        return False
+    if not _GAP_CHECK_NS < clock.gap_since_last(t) < _GAP_GLUE_MAX_NS:
+        return True
+    f: Any = sys._getframe(2)
+    while f is not None and "/hpusim/" in f.f_code.co_filename:
+        f = f.f_back
+    if f is None:
+        return True
+    name = f.f_code.co_filename
+    return "/torch/" not in name or "/torch/utils/data/" in name
+
+
+def _dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     H = HpuTensor
     info = getattr(func, "_hpusim_info", None) or op_info(func)
     rt = state.RT
@@ -505,7 +557,7 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     if fallback:
         _before_fallback(info, rt)
 
-    out = func(*uargs, **ukw)
+    out = func(*uargs, **ukw) if rt.fake is None else run_fake(rt, func, info, uargs, ukw, ckey)
     t1 = perf_counter_ns()
     if info.plain_out and type(out) is torch.Tensor:
         result: Any = H(out)
@@ -521,8 +573,17 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         cost = _COST[ckey] = make_cost(info, ckey, out)
         cost.fallback = fallback
         cost.rule_dtype = rule_dtype
-    if info.plain_out and not info.is_view:
-        state.track_alloc(rt, result, cost.out_bytes)
+    after_op(
+        rt,
+        info,
+        cost,
+        args,
+        kwargs,
+        result,
+        t1,
+        rt.lazy and not (fallback or info.is_view),
+        fallback,
+    )
     sink = rt.sink
     rec = sink.recording
     if fallback:
@@ -699,9 +760,10 @@ def _after_fallback(
     tl = rt.timeline
     in_bytes = cost.nbytes - cost.out_bytes
     d2h_dur = tl.transfer(in_bytes)
-    d2h_start = tl.schedule(ENGINE_DMA, t0, d2h_dur)
+    d2h_start = tl.schedule(ENGINE_DMA, tl.at(t0), d2h_dur)
+    tl.host_wait(t1, d2h_start + d2h_dur)  # the host runs the op on the copied inputs
     h2d_dur = tl.transfer(cost.out_bytes)
-    h2d_start = tl.schedule(ENGINE_DMA, max(t1, d2h_start + d2h_dur), h2d_dur)
+    h2d_start = tl.schedule(ENGINE_DMA, max(tl.at(t1), d2h_start + d2h_dur), h2d_dur)
     if rec:
         module = rt.module_stack[-1] if rt.module_stack else 0
         corr = rt.next_corr
@@ -733,17 +795,18 @@ def _after_fallback(
 def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int, rec: bool) -> tuple[int, int, int]:
     """Per-op eager recipe: (recipe id, correlation, modeled device start)."""
     rid = cost.eager_rid
-    ready = t1 + rt.profile.launch_latency_ns
+    tl = rt.timeline
     if cost.eager_new:
-        # eager-compiler recipe: modeled compile, not counted in graph_compilation (as the bridge)
+        # eager-compiler recipe: modeled compile, not counted in graph_compilation (as the bridge);
+        # it blocks the host (on the projected timeline: a jump just after the op)
         cost.eager_new = False
-        comp = rt.timeline.compile_ns(1, eager=True)
-        ready += comp
+        comp = tl.compile_ns(1, eager=True)
+        tl.host_block(t1 + 1, comp)
         if rec:
             rt.sink.runtime(
                 "compile",
                 recipe_name(rid),
-                t1,
+                t1 + 1,
                 comp,
                 mode=rt.mode_code,
                 graph=rid,
@@ -758,9 +821,12 @@ def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int, rec: bool) -> tuple[
                     "hpuprof.eager": True,
                 },
             )
+    else:
+        comp = 0
+    ready = tl.at(t1 + 1) + rt.profile.launch_latency_ns + (0 if tl.clock.projected else comp)
     corr = rt.next_corr
     rt.next_corr += 1
-    start = rt.timeline.schedule(cost.engine, ready, cost.dur)
+    start = tl.schedule(cost.engine, ready, cost.dur, cost.flops)
     return rid, corr, start
 
 

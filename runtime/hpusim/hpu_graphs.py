@@ -270,8 +270,9 @@ class HPUGraph:
         if rt.lazy:
             lazy.flush(rt, "step marker")  # "step marker due to HPUGraph::replay"
         t0 = perf_counter_ns()
-        for op in self._ops:
-            _rerun(op)
+        with rt.clock.mute():  # the CPU re-run is the emulator's; the replay's cost is modeled
+            for op in self._ops:
+                _rerun(op)
         self.replays += 1
         record_replay(rt, self.graph_id, [op.key for op in self._ops if not op.info.is_view], t0)
 
@@ -335,34 +336,38 @@ def _cost(key: Any) -> Any:
 
 
 def record_replay(rt: Any, graph_id: int, keys: list[Any], t0: int) -> None:
-    """One `graph_replay` launch event plus the captured device ops on the modeled timeline."""
+    """One `graph_replay` launch event plus the captured device ops on the modeled timeline.
+
+    The device ops are scheduled whether or not the sink records (the modeled timeline and a
+    prediction need them); on the projected timeline the replay's host time is modeled."""
     sink = rt.sink
-    if not sink.recording:
-        return
+    tl = rt.timeline
     now = perf_counter_ns()
+    tl.host_block(now, rt.profile.host_graph_replay_ns)
     corr = rt.next_corr
     rt.next_corr += 1
-    sink.runtime(
-        "graph_replay",
-        f"HPUGraph replay {graph_id}",
-        t0,
-        now - t0,
-        mode=rt.mode_code,
-        graph=graph_id,
-        corr=corr,
-        payload={"hpuprof.graph_ops": len(keys), "hpuprof.modeled": True},
-    )
-    ready = now + rt.profile.launch_latency_ns
-    tl = rt.timeline
+    if sink.recording:
+        sink.runtime(
+            "graph_replay",
+            f"HPUGraph replay {graph_id}",
+            now if tl.clock.projected else t0,
+            0 if tl.clock.projected else now - t0,
+            mode=rt.mode_code,
+            graph=graph_id,
+            corr=corr,
+            payload={"hpuprof.graph_ops": len(keys), "hpuprof.modeled": True},
+        )
+    ready = tl.at(now) + rt.profile.launch_latency_ns
     for key in keys:
         cost = _cost(key)
         if cost is None:
             continue
-        start = tl.schedule(cost.engine, ready, cost.dur)
+        start = tl.schedule(cost.engine, ready, cost.dur, cost.flops)
         ready = start + cost.dur
-        sink.device(
-            cost.dev_name, cost.engine, start, cost.dur, graph_id, corr, cost.flops, cost.nbytes
-        )
+        if sink.recording:
+            sink.device(
+                cost.dev_name, cost.engine, start, cost.dur, graph_id, corr, cost.flops, cost.nbytes
+            )
 
 
 class graph:
@@ -550,15 +555,17 @@ class _TrainingGraph:
             lazy.flush(rt, "step marker")
         sink = rt.sink
         rec = sink.recording
-        pending = rt.graph
-        rt.graph = []
+        pending, pending_deps = rt.graph, rt.graph_deps
+        rt.graph, rt.graph_deps = [], []
         t0 = perf_counter_ns()
         sink.recording = False
         try:
-            out = fn(*args, **kwargs)
+            with rt.clock.mute():  # the CPU re-run is the emulator's: the replay is modeled
+                out = fn(*args, **kwargs)
         finally:
             sink.recording = rec
-            rt.graph = pending  # the replayed ops belong to the graph, not to a lazy recipe
+            # the replayed ops belong to the graph, not to a lazy recipe
+            rt.graph, rt.graph_deps = pending, pending_deps
         g = self.graph
         g.replays += 1
         record_replay(rt, g.graph_id, [op.key for op in g._ops if not op.info.is_view], t0)
