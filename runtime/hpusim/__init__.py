@@ -137,8 +137,18 @@ def enable(
 
         rt.fake = make_mode()
     from hpusim.projection import BatchProjector
+    from hpusim.transformer_engine import ensure_ops
+
+    ensure_ops()  # the bridge's FP8 GEMM, torch.ops.hpu.fp8_gemm_v2
 
     rt.sink.project = BatchProjector(rt.clock) if rt.clock.projected else None
+    if rt.clock.projected:
+        import gc
+
+        from hpusim.projection import GcPause
+
+        rt.gc_pause = GcPause(rt.clock)
+        gc.callbacks.append(rt.gc_pause)
     rt.sink.recording = record
     metrics.install(gc_details=flags.gc_details, cache_metrics=flags.cache_metrics)
     if flags.metrics_file:
@@ -181,6 +191,12 @@ def disable() -> None:
     device_module.uninstall()
     metrics.uninstall()
     rt.sink.project = None
+    pause = getattr(rt, "gc_pause", None)
+    if pause is not None:
+        import gc
+
+        if pause in gc.callbacks:
+            gc.callbacks.remove(pause)
     state.RT = None
     shim = str(shim_path())
     while shim in sys.path:

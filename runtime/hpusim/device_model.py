@@ -102,6 +102,12 @@ NOT_FUSIBLE: Final = frozenset(
         "_index_put_impl_",
         "index_select",
         "index_add_",
+        "index_copy",
+        "index_copy_",
+        "index_fill_",
+        "masked_scatter_",
+        "slice_scatter",
+        "select_scatter",
         "gather",
         "scatter",
         "scatter_",
@@ -125,6 +131,22 @@ NOT_FUSIBLE: Final = frozenset(
 )
 """TPC ops the graph compiler does not fuse into an element-wise chain (data-dependent access,
 sorts, concatenations)."""
+INDEXED_WRITES: Final = frozenset(
+    {
+        "index_copy",
+        "index_copy_",
+        "index_put_",
+        "_index_put_impl_",
+        "index_add_",
+        "scatter_",
+        "scatter_add_",
+        "masked_scatter_",
+        "slice_scatter",
+        "select_scatter",
+    }
+)
+"""Ops that write a slice of their first input: their traffic is the source they write (read
+and written) and the indices, not the whole destination."""
 TRANSCENDENTAL: Final = frozenset(
     {
         "exp",
@@ -180,6 +202,7 @@ class DeviceProfile:
     mme_tile: int
     mme_k_fill: int
     mme_max_efficiency: float
+    sdpa_efficiency: float
     hbm_gbytes: int
     hbm_usable_gbytes: float
     hbm_tbytes_per_s: float
@@ -205,6 +228,7 @@ class DeviceProfile:
     host_graph_replay_ns: int
     host_d2h_ns: int
     host_cpu_gbytes_per_s: float
+    host_glue_max_ns: int
 
     @property
     def hbm_bytes_per_ns(self) -> float:
@@ -265,10 +289,15 @@ def _prod(dims: Sequence[int]) -> int:
     return n
 
 
-def matmul_flops(op: str, shapes: list[tuple[int, ...]], out_numel: int) -> int:
+def matmul_flops(
+    op: str, shapes: list[tuple[int, ...]], out_numel: int, scalars: Sequence[Any] = ()
+) -> int:
     """FLOPs of an MME op from its input shapes (2*M*N*K style), 2*out_numel as a floor."""
     try:
-        if op in {"mm", "matmul", "dot", "mv", "_scaled_mm", "fp8_gemm_v2"} and len(shapes) >= 2:
+        if op == "fp8_gemm_v2" and len(shapes) >= 2:
+            k = matmul_dims(op, shapes, scalars)[3]
+            return 2 * out_numel * k
+        if op in {"mm", "matmul", "dot", "mv", "_scaled_mm"} and len(shapes) >= 2:
             k = shapes[0][-1] if shapes[0] else 1
             return 2 * out_numel * k
         if op in {"addmm", "addmv"} and len(shapes) >= 3:
@@ -288,10 +317,17 @@ def matmul_flops(op: str, shapes: list[tuple[int, ...]], out_numel: int) -> int:
     return 2 * out_numel
 
 
-def matmul_dims(op: str, shapes: list[tuple[int, ...]]) -> tuple[int, int, int, int]:
-    """(batch, M, N, K) of an MME op, for the shape efficiency (best effort, 1s when unknown)."""
+def matmul_dims(
+    op: str, shapes: list[tuple[int, ...]], scalars: Sequence[Any] = ()
+) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) of an MME op, for the shape efficiency (best effort)."""
     try:
-        if op in {"mm", "_scaled_mm", "fp8_gemm_v2", "fp8_gemm"} and len(shapes) >= 2:
+        if op == "fp8_gemm_v2" and len(shapes) >= 2 and len(scalars) >= 2:
+            a, b = shapes[0], shapes[1]
+            m, k = (a[-1], a[-2]) if scalars[0] is True else (a[-2], a[-1])
+            n = b[-2] if scalars[1] is True else b[-1]
+            return _prod(a[:-2]), m, n, k
+        if op in {"mm", "_scaled_mm"} and len(shapes) >= 2:
             return 1, shapes[0][0], shapes[1][1], shapes[0][1]
         if op == "addmm" and len(shapes) >= 3:
             return 1, shapes[1][0], shapes[2][1], shapes[1][1]
@@ -392,6 +428,9 @@ class DeviceTimeline:
         self.stream_free = 0
         self.listener: Callable[[int, int, int, int], None] | None = None
         """`fn(engine, start, dur, flops)` for every scheduled device node (the step ledger)."""
+        self.watch: dict[int, int] = {}
+        """Storage id -> when a launched graph last wrote it (for the ids put here: DDP's
+        gradients, whose all-reduce starts when they are ready)."""
         p = profile
         self._mme = {"bf16": p.mme_bf16_tflops * 1e3, "fp8": p.mme_fp8_tflops * 1e3}
         self._mme["fp32"] = p.mme_fp32_tflops * 1e3
@@ -446,10 +485,17 @@ class DeviceTimeline:
             if op in ATTENTION_OPS:
                 causal = any(s is True for s in scalars)
                 flops = attention_flops(op, shapes, causal)
-                eff = p.mme_max_efficiency * (1.0 if shapes and shapes[0][-1] >= 128 else 0.5)
+                eff = p.sdpa_efficiency * (1.0 if shapes and shapes[0][-1] >= 128 else 0.5)
             else:
-                flops = matmul_flops(op, shapes, out_numel)
-                eff = mme_efficiency(p, *matmul_dims(op, shapes))
+                flops = matmul_flops(op, shapes, out_numel, scalars)
+                eff = mme_efficiency(p, *matmul_dims(op, shapes, scalars))
+                tpc = flops / self._vec[prec != "fp32"]
+                if tpc < flops / (self._mme[prec] * eff):
+                    # a matmul that fills the MME's blocks this poorly (a batched
+                    # matrix-vector product) is faster on the TPCs (ASSUMPTION: the graph
+                    # compiler places it there)
+                    dur = int(max(tpc, nbytes / self._hbm)) + p.tpc_kernel_ns
+                    return OpModel(ENGINE_TPC, flops, nbytes, dur, False)
             peak = self._mme[prec] * eff
             dur = int(max(flops / peak, nbytes / self._hbm)) + p.min_op_ns
             return OpModel(engine, flops, nbytes, dur, False)
@@ -460,6 +506,10 @@ class DeviceTimeline:
             size = _prod(shapes[0]) * _itemsize(dtypes[0]) if shapes else 0
             return OpModel(engine, 0, size, self.collective_ns(kind, size), False)
         flops = out_numel * (FLOPS_PER_TRANSCENDENTAL if op in TRANSCENDENTAL else 1)
+        if op in INDEXED_WRITES and len(shapes) >= 2:
+            sizes = [_prod(s) * _itemsize(d) for s, d in zip(shapes, dtypes, strict=False)]
+            nbytes = 2 * sizes[-1] + sum(sizes[1:-1])
+            flops = _prod(shapes[-1])
         dur = self.tpc_duration(flops, nbytes, prec != "fp32")
         return OpModel(engine, flops, nbytes, dur, op not in NOT_FUSIBLE)
 
@@ -565,7 +615,8 @@ class DeviceTimeline:
             ops: `(key, OpCost)` of each op in program order (OpCost: engine, flops, nbytes,
                 dur, dev_name, fusible).
             deps: per op `(inputs, outputs)`, each a tuple of `(gid, nbytes)` device-storage
-                ids; None schedules the ops in order on one stream.
+                ids; None (an HPU-graph replay: no dataflow known) runs the ops in order on one
+                stream, each run of fusible TPC ops as one kernel that moves all their bytes.
             ready_ns: when the launch reaches the device (projected).
             alive: whether a storage id is still referenced after the graph (then a fused
                 chain must write it to HBM).
@@ -574,12 +625,13 @@ class DeviceTimeline:
         out: list[tuple[Any, int, int, int, int, int]] = []
         if deps is None or len(deps) != len(ops):
             t = start0
-            for _, c in ops:
-                s = self.schedule(c.engine, t, c.dur, c.flops)
-                out.append((c.dev_name, c.engine, s, c.dur, c.flops, c.nbytes))
-                t = s + c.dur
+            for name, engine, flops, nbytes, dur in self._fuse_in_order(ops):
+                s = self.schedule(engine, t, dur, flops)
+                out.append((name, engine, s, dur, flops, nbytes))
+                t = s + dur
             return out
         units = self._fuse(ops, deps, alive)
+        watch = self.watch
         ready_of: dict[int, int] = {}
         free = list(self.engine_free)
         for e in COMPUTE_ENGINES:
@@ -596,6 +648,10 @@ class DeviceTimeline:
             free[engine] = e
             for g in outs:
                 ready_of[g] = e
+            if watch:
+                for g in outs:
+                    if g in watch:
+                        watch[g] = e
             if engine != ENGINE_NIC and e > end_all:
                 end_all = e
             self._note(engine, s, dur, flops)
@@ -603,6 +659,32 @@ class DeviceTimeline:
         self.engine_free = free
         self.stream_free = max(self.stream_free, end_all)
         return out
+
+    def _fuse_in_order(self, ops: Sequence[Any]) -> list[tuple[Any, int, int, int, int]]:
+        """(name, engine, flops, bytes, dur) units: runs of fusible ops as one kernel."""
+        units: list[tuple[Any, int, int, int, int]] = []
+        run: list[Any] = []
+
+        def close() -> None:
+            if len(run) == 1:
+                c = run[0]
+                units.append((c.dev_name, c.engine, c.flops, c.nbytes, c.dur))
+            elif run:
+                flops = sum(c.flops for c in run)
+                nbytes = sum(c.nbytes for c in run)
+                low = all(getattr(c, "low", True) for c in run)
+                dur = self.tpc_duration(flops, nbytes, low)
+                units.append((tuple(c.dev_name for c in run), ENGINE_TPC, flops, nbytes, dur))
+            run.clear()
+
+        for _, c in ops:
+            if getattr(c, "fusible", False):
+                run.append(c)
+                continue
+            close()
+            units.append((c.dev_name, c.engine, c.flops, c.nbytes, c.dur))
+        close()
+        return units
 
     def _fuse(
         self,

@@ -473,7 +473,7 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         return _dispatch(func, args, kwargs)
     clock = rt.clock
     t = perf_counter_ns()
-    clock.enter(t, _gap_is_script_time(clock, t))
+    clock.enter(t, _gap_mode(clock, t))
     try:
         return _dispatch(func, args, kwargs)
     finally:
@@ -485,23 +485,27 @@ _GAP_GLUE_MAX_NS: Final = 2_000_000
 """Longer gaps are the script's work (data, logging, imports) whoever calls the next op."""
 
 
-def _gap_is_script_time(clock: Any, t: int) -> bool:
-    """Whether the host time since the last device op is the script's own (kept on the
-    projected timeline) rather than framework glue between ops, which the bridge's modeled
-    per-op cost stands for: the autograd engine between backward ops, and torch's own Python
-    (optimizer loops, tensor operator wrappers, module plumbing) that runs much slower on the
-    emulator's tensor subclass than natively. Data loading (`torch.utils.data`) stays."""
+def _gap_mode(clock: Any, t: int) -> str:
+    """How the host time since the last device op counts on the projected timeline
+    (`HostClock` modes): "drop" for framework glue, which the bridge's modeled per-op cost
+    stands for (the autograd engine between backward ops; torch's own Python between ops:
+    optimizer loops, tensor operator wrappers, module plumbing, much slower on the emulator's
+    tensor subclass than natively); "wall" when the op comes from data loading
+    (`torch.utils.data`: waits on workers use no CPU); else "cpu" (the script's own work)."""
     if _current_node() is not None:
-        return False
-    if not _GAP_CHECK_NS < clock.gap_since_last(t) < _GAP_GLUE_MAX_NS:
-        return True
+        return "drop"
+    gap = clock.gap_since_last(t)
+    if gap <= _GAP_CHECK_NS:
+        return "cpu"
     f: Any = sys._getframe(2)
     while f is not None and "/hpusim/" in f.f_code.co_filename:
         f = f.f_back
     if f is None:
-        return True
+        return "cpu"
     name = f.f_code.co_filename
-    return "/torch/" not in name or "/torch/utils/data/" in name
+    if "/torch/utils/data/" in name:
+        return "wall"
+    return "drop" if "/torch/" in name and gap < _GAP_GLUE_MAX_NS else "cpu"
 
 
 def _dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -25,17 +25,18 @@ import torch
 STANDIN_BOOL: Final = False
 STANDIN_INT: Final = 1
 STANDIN_FLOAT: Final = 1.0
-_warned: set[str] = set()
 
 
 META: Final = torch.device("meta")
 
 
 class FakeCompute:
-    """The state of fake compute: the output-metadata cache of op signatures."""
+    """The state of fake compute: the output-metadata cache of op signatures, and the host
+    reads that got a stand-in (`line:what`)."""
 
     def __init__(self) -> None:
         self.specs: dict[Any, Any] = {}
+        self.warned: set[str] = set()
 
 
 def make_mode() -> FakeCompute:
@@ -54,13 +55,17 @@ def to_fake(rt: Any, t: torch.Tensor) -> torch.Tensor:
 
 def warn_standin(what: str, value: Any) -> None:
     """Warn once per user line that a value read on the host is a stand-in."""
+    from hpusim import state
     from hpusim.lazy import call_site
 
+    rt = state.RT
+    if rt is None or rt.fake is None:
+        return
     site = call_site() or "<unknown line>"
     key = f"{site}:{what}"
-    if key in _warned:
+    if key in rt.fake.warned:
         return
-    _warned.add(key)
+    rt.fake.warned.add(key)
     warnings.warn(
         f"hpusim fake compute: {what} at {site} reads a value that was never computed; using "
         f"the stand-in {value!r} (data-dependent control flow cannot be predicted)",
@@ -70,8 +75,11 @@ def warn_standin(what: str, value: Any) -> None:
 
 
 def standin_sites() -> tuple[str, ...]:
-    """The `line:what` of every host read that got a stand-in so far (this process)."""
-    return tuple(sorted(_warned))
+    """The `line:what` of every host read of this run that got a stand-in."""
+    from hpusim import state
+
+    rt = state.RT
+    return tuple(sorted(rt.fake.warned)) if rt is not None and rt.fake is not None else ()
 
 
 def scalar_standin(dtype: torch.dtype) -> Any:

@@ -110,6 +110,13 @@ def flush(rt: state.Runtime, reason: str) -> int:
             payload={"hpuprof.cache": "hit" if look.hit else "miss", "hpuprof.graph_ops": n},
         )
     nodes = tl.run_graph(graph, deps, ready, rt.alloc.alive)
+    if rt.plan_log is not None:  # an HPU-graph capture: its replays run this recipe again
+        # what outlives the graph: in an inference capture nothing but its outputs (the
+        # capture's own references keep its intermediates alive only in the emulator)
+        kept: frozenset[int] = frozenset()
+        if _grad_enabled():
+            kept = frozenset(g for _, outs in deps for g, _ in outs if rt.alloc.alive(g))
+        rt.plan_log.append((graph, deps, kept))
     if rec:
         for name, engine, start, dur, flops, nbytes in nodes:
             sid = name if type(name) is int else sink.intern(_fused_name(sink, name))
@@ -118,6 +125,12 @@ def flush(rt: state.Runtime, reason: str) -> int:
         rt.ledger.on_flush(n, look)
     state.memory_counter(rt, now)
     return rid
+
+
+def _grad_enabled() -> bool:
+    import torch
+
+    return bool(torch.is_grad_enabled())
 
 
 def _fused_name(sink: Any, names: tuple[int, ...]) -> str:

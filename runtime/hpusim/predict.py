@@ -255,9 +255,13 @@ class StepLedger:
         if grad is None:
             return
         nbytes = int(grad.numel()) * grad.element_size()
-        ready = self.rt.timeline.stream_free  # eager: the op that produced it just ran
+        tl = self.rt.timeline
+        ready = tl.stream_free  # eager: the op that produced it just ran
+        gid = int(getattr(grad, "_gid", 0))
+        if gid:
+            tl.watch.setdefault(gid, 0)  # lazy: set when its graph is launched
         self._grads = [g for g in self._grads if g[0] is not ref]
-        self._grads.append((ref, int(getattr(grad, "_gid", 0)), nbytes, ready))
+        self._grads.append((ref, gid, nbytes, ready))
 
     def _all_reduce_grads(self) -> None:
         """DDP's all-reduce of this step's gradients, in buckets, then the compute stream waits
@@ -275,7 +279,10 @@ class StepLedger:
                 buckets.append([])
                 size, cap = 0, DDP_BUCKET_BYTES
         buckets = [b for b in buckets if b]
-        if rt.lazy:
+        pending = {g for _, outs in rt.graph_deps for g, _ in outs} if rt.lazy else set()
+        if rt.lazy and any(g[1] in pending for b in buckets for g in b):
+            # the backward is still in the pending graph: the all-reduce joins it, and the
+            # graph's dataflow starts each bucket when its gradients are written
             for b in buckets:
                 nbytes = sum(g[2] for g in b)
                 cost = _CollectiveCost(tl.collective_ns("all_reduce", nbytes), nbytes, rt)
@@ -287,7 +294,8 @@ class StepLedger:
             return
         for b in buckets:
             nbytes = sum(g[2] for g in b)
-            ready = max(g[3] for g in b)
+            # lazy: launched already, ready when its graph wrote each gradient
+            ready = max(tl.watch.get(g[1], 0) if rt.lazy else g[3] for g in b)
             start = tl.schedule_collective(ready, tl.collective_ns("all_reduce", nbytes))
             if rt.sink.recording:
                 rt.sink.device(

@@ -26,7 +26,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from contextlib import contextmanager
-from time import perf_counter_ns
+from time import perf_counter_ns, thread_time_ns
 from typing import ClassVar, Final
 
 TIMELINES: Final = ("projected", "measured")
@@ -40,7 +40,7 @@ class MeasuredClock:
     def at(self, t: int) -> int:
         return t
 
-    def enter(self, t: int) -> None:
+    def enter(self, t: int, gap: str = "cpu") -> None:
         return None
 
     def exit(self, t: int) -> None:
@@ -81,20 +81,34 @@ class HostClock:
     `advance(t, d)` inserts a modeled busy time, `wait_until(t, target)` a wait for the device.
     `mute()` also drops the per-op costs of the ops inside (an HPU-graph replay is one modeled
     cost, not its ops').
+
+    A gap between two bracketed spans is the script's own time, counted by `gap` mode: "cpu"
+    (the default) counts the thread's CPU time, so the time this process spends descheduled on
+    a loaded machine is not the script's, and a gap shorter than `glue_ns` is framework glue
+    between two ops (counted in the modeled per-op cost, so dropped); "wall" counts wall time
+    (a wait on data-loader workers, which blocks without using the CPU); "drop" counts nothing
+    (the autograd engine, framework glue). The emulator's dispatch overhead outside its own
+    interval (`gap_overhead_ns`) is taken off every kept gap.
     """
 
     projected: Final = True
 
-    def __init__(self, origin_ns: int | None = None, gap_overhead_ns: int = 0) -> None:
+    def __init__(
+        self, origin_ns: int | None = None, gap_overhead_ns: int = 0, glue_ns: int = 0
+    ) -> None:
         t = perf_counter_ns() if origin_ns is None else origin_ns
         self._m = array("q", [t])
         self._p = array("q", [t])
         self._depth = 0
         self._muted = 0
-        self._queried = t  # the latest measured time already projected past the last point
+        self._cpu = thread_time_ns()  # thread CPU time at the last point outside a bracket
+        self._floor = t  # the latest projected time already handed out (at(), mapping)
         self.gap_overhead_ns = gap_overhead_ns
         """The emulator's own cost between two device ops, outside its dispatch (torch's
         subclass dispatch, wrapper construction and release): removed from every gap."""
+        self.glue_ns = glue_ns
+        """A "cpu" gap shorter than this is framework glue between two ops (argument handling,
+        module plumbing), which the bridge's modeled per-op cost stands for: dropped."""
 
     def __len__(self) -> int:
         return len(self._m)
@@ -107,29 +121,38 @@ class HostClock:
             p = self._p[-1]
         m.append(t)
         self._p.append(p)
+        if self._depth == 0:
+            self._cpu = thread_time_ns()
+
+    def _gap(self, t: int, mode: str) -> int:
+        """The projected length of the open gap from the last point to measured `t` (now)."""
+        if mode == "drop":
+            return 0
+        wall = t - self._m[-1]
+        if mode == "wall":
+            return max(wall - self.gap_overhead_ns, 0)
+        used = min(thread_time_ns() - self._cpu, wall)
+        return used - self.gap_overhead_ns if used >= self.glue_ns else 0
 
     def at(self, t: int) -> int:
         """The projected time of measured `t` (now or later): after any jump at `t`."""
         last = self._p[-1]
         if self._depth:
             return last
-        if t > self._queried:
-            self._queried = t
-        return last + max(t - self._m[-1] - self.gap_overhead_ns, 0)
+        p = last + self._gap(t, "cpu")
+        if p > self._floor:
+            self._floor = p
+        return p
 
     def gap_since_last(self, t: int) -> int:
         """Measured ns since the last point, outside any `enter` (else 0)."""
         return 0 if self._depth else t - self._m[-1]
 
-    def enter(self, t: int, keep_gap: bool = True) -> None:
-        """Start removing measured time at `t`. `keep_gap=False` also drops the time since the
-        last point (the autograd engine's between two backward ops: C++ on a Gaudi host, and
-        its per-node cost is in the modeled per-op cost)."""
+    def enter(self, t: int, gap: str = "cpu") -> None:
+        """Start removing measured time at `t`; the open gap before it counts by `gap` mode
+        (class doc), never less than what was already handed out (a step span's end...)."""
         if self._depth == 0:
-            if keep_gap:
-                self._point(t, self.at(t))
-            else:  # what was already projected (a step span's end...) stays where it was
-                self._point(t, self.at(min(t, self._queried)))
+            self._point(t, max(self._p[-1] + self._gap(t, gap), min(self._floor, self.at(t))))
         self._depth += 1
 
     def exit(self, t: int) -> None:
@@ -184,8 +207,14 @@ class HostClock:
 
     def _interp(self, i: int, t: int) -> int:
         m, p = self._m, self._p
-        if i + 1 >= len(m):
-            return self.at(t) if t >= m[-1] else p[i]
+        if i + 1 >= len(m):  # the open gap: linear up to now
+            if self._depth:
+                return p[i]
+            now = perf_counter_ns()
+            end = self.at(now)
+            if t >= now or now <= m[i]:
+                return end
+            return p[i] + (end - p[i]) * (t - m[i]) // (now - m[i])
         dm = m[i + 1] - m[i]
         if dm <= 0:
             return p[i]
@@ -217,6 +246,21 @@ class HostClock:
         if i > 0:
             del self._m[:i]
             del self._p[:i]
+
+
+class GcPause:
+    """A `gc.callbacks` entry that removes Python's garbage collections from the projected
+    host clock: their length here is set by the emulator's own objects (wrappers, cached op
+    costs), not by the script's."""
+
+    def __init__(self, clock: HostClock) -> None:
+        self.clock = clock
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self.clock.enter(perf_counter_ns())
+        else:
+            self.clock.exit(perf_counter_ns())
 
 
 _OVERHEAD: list[int] = []

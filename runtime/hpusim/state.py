@@ -47,7 +47,7 @@ class Runtime:
         self.mode_code = MODE_LAZY if self.lazy else MODE_EAGER
         self.sink: Sink = get_sink()
         self.clock: Any = (
-            HostClock(gap_overhead_ns=dispatch_overhead_ns())
+            HostClock(gap_overhead_ns=dispatch_overhead_ns(), glue_ns=profile.host_glue_max_ns)
             if config.timeline == "projected"
             else MeasuredClock()
         )
@@ -56,6 +56,8 @@ class Runtime:
         self.fake: Any = None  # the FakeTensorMode of compute="fake"
         self.ledger: Any = None  # predict's step ledger (hpusim.predict)
         self.graph_deps: list[Any] = []  # per pending lazy op: (inputs, outputs) storage ids
+        self.gc_pause: Any = None  # projection.GcPause while the clock is projected
+        self.plan_log: list[Any] | None = None  # lazy graphs flushed during an HPU-graph capture
         self.cache = RecipeCache()
         self.eager_cache = RecipeCache(first_id=EAGER_RECIPE_BASE)
         self.graph: list[Any] = []  # pending lazy ops: (op key, OpCost)
