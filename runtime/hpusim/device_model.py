@@ -464,6 +464,7 @@ class DeviceTimeline:
         out_numel: int,
         nbytes: int,
         scalars: Sequence[Any] = (),
+        label: str = "",
     ) -> OpModel:
         """Engine, FLOPs, bytes and duration of one op from its input shapes and dtypes.
 
@@ -472,11 +473,13 @@ class DeviceTimeline:
             shapes, dtypes: its tensor inputs, in order.
             out_numel: elements it writes. nbytes: bytes it reads and writes.
             scalars: its non-tensor arguments (attention's `is_causal`...).
+            label: the full op name; the bridge's fused `hpu::` ops take their costs from
+                `hpusim.fused_costs` when it exists.
         """
         p = self.profile
-        fused = _fused_module() if op in ATTENTION_OPS or op.startswith("hpu_") else None
+        fused = _fused_module() if label.startswith("hpu::") else None
         if fused is not None:
-            cost = fused.fused_op_cost(op, shapes, dtypes)
+            cost = fused.fused_op_cost(label, shapes, dtypes)
             if cost is not None:
                 return self._from_fused(cost, shapes, dtypes)
         engine = engine_of(op)

@@ -305,8 +305,9 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     out_numel, out_bytes = _out_numel_bytes(out)
     c.out_bytes = out_bytes
     c.low = dtype in _LOW_PRECISION
+    label = info.label
     m = rt.timeline.model_op(
-        info.label.split("::", 1)[-1], shapes, dtypes, out_numel, in_bytes + out_bytes, scalars
+        label.split("::", 1)[-1], shapes, dtypes, out_numel, in_bytes + out_bytes, scalars, label
     )
     c.engine, c.flops, c.nbytes, c.dur, c.fusible = m
     suffix = _DTYPE_SUFFIX.get(dtype, "") if dtype is not None else ""

@@ -215,3 +215,28 @@ def test_collectives_scale_with_cards_and_links() -> None:
     # 2 (N-1)/N of the data over 7 peers x 3 links x 100 Gb/s at 80 % (210 GB/s): 8.9 ms
     assert 8e6 < ar8 < 10e6
     assert ENGINE_NIC == 4
+
+
+def test_fused_hpu_ops_take_their_costs_from_fused_costs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    import torch
+
+    seen: list[str] = []
+
+    def fused_op_cost(name: str, shapes: Any, dtypes: Any) -> Any:
+        seen.append(name)
+        if name != "hpu::rms_norm":
+            return None
+        return SimpleNamespace(engine="TPC", flops=10**9, nbytes=10**9)
+
+    module = types.ModuleType("hpusim.fused_costs")
+    module.fused_op_cost = fused_op_cost  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "hpusim.fused_costs", module)
+    tl = DeviceTimeline(load_profile("gaudi2"))
+    m = tl.model_op("rms_norm", [(4096, 4096)], [torch.bfloat16], 0, 0, (), "hpu::rms_norm")
+    assert seen == ["hpu::rms_norm"] and m.engine == ENGINE_TPC and m.nbytes == 10**9
+    assert m.dur >= 10**9 / tl.profile.hbm_bytes_per_ns  # memory-bound at the achievable rate
+    plain = tl.model_op("add", [(8, 8), (8, 8)], [torch.float32] * 2, 64, 768, (), "aten::add")
+    assert seen == ["hpu::rms_norm"] and plain.nbytes == 768  # aten ops never ask

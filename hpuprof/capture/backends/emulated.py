@@ -3,7 +3,7 @@
 The sink is written without locks by the thread that drives the emulated device, so it is
 drained on that thread only: at `prof.step()`, at optimizer steps, at `profile(action)` exits
 and at stop (see `HPUProfiler.poll`). Device times in these traces are modeled
-(`device_time: "modeled"`), host times measured.
+(`device_time: "modeled"`), host times projected (`timeline: "projected"`) or measured.
 """
 
 from __future__ import annotations
