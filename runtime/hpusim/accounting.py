@@ -8,7 +8,8 @@ host cost on the projected host clock (the bridge's per-op work replaces the emu
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import Any, Final
 
 import torch
 
@@ -118,3 +119,31 @@ def flush_host_cost(rt: Any, n_ops: int) -> int:
     p = rt.profile
     cost: int = p.host_flush_base_ns + p.host_flush_per_op_ns * n_ops
     return cost
+
+
+_GAP_CHECK_NS: Final = 20_000
+_GAP_GLUE_MAX_NS: Final = 2_000_000
+"""Longer gaps are the script's work (data, logging, imports) whoever calls the next op."""
+
+
+def gap_mode(clock: Any, t: int, in_backward: bool) -> str:
+    """How the host time since the last device op counts on the projected timeline
+    (`HostClock` modes): "drop" for framework glue, which the bridge's modeled per-op cost
+    stands for (the autograd engine between backward ops; torch's own Python between ops:
+    optimizer loops, tensor operator wrappers, module plumbing, much slower on the emulator's
+    tensor subclass than natively); "wall" when the op comes from data loading
+    (`torch.utils.data`: waits on workers use no CPU); else "cpu" (the script's own work)."""
+    if in_backward:
+        return "drop"
+    gap = clock.gap_since_last(t)
+    if gap <= _GAP_CHECK_NS:
+        return "cpu"
+    f: Any = sys._getframe(1)  # hpusim frames are skipped below
+    while f is not None and "/hpusim/" in f.f_code.co_filename:
+        f = f.f_back
+    if f is None:
+        return "cpu"
+    name = f.f_code.co_filename
+    if "/torch/utils/data/" in name:
+        return "wall"
+    return "drop" if "/torch/" in name and gap < _GAP_GLUE_MAX_NS else "cpu"

