@@ -92,14 +92,27 @@ def record_command(
         step_on_optimizer=True,
     )
     prof.start()
+    code = 1
     try:
         code = run_command(command)
     finally:
         prof.stop()
         sys.stdout.flush()
+        _mark_script_status(prof, code)
     _note_compile_backends(prof)
     report(prof)
     return code
+
+
+def _mark_script_status(prof: HPUProfiler, code: int) -> None:
+    """A script that failed (non-zero exit, exception at import) makes the run `failed: exit
+    code N` in run.json and in what `record` prints (130, Ctrl-C, is `interrupted`)."""
+    if code == 0 or prof.status != "complete":
+        return
+    from hpuprof.capture.run_dir import update_manifest
+
+    prof.status = "interrupted" if code == 130 else f"failed: exit code {code}"
+    update_manifest(prof.dirpath, {"status": prof.status})
 
 
 def _note_compile_backends(prof: HPUProfiler) -> None:

@@ -42,6 +42,7 @@ class DeviceAllocator:
         self._refs: dict[int, int] = {}
         self._next = 1
         self.oom_at: OomPoint | None = None
+        self.peak = 0  # of the whole run (`reset_peak_memory_stats` resets the runtime's only)
         self.peak_op = ""
 
     def __len__(self) -> int:
@@ -62,8 +63,14 @@ class DeviceAllocator:
         rt = self._rt
         used = rt.memory_in_use + size
         rt.memory_in_use = used
+        rt.num_allocs += 1  # torch.hpu.memory_stats() counters (device_module.py)
+        rt.total_allocs += 1
+        if size > rt.max_alloc_size:
+            rt.max_alloc_size = size
         if used > rt.memory_peak:
             rt.memory_peak = used
+        if used > self.peak:
+            self.peak = used
             self.peak_op = op
         if used > self.capacity and self.oom_at is None:
             self.oom_at = OomPoint(op, _module(rt), size, used - size, self.capacity)
@@ -84,7 +91,10 @@ class DeviceAllocator:
             self._refs[gid] = refs - 1
             return
         del self._refs[gid]
-        self._rt.memory_in_use -= self._size.pop(gid)
+        rt = self._rt
+        rt.memory_in_use -= self._size.pop(gid)
+        rt.num_frees += 1
+        rt.total_frees += 1
 
 
 def _module(rt: Any) -> str:

@@ -402,15 +402,6 @@ def _precision(dtypes: Sequence[Any]) -> str:
     return "fp32"
 
 
-def _fused_module() -> Any:
-    """i9's `hpusim.fused_costs` (costs of the bridge's fused `hpu::` ops), when present."""
-    try:
-        from hpusim import fused_costs  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return fused_costs
-
-
 class DeviceTimeline:
     """The modeled device: per-engine availability on the device clock, op and graph costs.
 
@@ -473,15 +464,10 @@ class DeviceTimeline:
             shapes, dtypes: its tensor inputs, in order.
             out_numel: elements it writes. nbytes: bytes it reads and writes.
             scalars: its non-tensor arguments (attention's `is_causal`...).
-            label: the full op name; the bridge's fused `hpu::` ops take their costs from
-                `hpusim.fused_costs` when it exists.
+            label: the full op name (the bridge's fused `hpu::` ops are priced by
+                `model_fused` from `fused_costs`, which needs the schema's argument order).
         """
         p = self.profile
-        fused = _fused_module() if label.startswith("hpu::") else None
-        if fused is not None:
-            cost = fused.fused_op_cost(label, shapes, dtypes)
-            if cost is not None:
-                return self._from_fused(cost, shapes, dtypes)
         engine = engine_of(op)
         prec = _precision(dtypes)
         if engine == ENGINE_MME:
@@ -516,22 +502,29 @@ class DeviceTimeline:
         dur = self.tpc_duration(flops, nbytes, prec != "fp32")
         return OpModel(engine, flops, nbytes, dur, op not in NOT_FUSIBLE)
 
-    def _from_fused(self, cost: Any, shapes: Any, dtypes: Any) -> OpModel:
-        """An i9 `fused_costs.OpCost` (engine name or code, flops, bytes) -> OpModel."""
-        engine = getattr(cost, "engine", ENGINE_TPC)
-        if isinstance(engine, str):
-            engine = {"MME": ENGINE_MME, "TPC": ENGINE_TPC, "DMA": ENGINE_DMA}.get(
-                engine.upper(), ENGINE_TPC
-            )
-        flops = int(getattr(cost, "flops", 0))
-        nbytes = int(getattr(cost, "nbytes", getattr(cost, "bytes", 0)))
+    def model_fused(self, cost: Any, dtypes: Sequence[Any]) -> OpModel:
+        """One fused `hpu::` op (`fused_costs.FusedOpCost`: engine, FLOPs, bytes) -> OpModel.
+
+        An MME-engine fused kernel (SDPA) does its matrix part on the MME at the fused-attention
+        efficiency and its elementwise part on the TPCs inside the same kernel: the slower of
+        the two (or the HBM traffic) sets the duration. A TPC kernel is a roofline."""
         prec = _precision(dtypes)
-        if engine == ENGINE_MME:
-            peak = self._mme[prec] * self.profile.mme_max_efficiency
-            dur = int(max(flops / peak, nbytes / self._hbm)) + self.profile.min_op_ns
-        else:
-            dur = self.tpc_duration(flops, nbytes, prec != "fp32")
-        return OpModel(engine, flops, nbytes, dur, False)
+        low = prec != "fp32"
+        if cost.engine == "MME":
+            op = cost.name.split("::", 1)[-1].split(".", 1)[0]
+            p = self.profile
+            eff = p.sdpa_efficiency if op in ATTENTION_OPS else p.mme_max_efficiency
+            mme = cost.mme_flops / (self._mme[prec] * eff)
+            t = max(mme, cost.nbytes / self._hbm)
+            dur = max(int(t) + self.profile.min_op_ns, self.tpc_duration(cost.vector_flops, 0, low))
+            return OpModel(ENGINE_MME, cost.flops, cost.nbytes, dur, False)
+        return OpModel(
+            ENGINE_TPC,
+            cost.flops,
+            cost.nbytes,
+            self.tpc_duration(cost.flops, cost.nbytes, low),
+            False,
+        )
 
     def transfer(self, nbytes: int) -> int:
         """Modeled duration (ns) of a host<->device copy."""

@@ -61,7 +61,12 @@ def _run(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     clock.enter(t0)  # projected timeline: the bridge's cost of a factory, not the emulator's
     try:
         # compute="fake": a meta tensor under the hpu tensor
-        out = _wrap(op(*args, **_cpu_kwargs(kwargs, factory_device(rt))))
+        raw = op(*args, **_cpu_kwargs(kwargs, factory_device(rt)))
+        if isinstance(raw, torch.Tensor) and rt.fake is None:
+            from hpusim.transfers import on_device
+
+            on_device(rt, raw)
+        out = _wrap(raw)
         clock.op(perf_counter_ns(), rt.profile.host_eager_op_ns)
     finally:
         clock.exit(perf_counter_ns())

@@ -438,7 +438,7 @@ def summarize(
     ]
     comm = [100.0 * s.comm_exposed_ns / s.duration_ns for s in measured if s.duration_ns > 0]
     alloc = rt.alloc
-    peak = rt.memory_peak
+    peak = alloc.peak
     oom = alloc.oom_at.text() if alloc.oom_at is not None else None
     assumptions = [
         f"device times MODELED from the {p.name} profile (runtime/hpusim/data/"

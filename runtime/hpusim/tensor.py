@@ -24,6 +24,8 @@ class HpuTensor(torch.Tensor):
     _elem: torch.Tensor
     _gid: int = 0
     """The modeled device storage this wrapper references (allocator.py; 0 = none)."""
+    _epoch: int = -1
+    """Lazy mode: the flush count when an op last wrote this tensor (pending while it is current)."""
 
     @staticmethod
     def __new__(cls, elem: torch.Tensor, requires_grad: bool = False) -> HpuTensor:

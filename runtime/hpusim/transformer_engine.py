@@ -22,19 +22,13 @@ from typing import Any, Final
 
 import torch
 
-FP8_GEMM_SCHEMA: Final = (
-    "fp8_gemm_v2(Tensor A, bool trans_A, Tensor B, bool trans_B, Tensor? D, "
-    "ScalarType out_dtype, Tensor? A_scale_inv=None, Tensor? B_scale_inv=None, "
-    "Tensor? bias=None, bool accumulate=False, int[]? B_scale_shape=None) -> Tensor"
-)
-"""The bridge's FP8 GEMM (`torch.ops.hpu.fp8_gemm_v2`), as its documentation spells it."""
-_libs: list[Any] = []
-
 
 class Format(enum.Enum):
-    """FP8 formats of a recipe: E4M3 everywhere, or HYBRID (E4M3 forward, E5M2 gradients)."""
+    """FP8 formats of a recipe: E4M3 everywhere, E5M2 everywhere, or HYBRID (E4M3 forward, E5M2
+    gradients)."""
 
     E4M3 = "E4M3"
+    E5M2 = "E5M2"
     HYBRID = "HYBRID"
 
 
@@ -46,8 +40,8 @@ class DelayedScaling:
     margin: int = 0
     interval: int = 1
     fp8_format: Format = Format.HYBRID
-    amax_history_len: int = 1024
-    amax_compute_algo: str = "max"
+    amax_history_len: int = 1
+    amax_compute_algo: Any = "most_recent"
     reduce_amax: bool = True
 
 
@@ -81,21 +75,17 @@ def fp8_autocast(
 
 
 def ensure_ops() -> None:
-    """Define `hpu::fp8_gemm_v2` (CPU kernel and fake kernel) unless it exists already."""
-    if _libs or hasattr(torch.ops.hpu, "fp8_gemm_v2"):
-        return
-    lib = torch.library.Library("hpu", "FRAGMENT")
-    lib.define(FP8_GEMM_SCHEMA)
-    lib.impl("fp8_gemm_v2", _fp8_gemm_cpu, "CPU")
-    torch.library.register_fake("hpu::fp8_gemm_v2", _fp8_gemm_fake, lib=lib)
-    _libs.append(lib)
+    """Define the bridge's `torch.ops.hpu.*` (`hpu::fp8_gemm_v2` among them: `fp8_gemm_v2`)."""
+    from hpusim import hpu_ops
+
+    hpu_ops.install()
 
 
 def _operand(t: torch.Tensor, trans: bool) -> torch.Tensor:
     return t.transpose(-2, -1) if trans else t
 
 
-def _fp8_gemm_cpu(
+def fp8_gemm_v2(
     A: torch.Tensor,
     trans_A: bool,
     B: torch.Tensor,
@@ -120,24 +110,6 @@ def _fp8_gemm_cpu(
     if accumulate and D is not None:
         out = out + D.to(torch.float32)
     return out.to(out_dtype)
-
-
-def _fp8_gemm_fake(
-    A: torch.Tensor,
-    trans_A: bool,
-    B: torch.Tensor,
-    trans_B: bool,
-    D: torch.Tensor | None,
-    out_dtype: torch.dtype,
-    A_scale_inv: torch.Tensor | None = None,
-    B_scale_inv: torch.Tensor | None = None,
-    bias: torch.Tensor | None = None,
-    accumulate: bool = False,
-    B_scale_shape: list[int] | None = None,
-) -> torch.Tensor:
-    m = A.shape[-1] if trans_A else A.shape[-2]
-    n = B.shape[-2] if trans_B else B.shape[-1]
-    return A.new_empty((*A.shape[:-2], m, n), dtype=out_dtype)
 
 
 _FP8_MAX: Final = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
@@ -231,10 +203,12 @@ class Linear(torch.nn.Module):
         if not _STATE.enabled:
             return torch.nn.functional.linear(x, self.weight, self.bias)
         recipe = _STATE.recipe or DelayedScaling()
-        bwd = torch.float8_e5m2 if recipe.fp8_format is Format.HYBRID else torch.float8_e4m3fn
+        e4m3, e5m2 = torch.float8_e4m3fn, torch.float8_e5m2
+        fwd = e5m2 if recipe.fp8_format is Format.E5M2 else e4m3
+        bwd = e4m3 if recipe.fp8_format is Format.E4M3 else e5m2
         if torch.is_autocast_enabled("hpu"):
             x = x.to(torch.get_autocast_dtype("hpu"))
-        out: torch.Tensor = _Fp8Linear.apply(x, self.weight, self.bias, torch.float8_e4m3fn, bwd)
+        out: torch.Tensor = _Fp8Linear.apply(x, self.weight, self.bias, fwd, bwd)
         return out
 
     def extra_repr(self) -> str:

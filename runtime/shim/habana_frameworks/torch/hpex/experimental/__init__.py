@@ -1,1 +1,1 @@
-"""`habana_frameworks.torch.hpex.experimental` (emulated): the Transformer Engine FP8 surface."""
+"""`habana_frameworks.torch.hpex.experimental` (emulated): `transformer_engine` (fp8)."""

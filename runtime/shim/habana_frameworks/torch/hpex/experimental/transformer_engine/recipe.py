@@ -1,4 +1,5 @@
-"""`transformer_engine.recipe` (emulated): FP8 scaling recipes."""
+"""`transformer_engine.recipe` (emulated): fp8 recipe configuration (`hpusim.transformer_engine`
+reads `fp8_format` to pick the gradients' FP8 type)."""
 
 from hpusim.transformer_engine import DelayedScaling, Format
 
