@@ -63,3 +63,18 @@ def test_a_tiny_generation_runs_through_predict(capsys: Any, monkeypatch: Any) -
     assert len(times) == 1 + 3 + 2 * 2  # init, prefill capture + 2 replays, 2 decode pairs
     assert times[3] <= times[2] * 1.01  # the steady replay the cases read
     assert max(times[3], times[7]) < min(times[1], times[4])  # replays beat their captures
+
+
+def test_the_docs_table_is_the_saved_runs_output(tmp_path: Path) -> None:
+    """docs/device-model.md's calibration table is what run.py renders from results.json."""
+    import run
+
+    rows = json.loads((CALIB / "results.json").read_text())
+    assert [r["id"] for r in rows] == [c.id for c in CASES]
+    assert run.markdown(rows) in run.DOC.read_text()  # regenerate: make calibrate
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"head\n{run.BEGIN}\nstale\n{run.END}\ntail\n")
+    run.update_docs(rows[:2], doc)
+    text = doc.read_text()
+    assert "stale" not in text and text.startswith("head\n") and text.endswith("tail\n")
+    assert "g2-train-mpt-7b" not in text and "of 2 rows within 30%" in text
