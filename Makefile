@@ -38,7 +38,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy hpuprof runtime/hpusim dashboards/hpudash
 
 pytest: $(STAMP) browser
-	$(PY) -m pytest -n 2 --timeout 600
+	$(PY) -m pytest -n 2 --dist loadgroup --timeout 600
 
 test: lint typecheck pytest
 
