@@ -16,6 +16,7 @@ BENCH = Path(__file__).resolve().parent
 
 FULL: tuple[tuple[str, ...], ...] = (
     ("bench_load.py", "--events", "2000000"),
+    ("bench_parallel_load.py", "--events", "2000000"),
     ("bench_analysis.py", "--events", "2000000"),
     ("bench_dashboard.py", "--events", "1000000"),
     ("bench_dashboard_load.py",),
@@ -27,6 +28,7 @@ FULL: tuple[tuple[str, ...], ...] = (
 )
 QUICK: tuple[tuple[str, ...], ...] = (
     ("bench_load.py", "--events", "40000"),
+    ("bench_parallel_load.py", "--events", "40000", "--rounds", "1"),
     ("bench_analysis.py", "--events", "40000"),
     ("bench_dashboard.py", "--events", "40000"),
     (

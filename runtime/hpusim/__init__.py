@@ -127,7 +127,15 @@ def enable(
             return
         disable()
 
-    from hpusim import attribution, device_module, dispatch, factories, metrics, transfers
+    from hpusim import (
+        attribution,
+        composites,
+        device_module,
+        dispatch,
+        factories,
+        metrics,
+        transfers,
+    )
     from hpusim.state import Config, Runtime
 
     cfg = Config(resolved, device, "argument" if mode else "env", timeline, compute, int(cards))
@@ -160,6 +168,7 @@ def enable(
     device_module.install()
     factories.install()
     transfers.install()
+    composites.install()
     attribution.install()
     state.RT = rt
     shim = str(shim_path())
@@ -182,13 +191,14 @@ def disable() -> None:
         return
     for fn in list(_on_disable):
         fn()
-    from hpusim import attribution, device_module, factories, metrics, transfers
+    from hpusim import attribution, composites, device_module, factories, metrics, transfers
 
     _flush_pending(rt)
     if rt.saver is not None:
         rt.saver.process_exit()
         rt.saver.close()
     attribution.uninstall()
+    composites.uninstall()
     transfers.uninstall()
     factories.uninstall()
     device_module.uninstall()

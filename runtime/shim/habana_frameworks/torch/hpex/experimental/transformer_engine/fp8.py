@@ -3,12 +3,19 @@ emulated card (`hpusim.transformer_engine`); the fp8 scaling kernels beyond it d
 
 from hpusim.transformer_engine import is_fp8_enabled
 
-REASON = "fp8 scaling kernels need the Gaudi's fp8 hardware; not available under the hpusim emulator"
+__all__ = ["FP8GlobalStateManager", "is_fp8_available", "is_fp8_enabled"]
+"""`is_fp8_enabled()` is module-level, as in Intel's Gaudi transformer_engine (lightning-habana's
+precision tests call `tengine.fp8.is_fp8_enabled()`): True inside `fp8_autocast`."""
+
+REASON = (
+    "fp8 scaling kernels need the Gaudi's fp8 hardware; not available under the hpusim emulator"
+)
 
 
 def is_fp8_available() -> tuple[bool, str]:
-    """`(True, "")`: Gaudi 2 and 3 have an fp8 MME, and the emulated card models it."""
-    return True, ""
+    """`(False, reason)`: the fp8 scaling kernels clients gate on are not emulated (clients
+    that pass this check use them); `te.Linear` under `fp8_autocast` still runs in FP8."""
+    return False, REASON
 
 
 class FP8GlobalStateManager:
