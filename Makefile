@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # would pull several GB of CUDA packages. pyproject.toml states the supported range.
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: demo test lint typecheck pytest bare fuzz samples bench browser clean
+.PHONY: demo test lint typecheck pytest bare fuzz samples bench calibrate browser clean
 
 $(STAMP): pyproject.toml constraints.txt setup.py hpuprof/trace/_kineto_scan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,6 +65,10 @@ samples: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
+
+# the device model against published Gaudi 2 / Gaudi 3 results (docs/device-model.md), ~20 min
+calibrate: $(STAMP)
+	$(PY) bench/calibration/run.py --json bench/calibration/results.json --update-docs
 
 clean:
 	rm -rf $(VENV) $(BARE) .mypy_cache .ruff_cache .pytest_cache

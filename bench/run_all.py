@@ -25,6 +25,7 @@ FULL: tuple[tuple[str, ...], ...] = (
     ("bench_extensions.py",),
     ("bench_capture.py",),
     ("bench_distributed.py", "--ranks", "64", "--mb", "100", "--workers", "2"),
+    ("bench_predict.py",),
 )
 QUICK: tuple[tuple[str, ...], ...] = (
     ("bench_load.py", "--events", "40000"),
@@ -47,6 +48,7 @@ QUICK: tuple[tuple[str, ...], ...] = (
     ("bench_extensions.py", "--calls", "20", "--repeats", "2"),
     ("bench_capture.py", "--ops", "20000", "--repeat", "2"),
     ("bench_distributed.py", "--ranks", "4", "--mb", "5", "--hta-ranks", "2"),
+    ("bench_predict.py", "--layers", "2", "--seq", "256"),
 )
 
 

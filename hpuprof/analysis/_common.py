@@ -266,6 +266,16 @@ def host_ops(ev: pd.DataFrame) -> pd.DataFrame:
     return without_args(ev)[mask]
 
 
+def host_time_source(trace: Trace) -> str:
+    """'measured' or 'projected' (an emulated run's projected host timeline) from our run
+    metadata (measured when unknown)."""
+    for meta in trace.metadata.values():
+        ours = meta.get(METADATA_KEY) if isinstance(meta, dict) else None
+        if isinstance(ours, dict) and ours.get("timeline") == "projected":
+            return "projected"
+    return "measured"
+
+
 def device_time_source(trace: Trace) -> str:
     """'measured', 'modeled' or 'none' from our run metadata (measured when unknown)."""
     for meta in trace.metadata.values():

@@ -31,6 +31,7 @@ from hpuprof.analysis._common import (
     device_time_source,
     ends,
     host_ops,
+    host_time_source,
     is_fallback,
     isin,
     kernel_types,
@@ -506,7 +507,13 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
     launch = _launch_stats(pairs)
     src = device_time_source(trace)
     if src == "modeled":
-        notes.append("device times are MODELED by the emulated runtime, host times measured")
+        notes.append(
+            "device times are MODELED by the emulated runtime; host times PROJECTED (as a "
+            "Gaudi host would see them: the emulator's own work removed, the bridge's costs "
+            "and device waits modeled)"
+            if host_time_source(trace) == "projected"
+            else "device times are MODELED by the emulated runtime, host times measured"
+        )
     report = BottleneckReport(
         temporal=tuple(temporal),
         kernel_types=tuple(_kernel_type_rows(per_rank_sets)),

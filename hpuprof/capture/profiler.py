@@ -354,6 +354,9 @@ class HPUProfiler:
             self.emit(self._dynamo.collect(skip))
 
     def _span(self, name: str, start_ns: int, end_ns: int) -> dict[str, Any]:
+        if self._backend is not None:  # the emulated runtime's projected host clock
+            start_ns = self._backend.project_epoch_ns(start_ns)
+            end_ns = max(self._backend.project_epoch_ns(end_ns, end=True), start_ns)
         return {
             "ph": "X",
             "cat": "user_annotation",

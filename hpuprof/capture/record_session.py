@@ -14,14 +14,27 @@ from hpuprof.errors import UsageError
 
 MODES = ("lazy", "eager", "compile")
 DEVICES = ("gaudi2", "gaudi3")
+TIMELINES = ("projected", "measured")
 
 
-def enable_emulator(mode: str, device: str) -> None:
-    """`hpusim.enable(mode, device)`, with a clear error for bad values or a missing runtime."""
+def enable_emulator(
+    mode: str,
+    device: str,
+    timeline: str = "projected",
+    compute: str = "real",
+    cards: int = 1,
+) -> None:
+    """`hpusim.enable(mode, device, ...)`, with a clear error for bad values or a missing
+    runtime."""
     if mode not in MODES:
         raise UsageError(f"--mode {mode!r}: choose one of {', '.join(MODES)}")
     if device not in DEVICES:
         raise UsageError(f"--device {device!r}: choose one of {', '.join(DEVICES)}")
+    if timeline not in TIMELINES:
+        raise UsageError(f"--timeline {timeline!r}: choose one of {', '.join(TIMELINES)}")
+    if cards < 1:
+        raise UsageError(f"--cards {cards}: must be at least 1")
+
     try:
         import hpusim
     except ImportError as error:
@@ -30,11 +43,11 @@ def enable_emulator(mode: str, device: str) -> None:
 
     if mode == "compile":  # the eager frontend, and torch.compile calls get hpu_backend
         os.environ["PT_HPU_LAZY_MODE"] = "0"
-        hpusim.enable(mode="eager", device=device)
+        hpusim.enable(mode="eager", device=device, timeline=timeline, compute=compute, cards=cards)
         compile_mode.install()
     else:
         compile_mode.uninstall()
-        hpusim.enable(mode=mode, device=device)
+        hpusim.enable(mode=mode, device=device, timeline=timeline, compute=compute, cards=cards)
 
 
 def report(prof: HPUProfiler, out: Callable[[str], None] = print) -> None:
@@ -60,13 +73,14 @@ def record_command(
     backend: str | None,
     record_shapes: bool = True,
     with_stack: bool = False,
+    timeline: str = "projected",
 ) -> int:
     """Profile `command` (`python script.py args`); returns the script's exit code."""
     if not command:
         raise UsageError("nothing to record: give a command after --, e.g. -- python train.py")
     split_command(command)  # a missing script is an error before anything heavy starts
     if emulate or backend == "emulated":
-        enable_emulator(mode, device)
+        enable_emulator(mode, device, timeline)
         backend = backend or "emulated"
     prof = HPUProfiler(
         output,

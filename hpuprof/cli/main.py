@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hpuprof.cli.commands.info",
     "hpuprof.cli.commands.convert",
     "hpuprof.cli.commands.record",
+    "hpuprof.cli.commands.predict",
     "hpuprof.cli.commands.demo",
     "hpuprof.cli.commands.analyze",
     "hpuprof.cli.commands.diff",

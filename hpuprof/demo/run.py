@@ -15,8 +15,10 @@ What the demo planted, and where the analysis shows it:
   loss.item() every step               -> idle cause 'sync wait: local scalar'
   bf16 autocast                        -> casts and precision-by-dtype tables (--report precision)
   wrap_in_hpu_graph inference          -> the hpu graphs table: 1 capture, then replays
-Emulated run: ops really execute on this CPU (measured host time) while device times are
-modeled, so every step looks host-bound; on a Gaudi the host/device split differs."""
+Emulated run: ops really execute on this CPU, device times are modeled, and host times are
+projected (the emulator's own CPU work removed, the bridge's host costs and the waits for the
+device modeled), so the host/device split is the one a Gaudi would show: this tiny model is
+host-bound there too. `hpuprof record --timeline measured` keeps the emulator's own clock."""
 
 
 def run_demo(output: Path, *, device: str = "gaudi2", mode: str = "lazy") -> int:

@@ -36,11 +36,13 @@ __all__ = [
     "config",
     "disable",
     "enable",
+    "host_overhead",
     "is_enabled",
     "mark_step",
     "metrics_snapshot",
     "on_disable",
     "on_enable",
+    "project_epoch_ns",
     "run_metadata",
     "shim_path",
     "step_marker",
@@ -73,7 +75,15 @@ def is_enabled() -> bool:
     return state.RT is not None
 
 
-def enable(mode: str | None = None, device: str = "gaudi2", *, record: bool = False) -> None:
+def enable(
+    mode: str | None = None,
+    device: str = "gaudi2",
+    *,
+    record: bool = False,
+    timeline: str = "projected",
+    compute: str = "real",
+    cards: int = 1,
+) -> None:
     """Install the emulated HPU. Idempotent when called again with the same settings.
 
     Args:
@@ -82,11 +92,23 @@ def enable(mode: str | None = None, device: str = "gaudi2", *, record: bool = Fa
         device: device profile, `gaudi2` or `gaudi3`.
         record: initial value of `get_sink().recording`. Off by default so an unprofiled run
             accumulates no events; a profiler switches it on and drains the sink.
+        timeline: "projected" (default): host times are those a Gaudi host would see (the
+            emulator's own CPU work removed, the bridge's host costs and waits for the device
+            modeled; projection.py); "measured": the emulator's own host clock.
+        compute: "real" (every op runs on CPU, results exact) or "fake" (FakeTensors: shapes
+            only, no data and no memory; fake.py), as `hpuprof predict` runs scripts.
+        cards: the data-parallel cards collectives are modeled for.
     """
     from hpusim import state
 
     if mode not in (None, "lazy", "eager"):
         raise ValueError(f"mode must be 'lazy', 'eager' or None, not {mode!r}")
+    if timeline not in ("projected", "measured"):
+        raise ValueError(f"timeline must be 'projected' or 'measured', not {timeline!r}")
+    if compute not in ("real", "fake"):
+        raise ValueError(f"compute must be 'real' or 'fake', not {compute!r}")
+    if int(cards) < 1:
+        raise ValueError(f"cards must be >= 1, not {cards!r}")
     from hpusim.device_model import load_profile
     from hpusim.env import read_flags
 
@@ -95,7 +117,13 @@ def enable(mode: str | None = None, device: str = "gaudi2", *, record: bool = Fa
     resolved = mode or ("lazy" if flags.lazy else "eager")
     if state.RT is not None:
         cfg = state.RT.config
-        if cfg.mode == resolved and cfg.device_profile == device:
+        if (cfg.mode, cfg.device_profile, cfg.timeline, cfg.compute, cfg.cards) == (
+            resolved,
+            device,
+            timeline,
+            compute,
+            int(cards),
+        ):
             return
         disable()
 
@@ -110,7 +138,25 @@ def enable(mode: str | None = None, device: str = "gaudi2", *, record: bool = Fa
     )
     from hpusim.state import Config, Runtime
 
-    rt = Runtime(Config(resolved, device, "argument" if mode else "env"), flags, profile)
+    cfg = Config(resolved, device, "argument" if mode else "env", timeline, compute, int(cards))
+    rt = Runtime(cfg, flags, profile)
+    if compute == "fake":
+        from hpusim.fake import make_mode
+
+        rt.fake = make_mode()
+    from hpusim.projection import BatchProjector
+    from hpusim.transformer_engine import ensure_ops
+
+    ensure_ops()  # the bridge's FP8 GEMM, torch.ops.hpu.fp8_gemm_v2
+
+    rt.sink.project = BatchProjector(rt.clock) if rt.clock.projected else None
+    if rt.clock.projected:
+        import gc
+
+        from hpusim.projection import GcPause
+
+        rt.gc_pause = GcPause(rt.clock)
+        gc.callbacks.append(rt.gc_pause)
     rt.sink.recording = record
     from hpusim import bridge_log
 
@@ -157,6 +203,13 @@ def disable() -> None:
     factories.uninstall()
     device_module.uninstall()
     metrics.uninstall()
+    rt.sink.project = None
+    pause = getattr(rt, "gc_pause", None)
+    if pause is not None:
+        import gc
+
+        if pause in gc.callbacks:
+            gc.callbacks.remove(pause)
     state.RT = None
     shim = str(shim_path())
     while shim in sys.path:
@@ -211,7 +264,10 @@ def run_metadata() -> dict[str, Any]:
         "schema": SCHEMA_VERSION,
         "version": version,
         "device_time": "modeled",
-        "host_time": "measured",
+        "host_time": "projected" if cfg and cfg.timeline == "projected" else "measured",
+        "timeline": cfg.timeline if cfg else "measured",
+        "compute": cfg.compute if cfg else "real",
+        "cards": cfg.cards if cfg else 1,
         "device_profile": cfg.device_profile if cfg else "",
         "mode": cfg.mode if cfg else "",
         "backend": "emulated",
@@ -257,6 +313,33 @@ def step_marker(name: str | None = None) -> int:
     rt.step_number += 1
     rt.step_start_ns = now
     return rt.step_number
+
+
+def host_overhead() -> Any:
+    """Context manager: the block's measured host time is the emulator's or the profiler's own
+    work, removed from the projected host timeline (a no-op on the measured one)."""
+    import contextlib
+
+    from hpusim import state
+
+    rt = state.RT
+    return rt.clock.pause() if rt is not None else contextlib.nullcontext()
+
+
+def project_epoch_ns(epoch_ns: int, end: bool = False) -> int:
+    """An epoch timestamp measured on this host, on the run's host timeline (projected or
+    measured), for events recorded outside the sink (a profiler's step spans). `end` maps an
+    interval's end (after a modeled wait at that instant)."""
+    from hpusim import state
+    from hpusim.sink import get_sink
+
+    rt = state.RT
+    if rt is None or not rt.clock.projected:
+        return epoch_ns
+    off = get_sink()._clock_offset_ns
+    clock = rt.clock
+    mapped: int = (clock.map_end if end else clock.map_start)(epoch_ns - off) + off
+    return mapped
 
 
 def autocast_state() -> tuple[bool, Any]:

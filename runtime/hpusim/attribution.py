@@ -9,6 +9,7 @@ is the span between the global optimizer step pre/post hooks.
 from __future__ import annotations
 
 import weakref
+from time import perf_counter_ns
 from typing import Any
 
 import torch
@@ -25,6 +26,14 @@ def _pre(module: torch.nn.Module, args: Any) -> None:
     rt = state.RT
     if rt is None or _compiling():  # dynamo: compiled graphs carry nn_module_stack instead
         return
+    rt.clock.enter(perf_counter_ns())  # the hook is the emulator's, not the script's host time
+    try:
+        _push(rt, module)
+    finally:
+        rt.clock.exit(perf_counter_ns())
+
+
+def _push(rt: Any, module: torch.nn.Module) -> None:
     stack = rt.module_stack
     if not stack:
         paths = _paths.get(module)

@@ -301,6 +301,19 @@ def _mode_class() -> type:
         def __torch_function__(
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
+            # the emulation of the bridge's C++ autocast is not the script's host time
+            from hpusim import state
+
+            rt = state.RT
+            if rt is None:
+                return self._cast_and_call(func, args, kwargs)
+            rt.clock.enter(perf_counter_ns())
+            try:
+                return self._cast_and_call(func, args, kwargs)
+            finally:
+                rt.clock.exit(perf_counter_ns())
+
+        def _cast_and_call(self, func: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
             pol = _POLICY.get(func)
             if pol is None:

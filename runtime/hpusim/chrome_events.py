@@ -35,7 +35,7 @@ ENGINE_TIDS: Final[dict[str, int]] = {
     "DMA": GAUDI2_ENGINE_PREFIXES.index("EDMA") * 1000,
     "MME": GAUDI2_ENGINE_PREFIXES.index("MME") * 1000,
     "TPC": GAUDI2_ENGINE_PREFIXES.index("TPC") * 1000,
-    "NIC": GAUDI2_ENGINE_PREFIXES.index("NIC") * 1000,  # collectives (hpusim.distributed)
+    "NIC": GAUDI2_ENGINE_PREFIXES.index("NIC") * 1000,  # collectives (hpusim.distributed; device_model)
 }
 """Lane ids as the bridge assigns them on Gaudi 2/3: `typeIdx*1000 + engineIndex` (engine 0)."""
 ENGINE_THREAD_NAMES: Final[dict[str, str]] = {
@@ -153,6 +153,8 @@ def to_chrome_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[
                 "Input type": parsed(batch.types[i]),
                 "hpuprof.event": "op",
             }
+            if batch.measured_dur_ns is not None:  # projected timeline: the emulator's own time
+                args["hpuprof.measured_us"] = round(batch.measured_dur_ns[i] / 1000.0, 3)
             _common_args(args, batch, i)
             if corr >= 0:
                 args["correlation"] = corr

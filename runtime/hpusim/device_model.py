@@ -1,18 +1,36 @@
-"""Modeled device: engine choice, roofline durations and the device timeline (all MODELED).
+"""Modeled device: engines, op costs, graph fusion and scheduling, collectives (all MODELED).
 
-Durations come from a named profile in `data/device_profiles.json` (vendor figures cited there,
-assumptions marked): `max(flops / peak, bytes / HBM bandwidth) + per-op minimum`. Ops of a launch
-run in order on their engine; an op starts when its launch has arrived and both the previous op
-(data dependency, modeled as a serial stream) and its engine are free.
+Constants come from a named profile in `data/device_profiles.json`; each one cites a public
+source, or says it is FITTED (on which published figures: docs/device-model.md) or an
+ASSUMPTION. The model, op by op:
+
+- **MME** (matmul, conv, attention): `flops / (peak(dtype) * efficiency(shape))`, where the
+  efficiency is the share of the MMEs' 256x256 output blocks a matmul fills (small and skinny
+  matmuls leave blocks and engines idle), times `K / (K + fill)` (pipeline fill per block),
+  times the best sustained share of the peak. FP8 inputs run at the FP8 rate. Never faster than
+  its HBM traffic allows.
+- **TPC** (element-wise, normalization, reductions, indexing): `max(flops / vector peak,
+  bytes / achievable HBM bandwidth)` plus a fixed kernel cost.
+- **DMA** (copies) and **NIC** (collectives: the card's scale-up links for up to 8 cards, its
+  scale-out ports beyond).
+
+Eager mode runs ops in program order on one stream. In lazy and compile mode a graph is
+scheduled by `DeviceTimeline.run_graph`: consecutive fusible TPC ops become one kernel that reads
+its external inputs and writes the outputs used after it once (the graph compiler's fusion), and
+units start when their inputs are ready and their engine is free, so MME and TPC work on
+independent parts of a graph at the same time. A collective waits for its inputs and runs on the
+NIC beside compute (DDP bucket overlap).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, NamedTuple
 
 MME_OPS: Final = frozenset(
     {
@@ -29,66 +47,257 @@ MME_OPS: Final = frozenset(
         "conv1d",
         "conv2d",
         "conv3d",
-        "_scaled_dot_product_flash_attention",
-        "_scaled_dot_product_efficient_attention",
         "einsum",
         "dot",
         "mv",
         "addmv",
+        "_scaled_mm",
+        "fp8_gemm_v2",
+        "fp8_gemm",
     }
 )
-DMA_OPS: Final = frozenset({"copy_", "_to_copy", "_copy_from", "clone", "h2d", "d2h"})
+ATTENTION_OPS: Final = frozenset(
+    {
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_flash_attention_for_cpu",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_flash_attention_backward",
+        "_scaled_dot_product_flash_attention_for_cpu_backward",
+        "_scaled_dot_product_efficient_attention_backward",
+        "sdpa_recomp_fwd",
+        "sdpa_recomp_bwd",
+        "sdpa_fwd",
+        "sdpa_bwd",
+        "fp8_sdpa_recomp_fwd",
+        "fp8_sdpa_bwd",
+    }
+)
+"""Fused attention (the bridge runs torch's SDPA as FusedSDPA): one MME-engine node."""
+DMA_OPS: Final = frozenset({"copy_", "_copy_from", "clone", "h2d", "d2h"})
+"""Copies run on DMA; a dtype cast (`_to_copy` on the device) is a TPC kernel that fuses."""
+COLLECTIVE_OPS: Final[dict[str, str]] = {
+    "allreduce_": "all_reduce",
+    "all_reduce": "all_reduce",
+    "all_reduce_": "all_reduce",
+    "allreduce_coalesced_": "all_reduce",
+    "allgather_": "all_gather",
+    "_allgather_base_": "all_gather",
+    "allgather_into_tensor_coalesced_": "all_gather",
+    "all_gather_into_tensor": "all_gather",
+    "all_gather_into_tensor_coalesced": "all_gather",
+    "reduce_scatter_": "reduce_scatter",
+    "_reduce_scatter_base_": "reduce_scatter",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter",
+    "broadcast_": "broadcast",
+    "broadcast": "broadcast",
+}
+"""c10d / functional-collective op base names -> collective kind."""
+NOT_FUSIBLE: Final = frozenset(
+    {
+        "embedding",
+        "embedding_dense_backward",
+        "index",
+        "index_put_",
+        "_index_put_impl_",
+        "index_select",
+        "index_add_",
+        "index_copy",
+        "index_copy_",
+        "index_fill_",
+        "masked_scatter_",
+        "slice_scatter",
+        "select_scatter",
+        "gather",
+        "scatter",
+        "scatter_",
+        "scatter_add",
+        "scatter_add_",
+        "sort",
+        "topk",
+        "nonzero",
+        "unique",
+        "_unique2",
+        "cumsum",
+        "argmax",
+        "argmin",
+        "max_pool2d_with_indices",
+        "max_pool2d_with_indices_backward",
+        "multinomial",
+        "cat",
+        "stack",
+        "_local_scalar_dense",
+    }
+)
+"""TPC ops the graph compiler does not fuse into an element-wise chain (data-dependent access,
+sorts, concatenations)."""
+INDEXED_WRITES: Final = frozenset(
+    {
+        "index_copy",
+        "index_copy_",
+        "index_put_",
+        "_index_put_impl_",
+        "index_add_",
+        "scatter_",
+        "scatter_add_",
+        "masked_scatter_",
+        "slice_scatter",
+        "select_scatter",
+    }
+)
+"""Ops that write a slice of their first input: their traffic is the source they write (read
+and written) and the indices, not the whole destination."""
+TRANSCENDENTAL: Final = frozenset(
+    {
+        "exp",
+        "log",
+        "tanh",
+        "sigmoid",
+        "silu",
+        "gelu",
+        "erf",
+        "rsqrt",
+        "sqrt",
+        "pow",
+        "sin",
+        "cos",
+        "_softmax",
+        "softmax",
+        "_log_softmax",
+        "native_layer_norm",
+        "native_layer_norm_backward",
+        "rms_norm",
+        "silu_backward",
+        "gelu_backward",
+        "_softmax_backward_data",
+        "native_dropout",
+    }
+)
+FLOPS_PER_TRANSCENDENTAL: Final = 8
+"""ASSUMPTION: vector FLOPs per element of a transcendental or normalization op (1 otherwise)."""
 
 ENGINE_MME: Final = 1
 ENGINE_TPC: Final = 2
-ENGINE_DMA: Final = 3  # indices into sink.ENGINES
+ENGINE_DMA: Final = 3
+ENGINE_NIC: Final = 4  # indices into sink.ENGINES
+COMPUTE_ENGINES: Final = (ENGINE_MME, ENGINE_TPC, ENGINE_DMA)
+INTRA_NODE_CARDS: Final = 8
+"""Cards joined all-to-all by scale-up links in one HLS server (g2arch, g3wp)."""
+GEOMETRIES: Final = ((1, 1), (2, 0.5), (0.5, 2))
+"""MME output-block shapes as multiples of the tile: 256x256, 512x128, 128x512 (ASSUMPTION:
+the MME's configurable geometries for tall and wide outputs)."""
 
 
 @dataclass(frozen=True)
 class DeviceProfile:
-    """A device's modeled capabilities (see data/device_profiles.json for sources)."""
+    """A device's modeled capabilities (each field's source: data/device_profiles.json)."""
 
     name: str
     mme_bf16_tflops: float
+    mme_fp8_tflops: float
     mme_fp32_tflops: float
     vector_bf16_tflops: float
     vector_fp32_tflops: float
+    mme_engines: int
+    mme_tile: int
+    mme_k_fill: int
+    mme_max_efficiency: float
+    sdpa_efficiency: float
     hbm_gbytes: int
+    hbm_usable_gbytes: float
     hbm_tbytes_per_s: float
+    hbm_efficiency: float
     h2d_gbytes_per_s: float
     launch_latency_ns: int
     min_op_ns: int
+    tpc_kernel_ns: int
     compile_base_ns: int
     compile_per_op_ns: int
     eager_compile_per_op_ns: int
+    scaleup_links_per_peer: int
+    scaleout_links: int
+    link_gbits: float
+    link_efficiency: float
+    collective_latency_ns: int
+    host_lazy_op_ns: int
+    host_eager_op_ns: int
+    host_view_op_ns: int
+    host_flush_base_ns: int
+    host_flush_per_op_ns: int
+    host_launch_ns: int
+    host_graph_replay_ns: int
+    host_d2h_ns: int
+    host_cpu_gbytes_per_s: float
+    host_glue_max_ns: int
+
+    @property
+    def hbm_bytes_per_ns(self) -> float:
+        """Achievable HBM bandwidth (bytes/ns)."""
+        return self.hbm_tbytes_per_s * 1e3 * self.hbm_efficiency
+
+    @property
+    def usable_hbm_bytes(self) -> int:
+        return int(self.hbm_usable_gbytes * 1e9)
 
 
 PROFILES: Final = ("gaudi2", "gaudi3")
 
 
+def _profile_data() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        (Path(__file__).parent / "data" / "device_profiles.json").read_text()
+    )
+    return data
+
+
 @cache
 def load_profile(name: str) -> DeviceProfile:
     """The named profile; raises ValueError for an unknown name."""
-    data = json.loads((Path(__file__).parent / "data" / "device_profiles.json").read_text())
+    data = _profile_data()
     if name not in data or name.startswith("_"):
         raise ValueError(f"unknown device profile {name!r}; known: {', '.join(PROFILES)}")
-    fields = {k: v for k, v in data[name].items() if k != "citations"}
-    return DeviceProfile(**fields)
+    known = {f.name for f in fields(DeviceProfile)}
+    return DeviceProfile(**{k: v for k, v in data[name].items() if k in known})
+
+
+def profile_citations(name: str) -> dict[str, str]:
+    """Field -> source note of a profile (every numeric field has one)."""
+    cites: dict[str, str] = dict(_profile_data()[name]["citations"])
+    return cites
 
 
 def engine_of(op: str) -> int:
-    """The engine of an ATen op base name (`mm` -> MME, `copy_` -> DMA, else TPC)."""
-    if op in MME_OPS:
+    """The engine of an op base name (`mm` -> MME, `copy_` -> DMA, `allreduce_` -> NIC...)."""
+    if op in MME_OPS or op in ATTENTION_OPS:
         return ENGINE_MME
     if op in DMA_OPS:
         return ENGINE_DMA
+    if op in COLLECTIVE_OPS:
+        return ENGINE_NIC
     return ENGINE_TPC
 
 
-def matmul_flops(op: str, shapes: list[tuple[int, ...]], out_numel: int) -> int:
+def is_fusible(op: str) -> bool:
+    """A TPC op the graph compiler folds into an element-wise / normalization chain."""
+    return engine_of(op) == ENGINE_TPC and op not in NOT_FUSIBLE
+
+
+def _prod(dims: Sequence[int]) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def matmul_flops(
+    op: str, shapes: list[tuple[int, ...]], out_numel: int, scalars: Sequence[Any] = ()
+) -> int:
     """FLOPs of an MME op from its input shapes (2*M*N*K style), 2*out_numel as a floor."""
     try:
-        if op in {"mm", "matmul", "dot", "mv"} and len(shapes) >= 2:
+        if op == "fp8_gemm_v2" and len(shapes) >= 2:
+            k = matmul_dims(op, shapes, scalars)[3]
+            return 2 * out_numel * k
+        if op in {"mm", "matmul", "dot", "mv", "_scaled_mm"} and len(shapes) >= 2:
             k = shapes[0][-1] if shapes[0] else 1
             return 2 * out_numel * k
         if op in {"addmm", "addmv"} and len(shapes) >= 3:
@@ -99,66 +308,480 @@ def matmul_flops(op: str, shapes: list[tuple[int, ...]], out_numel: int) -> int:
         if op == "linear" and shapes:
             return 2 * out_numel * (shapes[0][-1] if shapes[0] else 1)
         if op in {"convolution", "_convolution", "conv1d", "conv2d", "conv3d"} and len(shapes) >= 2:
-            w = shapes[1]
-            per_out = 1
-            for d in w[1:]:
-                per_out *= d
-            return 2 * out_numel * per_out
+            return 2 * out_numel * _prod(shapes[1][1:])
         if op == "convolution_backward" and len(shapes) >= 3:
             w = shapes[2]
-            n = 1
-            for d in w:
-                n *= d
-            g = 1
-            for d in shapes[0]:
-                g *= d
-            return 4 * g * (n // max(w[0], 1) if w else 1)
+            return 4 * _prod(shapes[0]) * (_prod(w) // max(w[0], 1) if w else 1)
     except (IndexError, TypeError):
         pass
     return 2 * out_numel
 
 
-class DeviceTimeline:
-    """Per-engine availability on the modeled device clock (ns, same origin as host clock)."""
+def matmul_dims(
+    op: str, shapes: list[tuple[int, ...]], scalars: Sequence[Any] = ()
+) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) of an MME op, for the shape efficiency (best effort)."""
+    try:
+        if op == "fp8_gemm_v2" and len(shapes) >= 2 and len(scalars) >= 2:
+            a, b = shapes[0], shapes[1]
+            m, k = (a[-1], a[-2]) if scalars[0] is True else (a[-2], a[-1])
+            n = b[-2] if scalars[1] is True else b[-1]
+            return _prod(a[:-2]), m, n, k
+        if op in {"mm", "_scaled_mm"} and len(shapes) >= 2:
+            return 1, shapes[0][0], shapes[1][1], shapes[0][1]
+        if op == "addmm" and len(shapes) >= 3:
+            return 1, shapes[1][0], shapes[2][1], shapes[1][1]
+        if op in {"bmm", "baddbmm"}:
+            a, b = (shapes[0], shapes[1]) if op == "bmm" else (shapes[1], shapes[2])
+            return a[0], a[1], b[2], a[2]
+        if op in {"linear", "matmul"} and len(shapes) >= 2:
+            a, w = shapes[0], shapes[1]
+            n = w[0] if op == "linear" else w[-1]
+            return 1, _prod(a[:-1]), n, a[-1]
+        if op in {"convolution", "_convolution", "conv2d", "conv1d", "conv3d"} and len(shapes) >= 2:
+            x, w = shapes[0], shapes[1]
+            # implicit GEMM: M = batch * output pixels (approximated by input pixels),
+            # N = output channels, K = input channels * kernel window
+            return 1, x[0] * _prod(x[2:]), w[0], _prod(w[1:])
+        if op == "convolution_backward" and len(shapes) >= 3:
+            g, x, w = shapes[0], shapes[1], shapes[2]
+            return 2, x[0] * _prod(g[2:]), w[0], _prod(w[1:])
+    except (IndexError, TypeError):
+        pass
+    return 1, 1024, 1024, 1024
 
-    def __init__(self, profile: DeviceProfile) -> None:
+
+def mme_efficiency(p: DeviceProfile, batch: int, m: int, n: int, k: int) -> float:
+    """Share of the MME peak a (batch x) M x N x K matmul sustains (see module docstring)."""
+    m, n, k, batch = max(m, 1), max(n, 1), max(k, 1), max(batch, 1)
+    best = 0.0
+    for fm, fn in GEOMETRIES:
+        tm, tn = p.mme_tile * fm, p.mme_tile * fn
+        blocks = batch * math.ceil(m / tm) * math.ceil(n / tn)
+        waves = math.ceil(blocks / p.mme_engines)
+        best = max(best, (batch * m * n) / (waves * p.mme_engines * tm * tn))
+    return p.mme_max_efficiency * best * (k / (k + p.mme_k_fill))
+
+
+def attention_flops(op: str, shapes: list[tuple[int, ...]], causal: bool) -> int:
+    """FLOPs of fused attention from q [B, H, Sq, D] and k [B, H, Sk, D]: 4*B*H*Sq*Sk*D forward
+    (QK^T and PV), halved when causal; the backward does 2.5x the forward (recomputing the
+    scores once, then dQ, dK, dV)."""
+    backward = "bwd" in op or op.endswith("_backward")
+    qi, ki = (1, 2) if backward else (0, 1)  # backward inputs start with grad_out
+    try:
+        q, kk = shapes[qi], shapes[ki]
+        fwd = 4 * _prod(q[:-1]) * kk[-2] * q[-1]
+    except (IndexError, TypeError):
+        return 0
+    if causal:
+        fwd //= 2
+    return int(fwd * 2.5) if backward else fwd
+
+
+class OpModel(NamedTuple):
+    """The modeled cost of one device op."""
+
+    engine: int
+    flops: int
+    nbytes: int
+    dur: int
+    fusible: bool
+
+
+_FP8: Final = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+
+
+def _precision(dtypes: Sequence[Any]) -> str:
+    names = [str(d).rsplit(".", 1)[-1] for d in dtypes]
+    floats = [n for n in names if n.startswith(("float", "bfloat"))]
+    if len(floats) >= 2 and all(n in _FP8 for n in floats[:2]):
+        return "fp8"
+    if floats and floats[0] in ("bfloat16", "float16", *_FP8):
+        return "bf16"
+    return "fp32"
+
+
+class DeviceTimeline:
+    """The modeled device: per-engine availability on the device clock, op and graph costs.
+
+    Times are ns on the host clock the runtime projects (`clock.at(measured)`), so a device op
+    and the host op that launched it share one origin. `cards` is the data-parallel world the
+    collectives are modeled for."""
+
+    def __init__(self, profile: DeviceProfile, clock: Any = None, cards: int = 1) -> None:
+        from hpusim.projection import MeasuredClock
+
         self.profile = profile
-        self.engine_free = [0, 0, 0, 0]
+        self.clock = clock if clock is not None else MeasuredClock()
+        self.cards = max(int(cards), 1)
+        self.engine_free = [0, 0, 0, 0, 0]
         self.stream_free = 0
+        self.listener: Callable[[int, int, int, int], None] | None = None
+        """`fn(engine, start, dur, flops)` for every scheduled device node (the step ledger)."""
+        self.watch: dict[int, int] = {}
+        """Storage id -> when a launched graph last wrote it (for the ids put here: DDP's
+        gradients, whose all-reduce starts when they are ready)."""
         p = profile
-        self._mme = {True: p.mme_bf16_tflops * 1e3, False: p.mme_fp32_tflops * 1e3}  # flop/ns
+        self._mme = {"bf16": p.mme_bf16_tflops * 1e3, "fp8": p.mme_fp8_tflops * 1e3}
+        self._mme["fp32"] = p.mme_fp32_tflops * 1e3
         self._vec = {True: p.vector_bf16_tflops * 1e3, False: p.vector_fp32_tflops * 1e3}
-        self._hbm = p.hbm_tbytes_per_s * 1e3  # bytes/ns
+        self._hbm = p.hbm_bytes_per_ns
         self._h2d = p.h2d_gbytes_per_s  # bytes/ns
 
+    # --- op costs --------------------------------------------------------------------------
     def duration(self, engine: int, flops: int, nbytes: int, low_precision: bool) -> int:
-        """Modeled duration (ns) of one device op."""
+        """Roofline duration (ns) of one op at full efficiency (shape unknown)."""
         if engine == ENGINE_DMA:
             t = nbytes / self._hbm
-        else:
-            peak = (self._mme if engine == ENGINE_MME else self._vec)[low_precision]
+        elif engine == ENGINE_MME:
+            peak = self._mme["bf16" if low_precision else "fp32"] * self.profile.mme_max_efficiency
             t = max(flops / peak, nbytes / self._hbm)
+        else:
+            t = max(flops / self._vec[low_precision], nbytes / self._hbm)
+            return int(t) + self.profile.tpc_kernel_ns
         return int(t) + self.profile.min_op_ns
+
+    def tpc_duration(self, flops: int, nbytes: int, low_precision: bool) -> int:
+        """One TPC kernel: vector FLOPs or HBM traffic, plus the kernel's fixed cost."""
+        t = max(flops / self._vec[low_precision], nbytes / self._hbm)
+        return int(t) + self.profile.tpc_kernel_ns
+
+    def model_op(
+        self,
+        op: str,
+        shapes: list[tuple[int, ...]],
+        dtypes: list[Any],
+        out_numel: int,
+        nbytes: int,
+        scalars: Sequence[Any] = (),
+        label: str = "",
+    ) -> OpModel:
+        """Engine, FLOPs, bytes and duration of one op from its input shapes and dtypes.
+
+        Args:
+            op: the op's base name (`mm`, `add`, `sdpa_recomp_fwd`...).
+            shapes, dtypes: its tensor inputs, in order.
+            out_numel: elements it writes. nbytes: bytes it reads and writes.
+            scalars: its non-tensor arguments (attention's `is_causal`...).
+            label: the full op name (the bridge's fused `hpu::` ops are priced by
+                `model_fused` from `fused_costs`, which needs the schema's argument order).
+        """
+        p = self.profile
+        engine = engine_of(op)
+        prec = _precision(dtypes)
+        if engine == ENGINE_MME:
+            if op in ATTENTION_OPS:
+                causal = any(s is True for s in scalars)
+                flops = attention_flops(op, shapes, causal)
+                eff = p.sdpa_efficiency * (1.0 if shapes and shapes[0][-1] >= 128 else 0.5)
+            else:
+                flops = matmul_flops(op, shapes, out_numel, scalars)
+                eff = mme_efficiency(p, *matmul_dims(op, shapes, scalars))
+                tpc = flops / self._vec[prec != "fp32"]
+                if tpc < flops / (self._mme[prec] * eff):
+                    # a matmul that fills the MME's blocks this poorly (a batched
+                    # matrix-vector product) is faster on the TPCs (ASSUMPTION: the graph
+                    # compiler places it there)
+                    dur = int(max(tpc, nbytes / self._hbm)) + p.tpc_kernel_ns
+                    return OpModel(ENGINE_TPC, flops, nbytes, dur, False)
+            peak = self._mme[prec] * eff
+            dur = int(max(flops / peak, nbytes / self._hbm)) + p.min_op_ns
+            return OpModel(engine, flops, nbytes, dur, False)
+        if engine == ENGINE_DMA:
+            return OpModel(engine, 0, nbytes, int(nbytes / self._hbm) + p.min_op_ns, False)
+        if engine == ENGINE_NIC:
+            kind = COLLECTIVE_OPS[op]
+            size = _prod(shapes[0]) * _itemsize(dtypes[0]) if shapes else 0
+            return OpModel(engine, 0, size, self.collective_ns(kind, size), False)
+        flops = out_numel * (FLOPS_PER_TRANSCENDENTAL if op in TRANSCENDENTAL else 1)
+        if op in INDEXED_WRITES and len(shapes) >= 2:
+            sizes = [_prod(s) * _itemsize(d) for s, d in zip(shapes, dtypes, strict=False)]
+            nbytes = 2 * sizes[-1] + sum(sizes[1:-1])
+            flops = _prod(shapes[-1])
+        dur = self.tpc_duration(flops, nbytes, prec != "fp32")
+        return OpModel(engine, flops, nbytes, dur, op not in NOT_FUSIBLE)
+
+    def model_fused(self, cost: Any, dtypes: Sequence[Any]) -> OpModel:
+        """One fused `hpu::` op (`fused_costs.FusedOpCost`: engine, FLOPs, bytes) -> OpModel.
+
+        An MME-engine fused kernel (SDPA) does its matrix part on the MME at the fused-attention
+        efficiency and its elementwise part on the TPCs inside the same kernel: the slower of
+        the two (or the HBM traffic) sets the duration. A TPC kernel is a roofline."""
+        prec = _precision(dtypes)
+        low = prec != "fp32"
+        if cost.engine == "MME":
+            op = cost.name.split("::", 1)[-1].split(".", 1)[0]
+            p = self.profile
+            eff = p.sdpa_efficiency if op in ATTENTION_OPS else p.mme_max_efficiency
+            mme = cost.mme_flops / (self._mme[prec] * eff)
+            t = max(mme, cost.nbytes / self._hbm)
+            dur = max(int(t) + self.profile.min_op_ns, self.tpc_duration(cost.vector_flops, 0, low))
+            return OpModel(ENGINE_MME, cost.flops, cost.nbytes, dur, False)
+        return OpModel(
+            ENGINE_TPC,
+            cost.flops,
+            cost.nbytes,
+            self.tpc_duration(cost.flops, cost.nbytes, low),
+            False,
+        )
 
     def transfer(self, nbytes: int) -> int:
         """Modeled duration (ns) of a host<->device copy."""
         return int(nbytes / self._h2d) + self.profile.min_op_ns
 
-    def schedule(self, engine: int, ready_ns: int, dur_ns: int) -> int:
-        """Place an op ready at `ready_ns`; returns its modeled start."""
+    def collective_ns(self, kind: str, nbytes: int, cards: int | None = None) -> int:
+        """Modeled duration of a collective of `nbytes` (the full tensor) over `cards` cards.
+
+        Inside a server the cards are joined all-to-all (`scaleup_links_per_peer` links to each
+        peer), so a reduce-scatter sends `nbytes / n` to every peer at once; beyond 8 cards the
+        per-card chunk is all-reduced across servers in a ring over the scale-out ports.
+        all_reduce = reduce-scatter + all-gather; broadcast sends the tensor to every peer."""
+        p = self.profile
+        n = self.cards if cards is None else max(cards, 1)
+        if n <= 1:
+            return p.min_op_ns
+        link = p.link_gbits / 8.0 * p.link_efficiency  # bytes/ns of one link
+        intra = min(n, INTRA_NODE_CARDS)
+        per_peer = link * p.scaleup_links_per_peer
+        nodes = math.ceil(n / INTRA_NODE_CARDS)
+        phase = (nbytes / intra) / per_peer  # one reduce-scatter or all-gather inside a server
+        inter = 0.0
+        if nodes > 1:
+            chunk = nbytes / intra
+            ring = 2 * (nodes - 1) / nodes * chunk / (link * p.scaleout_links)
+            inter = ring if kind == "all_reduce" else ring / 2
+        if kind == "all_reduce":
+            t = 2 * phase + inter
+        elif kind == "broadcast":
+            t = nbytes / per_peer + inter
+        else:  # all_gather / reduce_scatter
+            t = phase + inter
+        return int(t) + p.collective_latency_ns
+
+    # --- scheduling ------------------------------------------------------------------------
+    def at(self, measured_ns: int) -> int:
+        """The projected host time of a measured host timestamp."""
+        at: int = self.clock.at(measured_ns)
+        return at
+
+    def _note(self, engine: int, start: int, dur: int, flops: int) -> None:
+        if self.listener is not None:
+            self.listener(engine, start, dur, flops)
+
+    def schedule(self, engine: int, ready_ns: int, dur_ns: int, flops: int = 0) -> int:
+        """Place an op ready at `ready_ns` (projected) on the in-order stream; returns its
+        start. Collectives (NIC) run on their own stream beside compute."""
+        if engine == ENGINE_NIC:
+            return self.schedule_collective(ready_ns, dur_ns)
         start = max(ready_ns, self.stream_free, self.engine_free[engine])
         end = start + dur_ns
         self.engine_free[engine] = end
         self.stream_free = end
+        self._note(engine, start, dur_ns, flops)
         return start
+
+    def schedule_collective(self, ready_ns: int, dur_ns: int) -> int:
+        """A collective on the NIC: starts when its inputs are ready and the NIC is free."""
+        start = max(ready_ns, self.engine_free[ENGINE_NIC])
+        self.engine_free[ENGINE_NIC] = start + dur_ns
+        self._note(ENGINE_NIC, start, dur_ns, 0)
+        return start
+
+    def wait_collectives(self) -> None:
+        """The compute stream waits for every collective issued so far (DDP's grad wait)."""
+        self.stream_free = max(self.stream_free, self.engine_free[ENGINE_NIC])
 
     def idle_at(self) -> int:
         """When the device has finished everything queued so far."""
-        return self.stream_free
+        return max(self.stream_free, self.engine_free[ENGINE_NIC])
 
+    def run_graph(
+        self,
+        ops: Sequence[Any],
+        deps: Sequence[Any] | None,
+        ready_ns: int,
+        alive: Callable[[int], bool] | None = None,
+    ) -> list[tuple[Any, int, int, int, int, int]]:
+        """Schedule one launched graph; returns its device nodes
+        `(name, engine, start, dur, flops, nbytes)` where `name` is an op's interned device
+        name or, for a fused chain, a tuple of them.
+
+        Args:
+            ops: `(key, OpCost)` of each op in program order (OpCost: engine, flops, nbytes,
+                dur, dev_name, fusible).
+            deps: per op `(inputs, outputs)`, each a tuple of `(gid, nbytes)` device-storage
+                ids; None (an HPU-graph replay: no dataflow known) runs the ops in order on one
+                stream, each run of fusible TPC ops as one kernel that moves all their bytes.
+            ready_ns: when the launch reaches the device (projected).
+            alive: whether a storage id is still referenced after the graph (then a fused
+                chain must write it to HBM).
+        """
+        start0 = max(ready_ns, self.stream_free)
+        out: list[tuple[Any, int, int, int, int, int]] = []
+        if deps is None or len(deps) != len(ops):
+            t = start0
+            for name, engine, flops, nbytes, dur in self._fuse_in_order(ops):
+                s = self.schedule(engine, t, dur, flops)
+                out.append((name, engine, s, dur, flops, nbytes))
+                t = s + dur
+            return out
+        units = self._fuse(ops, deps, alive)
+        watch = self.watch
+        ready_of: dict[int, int] = {}
+        free = list(self.engine_free)
+        for e in COMPUTE_ENGINES:
+            free[e] = max(free[e], start0)
+        end_all = start0
+        for name, engine, flops, nbytes, dur, ins, outs in units:
+            t = start0
+            for g in ins:
+                r = ready_of.get(g)
+                if r is not None and r > t:
+                    t = r
+            s = max(t, free[engine])
+            e = s + dur
+            free[engine] = e
+            for g in outs:
+                ready_of[g] = e
+            if watch:
+                for g in outs:
+                    if g in watch:
+                        watch[g] = e
+            if engine != ENGINE_NIC and e > end_all:
+                end_all = e
+            self._note(engine, s, dur, flops)
+            out.append((name, engine, s, dur, flops, nbytes))
+        self.engine_free = free
+        self.stream_free = max(self.stream_free, end_all)
+        return out
+
+    def _fuse_in_order(self, ops: Sequence[Any]) -> list[tuple[Any, int, int, int, int]]:
+        """(name, engine, flops, bytes, dur) units: runs of fusible ops as one kernel."""
+        units: list[tuple[Any, int, int, int, int]] = []
+        run: list[Any] = []
+
+        def close() -> None:
+            if len(run) == 1:
+                c = run[0]
+                units.append((c.dev_name, c.engine, c.flops, c.nbytes, c.dur))
+            elif run:
+                flops = sum(c.flops for c in run)
+                nbytes = sum(c.nbytes for c in run)
+                low = all(getattr(c, "low", True) for c in run)
+                dur = self.tpc_duration(flops, nbytes, low)
+                units.append((tuple(c.dev_name for c in run), ENGINE_TPC, flops, nbytes, dur))
+            run.clear()
+
+        for _, c in ops:
+            if getattr(c, "fusible", False):
+                run.append(c)
+                continue
+            close()
+            units.append((c.dev_name, c.engine, c.flops, c.nbytes, c.dur))
+        close()
+        return units
+
+    def _fuse(
+        self,
+        ops: Sequence[Any],
+        deps: Sequence[Any],
+        alive: Callable[[int], bool] | None,
+    ) -> list[tuple[Any, int, int, int, int, tuple[int, ...], tuple[int, ...]]]:
+        """Scheduling units: single ops, and runs of consecutive fusible TPC ops fused into one
+        kernel (reads its external inputs once, writes what is read after it or still alive)."""
+        readers_after: dict[int, int] = {}  # gid -> index of its last reader
+        for i, (ins, _outs) in enumerate(deps):
+            for g, _ in ins:
+                readers_after[g] = i
+        units: list[tuple[Any, int, int, int, int, tuple[int, ...], tuple[int, ...]]] = []
+        i, n = 0, len(ops)
+        while i < n:
+            c = ops[i][1]
+            if not getattr(c, "fusible", False):
+                units.append(_single_unit(c, deps[i]))
+                i += 1
+                continue
+            j = i
+            while j < n and getattr(ops[j][1], "fusible", False):
+                j += 1
+            units.append(self._fused_unit(ops, deps, i, j, readers_after, alive))
+            i = j
+        return units
+
+    def _fused_unit(
+        self,
+        ops: Sequence[Any],
+        deps: Sequence[Any],
+        i: int,
+        j: int,
+        readers_after: dict[int, int],
+        alive: Callable[[int], bool] | None,
+    ) -> tuple[Any, int, int, int, int, tuple[int, ...], tuple[int, ...]]:
+        if j - i == 1:
+            return _single_unit(ops[i][1], deps[i])
+        produced: dict[int, int] = {}
+        ext_in: dict[int, int] = {}
+        flops = 0
+        low = True
+        names = []
+        for k in range(i, j):
+            c = ops[k][1]
+            flops += c.flops
+            low = low and getattr(c, "low", True)
+            names.append(c.dev_name)
+            ins, outs = deps[k]
+            for g, b in ins:
+                if g not in produced and g not in ext_in:
+                    ext_in[g] = b
+            for g, b in outs:
+                produced[g] = b
+        written = {
+            g: b
+            for g, b in produced.items()
+            if readers_after.get(g, -1) >= j or g in ext_in or (alive is not None and alive(g))
+        }
+        nbytes = sum(ext_in.values()) + sum(written.values())
+        dur = self.tpc_duration(flops, nbytes, low)
+        return (tuple(names), ENGINE_TPC, flops, nbytes, dur, tuple(ext_in), tuple(produced))
+
+    # --- compile ---------------------------------------------------------------------------
     def compile_ns(self, graph_ops: int, eager: bool = False) -> int:
         """Modeled compile time: grows linearly with the graph's op count."""
         p = self.profile
         if eager:
             return p.eager_compile_per_op_ns * max(graph_ops, 1)
         return p.compile_base_ns + p.compile_per_op_ns * graph_ops
+
+    # --- the host side (projected clock) ---------------------------------------------------
+    def host_wait(self, measured_ns: int, until_ns: int | None = None) -> int:
+        """The host waits for the device (idle, or until `until_ns`); returns the modeled wait
+        in ns (0 on the measured clock, where the host never waits)."""
+        target = self.idle_at() if until_ns is None else until_ns
+        wait: int = self.clock.wait_until(measured_ns, target)
+        return wait
+
+    def host_block(self, measured_ns: int, dur_ns: int) -> None:
+        """The host is busy for a modeled `dur_ns` at `measured_ns` (a compile, a launch)."""
+        self.clock.advance(measured_ns, dur_ns)
+
+
+def _single_unit(
+    c: Any, dep: Any
+) -> tuple[Any, int, int, int, int, tuple[int, ...], tuple[int, ...]]:
+    """One op as a scheduling unit: (name, engine, flops, bytes, dur, input ids, output ids)."""
+    ins, outs = dep
+    return (
+        c.dev_name,
+        c.engine,
+        c.flops,
+        c.nbytes,
+        c.dur,
+        tuple(g for g, _ in ins),
+        tuple(g for g, _ in outs),
+    )
+
+
+def _itemsize(dtype: Any) -> int:
+    size = getattr(dtype, "itemsize", None)
+    return int(size) if isinstance(size, int) else 4

@@ -19,8 +19,10 @@ import torch
 
 from hpusim import fallback as fb
 from hpusim import state
-from hpusim.device_model import ENGINE_DMA, ENGINE_MME, ENGINE_TPC, engine_of, matmul_flops
-from hpusim.fused_costs import FUSED_OPS, fused_op_cost
+from hpusim.accounting import after_op, gap_mode
+from hpusim.device_model import ENGINE_DMA, engine_of
+from hpusim.fake import run as run_fake
+from hpusim.fused_costs import FUSED_OPS, FusedOpCost, fused_op_cost
 from hpusim.recipe_cache import recipe_name
 from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER
 from hpusim.tensor import _DISPATCH, HpuTensor
@@ -227,6 +229,7 @@ class OpCost:
         "engine",
         "fallback",
         "flops",
+        "fusible",
         "low",
         "nbytes",
         "out_bytes",
@@ -248,6 +251,7 @@ class OpCost:
         self.nbytes = 0
         self.dur = 0
         self.low = False
+        self.fusible = False
         self.demote = False
 
 
@@ -289,20 +293,30 @@ def _arg_json(sig: tuple[Any, ...]) -> tuple[str, str]:
     return json.dumps(dims, separators=(",", ":")), json.dumps(types, separators=(",", ":"))
 
 
-def _tensor_bytes(sig: tuple[Any, ...]) -> tuple[int, list[tuple[int, ...]], torch.dtype | None]:
+def _tensor_bytes(
+    sig: tuple[Any, ...],
+) -> tuple[int, list[tuple[int, ...]], list[torch.dtype], list[Any]]:
+    """(input bytes, tensor shapes, their dtypes, the non-tensor arguments) of a signature."""
     nbytes = 0
     shapes: list[tuple[int, ...]] = []
-    first: torch.dtype | None = None
+    dtypes: list[torch.dtype] = []
+    scalars: list[Any] = []
     for a in sig:
         if type(a) is tuple and len(a) == 5 and a[0] == "T":
+            tensors = (a,)
+        elif type(a) is tuple and a and all(type(x) is tuple and len(x) == 5 for x in a):
+            tensors = tuple(x for x in a if x[0] == "T")  # a tensor list
+        else:
+            scalars.append(a)
+            continue
+        for x in tensors:
             n = 1
-            for d in a[1]:
+            for d in x[1]:
                 n *= d
-            nbytes += n * a[3].itemsize
-            shapes.append(tuple(a[1]))
-            if first is None:
-                first = a[3]
-    return nbytes, shapes, first
+            nbytes += n * x[3].itemsize
+            shapes.append(tuple(x[1]))
+            dtypes.append(x[3])
+    return nbytes, shapes, dtypes, scalars
 
 
 def _out_numel_bytes(out: Any) -> tuple[int, int]:
@@ -327,22 +341,28 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     dims, types = _arg_json(key[1])
     c.dims = sink.intern(dims)
     c.types = sink.intern(types)
-    in_bytes, shapes, dtype = _tensor_bytes(key[1])
+    in_bytes, shapes, dtypes, scalars = _tensor_bytes(key[1])
+    dtype = dtypes[0] if dtypes else None
     out_numel, out_bytes = _out_numel_bytes(out)
-    c.engine = info.engine
-    c.nbytes = in_bytes + out_bytes
     c.out_bytes = out_bytes
     c.low = dtype in _LOW_PRECISION
     # a view shares storage whose values were already stored as the device holds them
     c.demote = not info.is_view and _has_demoted_dtype(out, rt.flags.int64_support)
-    if info.fused is None or not _fused_cost(c, info, key[1], rt):
-        if c.engine == ENGINE_MME:
-            c.flops = matmul_flops(info.label.split("::", 1)[-1], shapes, out_numel)
-        elif c.engine == ENGINE_DMA:
-            c.flops = 0
-        else:
-            c.flops = out_numel
-        c.dur = rt.timeline.duration(c.engine, c.flops, c.nbytes, c.low)
+    label = info.label
+    fc = _fused_cost(info, key[1]) if info.fused is not None else None
+    if fc is not None:  # the bridge's fused `hpu::` op: ONE device op (fused_costs)
+        m = rt.timeline.model_fused(fc, dtypes)
+    else:
+        m = rt.timeline.model_op(
+            label.split("::", 1)[-1],
+            shapes,
+            dtypes,
+            out_numel,
+            in_bytes + out_bytes,
+            scalars,
+            label,
+        )
+    c.engine, c.flops, c.nbytes, c.dur, c.fusible = m
     suffix = _DTYPE_SUFFIX.get(dtype, "") if dtype is not None else ""
     c.dev_name = sink.intern(f"{info.base}_{suffix}" if suffix else info.base)
     if not rt.lazy:
@@ -366,31 +386,15 @@ def _shape_arg(a: Any) -> tuple[Any, Any]:
     return None, None
 
 
-def _fused_cost(c: OpCost, info: OpInfo, sig: tuple[Any, ...], rt: state.Runtime) -> bool:
-    """Price a fused `hpu::` op with `fused_costs` (ONE device op); False if it has no cost."""
+def _fused_cost(info: OpInfo, sig: tuple[Any, ...]) -> FusedOpCost | None:
+    """`fused_costs`' cost of a fused `hpu::` op from its schema-ordered tensor arguments."""
     assert info.fused is not None
     tensors, causal = info.fused
     pairs = [_shape_arg(sig[i]) if i < len(sig) else (None, None) for i in tensors]
     is_causal = 0 <= causal < len(sig) and sig[causal] is True
-    fc = fused_op_cost(
+    return fused_op_cost(
         info.label, [p[0] for p in pairs], [p[1] for p in pairs], is_causal=is_causal
     )
-    if fc is None:
-        return False
-    tl = rt.timeline
-    c.flops = fc.flops
-    c.nbytes = fc.nbytes
-    if fc.engine == "MME":
-        c.engine = ENGINE_MME
-        # MME and TPC parts of the fused kernel overlap: the slower one sets the duration
-        c.dur = max(
-            tl.duration(ENGINE_MME, fc.mme_flops, fc.nbytes, c.low),
-            tl.duration(ENGINE_TPC, fc.vector_flops, fc.nbytes, c.low),
-        )
-    else:
-        c.engine = ENGINE_TPC
-        c.dur = tl.duration(ENGINE_TPC, fc.flops, fc.nbytes, c.low)
-    return True
 
 
 _seq_nr = torch._C._autograd._get_sequence_nr
@@ -539,7 +543,24 @@ def _wrap_one(
 
 
 def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Run `func` for hpu tensors (called from HpuTensor.__torch_dispatch__)."""
+    """Run `func` for hpu tensors (called from HpuTensor.__torch_dispatch__).
+
+    On the projected timeline the op's measured time is removed from the host clock (the
+    bridge's modeled host cost replaces it, accounting.after_op); dynamo/AOT tracing on fake
+    tensors is host work a Gaudi host does too, so its time is kept."""
+    rt = state.RT
+    if rt is None or not rt.clock.projected or _fake_mode(_FAKE) is not None:
+        return _dispatch(func, args, kwargs)
+    clock = rt.clock
+    t = perf_counter_ns()
+    clock.enter(t, gap_mode(clock, t, _current_node() is not None))
+    try:
+        return _dispatch(func, args, kwargs)
+    finally:
+        clock.exit(perf_counter_ns())
+
+
+def _dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     H = HpuTensor
     info = getattr(func, "_hpusim_info", None) or op_info(func)
     rt = state.RT
@@ -598,7 +619,7 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
 
         flush(rt, "index_put_frontend_impl_hpu_lazy")
 
-    out = func(*uargs, **ukw)
+    out = func(*uargs, **ukw) if rt.fake is None else run_fake(rt, func, info, uargs, ukw, ckey)
     t1 = perf_counter_ns()
     if info.label in _COMPLEX_TO_HOST:
         return out  # the bridge's complex_hpu computes on the host and returns a cpu tensor
@@ -618,10 +639,19 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         cost = _COST[ckey] = make_cost(info, ckey, out)
         cost.fallback = fallback
         cost.rule_dtype = rule_dtype
-    if cost.demote:
+    if cost.demote and rt.fake is None:  # fake compute: no values to store
         device_dtype_values(out, rt.flags.int64_support)
-    if info.plain_out and not info.is_view and type(result) is H:
-        state.track_alloc(rt, result, cost.out_bytes)
+    after_op(
+        rt,
+        info,
+        cost,
+        args,
+        kwargs,
+        result,
+        t1,
+        rt.lazy and not (fallback or info.is_view),
+        fallback,
+    )
     sink = rt.sink
     rec = sink.recording
     if fallback:
@@ -872,9 +902,10 @@ def _after_fallback(
     tl = rt.timeline
     in_bytes = cost.nbytes - cost.out_bytes
     d2h_dur = tl.transfer(in_bytes)
-    d2h_start = tl.schedule(ENGINE_DMA, t0, d2h_dur)
+    d2h_start = tl.schedule(ENGINE_DMA, tl.at(t0), d2h_dur)
+    tl.host_wait(t1, d2h_start + d2h_dur)  # the host runs the op on the copied inputs
     h2d_dur = tl.transfer(cost.out_bytes)
-    h2d_start = tl.schedule(ENGINE_DMA, max(t1, d2h_start + d2h_dur), h2d_dur)
+    h2d_start = tl.schedule(ENGINE_DMA, max(tl.at(t1), d2h_start + d2h_dur), h2d_dur)
     if rec:
         module = rt.module_stack[-1] if rt.module_stack else 0
         corr = rt.next_corr
@@ -906,17 +937,18 @@ def _after_fallback(
 def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int, rec: bool) -> tuple[int, int, int]:
     """Per-op eager recipe: (recipe id, correlation, modeled device start)."""
     rid = cost.eager_rid
-    ready = t1 + rt.profile.launch_latency_ns
+    tl = rt.timeline
     if cost.eager_new:
-        # eager-compiler recipe: modeled compile, not counted in graph_compilation (as the bridge)
+        # eager-compiler recipe: modeled compile, not counted in graph_compilation (as the bridge);
+        # it blocks the host (on the projected timeline: a jump just after the op)
         cost.eager_new = False
-        comp = rt.timeline.compile_ns(1, eager=True)
-        ready += comp
+        comp = tl.compile_ns(1, eager=True)
+        tl.host_block(t1 + 1, comp)
         if rec:
             rt.sink.runtime(
                 "compile",
                 recipe_name(rid),
-                t1,
+                t1 + 1,
                 comp,
                 mode=rt.mode_code,
                 graph=rid,
@@ -931,9 +963,12 @@ def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int, rec: bool) -> tuple[
                     "hpuprof.eager": True,
                 },
             )
+    else:
+        comp = 0
+    ready = tl.at(t1 + 1) + rt.profile.launch_latency_ns + (0 if tl.clock.projected else comp)
     corr = rt.next_corr
     rt.next_corr += 1
-    start = rt.timeline.schedule(cost.engine, ready, cost.dur)
+    start = tl.schedule(cost.engine, ready, cost.dur, cost.flops)
     return rid, corr, start
 
 

@@ -15,6 +15,7 @@ from typing import Any, Final
 import torch
 
 from hpusim import state
+from hpusim.fake import factory_device
 from hpusim.tensor import HpuTensor
 
 DIRECT: Final = (
@@ -34,10 +35,10 @@ DIRECT: Final = (
 _libs: list[Any] = []
 
 
-def _cpu_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+def _cpu_kwargs(kwargs: dict[str, Any], device: Any = None) -> dict[str, Any]:
     if "device" in kwargs:
         kwargs = dict(kwargs)
-        kwargs["device"] = torch.device("cpu")
+        kwargs["device"] = device or torch.device("cpu")
     return kwargs
 
 
@@ -56,12 +57,19 @@ def _run(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             "PyTorch is not linked with support for hpu devices (hpusim is not enabled)"
         )
     t0 = perf_counter_ns()
-    raw = op(*args, **_cpu_kwargs(kwargs))
-    if isinstance(raw, torch.Tensor):
-        from hpusim.transfers import on_device
+    clock = rt.clock
+    clock.enter(t0)  # projected timeline: the bridge's cost of a factory, not the emulator's
+    try:
+        # compute="fake": a meta tensor under the hpu tensor
+        raw = op(*args, **_cpu_kwargs(kwargs, factory_device(rt)))
+        if isinstance(raw, torch.Tensor) and rt.fake is None:
+            from hpusim.transfers import on_device
 
-        on_device(rt, raw)
-    out = _wrap(raw)
+            on_device(rt, raw)
+        out = _wrap(raw)
+        clock.op(perf_counter_ns(), rt.profile.host_eager_op_ns)
+    finally:
+        clock.exit(perf_counter_ns())
     if not rt.acquired:
         from hpusim.transfers import acquire
 
@@ -69,7 +77,7 @@ def _run(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if isinstance(out, torch.Tensor):
         from hpusim.dtype_rules import on_device_dtype
 
-        state.track_alloc(rt, out, out.numel() * out.element_size())
+        state.track_alloc(rt, out, out.numel() * out.element_size(), str(op._schema.name))
         on_device_dtype(rt, out.dtype, str(op._schema.name))
     sink = rt.sink
     if sink.recording:

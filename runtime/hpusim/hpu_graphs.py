@@ -304,6 +304,7 @@ class HPUGraph:
         self._outputs_marked = False
         self.subgraphs = 0
         self.captured = False
+        self.plans: list[Any] = []  # the lazy recipes flushed during the capture
         self.dry_run = False
         self.replays = 0
         self._user_inputs: list[Any] = []
@@ -327,6 +328,7 @@ class HPUGraph:
         self.dry_run = dry_run
         self._outputs_marked = False
         self._t0 = perf_counter_ns()
+        rt.plan_log = []  # the lazy recipes of the capture: what a replay runs
         _Counter.capturing = self
         dispatch.add_op_listener(self._on_op)
         self._mode = _MODE[0](self)
@@ -348,6 +350,8 @@ class HPUGraph:
             dispatch.remove_op_listener(self._on_op)
         if rt.lazy:
             lazy.flush(rt, "HPUGraph::capture_end")
+        self.plans = rt.plan_log or []
+        rt.plan_log = None
         self.captured = True
         if rt.sink.recording:
             rt.sink.runtime(
@@ -372,6 +376,9 @@ class HPUGraph:
             self._mode = None
         if _Counter.capturing is self:
             _Counter.capturing = None
+        rt = state.RT
+        if rt is not None:
+            rt.plan_log = None
         dispatch.remove_op_listener(self._on_op)
 
     def device_op_count(self) -> int:
@@ -388,10 +395,13 @@ class HPUGraph:
         if rt.lazy:
             lazy.flush(rt, "HPUGraph::replay")
         t0 = perf_counter_ns()
-        for op in self._ops:
-            _rerun(op)
+        with rt.clock.mute():  # the CPU re-run is the emulator's; the replay's cost is modeled
+            for op in self._ops:
+                _rerun(op)
         self.replays += 1
-        record_replay(rt, self.graph_id, [op.key for op in self._ops if not op.info.is_view], t0)
+        record_replay(
+            rt, self.graph_id, [op.key for op in self._ops if not op.info.is_view], t0, self.plans
+        )
 
     def replayV2(self, static_tlist: Any, tlist: Any, asynchronous: bool = False) -> None:
         """Replay with `tlist` in place of the captured `static_tlist` inputs (copied in)."""
@@ -479,35 +489,53 @@ def _cost(key: Any) -> Any:
     return cost
 
 
-def record_replay(rt: Any, graph_id: int, keys: list[Any], t0: int) -> None:
-    """One `graph_replay` launch event plus the captured device ops on the modeled timeline."""
+def record_replay(
+    rt: Any, graph_id: int, keys: list[Any], t0: int, plans: list[Any] | None = None
+) -> None:
+    """One `graph_replay` launch event plus the captured device ops on the modeled timeline.
+
+    The device ops are scheduled whether or not the sink records (the modeled timeline and a
+    prediction need them); on the projected timeline the replay's host time is modeled (and
+    this bookkeeping's own time removed)."""
+    with rt.clock.pause():
+        _record_replay(rt, graph_id, keys, t0, plans)
+
+
+def _record_replay(
+    rt: Any, graph_id: int, keys: list[Any], t0: int, plans: list[Any] | None
+) -> None:
     sink = rt.sink
-    if not sink.recording:
-        return
+    tl = rt.timeline
     now = perf_counter_ns()
+    tl.host_block(now, rt.profile.host_graph_replay_ns)
     corr = rt.next_corr
     rt.next_corr += 1
-    sink.runtime(
-        "graph_replay",
-        f"HPUGraph replay {graph_id}",
-        t0,
-        now - t0,
-        mode=rt.mode_code,
-        graph=graph_id,
-        corr=corr,
-        payload={"hpuprof.graph_ops": len(keys), "hpuprof.modeled": True},
-    )
-    ready = now + rt.profile.launch_latency_ns
-    tl = rt.timeline
-    for key in keys:
-        cost = _cost(key)
-        if cost is None:
-            continue
-        start = tl.schedule(cost.engine, ready, cost.dur)
-        ready = start + cost.dur
-        sink.device(
-            cost.dev_name, cost.engine, start, cost.dur, graph_id, corr, cost.flops, cost.nbytes
+    if sink.recording:
+        sink.runtime(
+            "graph_replay",
+            f"HPUGraph replay {graph_id}",
+            now if tl.clock.projected else t0,
+            0 if tl.clock.projected else now - t0,
+            mode=rt.mode_code,
+            graph=graph_id,
+            corr=corr,
+            payload={"hpuprof.graph_ops": len(keys), "hpuprof.modeled": True},
         )
+    ready = tl.at(now) + rt.profile.launch_latency_ns
+    if plans:  # the capture's lazy recipes, with their dataflow: fusion and engine overlap
+        nodes = []
+        for graph_ops, deps, kept in plans:
+            nodes += tl.run_graph(graph_ops, deps, ready, kept.__contains__)
+            ready = tl.stream_free
+    else:  # in order, runs of fusible ops as one kernel each
+        ops = [(key, cost) for key in keys if (cost := _cost(key)) is not None]
+        nodes = tl.run_graph(ops, None, ready)
+    if sink.recording:
+        from hpusim.lazy import _fused_name
+
+        for name, engine, start, dur, flops, nbytes in nodes:
+            sid = name if type(name) is int else sink.intern(_fused_name(sink, name))
+            sink.device(sid, engine, start, dur, graph_id, corr, flops, nbytes)
 
 
 class graph:
@@ -695,18 +723,21 @@ class _TrainingGraph:
             lazy.flush(rt, "HPUGraph::replay")
         sink = rt.sink
         rec = sink.recording
-        pending = rt.graph
-        rt.graph = []
+        pending, pending_deps = rt.graph, rt.graph_deps
+        rt.graph, rt.graph_deps = [], []
         t0 = perf_counter_ns()
         sink.recording = False
         try:
-            out = fn(*args, **kwargs)
+            with rt.clock.mute():  # the CPU re-run is the emulator's: the replay is modeled
+                out = fn(*args, **kwargs)
         finally:
             sink.recording = rec
-            rt.graph = pending  # the replayed ops belong to the graph, not to a lazy recipe
+            # the replayed ops belong to the graph, not to a lazy recipe
+            rt.graph, rt.graph_deps = pending, pending_deps
         g = self.graph
         g.replays += 1
-        record_replay(rt, g.graph_id, [op.key for op in g._ops if not op.info.is_view], t0)
+        keys = [op.key for op in g._ops if not op.info.is_view]
+        record_replay(rt, g.graph_id, keys, t0, g.plans)
         return out
 
 

@@ -53,7 +53,6 @@ SCHEMAS: Final[dict[str, str]] = {
 FP8_SCHEMAS: Final[dict[str, str]] = {
     "cast_to_fp8_v2": "(Tensor input, Tensor? scale=None, bool stochastic_rounding=False, bool is_amax=False, ScalarType dtype=None, int[]? scale_shape=None) -> (Tensor, Tensor)",
     "cast_from_fp8": "(Tensor input, Tensor? scale, ScalarType out_dtype, int[]? scale_shape=None) -> Tensor",
-    "fp8_gemm_v2": "(Tensor A, bool trans_A, Tensor B, bool trans_B, Tensor? D, ScalarType out_dtype, Tensor? A_scale_inv=None, Tensor? B_scale_inv=None, Tensor? bias=None, bool accumulate=False, int[]? B_scale_shape=None) -> Tensor",
     "conv2d_fp8": "(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, int groups=1, ScalarType? out_dtype=None, Tensor? scale_input=None, Tensor? scale_weight=None) -> Tensor",
     "sum_fp8": "(Tensor self, int[1]? dim=None, bool keepdim=False, ScalarType? out_dtype=None) -> Tensor",
     "softmax_fp8": "(Tensor input, int dim, Tensor? input_scale=None, Tensor? output_scale=None, Tensor? inv_attn_heads=None, Tensor? fused_add=None) -> Tensor",
@@ -61,7 +60,14 @@ FP8_SCHEMAS: Final[dict[str, str]] = {
     "fp8_sdpa_recomp_fwd": "(Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, bool requires_backward, str softmax_mode, Tensor? d_scale_q, Tensor? d_scale_k, Tensor? d_scale_v, Tensor? q_scale_s, Tensor? q_scale_o, Tensor? d_scale_s, bool is_amax_s, bool is_amax_0, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
 }
 """The bridge's fp8 ops: defined with their schemas, but they need the device's fp8 MME and
-scaling hardware, so calling one raises NotImplementedError naming the op and the emulator."""
+scaling hardware, so calling one raises NotImplementedError naming the op and the emulator.
+`fp8_gemm_v2` (`EMULATED_FP8`) is the exception: `te.Linear` multiplies through it."""
+
+EMULATED_FP8: Final[dict[str, str]] = {
+    "fp8_gemm_v2": "(Tensor A, bool trans_A, Tensor B, bool trans_B, Tensor? D, ScalarType out_dtype, Tensor? A_scale_inv=None, Tensor? B_scale_inv=None, Tensor? bias=None, bool accumulate=False, int[]? B_scale_shape=None) -> Tensor",
+}
+"""The bridge's FP8 GEMM, emulated (dequantize, then matmul: `hpusim.transformer_engine`); the
+device model runs it at the MME's FP8 rate."""
 
 _F32: Final = torch.float32
 
@@ -658,4 +664,9 @@ def install() -> None:
     for name, schema in FP8_SCHEMAS.items():
         lib.define(name + schema)
         lib.impl(name, _fp8_unavailable(name), "CompositeExplicitAutograd")
+    from hpusim.transformer_engine import fp8_gemm_v2
+
+    for name, schema in EMULATED_FP8.items():
+        lib.define(name + schema)
+        lib.impl(name, fp8_gemm_v2, "CompositeExplicitAutograd")
     _LIBS.append(lib)

@@ -13,6 +13,7 @@ from time import perf_counter_ns
 from typing import Any
 
 from hpusim import state
+from hpusim.accounting import flush_host_cost
 from hpusim.metrics import EventDispatcher, EventId, publish
 from hpusim.recipe_cache import recipe_name
 
@@ -44,6 +45,7 @@ def flush(rt: state.Runtime, reason: str) -> int:
     if not graph:
         return -1
     rt.graph = []
+    deps, rt.graph_deps = rt.graph_deps, []
     rt.flushes += 1
     rt.iteration_graphs += 1
     if rt.flags.irgraph_log and rt.config.mode == "lazy":
@@ -57,7 +59,8 @@ def flush(rt: state.Runtime, reason: str) -> int:
     rid = look.recipe_id
     recipe = recipe_name(rid)
     tl = rt.timeline
-    ready = now + rt.profile.launch_latency_ns
+    # the bridge hashes the graph and looks its recipe up on the host (projected timeline)
+    tl.host_block(now, flush_host_cost(rt, n))
     if rec:
         sink.runtime(
             "graph_build",
@@ -68,13 +71,14 @@ def flush(rt: state.Runtime, reason: str) -> int:
             graph=rid,
             payload={"hpuprof.flush_reason": reason, "hpuprof.graph_ops": n},
         )
+    comp = 0
     bus = EventDispatcher.instance()
     if look.hit:
         if bus.has_subscribers(EventId.CACHE_HIT):
             publish(EventId.CACHE_HIT, [("recipe_id", rt.cache.spec_hash(rid))])
     else:
         comp = tl.compile_ns(n)
-        ready += comp
+        tl.host_block(now + 1, comp)  # the compile blocks the host
         # the bridge's launcher emits the cache miss, then synapse's compile the compilation
         # (recipe names `.graph_dumps/HabanaFusedOpLazy_<n>`, one counter per process)
         if bus.has_subscribers(EventId.CACHE_MISS):
@@ -87,7 +91,7 @@ def flush(rt: state.Runtime, reason: str) -> int:
             sink.runtime(
                 "compile",
                 recipe,
-                now,
+                now + 1,
                 comp,
                 mode=rt.mode_code,
                 graph=rid,
@@ -101,28 +105,55 @@ def flush(rt: state.Runtime, reason: str) -> int:
                 },
             )
             sink.counter("hpu.recipe_cache_size", now, {"recipes": len(rt.cache)})
+    if tl.clock.projected:  # the launch's modeled host time, after the compile
+        tl.host_block(now + 2, rt.profile.host_launch_ns)
+        launch_ts, launch_dur = now + 2, 0
+        ready = tl.at(now + 2) + rt.profile.launch_latency_ns
+    else:  # the measured timeline: the device starts after the modeled compile
+        launch_ts, launch_dur = now, perf_counter_ns() - now
+        ready = now + rt.profile.launch_latency_ns + comp
     corr = rt.next_corr
     rt.next_corr += 1
     if rec:
         sink.runtime(
             "launch",
             f"launch {recipe}",
-            now,
-            perf_counter_ns() - now,
+            launch_ts,
+            launch_dur,
             mode=rt.mode_code,
             graph=rid,
             corr=corr,
             payload={"hpuprof.cache": "hit" if look.hit else "miss", "hpuprof.graph_ops": n},
         )
-    for _, cost in graph:
-        start = tl.schedule(cost.engine, ready, cost.dur)
-        ready = start + cost.dur
-        if rec:
-            sink.device(
-                cost.dev_name, cost.engine, start, cost.dur, rid, corr, cost.flops, cost.nbytes
-            )
+    nodes = tl.run_graph(graph, deps, ready, rt.alloc.alive)
+    if rt.plan_log is not None:  # an HPU-graph capture: its replays run this recipe again
+        # what outlives the graph: in an inference capture nothing but its outputs (the
+        # capture's own references keep its intermediates alive only in the emulator)
+        kept: frozenset[int] = frozenset()
+        if _grad_enabled():
+            kept = frozenset(g for _, outs in deps for g, _ in outs if rt.alloc.alive(g))
+        rt.plan_log.append((graph, deps, kept))
+    if rec:
+        for name, engine, start, dur, flops, nbytes in nodes:
+            sid = name if type(name) is int else sink.intern(_fused_name(sink, name))
+            sink.device(sid, engine, start, dur, rid, corr, flops, nbytes)
+    if rt.ledger is not None:
+        rt.ledger.on_flush(n, look)
     state.memory_counter(rt, now)
     return rid
+
+
+def _grad_enabled() -> bool:
+    import torch
+
+    return bool(torch.is_grad_enabled())
+
+
+def _fused_name(sink: Any, names: tuple[int, ...]) -> str:
+    """A fused TPC chain's kernel name: its first ops' device names joined by `+`."""
+    parts = [sink.string(n) for n in names[:4]]
+    more = f"+{len(names) - 4} more" if len(names) > 4 else ""
+    return "fused(" + "+".join(parts) + more + ")"
 
 
 def bridge_recipe_name(rt: state.Runtime) -> str:
@@ -136,10 +167,16 @@ def host_sync(rt: state.Runtime, reason: str, ts: int) -> None:
     """The host waits for the device (`.item()`, D2H, dynamic op, synchronize)."""
     if rt.lazy:
         flush(rt, reason)
+    tl = rt.timeline
+    t = perf_counter_ns()
+    wait = tl.host_wait(t)
+    if reason != "synchronize":  # the read itself: a small D2H copy and its completion
+        tl.host_block(t + 1, rt.profile.host_d2h_ns)
     sink = rt.sink
     if sink.recording:
         now = perf_counter_ns()
-        wait = max(0, rt.timeline.idle_at() - now)
+        if not tl.clock.projected:
+            wait = max(0, tl.idle_at() - now)
         sink.runtime(
             "sync",
             f"sync ({reason})",
@@ -168,9 +205,12 @@ def mark_step(device_str: str = "", sync: bool = False) -> None:
         publish(EventId.MARK_STEP, [])  # the bridge publishes before its StepMarker
         if rt.flags.irgraph_log and not rt.graph:
             rt.log.step_marker(HOST_STEP_MARKER)  # logged even when nothing is pending
-        flush(rt, HOST_STEP_MARKER)
+        with rt.clock.pause():  # the emulator's flush work is replaced by its modeled cost
+            flush(rt, HOST_STEP_MARKER)
         _run_step_closures(rt)
     rt.mark_steps += 1
+    if rt.ledger is not None:
+        rt.ledger.on_mark_step()
     if not rt.lazy:
         state.memory_counter(rt, now)
     if rt.sink.recording:

@@ -92,6 +92,8 @@ class EventBatch:
         strings: the interned string table (ids index it).
         payloads: extra args of rare events (compile causes, counter values...).
         pid: OS process id of the recording process.
+        measured_dur_ns: on the projected timeline, each event's measured duration (the
+            emulator's own time; `dur_ns` is then projected); None on the measured timeline.
     """
 
     kind: list[int]
@@ -114,6 +116,7 @@ class EventBatch:
     strings: tuple[str, ...]
     payloads: tuple[dict[str, Any], ...]
     pid: int
+    measured_dur_ns: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -129,6 +132,8 @@ class Sink:
 
     def __init__(self) -> None:
         self.recording: bool = False
+        self.project: Any = None
+        """`fn(columns)` mapping host timestamps to the projected clock at drain (projection.py)."""
         self._strings: list[str] = [""]
         self._ids: dict[str, int] = {"": 0}
         self._lock = threading.Lock()
@@ -360,12 +365,18 @@ class Sink:
             strings = tuple(self._strings)
         off = self._clock_offset_ns
         data = dict(zip(COLUMNS, cols, strict=True))
+        if self.project is not None:
+            self.project(data, payloads)
         data["ts_ns"] = [t + off for t in data["ts_ns"]]
         return EventBatch(**data, strings=strings, payloads=tuple(payloads), pid=os.getpid())
 
     def now_epoch_ns(self) -> int:
-        """The sink clock (perf_counter_ns) mapped to epoch ns, for a profiler's base time."""
-        return time.perf_counter_ns() + self._clock_offset_ns
+        """The sink clock (perf_counter_ns, or its projection) mapped to epoch ns, for a
+        profiler's base time."""
+        now = time.perf_counter_ns()
+        if self.project is not None:
+            now = self.project.clock.at(now)
+        return int(now) + self._clock_offset_ns
 
 
 _SINK = Sink()

@@ -15,14 +15,15 @@ import torch
 from hpusim import state
 
 HPU_DEVICE: Final = torch.device("hpu", 0)
+_CPU: Final = torch.device("cpu")
 
 
 class HpuTensor(torch.Tensor):
     """A tensor on the emulated HPU. `_elem` is the real CPU tensor holding the data."""
 
     _elem: torch.Tensor
-    _nbytes: int = 0
-    """Device bytes this wrapper accounts for (new storages only; views and in-place outputs 0)."""
+    _gid: int = 0
+    """The modeled device storage this wrapper references (allocator.py; 0 = none)."""
     _epoch: int = -1
     """Lazy mode: the flush count when an op last wrote this tensor (pending while it is current)."""
 
@@ -35,7 +36,7 @@ class HpuTensor(torch.Tensor):
             storage_offset=elem.storage_offset(),
             dtype=elem.dtype,
             layout=elem.layout,
-            device=elem.device,
+            device=_CPU if elem.is_meta else elem.device,  # fake compute: meta inside
             requires_grad=requires_grad,
         )
         r._elem = elem
@@ -54,11 +55,11 @@ class HpuTensor(torch.Tensor):
         return _DISPATCH[0](func, args, kwargs or {})
 
     def __del__(self) -> None:
-        n = self._nbytes
-        if n:
+        g = self._gid
+        if g:
             rt = state.RT
             if rt is not None:
-                state.track_free(rt, n)
+                rt.alloc.release(g)
 
     # --- what Python sees -------------------------------------------------------------------
     @property
@@ -102,7 +103,7 @@ class HpuTensor(torch.Tensor):
         from hpusim.transfers import note_host_read
 
         note_host_read("d2h_maybe_eval")
-        text = repr(self._elem.detach())
+        text = repr(self._elem.detach()).replace("device='meta', ", "")  # fake compute
         assert text.endswith(")")
         extra = ", device='hpu:0'"
         if self.grad_fn is not None:
@@ -120,6 +121,11 @@ class HpuTensor(torch.Tensor):
         from hpusim.transfers import note_host_read
 
         note_host_read("d2h_maybe_eval")
+        rt = state.RT
+        if rt is not None and rt.fake is not None:
+            from hpusim.fake import tolist
+
+            return tolist(self)
         return self._elem.tolist()
 
     def numpy(self, *, force: bool = False) -> Any:

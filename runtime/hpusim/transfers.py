@@ -17,6 +17,7 @@ import torch
 
 from hpusim import state
 from hpusim.device_model import ENGINE_DMA
+from hpusim.fake import host_copy, to_fake
 from hpusim.tensor import HpuTensor
 
 _orig: dict[str, Any] = {}
@@ -47,7 +48,10 @@ def _record_transfer(
     dur = rt.timeline.transfer(nbytes)
     corr = rt.next_corr
     rt.next_corr += 1
-    start = rt.timeline.schedule(ENGINE_DMA, t1, dur)
+    tl = rt.timeline
+    start = tl.schedule(ENGINE_DMA, tl.at(t1), dur)
+    if direction == "d2h":  # the host reads the copy: it waits for it (projected timeline)
+        tl.host_wait(t1, start + dur)
     if sink.recording:
         from hpusim.dispatch import phase_code
 
@@ -84,14 +88,14 @@ class _H2D(torch.autograd.Function):
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
         rt = state.require_runtime()
         t0 = perf_counter_ns()
-        elem = on_device(rt, x.detach().clone())
+        elem = on_device(rt, x.detach().clone()) if rt.fake is None else to_fake(rt, x)
         if not rt.acquired:
             acquire(rt)
         from hpusim.dtype_rules import on_device_dtype
 
         on_device_dtype(rt, elem.dtype, "aten::_to_copy")
         out = HpuTensor(elem)
-        state.track_alloc(rt, out, elem.numel() * elem.element_size())
+        state.track_alloc(rt, out, elem.numel() * elem.element_size(), "aten::_to_copy")
         _record_transfer(rt, "aten::_to_copy", "h2d", elem, t0, perf_counter_ns())
         return out
 
@@ -109,7 +113,7 @@ class _D2H(torch.autograd.Function):
 
         host_sync(rt, "d2h_maybe_eval", t0)
         elem = x._elem  # type: ignore[attr-defined]
-        out = elem.detach().clone()
+        out = elem.detach().clone() if rt.fake is None else host_copy(elem, ".cpu()")
         _record_transfer(rt, "aten::_to_copy", "d2h", elem, t0, perf_counter_ns())
         return out
 
@@ -163,15 +167,16 @@ def record_copy(dst: torch.Tensor, src: torch.Tensor, direction: str, t0: int) -
         from hpusim.lazy import host_sync
 
         host_sync(rt, "d2h_maybe_eval", t0)
-        dst.copy_(src)
+        dst.copy_(src if rt.fake is None else host_copy(src, "copy to a host tensor"))
         _record_transfer(rt, "aten::copy_", "d2h", src, t0, perf_counter_ns())
     else:
         if rt.lazy and rt.graph and getattr(dst, "_epoch", -1) == rt.flushes:
             from hpusim.lazy import flush
 
             flush(rt, "H2D copy")  # the bridge flushes before overwriting a pending tensor
-        dst._elem.copy_(src)  # type: ignore[attr-defined]
-        on_device(rt, dst._elem)  # type: ignore[attr-defined]
+        if rt.fake is None:  # fake compute: no data to copy
+            dst._elem.copy_(src)  # type: ignore[attr-defined]
+            on_device(rt, dst._elem)  # type: ignore[attr-defined]
         _record_transfer(rt, "aten::copy_", "h2d", src, t0, perf_counter_ns())
     return dst
 

@@ -100,7 +100,9 @@ def test_local_cluster_names_straggler_and_failed_ranks(tmp_path: Path) -> None:
     write_memory_bomb(run / "rank5.json.gz", megabytes=500)
     cache = tmp_path / "cache"
     out = tmp_path / "report.json"
-    env = {**os.environ, "HPUPROF_CACHE_DIR": str(cache)}
+    # the loader refuses a gzip bomb by its expansion ratio (issue 13); raise the limit so this one
+    # reaches a worker and kills it by memory, the failure this test is about
+    env = {**os.environ, "HPUPROF_CACHE_DIR": str(cache), "HPUPROF_MAX_GZIP_RATIO": "1000000"}
     cmd = [sys.executable, "-c", "from hpuprof.cli.main import run; run()", "analyze", str(run)]
     cmd += ["--workers", "2", "--worker-memory", "350MB", "-r", "distributed", "-o", str(out)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=500, cwd=REPO)

@@ -282,6 +282,8 @@ def run_meta(doc: Mapping[str, Any]) -> html.Div:
     parts = [f"Device: {device.get('label') or 'unknown'}"]
     if section(doc, "meta", "device_time") == "modeled":
         parts.append("device times modeled by the emulator, not measured")
+        if section(doc, "meta", "timeline") == "projected":
+            parts.append("host times projected for a Gaudi host (emulator's own work removed)")
     elif section(doc, "meta", "timeline") == "projected":
         parts.append("device times projected for the device, not measured")
     ranks = section(doc, "meta", "ranks") or []

@@ -93,3 +93,9 @@ class Backend(abc.ABC):
     def metrics(self) -> list[dict[str, Any]] | None:
         """The Habana-format metrics dump records, or None when the backend has none."""
         return None
+
+    def project_epoch_ns(self, epoch_ns: int, end: bool = False) -> int:
+        """An epoch timestamp the profiler measured, on the clock of the backend's events
+        (the emulated runtime's projected host clock; identity elsewhere). `end` maps an
+        interval's end (after a modeled wait at that instant)."""
+        return epoch_ns

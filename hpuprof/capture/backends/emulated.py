@@ -3,7 +3,7 @@
 The sink is written without locks by the thread that drives the emulated device, so it is
 drained on that thread only: at `prof.step()`, at optimizer steps, at `profile(action)` exits
 and at stop (see `HPUProfiler.poll`). Device times in these traces are modeled
-(`device_time: "modeled"`), host times measured.
+(`device_time: "modeled"`), host times projected (`timeline: "projected"`) or measured.
 """
 
 from __future__ import annotations
@@ -44,6 +44,13 @@ class EmulatedBackend(Backend):
     def poll(self) -> None:
         if self._sink is None or self._ctx is None or not len(self._sink):
             return
+        import hpusim
+
+        with hpusim.host_overhead():  # the profiler's own work is not the script's host time
+            self._poll()
+
+    def _poll(self) -> None:
+        assert self._sink is not None and self._ctx is not None
         from hpusim.chrome_events import to_chrome_events
 
         batch = self._sink.drain()
@@ -74,6 +81,12 @@ class EmulatedBackend(Backend):
         if compile_mode.is_installed():
             meta.update(compile_mode.run_metadata())
         return meta
+
+    def project_epoch_ns(self, epoch_ns: int, end: bool = False) -> int:
+        import hpusim
+
+        projected: int = hpusim.project_epoch_ns(epoch_ns, end=end)
+        return projected
 
     def metrics(self) -> list[dict[str, Any]] | None:
         import hpusim

@@ -25,6 +25,12 @@ def register(app: typer.Typer) -> None:
         emulate: bool = typer.Option(False, "--emulate", help="Run on the emulated Gaudi."),
         mode: str = typer.Option("lazy", "--mode", help="lazy | eager | compile (emulated)."),
         device: str = typer.Option("gaudi2", "--device", help="gaudi2 | gaudi3 (emulated)."),
+        timeline: str = typer.Option(
+            "projected",
+            "--timeline",
+            help="projected: host times as on a Gaudi host (emulated default) | measured: "
+            "the emulator's own host clock.",
+        ),
         output: Path | None = typer.Option(None, "-o", "--output", help="Run directory."),
         schedule: str | None = typer.Option(
             None, "--schedule", help="wait,warmup,active[,repeat[,skip_first]] in steps."
@@ -56,6 +62,7 @@ def register(app: typer.Typer) -> None:
             emulate=emulate,
             mode=mode,
             device=device,
+            timeline=timeline,
             output=output,
             schedule=schedule,
             backend=backend,

@@ -1,25 +1,29 @@
-"""`transformer_engine.fp8` (emulated): fp8 is not available on the emulated card."""
+"""`transformer_engine.fp8` (emulated): `te.Linear` under `fp8_autocast` runs in FP8 on the
+emulated card (`hpusim.transformer_engine`); the fp8 scaling kernels beyond it do not."""
 
-REASON = "fp8 needs the Gaudi's fp8 hardware; not available under the hpusim emulator"
+from hpusim.transformer_engine import is_fp8_enabled
+
+__all__ = ["FP8GlobalStateManager", "is_fp8_available", "is_fp8_enabled"]
+"""`is_fp8_enabled()` is module-level, as in Intel's Gaudi transformer_engine (lightning-habana's
+precision tests call `tengine.fp8.is_fp8_enabled()`): True inside `fp8_autocast`."""
+
+REASON = (
+    "fp8 scaling kernels need the Gaudi's fp8 hardware; not available under the hpusim emulator"
+)
 
 
 def is_fp8_available() -> tuple[bool, str]:
-    """`(False, reason)`: the emulator has no fp8 MME."""
+    """`(False, reason)`: the fp8 scaling kernels clients gate on are not emulated (clients
+    that pass this check use them); `te.Linear` under `fp8_autocast` still runs in FP8."""
     return False, REASON
 
 
-def is_fp8_enabled() -> bool:
-    """Module-level status query of Intel's Gaudi transformer_engine (lightning-habana's
-    precision tests call `tengine.fp8.is_fp8_enabled()`): never enabled on the emulated card."""
-    return False
-
-
 class FP8GlobalStateManager:
-    """fp8 global state: fp8 is never enabled on the emulated card."""
+    """fp8 global state: enabled inside `fp8_autocast`."""
 
     @staticmethod
     def is_fp8_enabled() -> bool:
-        return False
+        return is_fp8_enabled()
 
     @staticmethod
     def reset_global_state() -> None:

@@ -1,0 +1,85 @@
+"""`hpuprof predict` on a LLaMA-2-7B-shaped training step, against real compute at 1 layer.
+
+    python bench/bench_predict.py [--layers 32] [--seq 4096] [--steps 3] [--no-baseline]
+
+The workload is `bench/calibration/train_decoder.py` (LLaMA-2-7B shapes: 32 layers, hidden
+4096, sequence 4096, bf16 autocast, AdamW, 3 steps). The prediction runs it on fake tensors
+(`hpuprof predict --steps 3`); the baseline runs the same script with 1 layer under the emulator
+with real compute (every op on this CPU). Each runs in its own process: wall time from start to
+exit, peak RSS from the kernel's accounting of that process (`os.wait4`). Targets: the
+prediction in at most 60 s and 3 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "calibration" / "train_decoder.py"
+WALL_TARGET_S = 60.0
+RSS_TARGET_GB = 3.0
+
+
+def run(cmd: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in GB, stdout) of one child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed ({status}): {' '.join(cmd)}")
+    return wall, usage.ru_maxrss / 1e6, out  # ru_maxrss is in KiB on Linux
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--layers", type=int, default=32)
+    ap.add_argument("--seq", type=int, default=4096)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--no-baseline", action="store_true")
+    args = ap.parse_args()
+    model = ["--model", "llama2-7b", "--seq", str(args.seq), "--steps", str(args.steps)]
+    hpuprof = str(Path(sys.executable).with_name("hpuprof"))
+    cmd = [hpuprof, "predict", "--steps", str(args.steps), "--format", "json", "--"]
+    cmd += [sys.executable, str(SCRIPT), *model, "--layers", str(args.layers)]
+    wall, rss, out = run(cmd)
+    pred = json.loads(out)
+    print(
+        f"predict, {args.layers} layers, seq {args.seq}, {args.steps} steps (fake compute): "
+        f"{wall:.1f} s wall, {rss:.2f} GB peak RSS "
+        f"(targets {WALL_TARGET_S:.0f} s, {RSS_TARGET_GB:.0f} GB)"
+    )
+    print(
+        f"  predicted step {pred['step_time_s']:.3f} s, {pred['tokens_per_s']:,.0f} tokens/s, "
+        f"MFU {pred['mfu_pct']:.1f}%, peak HBM {pred['peak_hbm_gib']:.1f} GiB "
+        f"(fits: {pred['fits']})"
+    )
+    if args.no_baseline:
+        return 0 if wall <= WALL_TARGET_S and rss <= RSS_TARGET_GB else 1
+    base = (
+        "import runpy, sys, hpusim; hpusim.enable(mode='lazy'); "
+        f"sys.argv = {[str(SCRIPT), *model, '--layers', '1']!r}; "
+        f"runpy.run_path({str(SCRIPT)!r}, run_name='__main__')"
+    )
+    bwall, brss, _ = run([sys.executable, "-c", base])
+    print(
+        f"baseline, the same script at 1 layer with real compute (emulated, every op on this "
+        f"CPU): {bwall:.1f} s wall, {brss:.2f} GB peak RSS"
+    )
+    print(
+        f"ratio: predicting {args.layers} layers takes {wall / bwall:.2f}x the time of running 1 "
+        f"layer for real ({bwall / wall * args.layers:.0f}x faster per layer)"
+    )
+    return 0 if wall <= WALL_TARGET_S and rss <= RSS_TARGET_GB else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

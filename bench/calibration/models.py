@@ -1,0 +1,195 @@
+"""Decoder-only transformer shapes for the calibration and prediction benches (no download).
+
+`Decoder` builds LLaMA-style (RMSNorm, rotary positions, SwiGLU, grouped-query attention) and
+GPT/MPT-style (LayerNorm, GELU MLP) stacks from a `DecoderConfig`; `LLAMA2_7B` and friends give
+the published models' shapes. Linear layers are `te.Linear` (the bridge's Transformer Engine)
+when `fp8=True`, so they run at the MME's FP8 rate inside `te.fp8_autocast`. Attention is torch's
+`scaled_dot_product_attention`, which the Gaudi bridge runs as FusedSDPA. Plain PyTorch: these
+scripts run unchanged on a Gaudi or, through `hpuprof predict`, on the emulated one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    """Shapes of a decoder-only transformer."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    norm: str = "rms"  # rms | layer
+    mlp: str = "swiglu"  # swiglu | gelu
+    rope: bool = True
+
+    def scaled(self, layers: int) -> DecoderConfig:
+        return replace(self, layers=layers)
+
+    @property
+    def params(self) -> int:
+        """Parameter count (embedding and LM head included)."""
+        d, f = self.hidden, self.ffn
+        kv = d * self.kv_heads // self.heads
+        attn = d * d * 2 + d * kv * 2
+        mlp = d * f * (3 if self.mlp == "swiglu" else 2)
+        return self.layers * (attn + mlp + 2 * d) + 2 * self.vocab * d + d
+
+
+LLAMA2_7B = DecoderConfig(32, 4096, 32, 32, 11008, 32000)
+LLAMA2_13B = DecoderConfig(40, 5120, 40, 40, 13824, 32000)
+LLAMA3_8B = DecoderConfig(32, 4096, 32, 8, 14336, 128256)
+MISTRAL_7B = DecoderConfig(32, 4096, 32, 8, 14336, 32000)
+MPT_7B = DecoderConfig(32, 4096, 32, 32, 16384, 50432, norm="layer", mlp="gelu", rope=False)
+CONFIGS = {
+    "llama2-7b": LLAMA2_7B,
+    "llama2-13b": LLAMA2_13B,
+    "llama3-8b": LLAMA3_8B,
+    "mistral-7b": MISTRAL_7B,
+    "mpt-7b": MPT_7B,
+}
+
+
+def linear(cfg_fp8: bool, n_in: int, n_out: int) -> nn.Module:
+    """`te.Linear` for FP8 runs, `nn.Linear` otherwise (no bias, as LLaMA)."""
+    if cfg_fp8:
+        import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+
+        module: nn.Module = te.Linear(n_in, n_out, bias=False)
+        return module
+    return nn.Linear(n_in, n_out, bias=False)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        var = x.float().pow(2).mean(-1, keepdim=True)
+        return (x.float() * torch.rsqrt(var + self.eps)).to(x.dtype) * self.weight
+
+
+def rotary_tables(seq: int, dim: int, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    inv = 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    freqs = torch.outer(torch.arange(seq, dtype=torch.float32), inv)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(device), emb.sin().to(device)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: DecoderConfig, fp8: bool) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.head_dim = cfg.hidden // cfg.heads
+        kv = self.head_dim * cfg.kv_heads
+        self.q_proj = linear(fp8, cfg.hidden, cfg.hidden)
+        self.k_proj = linear(fp8, cfg.hidden, kv)
+        self.v_proj = linear(fp8, cfg.hidden, kv)
+        self.o_proj = linear(fp8, cfg.hidden, cfg.hidden)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        c = self.cfg
+        q = self.q_proj(x).view(b, s, c.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, c.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, s, c.kv_heads, self.head_dim).transpose(1, 2)
+        if c.rope:
+            q, k = apply_rotary(q, cos[:s], sin[:s]), apply_rotary(k, cos[:s], sin[:s])
+        if c.kv_heads != c.heads:
+            rep = c.heads // c.kv_heads
+            k = (
+                k[:, :, None]
+                .expand(b, c.kv_heads, rep, s, self.head_dim)
+                .reshape(b, c.heads, s, -1)
+            )
+            v = (
+                v[:, :, None]
+                .expand(b, c.kv_heads, rep, s, self.head_dim)
+                .reshape(b, c.heads, s, -1)
+            )
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.o_proj(out.transpose(1, 2).reshape(b, s, c.hidden))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: DecoderConfig, fp8: bool) -> None:
+        super().__init__()
+        self.swiglu = cfg.mlp == "swiglu"
+        self.up = linear(fp8, cfg.hidden, cfg.ffn)
+        self.gate = linear(fp8, cfg.hidden, cfg.ffn) if self.swiglu else None
+        self.down = linear(fp8, cfg.ffn, cfg.hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gate is not None:
+            gate = self.gate(x)
+            # SiLU as x * sigmoid(x): the emulator's op table (from the bridge's ops list)
+            # marks aten::silu_backward missing on HPU, which the bridge's own SiLU autograd
+            # never reaches; sigmoid's backward is on the table
+            return self.down(gate * torch.sigmoid(gate) * self.up(x))
+        return self.down(F.gelu(self.up(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: DecoderConfig, fp8: bool) -> None:
+        super().__init__()
+        norm = (
+            (lambda: RMSNorm(cfg.hidden))
+            if cfg.norm == "rms"
+            else (lambda: nn.LayerNorm(cfg.hidden, bias=False))
+        )
+        self.attn_norm = norm()
+        self.attn = Attention(cfg, fp8)
+        self.mlp_norm = norm()
+        self.mlp = MLP(cfg, fp8)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.attn_norm(x), cos, sin)
+        return x + self.mlp(self.mlp_norm(x))
+
+
+class Decoder(nn.Module):
+    """Embedding, `layers` blocks, final norm, LM head."""
+
+    def __init__(self, cfg: DecoderConfig, seq: int, fp8: bool = False) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.blocks = nn.ModuleList(Block(cfg, fp8) for _ in range(cfg.layers))
+        self.norm = (
+            RMSNorm(cfg.hidden) if cfg.norm == "rms" else nn.LayerNorm(cfg.hidden, bias=False)
+        )
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        cos, sin = rotary_tables(seq, cfg.hidden // cfg.heads, self.embed.weight.device)
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids)
+        for block in self.blocks:
+            x = block(x, self.cos, self.sin)
+        return self.lm_head(self.norm(x))
+
+
+def model_flops_per_token(cfg: DecoderConfig, seq: int, training: bool = True) -> float:
+    """The usual analytic model FLOPs per token: 2 per weight multiply-add (x3 with the
+    backward), plus causal attention (QK^T and PV over half the sequence on average)."""
+    dense = 2 * (cfg.params - cfg.vocab * cfg.hidden)  # the embedding lookup is free
+    attn = 2 * 2 * cfg.layers * cfg.hidden * seq / 2
+    return (dense + attn) * (3 if training else 1)

@@ -1,0 +1,87 @@
+"""Train a decoder-only transformer on an HPU: an ordinary Gaudi training script.
+
+    python bench/calibration/train_decoder.py --model llama2-7b --seq 4096 --batch 1 --steps 3
+
+It runs unchanged on a Gaudi, on the emulated one (`hpuprof record --emulate`), or on fake
+tensors through `hpuprof predict`. Random token ids stand in for a data set. The model is built
+directly on the device (`torch.device("hpu")`), as large models are, so no host copy exists.
+Each optimizer step runs `--accum` micro-batches (forward, backward), bf16 autocast, AdamW
+(`capturable=True`: its step and bias corrections stay on the device, so the lazy graph does not
+change between steps), and `mark_step` after the backward and after the optimizer, as Habana's
+examples do. `--fp8` runs the linear layers as `te.Linear` inside `te.fp8_autocast`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from models import CONFIGS, Decoder
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", choices=sorted(CONFIGS), default="llama2-7b")
+    ap.add_argument("--layers", type=int, default=None, help="override the layer count")
+    ap.add_argument("--seq", type=int, default=4096)
+    ap.add_argument("--batch", type=int, default=1, help="micro-batch per card")
+    ap.add_argument("--accum", type=int, default=1, help="micro-batches per optimizer step")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--fp8", action="store_true", help="te.Linear under te.fp8_autocast")
+    ap.add_argument("--fp32", action="store_true", help="no bf16 autocast")
+    ap.add_argument("--device", default="hpu")
+    args = ap.parse_args(argv)
+    if args.device == "hpu":
+        import habana_frameworks.torch.core as htcore
+
+        mark_step = htcore.mark_step
+    else:
+
+        def mark_step() -> None:
+            return None
+
+    cfg = CONFIGS[args.model]
+    if args.layers is not None:
+        cfg = cfg.scaled(args.layers)
+    torch.manual_seed(0)
+    with torch.device(args.device):
+        model = Decoder(cfg, args.seq, fp8=args.fp8)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=1e-4, capturable=args.device != "cpu", foreach=False
+    )
+    fp8 = contextlib.nullcontext
+    if args.fp8:
+        import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+
+        recipe = te.recipe.DelayedScaling(fp8_format=te.recipe.Format.HYBRID)
+
+        def fp8() -> contextlib.AbstractContextManager[None]:  # type: ignore[misc]
+            return te.fp8_autocast(enabled=True, fp8_recipe=recipe)
+
+    autocast = (
+        contextlib.nullcontext() if args.fp32 else torch.autocast(args.device, dtype=torch.bfloat16)
+    )
+    for step in range(args.steps):
+        for _ in range(args.accum):
+            ids = torch.randint(0, cfg.vocab, (args.batch, args.seq + 1))
+            inputs, labels = ids[:, :-1].to(args.device), ids[:, 1:].to(args.device)
+            with autocast, fp8():
+                logits = model(inputs)
+            loss = F.cross_entropy(logits.reshape(-1, cfg.vocab).float(), labels.reshape(-1))
+            (loss / args.accum).backward()
+            mark_step()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        mark_step()
+        print(f"step {step}: loss {loss.item():.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""`hpuprof predict [options] -- python script.py args`: a script's step time on a Gaudi.
+
+Runs the script under the emulated runtime on fake tensors (no compute, no memory for data) with
+the projected timeline, and prints the modeled step time, throughput, MFU, compilations, peak
+HBM and where the time goes (`hpusim.predict`). `-o RUNDIR` also records the run (projected
+trace, metrics, run.json with the prediction) for `analyze` and the dashboard.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+HELP = """Predict a script's step time, throughput, MFU, compilations and peak HBM on a Gaudi.
+
+The script runs unchanged on the emulated Gaudi with fake tensors (shapes only), so a large
+model's step is simulated in seconds. Steps end at optimizer.step() (mark_step in inference
+loops). Values read on the host (.item(), bool(), .tolist()) get deterministic stand-ins and a
+warning. Every figure is MODELED; --format json prints the keys documented in
+docs/device-model.md.
+"""
+
+FORMATS = ("text", "json")
+_PERCENT = {"mfu_pct", "host_bound_pct", "comm_pct"}
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "predict",
+        help=HELP,
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )
+    def predict(
+        ctx: typer.Context,
+        device: str = typer.Option("gaudi2", "--device", help="gaudi2 | gaudi3."),
+        cards: int = typer.Option(1, "--cards", help="Data-parallel cards (each runs the batch)."),
+        steps: int | None = typer.Option(
+            None, "--steps", help="Stop the script after this many steps (default: all)."
+        ),
+        tokens_per_step: int | None = typer.Option(
+            None, "--tokens-per-step", help="Tokens per step per card, if not from input ids."
+        ),
+        mode: str = typer.Option("lazy", "--mode", help="lazy | eager | compile."),
+        fmt: str = typer.Option("text", "--format", help="text | json."),
+        output: Path | None = typer.Option(
+            None, "-o", "--output", help="Also write a run directory."
+        ),
+    ) -> int:
+        return predict_command(
+            list(ctx.args),
+            device=device,
+            cards=cards,
+            steps=steps,
+            tokens_per_step=tokens_per_step,
+            mode=mode,
+            fmt=fmt,
+            output=output,
+        )
+
+
+def predict_command(
+    command: list[str],
+    *,
+    device: str = "gaudi2",
+    cards: int = 1,
+    steps: int | None = None,
+    tokens_per_step: int | None = None,
+    mode: str = "lazy",
+    fmt: str = "text",
+    output: Path | None = None,
+) -> int:
+    """Run `command` on fake tensors and print the prediction; returns the script's exit code."""
+    import contextlib
+    import sys
+
+    from hpuprof.capture.record_session import enable_emulator
+    from hpuprof.capture.runner import run_command, split_command
+    from hpuprof.errors import UsageError
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if steps is not None and steps < 1:
+        raise UsageError(f"--steps {steps}: must be at least 1")
+    if tokens_per_step is not None and tokens_per_step < 1:
+        raise UsageError(f"--tokens-per-step {tokens_per_step}: must be at least 1")
+    if not command:
+        raise UsageError("nothing to predict: give a command after --, e.g. -- python train.py")
+    split_command(command)
+    enable_emulator(mode, device, "projected", compute="fake", cards=cards)
+    import hpusim
+    from hpusim import state
+    from hpusim.fake import standin_sites
+    from hpusim.predict import StepLedger, StopPrediction, summarize
+
+    rt = state.require_runtime()
+    ledger = StepLedger(rt, max_steps=steps, tokens_per_step=tokens_per_step)
+    ledger.install()
+    prof = _profiler(output, command) if output is not None else None
+    code = 0
+    try:
+        if prof is not None:
+            prof.start()
+        # the script's prints go to stderr, so stdout holds only the prediction
+        with contextlib.redirect_stdout(sys.stderr):
+            try:
+                code = run_command(command)
+            except StopPrediction:
+                code = 0
+    finally:
+        if prof is not None:
+            with contextlib.redirect_stdout(sys.stderr):
+                prof.stop()
+        ledger.uninstall()
+    prediction = summarize(ledger, exit_code=code, standins=standin_sites())
+    hpusim.disable()
+    data = prediction.to_json()
+    if prof is not None:
+        _write_prediction(prof.dirpath, data)
+    print(json.dumps(data, indent=2) if fmt == "json" else format_text(data, prof))
+    return code
+
+
+def _profiler(output: Path, command: list[str]) -> Any:
+    from hpuprof.capture.profiler import HPUProfiler
+    from hpuprof.capture.record_session import _script_name
+
+    return HPUProfiler(
+        output,
+        filename=_script_name(command),
+        backend="emulated",
+        record_shapes=True,
+        step_on_optimizer=True,
+    )
+
+
+def _write_prediction(root: Path, data: dict[str, Any]) -> None:
+    from hpuprof.capture.run_dir import update_manifest
+    from hpuprof.trace.atomic_write import write_bytes_atomic
+
+    write_bytes_atomic(root / "prediction.json", (json.dumps(data, indent=2) + "\n").encode())
+    update_manifest(root, {"prediction": "prediction.json", "timeline": "projected"})
+
+
+def _fmt_value(key: str, value: Any) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if key in _PERCENT:
+            return f"{value:.1f} %"
+        if key in ("step_time_s", "compile_time_s"):
+            return f"{value:.4g} s"
+        return f"{value:,.4g}"
+    return str(value)
+
+
+def format_text(data: dict[str, Any], prof: Any = None) -> str:
+    """The prediction as a short report (every figure MODELED)."""
+    lines = [
+        f"hpuprof predict: {data['device']} x {data['cards']}, {data['mode']} mode, "
+        f"{data['steps']} step(s) on the {data['timeline']} timeline (MODELED)",
+    ]
+    rows = (
+        ("step time", "step_time_s"),
+        ("samples/s (all cards)", "samples_per_s"),
+        ("tokens/s (all cards)", "tokens_per_s"),
+        ("model FLOPs per step", "model_flops_per_step"),
+        ("achieved TFLOPs per card", "achieved_tflops_per_card"),
+        ("MFU", "mfu_pct"),
+        ("compilations", "compilations"),
+        ("recompilations", "recompilations"),
+        ("compile time", "compile_time_s"),
+        ("peak HBM (GiB)", "peak_hbm_gib"),
+        ("HBM of the card (GiB)", "hbm_gib"),
+        ("fits", "fits"),
+        ("would run out of memory at", "oom_at"),
+        ("host-bound (device idle)", "host_bound_pct"),
+        ("exposed communication", "comm_pct"),
+    )
+    for label, key in rows:
+        value = data.get(key)
+        if key == "oom_at" and value is None:
+            continue
+        lines.append(f"  {label:<28} {_fmt_value(key, value)}")
+    lines.append("assumptions:")
+    lines.extend(f"  - {a}" for a in data["assumptions"])
+    if prof is not None:
+        lines.append(f"run written to {prof.dirpath} (hpuprof analyze / dashboard open it)")
+    return "\n".join(lines)

@@ -1,0 +1,107 @@
+"""The emulated card's modeled HBM allocator (MODELED: no fragmentation or caching).
+
+Every device storage the runtime creates (parameters, gradients, optimizer states, activations,
+H2D copies, factory tensors, HPU-graph static tensors) gets a storage id (`gid`) and a size;
+views share their base's id and keep it alive; the storage is freed when its last wrapper dies.
+The allocator keeps the bytes in use, their peak, and the first op that would not have fitted in
+the card's usable HBM (`oom_at`): the run goes on (the emulator's memory is the host's, or none
+at all with fake compute), the prediction says where a Gaudi would have failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class OomPoint:
+    """Where the modeled HBM ran out: the op, its module, and the bytes it asked for."""
+
+    op: str
+    module: str
+    requested_bytes: int
+    in_use_bytes: int
+    capacity_bytes: int
+
+    def text(self) -> str:
+        where = f" in {self.module}" if self.module else ""
+        return (
+            f"{self.op}{where}: {self.requested_bytes / 2**20:.1f} MiB requested with "
+            f"{self.in_use_bytes / 2**30:.2f} GiB in use of {self.capacity_bytes / 2**30:.2f} GiB"
+        )
+
+
+class DeviceAllocator:
+    """Storage ids, sizes and reference counts of the modeled card's HBM."""
+
+    def __init__(self, rt: Any, capacity_bytes: int) -> None:
+        self._rt = rt
+        self.capacity = capacity_bytes
+        self._size: dict[int, int] = {}
+        self._refs: dict[int, int] = {}
+        self._next = 1
+        self.oom_at: OomPoint | None = None
+        self.peak = 0  # of the whole run (`reset_peak_memory_stats` resets the runtime's only)
+        self.peak_op = ""
+
+    def __len__(self) -> int:
+        return len(self._size)
+
+    def alive(self, gid: int) -> bool:
+        """Whether storage `gid` is still referenced."""
+        return gid in self._refs
+
+    def alloc(self, t: Any, nbytes: int, op: str = "") -> int:
+        """A new storage of `nbytes` held by wrapper `t`; returns its id."""
+        gid = self._next
+        self._next = gid + 1
+        t._gid = gid
+        size = max(int(nbytes), 0)  # exact bytes: the bridge's rounding is not public
+        self._size[gid] = size
+        self._refs[gid] = 1
+        rt = self._rt
+        used = rt.memory_in_use + size
+        rt.memory_in_use = used
+        rt.num_allocs += 1  # torch.hpu.memory_stats() counters (device_module.py)
+        rt.total_allocs += 1
+        if size > rt.max_alloc_size:
+            rt.max_alloc_size = size
+        if used > rt.memory_peak:
+            rt.memory_peak = used
+        if used > self.peak:
+            self.peak = used
+            self.peak_op = op
+        if used > self.capacity and self.oom_at is None:
+            self.oom_at = OomPoint(op, _module(rt), size, used - size, self.capacity)
+        return gid
+
+    def share(self, t: Any, gid: int) -> None:
+        """Wrapper `t` (a view) references storage `gid`."""
+        if gid in self._refs:
+            t._gid = gid
+            self._refs[gid] += 1
+
+    def release(self, gid: int) -> None:
+        """A wrapper of storage `gid` died."""
+        refs = self._refs.get(gid)
+        if refs is None:
+            return
+        if refs > 1:
+            self._refs[gid] = refs - 1
+            return
+        del self._refs[gid]
+        rt = self._rt
+        rt.memory_in_use -= self._size.pop(gid)
+        rt.num_frees += 1
+        rt.total_frees += 1
+
+
+def _module(rt: Any) -> str:
+    stack = getattr(rt, "module_stack", None)
+    if not stack:
+        return ""
+    try:
+        return str(rt.sink.string(stack[-1]))
+    except (IndexError, AttributeError):
+        return ""

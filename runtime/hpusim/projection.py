@@ -1,0 +1,348 @@
+"""The projected host clock: what an emulated run's host timeline would be on a Gaudi host.
+
+An emulated host interval is split into what is portable and what is an artefact:
+
+- the user's own Python, data loading and framework code between device ops: **kept**
+  (measured);
+- the CPU execution of device ops and the emulator's own work (dispatch, recording, the
+  profiler's writes): **removed** (`enter` .. `exit` spans, `pause()`);
+- the bridge's host-side cost, which the emulator does not pay and a Gaudi host does: **added**
+  (modeled: per-op lazy accumulation or eager dispatch, graph hashing and recipe lookup at a
+  flush, launches, HPU-graph replays, device-to-host reads);
+- waits: a sync makes the host wait for the modeled device (`wait_until`), a compile blocks it
+  for its modeled duration (`advance`).
+
+`HostClock` records this as a monotone piecewise-linear map from the measured clock
+(`perf_counter_ns`) to the projected one: a list of points `(measured, projected)`, linear in
+between (slope 1 for kept time, 0 for removed time, the modeled cost spread over an op's own
+interval), with jumps (two points at one measured time) for inserted costs and waits. Events
+recorded on the measured clock are mapped when the sink is drained: a start maps before a jump
+at its timestamp, an end after it. `MeasuredClock` is the identity (`--timeline measured`).
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+from contextlib import contextmanager
+from time import perf_counter_ns, thread_time_ns
+from typing import ClassVar, Final
+
+TIMELINES: Final = ("projected", "measured")
+
+
+class MeasuredClock:
+    """The identity map: host times stay measured and the host never waits for the device."""
+
+    projected: Final = False
+
+    def at(self, t: int) -> int:
+        return t
+
+    def enter(self, t: int, gap: str = "cpu") -> None:
+        return None
+
+    def exit(self, t: int) -> None:
+        return None
+
+    def op(self, t1: int, cost_ns: int) -> None:
+        return None
+
+    def advance(self, t: int, dur_ns: int) -> None:
+        return None
+
+    def wait_until(self, t: int, target_ns: int) -> int:
+        return 0
+
+    def map_start(self, t: int) -> int:
+        return t
+
+    def map_end(self, t: int) -> int:
+        return t
+
+    def forget_before(self, t: int) -> None:
+        return None
+
+    @contextmanager
+    def pause(self) -> Iterator[None]:
+        yield
+
+    @contextmanager
+    def mute(self) -> Iterator[None]:
+        yield
+
+
+class HostClock:
+    """The measured -> projected host-time map (see the module docstring).
+
+    `enter(t)` / `exit(t)` bracket emulator work whose measured time is removed (they nest);
+    inside, `op(t1, cost)` spreads a modeled host cost over the op's own interval up to `t1`,
+    `advance(t, d)` inserts a modeled busy time, `wait_until(t, target)` a wait for the device.
+    `mute()` also drops the per-op costs of the ops inside (an HPU-graph replay is one modeled
+    cost, not its ops').
+
+    A gap between two bracketed spans is the script's own time, counted by `gap` mode: "cpu"
+    (the default) counts the thread's CPU time, so the time this process spends descheduled on
+    a loaded machine is not the script's, and a gap shorter than `glue_ns` is framework glue
+    between two ops (counted in the modeled per-op cost, so dropped); "wall" counts wall time
+    (a wait on data-loader workers, which blocks without using the CPU); "drop" counts nothing
+    (the autograd engine, framework glue). The emulator's dispatch overhead outside its own
+    interval (`gap_overhead_ns`) is taken off every kept gap.
+    """
+
+    projected: Final = True
+
+    def __init__(
+        self, origin_ns: int | None = None, gap_overhead_ns: int = 0, glue_ns: int = 0
+    ) -> None:
+        t = perf_counter_ns() if origin_ns is None else origin_ns
+        self._m = array("q", [t])
+        self._p = array("q", [t])
+        self._depth = 0
+        self._muted = 0
+        self._cpu = thread_time_ns()  # thread CPU time at the last point outside a bracket
+        self._floor = t  # the latest projected time already handed out (at(), mapping)
+        self.gap_overhead_ns = gap_overhead_ns
+        """The emulator's own cost between two device ops, outside its dispatch (torch's
+        subclass dispatch, wrapper construction and release): removed from every gap."""
+        self.glue_ns = glue_ns
+        """A "cpu" gap shorter than this is framework glue between two ops (argument handling,
+        module plumbing), which the bridge's modeled per-op cost stands for: dropped."""
+
+    def __len__(self) -> int:
+        return len(self._m)
+
+    def _point(self, t: int, p: int) -> None:
+        m = self._m
+        if t < m[-1]:
+            t = m[-1]
+        if p < self._p[-1]:
+            p = self._p[-1]
+        m.append(t)
+        self._p.append(p)
+        if self._depth == 0:
+            self._cpu = thread_time_ns()
+
+    def _gap(self, t: int, mode: str) -> int:
+        """The projected length of the open gap from the last point to measured `t` (now)."""
+        if mode == "drop":
+            return 0
+        wall = t - self._m[-1]
+        if mode == "wall":
+            return max(wall - self.gap_overhead_ns, 0)
+        used = min(thread_time_ns() - self._cpu, wall)
+        return used - self.gap_overhead_ns if used >= self.glue_ns else 0
+
+    def at(self, t: int) -> int:
+        """The projected time of measured `t` (now or later): after any jump at `t`."""
+        last = self._p[-1]
+        if self._depth:
+            return last
+        p = last + self._gap(t, "cpu")
+        if p > self._floor:
+            self._floor = p
+        return p
+
+    def gap_since_last(self, t: int) -> int:
+        """Measured ns since the last point, outside any `enter` (else 0)."""
+        return 0 if self._depth else t - self._m[-1]
+
+    def enter(self, t: int, gap: str = "cpu") -> None:
+        """Start removing measured time at `t`; the open gap before it counts by `gap` mode
+        (class doc), never less than what was already handed out (a step span's end...)."""
+        if self._depth == 0:
+            self._point(t, max(self._p[-1] + self._gap(t, gap), min(self._floor, self.at(t))))
+        self._depth += 1
+
+    def exit(self, t: int) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._point(t, self._p[-1])
+        elif self._depth < 0:
+            self._depth = 0
+
+    def op(self, t1: int, cost_ns: int) -> None:
+        """Inside `enter`: the op that ran up to measured `t1` costs `cost_ns` of host time
+        (nothing inside `mute`, whose whole span is modeled by its caller)."""
+        if not self._muted:
+            self._point(t1, self._p[-1] + cost_ns)
+
+    def advance(self, t: int, dur_ns: int) -> None:
+        """The host is busy for a modeled `dur_ns` at measured `t`."""
+        if dur_ns <= 0:
+            return
+        cur = self.at(t)
+        self._point(t, cur)
+        self._point(t, cur + dur_ns)
+
+    def wait_until(self, t: int, target_ns: int) -> int:
+        """The host waits at measured `t` until projected `target_ns`; returns the wait."""
+        cur = self.at(t)
+        if target_ns <= cur:
+            return 0
+        self._point(t, cur)
+        self._point(t, target_ns)
+        return target_ns - cur
+
+    @contextmanager
+    def pause(self) -> Iterator[None]:
+        """Remove the measured time of the block (the profiler's own writes...)."""
+        self.enter(perf_counter_ns())
+        try:
+            yield
+        finally:
+            self.exit(perf_counter_ns())
+
+    @contextmanager
+    def mute(self) -> Iterator[None]:
+        """Remove the block's measured time and its ops' modeled costs."""
+        self._muted += 1
+        self.enter(perf_counter_ns())
+        try:
+            yield
+        finally:
+            self.exit(perf_counter_ns())
+            self._muted -= 1
+
+    def _interp(self, i: int, t: int) -> int:
+        m, p = self._m, self._p
+        if i + 1 >= len(m):  # the open gap: linear up to now
+            if self._depth:
+                return p[i]
+            now = perf_counter_ns()
+            end = self.at(now)
+            if t >= now or now <= m[i]:
+                return end
+            return p[i] + (end - p[i]) * (t - m[i]) // (now - m[i])
+        dm = m[i + 1] - m[i]
+        if dm <= 0:
+            return p[i]
+        return p[i] + (p[i + 1] - p[i]) * (t - m[i]) // dm
+
+    def map_start(self, t: int) -> int:
+        """Projected start of an event that began at measured `t` (before a jump at `t`)."""
+        m = self._m
+        i = bisect_left(m, t)
+        if i < len(m) and m[i] == t:
+            return self._p[i]
+        if i == 0:
+            return self._p[0] - (m[0] - t)
+        return self._interp(i - 1, t)
+
+    def map_end(self, t: int) -> int:
+        """Projected end of an event that ended at measured `t` (after a jump at `t`)."""
+        m = self._m
+        i = bisect_right(m, t) - 1
+        if i < 0:
+            return self._p[0] - (m[0] - t)
+        if m[i] == t:
+            return self._p[i]
+        return self._interp(i, t)
+
+    def forget_before(self, t: int) -> None:
+        """Drop points older than measured `t` (keeping one before it): bounded memory."""
+        i = bisect_left(self._m, t) - 1
+        if i > 0:
+            del self._m[:i]
+            del self._p[:i]
+
+
+class GcPause:
+    """A `gc.callbacks` entry that removes Python's garbage collections from the projected
+    host clock: their length here is set by the emulator's own objects (wrappers, cached op
+    costs), not by the script's."""
+
+    def __init__(self, clock: HostClock) -> None:
+        self.clock = clock
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self.clock.enter(perf_counter_ns())
+        else:
+            self.clock.exit(perf_counter_ns())
+
+
+_OVERHEAD: list[int] = []
+
+
+def dispatch_overhead_ns() -> int:
+    """The per-op cost of torch's tensor-subclass dispatch outside the emulator's own measured
+    interval, timed once per process on a probe wrapper subclass (best of 5 x 100 ops)."""
+    if _OVERHEAD:
+        return _OVERHEAD[0]
+    import torch
+
+    class _Probe(torch.Tensor):
+        _elem: torch.Tensor
+        inside: ClassVar[list[int]] = [0]
+
+        @staticmethod
+        def __new__(cls, elem: torch.Tensor) -> _Probe:
+            r = torch.Tensor._make_wrapper_subclass(
+                cls, elem.size(), strides=elem.stride(), dtype=elem.dtype, device=elem.device
+            )
+            r._elem = elem
+            return r
+
+        __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
+
+        @classmethod
+        def __torch_dispatch__(  # type: ignore[override]
+            cls, func: object, types: object, args: tuple[object, ...] = (), kwargs: object = None
+        ) -> object:
+            t0 = perf_counter_ns()
+            out = _Probe(func(*[a._elem if type(a) is _Probe else a for a in args]))  # type: ignore[operator]
+            cls.inside[0] += perf_counter_ns() - t0
+            return out
+
+    a, b = _Probe(torch.zeros(16)), _Probe(torch.zeros(16))
+    best = None
+    for _ in range(5):
+        _Probe.inside[0] = 0
+        t0 = perf_counter_ns()
+        for _ in range(100):
+            a.add(b)
+        outside = (perf_counter_ns() - t0 - _Probe.inside[0]) // 100
+        best = outside if best is None else min(best, outside)
+    _OVERHEAD.append(max(int(best or 0), 0))
+    return _OVERHEAD[0]
+
+
+class BatchProjector:
+    """Maps a drained batch's host events onto the projected clock (called by `Sink.drain`).
+
+    Host ops, runtime events and counters are mapped (start before a jump at their timestamp,
+    end after it); device events are already on the projected clock; a compile keeps its
+    modeled duration and a zero-length instant (mark_step) stays one. Each host event's
+    measured duration is kept (`measured_dur_ns`, exported as `hpuprof.measured_us`). Points
+    older than the oldest event of the previous drain are then forgotten."""
+
+    def __init__(self, clock: HostClock) -> None:
+        self.clock = clock
+        self._keep_from: int | None = None
+
+    def __call__(self, data: dict[str, list[int]], payloads: list[object]) -> None:
+        from hpusim.sink import EV, KIND_DEVICE, KIND_RUNTIME
+
+        clock = self.clock
+        kinds, hev, ts, dur = data["kind"], data["hpu_event"], data["ts_ns"], data["dur_ns"]
+        measured = list(dur)
+        keep_dur = (EV["compile"], EV["dynamo_compile"])
+        instant = EV["mark_step"]
+        oldest: int | None = None
+        for i, kind in enumerate(kinds):
+            if kind == KIND_DEVICE:
+                continue
+            t, d = ts[i], dur[i]
+            if oldest is None or t < oldest:
+                oldest = t
+            start = clock.map_start(t)
+            ts[i] = start
+            if kind == KIND_RUNTIME and (hev[i] in keep_dur or (hev[i] == instant and d == 0)):
+                continue
+            dur[i] = max(clock.map_end(t + d) - start, 0)
+        data["measured_dur_ns"] = measured
+        if self._keep_from is not None:
+            clock.forget_before(self._keep_from)
+        self._keep_from = oldest
