@@ -35,7 +35,8 @@ ENGINE_TIDS: Final[dict[str, int]] = {
     "DMA": GAUDI2_ENGINE_PREFIXES.index("EDMA") * 1000,
     "MME": GAUDI2_ENGINE_PREFIXES.index("MME") * 1000,
     "TPC": GAUDI2_ENGINE_PREFIXES.index("TPC") * 1000,
-    "NIC": GAUDI2_ENGINE_PREFIXES.index("NIC") * 1000,  # collectives (hpusim.distributed; device_model)
+    "NIC": GAUDI2_ENGINE_PREFIXES.index("NIC")
+    * 1000,  # collectives (hpusim.distributed; device_model)
 }
 """Lane ids as the bridge assigns them on Gaudi 2/3: `typeIdx*1000 + engineIndex` (engine 0)."""
 ENGINE_THREAD_NAMES: Final[dict[str, str]] = {
