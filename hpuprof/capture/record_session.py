@@ -7,8 +7,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from hpuprof.capture.profiler import HPUProfiler, analysis_summary, format_counts
-from hpuprof.capture.runner import run_command, split_command
+from hpuprof.capture.profiler import (
+    DEFAULT_WINDOW_S,
+    HPUProfiler,
+    analysis_summary,
+    format_counts,
+)
+from hpuprof.capture.run_end import RunEnd, from_exception, from_exit_code
+from hpuprof.capture.runner import ScriptOutcome, run_script, split_command
 from hpuprof.capture.schedule import parse_schedule
 from hpuprof.errors import UsageError
 
@@ -39,7 +45,10 @@ def enable_emulator(mode: str, device: str) -> None:
 
 def report(prof: HPUProfiler, out: Callable[[str], None] = print) -> None:
     """Where the run went, and a one-screen summary."""
-    out(f"hpuprof: run written to {prof.dirpath} ({prof.status})")
+    end = prof.end
+    out(f"hpuprof: run written to {prof.dirpath} ({prof.status if end is None else end.state})")
+    if end is not None and end.detail:
+        out(f"  ended     {end.detail}")
     for key, paths in prof.files.items():
         for rel in paths:
             out(f"  {key:<9} {prof.dirpath / rel}")
@@ -60,6 +69,8 @@ def record_command(
     backend: str | None,
     record_shapes: bool = True,
     with_stack: bool = False,
+    window_s: float | None = DEFAULT_WINDOW_S,
+    window_steps: int | None = None,
 ) -> int:
     """Profile `command` (`python script.py args`); returns the script's exit code."""
     if not command:
@@ -76,16 +87,28 @@ def record_command(
         record_shapes=record_shapes,
         with_stack=with_stack,
         step_on_optimizer=True,
+        window_s=window_s,
+        window_steps=window_steps,
     )
     prof.start()
     try:
-        code = run_command(command)
+        outcome = run_script(command)
+    except BaseException as error:  # not the script's own exceptions: those are in outcome
+        prof.stop(end=from_exception(error, signal_seen=prof.signal_seen))
+        raise
     finally:
-        prof.stop()
         sys.stdout.flush()
+    prof.stop(end=script_end(outcome, prof.signal_seen))
     _note_compile_backends(prof)
     report(prof)
-    return code
+    return outcome.exit_code
+
+
+def script_end(outcome: ScriptOutcome, signal_seen: str | None) -> RunEnd:
+    """The run's ending from the script's: completed, failed (exit code), exception, signal."""
+    if outcome.error is not None:
+        return from_exception(outcome.error, signal_seen=signal_seen)
+    return from_exit_code(outcome.exit_code)
 
 
 def _note_compile_backends(prof: HPUProfiler) -> None:

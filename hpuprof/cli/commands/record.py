@@ -34,6 +34,16 @@ def register(app: typer.Typer) -> None:
         ),
         record_shapes: bool = typer.Option(True, "--record-shapes/--no-record-shapes"),
         with_stack: bool = typer.Option(False, "--with-stack"),
+        window_s: float = typer.Option(
+            10.0,
+            "--window-s",
+            help="Stream the recording to disk at least every this many seconds (at a step "
+            "boundary, or on a timer where there are no steps): a killed run loses at most "
+            "that much. 0: only at the end.",
+        ),
+        window_steps: int = typer.Option(
+            0, "--window-steps", help="Also stream every this many steps (0: by time only)."
+        ),
     ) -> int:
         from hpuprof.capture.record_session import record_command
 
@@ -47,4 +57,6 @@ def register(app: typer.Typer) -> None:
             backend=backend,
             record_shapes=record_shapes,
             with_stack=with_stack,
+            window_s=window_s or None,
+            window_steps=window_steps or None,
         )

@@ -1,0 +1,200 @@
+"""Run a callback on the main thread now and then, between two bytecodes of whatever it runs.
+
+torch.profiler's state belongs to the thread that started it, and the emulator's event sink is
+written without locks by the thread that runs the model: a profile window can only be ended on
+that thread. A script with no `prof.step()` and no optimizer never hands us that thread, so
+`MainThreadTicker` borrows it: a small daemon thread asks CPython to run our callback on the
+main thread at its next bytecode boundary (`Py_AddPendingCall`, the same mechanism Python's own
+signal handlers use). Nothing process-wide is changed: no signal handler, no trace function.
+
+The callback skips the moment (and is asked again later) when the main thread is inside code
+that must not be interrupted by a window change: hpuprof itself, the emulator, or
+torch.profiler (see `UNSAFE_PACKAGES`). A signal that arrives while the callback runs is
+held and delivered again as it returns, so it reaches the user's code as if we were not there.
+"""
+
+from __future__ import annotations
+
+import _thread
+import ctypes
+import itertools
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+
+UNSAFE_PACKAGES: tuple[str, ...] = (
+    "hpuprof",
+    "hpusim",
+    "habana_frameworks",
+    "torch.profiler",
+    "torch.autograd.profiler",
+    "torch.autograd.profiler_util",
+)
+"""Where a pending callback must not end a window: hpuprof itself (it may be mid-write), the
+emulated runtime (its sink may be mid-append), the bridge, and torch.profiler (mid-transition).
+"""
+HOST_MODULES: tuple[str, ...] = (
+    "hpuprof.capture.runner",
+    "hpuprof.capture.record_session",
+    "hpuprof.cli",
+    "runpy",
+)
+"""Modules whose frames only host the user's script (`hpuprof record`): the stack outward
+from the first of them is not looked at."""
+
+Tick = Callable[[], "tuple[int, ...]"]
+"""The callback: runs on the main thread; returns the signals it held, to send again."""
+
+_PENDING = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+_TICKERS: dict[int, MainThreadTicker] = {}
+_KEYS = itertools.count(1)
+
+
+def _trampoline(key: int | None) -> int:
+    ticker = _TICKERS.get(key or 0)
+    resend = [signal.Signals(s) for s in ticker._run()] if ticker is not None else []
+    # The last thing we do, in C with no bytecode boundary after it: the handlers then run
+    # in the user's frame, as if the signals had arrived there.
+    list(map(_thread.interrupt_main, resend))
+    return 0
+
+
+_TRAMPOLINE = _PENDING(_trampoline)  # module-level: a queued call may run after a stop
+
+
+def _add_pending_call() -> Callable[[int], int] | None:
+    """`Py_AddPendingCall(trampoline, key)`, or None off CPython."""
+    api = getattr(ctypes, "pythonapi", None)
+    add = getattr(api, "Py_AddPendingCall", None)
+    if add is None or sys.implementation.name != "cpython":
+        return None
+    add.argtypes = [_PENDING, ctypes.c_void_p]
+    add.restype = ctypes.c_int
+    return lambda key: int(add(_TRAMPOLINE, key))
+
+
+def _source_roots(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Real paths of the imported modules `names`: a package's folder (with a trailing
+    separator) or a module's file."""
+    roots: list[str] = []
+    for name in names:
+        module = sys.modules.get(name)
+        origin = getattr(module, "__file__", None)
+        if not origin:
+            continue
+        path = os.path.realpath(origin)
+        if os.path.basename(path) == "__init__.py":
+            path = os.path.dirname(path) + os.sep
+        roots.append(path)
+    return tuple(roots)
+
+
+class FrameCheck:
+    """Tells whether the main thread's stack is at a moment a window may end (see
+    `UNSAFE_PACKAGES`, `HOST_MODULES`); looks each source file up once."""
+
+    def __init__(self) -> None:
+        self._unsafe = _source_roots(UNSAFE_PACKAGES)
+        self._hosts = _source_roots(HOST_MODULES)
+        self._verdicts: dict[str, str] = {}
+
+    def _verdict(self, filename: str) -> str:
+        verdict = self._verdicts.get(filename)
+        if verdict is None:
+            path = os.path.realpath(filename) if filename[:1] != "<" else filename
+            if path.startswith(self._hosts):
+                verdict = "host"
+            elif path.startswith(self._unsafe):
+                verdict = "unsafe"
+            else:
+                verdict = "user"
+            self._verdicts[filename] = verdict
+        return verdict
+
+    def unsafe_frame(self, frame: FrameType | None) -> str | None:
+        """The first source file on `frame`'s stack (inward of any host frame) where a
+        window must not end, or None when the moment is safe."""
+        while frame is not None:
+            verdict = self._verdict(frame.f_code.co_filename)
+            if verdict == "host":
+                return None
+            if verdict == "unsafe":
+                return frame.f_code.co_filename
+            frame = frame.f_back
+        return None
+
+
+class MainThreadTicker:
+    """Calls `tick()` on the main thread whenever `due()` says so, checked every `period_s`.
+
+    Args:
+        period_s: how often the daemon thread checks `due()` (it only reads attributes).
+        due: called on the daemon thread; True when a tick should run.
+        tick: called on the main thread at a safe bytecode boundary (see `UNSAFE_PARTS`);
+            must not raise (anything it raises is swallowed and counted in `errors`).
+    """
+
+    def __init__(self, period_s: float, due: Callable[[], bool], tick: Tick) -> None:
+        self.period_s = period_s
+        self._due = due
+        self._tick = tick
+        self._key = next(_KEYS)
+        self.frames = FrameCheck()
+        self._queued = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.ticks = 0
+        self.skipped = 0
+        self.errors: list[str] = []
+
+    def start(self) -> bool:
+        """Start the daemon thread; False (and nothing started) off CPython's main thread."""
+        add = _add_pending_call()
+        if add is None or threading.current_thread() is not threading.main_thread():
+            return False
+        _TICKERS[self._key] = self
+        self._add = add
+        self._thread = threading.Thread(
+            target=self._loop, name="hpuprof-window-ticker", daemon=True
+        )
+        self._thread.start()
+        return True
+
+    def stop(self) -> None:
+        """Stop asking; a call already queued finds the ticker gone and does nothing."""
+        _TICKERS.pop(self._key, None)
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+        self._thread = None
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period_s):
+            if self._queued:
+                continue
+            try:
+                if not self._due():
+                    continue
+            except Exception:  # a reader racing a stop: check again later
+                continue
+            self._queued = True
+            if self._add(self._key) != 0:  # the interpreter's queue is full: later
+                self._queued = False
+
+    def _run(self) -> tuple[int, ...]:
+        self._queued = False
+        if self._stop.is_set():
+            return ()
+        if self.frames.unsafe_frame(sys._getframe(2)) is not None:
+            self.skipped += 1
+            return ()
+        self.ticks += 1
+        try:
+            return self._tick()
+        except BaseException as error:  # never into the user's code
+            self.errors.append(f"{type(error).__name__}: {error}")
+            return ()
