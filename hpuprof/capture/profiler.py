@@ -311,7 +311,19 @@ class HPUProfiler:
         }
         self._writer = ChunkedTraceWriter(self.paths.trace, header)
         self.status = "running"
-        streaming = self.paths.rel(self._writer.path)
+        try:
+            self._begin(meta, now)
+        except BaseException as error:  # the run directory is left whole, saying why
+            self._finish(from_exception(error, signal_seen=self.signal_seen))
+            raise
+
+    def _begin(self, meta: Mapping[str, Any], now: int) -> None:
+        """Announce the run in `run.json`, take the signals, start the backend and timers."""
+        backend, writer = self._backend, self._writer
+        assert backend is not None and writer is not None
+        streaming = self.paths.rel(writer.path)
+        if self.handle_signals:  # first: a signal from here on finds the run written
+            self._signals.install(self._on_fatal_signal, self._on_signal_notice)
         update_manifest(  # names the streaming file now: a killed run loads
             self.dirpath,
             {
@@ -320,30 +332,24 @@ class HPUProfiler:
                     world_size=self.world_size,
                     mode=str(meta.get("mode", "")),
                     device_profile=str(meta.get("device_profile", "")),
-                    backend=self._backend.name,
-                    device_time=self._backend.device_time,
+                    backend=backend.name,
+                    device_time=backend.device_time,
                 ),
                 "traces": [streaming],
                 "incomplete": [streaming],
             },
             fresh_for_rank=self.rank,
         )
-        if self.handle_signals:
-            self._signals.install(self._on_fatal_signal, self._on_signal_notice)
         atexit.register(self._at_exit)
         self._dynamo = DynamoRecorder(self.pid, self.base_ns)
         self._dynamo.start(now)
-        try:
-            with self._signals.busy():
-                self._backend.start(self)
-        except HpuprofError:
-            self._finish(RunEnd("exception", exception="HpuprofError", message="backend failed"))
-            raise
+        with self._signals.busy():
+            backend.start(self)
         self._install_optimizer_hook()
         self._step_start_ns = time.time_ns()
         self._window_start_ns = time.monotonic_ns()
-        if not self._backend.handles_schedule and self.options.schedule is not None:
-            self._backend.set_recording(self._action() in RECORDING)
+        if not backend.handles_schedule and self.options.schedule is not None:
+            backend.set_recording(self._action() in RECORDING)
         if self.window_s is not None and self._owner_thread == threading.main_thread().ident:
             self._ticker = MainThreadTicker(
                 min(TICK_PERIOD_S, self.window_s / 2), self._tick_due, self._tick
@@ -537,18 +543,17 @@ class HPUProfiler:
         return RunEnd(end.state, end.exception, end.message, end.signal, end.exit_code, now_iso())
 
     def _finish(self, end: RunEnd) -> None:
-        with self._lock:
+        with self._signals.busy(), self._lock:  # a signal now is handled once all is written
             if not self.running or os.getpid() != self.pid:
                 return
             self.status = "stopping"
             end = self._final_end(end)
-            with self._signals.busy():  # a signal now is handled once all is written
-                try:
-                    self._write_all(end)
-                finally:
-                    self._release()
-                    self.end = end
-                    self.status = end.legacy_status
+            try:
+                self._write_all(end)
+            finally:
+                self._release()
+                self.end = end
+                self.status = end.legacy_status
         if self.options.schedule is None:
             self.window_ready()
 

@@ -43,8 +43,8 @@ def enable_emulator(mode: str, device: str) -> None:
         hpusim.enable(mode=mode, device=device)
 
 
-def report(prof: HPUProfiler, out: Callable[[str], None] = print) -> None:
-    """Where the run went, and a one-screen summary."""
+def report(prof: HPUProfiler, out: Callable[[str], None] = print, *, summary: bool = True) -> None:
+    """Where the run went, and a one-screen summary (or only the event counts)."""
     end = prof.end
     out(f"hpuprof: run written to {prof.dirpath} ({prof.status if end is None else end.state})")
     if end is not None and end.detail:
@@ -54,7 +54,7 @@ def report(prof: HPUProfiler, out: Callable[[str], None] = print) -> None:
             out(f"  {key:<9} {prof.dirpath / rel}")
     for warning in prof.warnings:
         out(f"  warning: {warning}")
-    text = analysis_summary(prof.paths.trace) if prof.paths.trace.is_file() else None
+    text = analysis_summary(prof.paths.trace) if summary and prof.paths.trace.is_file() else None
     out(text if text is not None else format_counts(prof.event_counts, prof.backend))
 
 
@@ -71,6 +71,7 @@ def record_command(
     with_stack: bool = False,
     window_s: float | None = DEFAULT_WINDOW_S,
     window_steps: int | None = None,
+    summary: bool = True,
 ) -> int:
     """Profile `command` (`python script.py args`); returns the script's exit code."""
     if not command:
@@ -90,8 +91,8 @@ def record_command(
         window_s=window_s,
         window_steps=window_steps,
     )
-    prof.start()
     try:
+        prof.start()
         outcome = run_script(command)
     except BaseException as error:  # not the script's own exceptions: those are in outcome
         prof.stop(end=from_exception(error, signal_seen=prof.signal_seen))
@@ -100,7 +101,7 @@ def record_command(
         sys.stdout.flush()
     prof.stop(end=script_end(outcome, prof.signal_seen))
     _note_compile_backends(prof)
-    report(prof)
+    report(prof, summary=summary)
     return outcome.exit_code
 
 

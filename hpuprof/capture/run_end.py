@@ -139,10 +139,13 @@ def from_exception(error: BaseException, *, signal_seen: str | None = None) -> R
 
     Args:
         error: the exception.
-        signal_seen: a signal received before it (a KeyboardInterrupt after SIGINT is the
-            signal's doing, not the program's).
+        signal_seen: a signal received before it (a KeyboardInterrupt or SystemExit after a
+            signal is the signal's doing, not the program's; a KeyboardInterrupt is taken
+            for SIGINT's).
     """
     code = exit_code_of(error) if isinstance(error, SystemExit) else None
+    if isinstance(error, KeyboardInterrupt):  # Python's SIGINT handler raises it
+        signal_seen = signal_seen or "SIGINT"
     if signal_seen is not None and isinstance(error, KeyboardInterrupt | SystemExit):
         return RunEnd("signal", exception=type(error).__name__, signal=signal_seen, exit_code=code)
     if code is not None:

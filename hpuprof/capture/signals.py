@@ -147,8 +147,7 @@ class SignalGuard:
         previous = self._chain.get(signum, signal.SIG_DFL)
         if callable(previous):
             _safely(self._on_notice, signum, frame)
-        else:
-            self.uninstall()
+        else:  # the callback uninstalls us once it is done (other signals wait till then)
             _safely(self._on_fatal, signum, frame)
         _chain(signum, previous, frame)
 

@@ -87,6 +87,7 @@ class TorchProfilerBackend(Backend):
             finished.stop()
             self._export(finished)
         finally:
+            release_results(finished)
             self._prof = self._started_profile()
 
     def stop(self) -> None:
@@ -94,12 +95,18 @@ class TorchProfilerBackend(Backend):
             return
         self._stopped = True
         self._prof.stop()
-        if not self.handles_schedule:
-            self._export(self._prof)
-        # with a schedule, a window that never closed recorded nothing torch would save
+        try:
+            if not self.handles_schedule:
+                self._export(self._prof)
+            # with a schedule, a window that never closed recorded nothing torch would save
+        finally:
+            release_results(self._prof)
 
     def _on_trace_ready(self, prof: Any) -> None:
-        self._export(prof)
+        try:
+            self._export(prof)
+        finally:
+            release_results(prof)  # torch starts the next window's session right after this
         assert self._ctx is not None
         self._ctx.window_ready()
 
@@ -137,6 +144,20 @@ class TorchProfilerBackend(Backend):
             events = [ev for ev in events if ev.get("ph") != "M"]
         ctx.set_trace_keys({k: v for k, v in data.items() if k not in _OWN_KEYS})
         ctx.emit(events)
+
+
+def release_results(prof: Any) -> None:
+    """Free a stopped torch.profiler's Kineto results now, while no profiling session runs.
+
+    The profile object sits in reference cycles, so without this its results are freed by a
+    later garbage collection -- and freeing them while another session runs (the next window,
+    or the user's own torch.profiler) crashes in Kineto's MemoryTraceLogger destructor
+    (torch 2.13: SIGSEGV in `libkineto::MemoryTraceLogger::~MemoryTraceLogger`).
+    """
+    inner = getattr(prof, "profiler", None)
+    if inner is not None:
+        inner.kineto_results = None
+        inner._function_events = None
 
 
 def split_kineto_export(raw: bytes) -> tuple[dict[str, Any], bytes] | None:

@@ -44,6 +44,9 @@ def register(app: typer.Typer) -> None:
         window_steps: int = typer.Option(
             0, "--window-steps", help="Also stream every this many steps (0: by time only)."
         ),
+        summary: bool = typer.Option(
+            True, "--summary/--no-summary", help="Analyse the run and print a summary at the end."
+        ),
     ) -> int:
         from hpuprof.capture.record_session import record_command
 
@@ -59,4 +62,5 @@ def register(app: typer.Typer) -> None:
             with_stack=with_stack,
             window_s=window_s or None,
             window_steps=window_steps or None,
+            summary=summary,
         )
