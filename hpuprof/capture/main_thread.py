@@ -9,21 +9,27 @@ signal handlers use). Nothing process-wide is changed: no signal handler, no tra
 
 The callback skips the moment (and is asked again later) when the main thread is inside code
 that must not be interrupted by a window change: hpuprof itself, the emulator, or
-torch.profiler (see `UNSAFE_PACKAGES`). A signal that arrives while the callback runs is
-held and delivered again as it returns, so it reaches the user's code as if we were not there.
+torch.profiler (see `UNSAFE_PACKAGES`). Signals that arrive from the start of a tick are kept
+by the `SignalGuard` and sent to the main thread again by the daemon thread once the callback
+has returned, so the script's handler (a KeyboardInterrupt, say) runs in the script's frame,
+never inside ours, where an exception could only be swallowed.
 """
 
 from __future__ import annotations
 
 import _thread
+import contextlib
 import ctypes
 import itertools
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
+
+from hpuprof.capture.signals import SignalGuard
 
 UNSAFE_PACKAGES: tuple[str, ...] = (
     "hpuprof",
@@ -45,8 +51,8 @@ HOST_MODULES: tuple[str, ...] = (
 """Modules whose frames only host the user's script (`hpuprof record`): the stack outward
 from the first of them is not looked at."""
 
-Tick = Callable[[], "tuple[int, ...]"]
-"""The callback: runs on the main thread; returns the signals it held, to send again."""
+Tick = Callable[[], None]
+"""The callback: runs on the main thread, must not raise."""
 
 _PENDING = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 _TICKERS: dict[int, MainThreadTicker] = {}
@@ -55,10 +61,9 @@ _KEYS = itertools.count(1)
 
 def _trampoline(key: int | None) -> int:
     ticker = _TICKERS.get(key or 0)
-    resend = [signal.Signals(s) for s in ticker._run()] if ticker is not None else []
-    # The last thing we do, in C with no bytecode boundary after it: the handlers then run
-    # in the user's frame, as if the signals had arrived there.
-    list(map(_thread.interrupt_main, resend))
+    if ticker is not None:
+        ticker._run()
+        ticker._in_tick = False  # no eval-breaker check (nor GIL hand-off) after this
     return 0
 
 
@@ -133,18 +138,27 @@ class MainThreadTicker:
     Args:
         period_s: how often the daemon thread checks `due()` (it only reads attributes).
         due: called on the daemon thread; True when a tick should run.
-        tick: called on the main thread at a safe bytecode boundary (see `UNSAFE_PARTS`);
+        tick: called on the main thread at a safe bytecode boundary (see `UNSAFE_PACKAGES`);
             must not raise (anything it raises is swallowed and counted in `errors`).
+        guard: the profiler's `SignalGuard`, which keeps the signals that arrive during a
+            tick for this ticker to send again afterwards.
     """
 
-    def __init__(self, period_s: float, due: Callable[[], bool], tick: Tick) -> None:
+    def __init__(
+        self, period_s: float, due: Callable[[], bool], tick: Tick, guard: SignalGuard
+    ) -> None:
         self.period_s = period_s
         self._due = due
         self._tick = tick
+        self._guard = guard
+        self._in_tick = False
+        self._holding = False
         self._key = next(_KEYS)
         self.frames = FrameCheck()
         self._queued = False
         self._stop = threading.Event()
+        self._wake = _thread.allocate_lock()  # released to wake the thread before its period
+        self._wake.acquire()
         self._thread: threading.Thread | None = None
         self.ticks = 0
         self.skipped = 0
@@ -164,17 +178,25 @@ class MainThreadTicker:
         return True
 
     def stop(self) -> None:
-        """Stop asking; a call already queued finds the ticker gone and does nothing."""
+        """Stop asking (a call already queued finds the ticker gone and does nothing), and
+        send the signals the last tick kept, if the thread has not yet."""
         _TICKERS.pop(self._key, None)
         self._stop.set()
+        with contextlib.suppress(RuntimeError):  # already awake
+            self._wake.release()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
         self._thread = None
+        self._send_kept()
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.period_s):
-            if self._queued:
+        while not self._stop.is_set():
+            woke = self._wake.acquire(timeout=self.period_s)
+            while self._holding and self._in_tick and not self._stop.is_set():
+                time.sleep(0.0005)  # the tick is returning (this lets it have the GIL)
+            self._send_kept()
+            if woke or self._stop.is_set() or self._queued:
                 continue
             try:
                 if not self._due():
@@ -185,16 +207,31 @@ class MainThreadTicker:
             if self._add(self._key) != 0:  # the interpreter's queue is full: later
                 self._queued = False
 
-    def _run(self) -> tuple[int, ...]:
+    def _send_kept(self) -> None:
+        """Send the signals kept during the last tick to the main thread. From this thread
+        (the tick has returned: the handlers run in the user's frame, as if the signals had
+        arrived there); from the main thread at stop, Python handles them right away."""
+        if not self._holding:
+            return
+        self._holding = False
+        main = threading.main_thread().ident
+        for signum in self._guard.release_hold():
+            if main is not None:
+                signal.pthread_kill(main, signum)
+
+    def _run(self) -> None:
         self._queued = False
         if self._stop.is_set():
-            return ()
+            return
         if self.frames.unsafe_frame(sys._getframe(2)) is not None:
             self.skipped += 1
-            return ()
+            return
+        self._in_tick = self._holding = True
+        self._guard.hold()
         self.ticks += 1
         try:
-            return self._tick()
+            self._tick()
         except BaseException as error:  # never into the user's code
             self.errors.append(f"{type(error).__name__}: {error}")
-            return ()
+        with contextlib.suppress(RuntimeError):  # (signals are kept till we have returned)
+            self._wake.release()  # the thread sends what was kept once we have returned

@@ -352,7 +352,7 @@ class HPUProfiler:
             backend.set_recording(self._action() in RECORDING)
         if self.window_s is not None and self._owner_thread == threading.main_thread().ident:
             self._ticker = MainThreadTicker(
-                min(TICK_PERIOD_S, self.window_s / 2), self._tick_due, self._tick
+                min(TICK_PERIOD_S, self.window_s / 2), self._tick_due, self._tick, self._signals
             )
             self._ticker.start()
 
@@ -455,15 +455,10 @@ class HPUProfiler:
         quiet_since = max(self._window_start_ns, self._last_step_ns)
         return now - quiet_since >= window_ns
 
-    def _tick(self) -> tuple[int, ...]:
-        """On the main thread between two bytecodes (see `main_thread.py`): end the window.
-        Returns the signals that arrived meanwhile, for the ticker to send again."""
-        if not self.running or os.getpid() != self.pid or self._signals.is_busy:
-            return ()
-        with self._signals.held() as held:
-            if self._tick_due():
-                self._end_window()
-        return held.signals
+    def _tick(self) -> None:
+        """On the main thread between two bytecodes (see `main_thread.py`): end the window."""
+        if self.running and os.getpid() == self.pid and self._tick_due():
+            self._end_window()
 
     def _emit_dynamo(self) -> None:
         if self._dynamo is not None:

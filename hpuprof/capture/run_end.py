@@ -21,6 +21,7 @@ States:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 from collections.abc import Mapping
@@ -59,6 +60,7 @@ class RunEnd:
         exit_code: the script's exit code when known (`hpuprof record`).
         time: ISO time the ending was recorded ("" while running or when found killed).
         note: what a reader found (e.g. "process 1234 is gone").
+        rank: in a run's summary of several ranks, the rank this ending is from.
     """
 
     state: EndState
@@ -68,10 +70,15 @@ class RunEnd:
     exit_code: int | None = None
     time: str = ""
     note: str = field(default="", compare=False)
+    rank: str | None = field(default=None, compare=False)
 
     @property
     def detail(self) -> str:
         """One line for people: "ValueError: boom", "SIGTERM", "exit code 3", ..."""
+        text = self._detail()
+        return f"rank {self.rank}: {text}" if self.rank is not None and text else text
+
+    def _detail(self) -> str:
         if self.state == "exception":
             text = self.exception or "exception"
             return f"{text}: {self.message}" if self.message else text
@@ -173,16 +180,7 @@ def summarize(ends: Mapping[str, RunEnd]) -> RunEnd:
     rank, worst = max(ends.items(), key=lambda kv: (_SEVERITY[kv[1].state], kv[0]))
     if len(ends) == 1 or worst.state in ("completed", "running"):
         return worst
-    note = f"rank {rank}: {worst.detail}"
-    return RunEnd(
-        worst.state,
-        worst.exception,
-        worst.message,
-        worst.signal,
-        worst.exit_code,
-        worst.time,
-        note=note,
-    )
+    return dataclasses.replace(worst, rank=rank)
 
 
 def pid_alive(pid: int, started_ns: int = 0) -> bool:

@@ -16,8 +16,8 @@ has it when recording starts, and respects it:
 
 Our handlers never raise on their own account: errors while writing are reported on stderr.
 A signal that arrives while the profiler is inside a write (`busy()`) is deferred until the
-write ends; inside `held()` (a pending-call tick) it is handed back to be sent again once the
-tick has returned. A forked child (a DataLoader worker) inherits the handlers but only chains.
+write ends; between `hold()` and `release_hold()` (a timer tick borrowing the main thread, see
+`main_thread.py`) it is kept, and sent again by the timer's thread once the tick has returned. A forked child (a DataLoader worker) inherits the handlers but only chains.
 `uninstall()` puts back exactly what was there.
 """
 
@@ -40,13 +40,6 @@ Callback = Callable[[int, FrameType | None], None]
 """Called with the signal number and the frame it interrupted (None when it was deferred)."""
 
 
-class Held:
-    """What `SignalGuard.held()` collected: the signals to send again (in arrival order)."""
-
-    def __init__(self) -> None:
-        self.signals: tuple[int, ...] = ()
-
-
 class SignalGuard:
     """Installs and removes the run-saving signal handlers (one guard per profiler)."""
 
@@ -56,7 +49,7 @@ class SignalGuard:
         self._on_fatal: Callback | None = None
         self._on_notice: Callback | None = None
         self._busy = 0
-        self._holding = 0
+        self._holding = False
         self._pending: list[int] = []
         self._pid = os.getpid()
 
@@ -113,20 +106,16 @@ class SignalGuard:
             if not self._busy and not self._holding and self._pending:
                 self._fire_pending()
 
-    @contextlib.contextmanager
-    def held(self) -> Iterator[Held]:
-        """Like `busy()`, but the deferred signals are handed back in `Held.signals` instead
-        of being handled here (a pending call sends them again once it has returned)."""
-        out = Held()
-        self._holding += 1
-        self._busy += 1
-        try:
-            yield out
-        finally:
-            self._busy -= 1
-            self._holding -= 1
-            if not self._holding and not self._busy:
-                out.signals, self._pending = tuple(self._pending), []
+    def hold(self) -> None:
+        """From now on keep the signals that arrive (main thread, before a timer tick)."""
+        self._holding = True
+
+    def release_hold(self) -> list[int]:
+        """Stop keeping signals; returns those kept, to be sent again (any thread: the
+        timer's thread calls it once the tick has returned)."""
+        self._holding = False
+        kept, self._pending = self._pending, []
+        return kept
 
     def _fire_pending(self) -> None:
         pending, self._pending = self._pending, []
@@ -137,7 +126,7 @@ class SignalGuard:
         if os.getpid() != self._pid:  # a forked child: not our run
             _chain(signum, self._chain.get(signum, signal.SIG_DFL), frame)
             return
-        if self._busy:
+        if self._busy or self._holding:
             if signum not in self._pending:
                 self._pending.append(signum)
             return
