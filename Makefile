@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # would pull several GB of CUDA packages. pyproject.toml states the supported range.
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: demo test lint typecheck pytest samples bench browser clean
+.PHONY: demo test lint typecheck pytest samples bench soak browser clean
 
 $(STAMP): pyproject.toml constraints.txt setup.py hpuprof/trace/_kineto_scan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,11 @@ samples: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
+
+# Crash trials at length: 200 of each ending (exception, os._exit, SIGINT/SIGTERM/SIGKILL) per
+# backend, instead of the 20 that `make test` runs.
+soak: $(STAMP)
+	HPUPROF_KILL_TRIALS=200 $(PY) -m pytest tests/capture/test_kill_trials.py -p no:cacheprovider --timeout 7200
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

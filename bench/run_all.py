@@ -22,6 +22,7 @@ FULL: tuple[tuple[str, ...], ...] = (
     ("bench_emulator.py",),
     ("bench_extensions.py",),
     ("bench_capture.py",),
+    ("bench_capture_windows.py",),
 )
 QUICK: tuple[tuple[str, ...], ...] = (
     ("bench_load.py", "--events", "40000"),
@@ -31,6 +32,7 @@ QUICK: tuple[tuple[str, ...], ...] = (
     ("bench_emulator.py", "--ops", "2000", "--steps", "5", "--repeats", "3"),
     ("bench_extensions.py", "--calls", "20", "--repeats", "2"),
     ("bench_capture.py", "--ops", "20000", "--repeat", "2"),
+    ("bench_capture_windows.py", "--steps", "20", "--stepless-ops", "5000", "--repeat", "1"),
 )
 
 
