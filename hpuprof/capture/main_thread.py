@@ -142,10 +142,16 @@ class MainThreadTicker:
             must not raise (anything it raises is swallowed and counted in `errors`).
         guard: the profiler's `SignalGuard`, which keeps the signals that arrive during a
             tick for this ticker to send again afterwards.
+        frames: the check of the main thread's stack (default: a new `FrameCheck`).
     """
 
     def __init__(
-        self, period_s: float, due: Callable[[], bool], tick: Tick, guard: SignalGuard
+        self,
+        period_s: float,
+        due: Callable[[], bool],
+        tick: Tick,
+        guard: SignalGuard,
+        frames: FrameCheck | None = None,
     ) -> None:
         self.period_s = period_s
         self._due = due
@@ -154,7 +160,7 @@ class MainThreadTicker:
         self._in_tick = False
         self._holding = False
         self._key = next(_KEYS)
-        self.frames = FrameCheck()
+        self.frames = frames or FrameCheck()
         self._queued = False
         self._stop = threading.Event()
         self._wake = _thread.allocate_lock()  # released to wake the thread before its period

@@ -43,7 +43,7 @@ from typing import Any
 from hpuprof.capture import backends
 from hpuprof.capture.backends.base import Backend, CaptureOptions
 from hpuprof.capture.dynamo_records import DynamoRecorder, dynamo_counters
-from hpuprof.capture.main_thread import MainThreadTicker
+from hpuprof.capture.main_thread import FrameCheck, MainThreadTicker
 from hpuprof.capture.run_dir import (
     FILE_KEYS,
     RunPaths,
@@ -73,6 +73,9 @@ DEFAULT_WINDOW_S = 10.0
 """A recording window is streamed to disk at least this often (seconds) by default."""
 TICK_PERIOD_S = 0.5
 """How often the window timer checks whether a window is due (it reads two numbers)."""
+FATAL_RETRIES = 40
+"""A deadly signal that lands inside the emulator or hpuprof is put off (`signals.RETRY_S`
+each) this many times at most, for a moment where the run can be written whole."""
 
 
 def _env_int(*names: str) -> int | None:
@@ -197,6 +200,8 @@ class HPUProfiler:
         self._owner_thread = threading.get_ident()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._ticker: MainThreadTicker | None = None
+        self._frames: FrameCheck | None = None
+        self._fatal_retries = 0
         self._window_start_ns = 0  # monotonic
         self._window_first_step = 0
         self._last_step_ns = 0  # monotonic; 0 before the first step
@@ -350,9 +355,14 @@ class HPUProfiler:
         self._window_start_ns = time.monotonic_ns()
         if not backend.handles_schedule and self.options.schedule is not None:
             backend.set_recording(self._action() in RECORDING)
+        self._frames = FrameCheck()  # after the backend imported what it records with
         if self.window_s is not None and self._owner_thread == threading.main_thread().ident:
             self._ticker = MainThreadTicker(
-                min(TICK_PERIOD_S, self.window_s / 2), self._tick_due, self._tick, self._signals
+                min(TICK_PERIOD_S, self.window_s / 2),
+                self._tick_due,
+                self._tick,
+                self._signals,
+                self._frames,
             )
             self._ticker.start()
 
@@ -507,19 +517,29 @@ class HPUProfiler:
         self._hook = register(hook)
 
     # --- finishing ---------------------------------------------------------------------------
-    def _on_fatal_signal(self, signum: int, frame: FrameType | None) -> None:
-        """A signal whose default action kills the process: write everything first."""
+    def _on_fatal_signal(self, signum: int, frame: FrameType | None) -> bool:
+        """A signal whose default action kills the process: write everything first. Inside
+        the emulator (its sink may be mid-append) the signal is put off a few ms at a time
+        (returns False); after `FATAL_RETRIES`, what was not streamed yet is dropped."""
         name = _signal_name(signum)
         self.signal_seen = name
+        unsafe = frame is not None and self._frames is not None and self._frames.unsafe_frame(frame)
+        if unsafe and self.running and self._fatal_retries < FATAL_RETRIES:
+            self._fatal_retries += 1
+            return False
+        if unsafe and self._backend is not None:
+            self._backend.drop_unstreamed()
+            self.warnings.append(f"{name} arrived inside {unsafe}: its last events were dropped")
         self._finish(RunEnd("signal", signal=name))
+        return True
 
     def _on_signal_notice(self, signum: int, frame: FrameType | None) -> None:
         """A signal a Python handler will see next (KeyboardInterrupt, the script's own):
         note it and stream the window, in case the handler ends the process abruptly."""
         self.signal_seen = _signal_name(signum)
         if self.running and threading.get_ident() == self._owner_thread:
-            ticker = self._ticker
-            if frame is not None and ticker is not None and not ticker.frames.unsafe_frame(frame):
+            frames = self._frames
+            if frame is not None and frames is not None and not frames.unsafe_frame(frame):
                 self._end_window()
 
     def _at_exit(self) -> None:
@@ -580,8 +600,8 @@ class HPUProfiler:
                 self.emit([self._step_span(now)])
             backend.stop()
             self._emit_dynamo()
-        except HpuprofError as error:
-            errors.append(str(error))
+        except Exception as error:  # the trace is closed and listed all the same
+            errors.append(str(error) if isinstance(error, HpuprofError) else repr(error))
         streaming = self.paths.rel(writer.path)
         trace = writer.close(self._trace_keys)
         self.files["traces"].append(self.paths.rel(trace))

@@ -36,8 +36,11 @@ HANDLED: tuple[signal.Signals, ...] = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
 )
 
-Callback = Callable[[int, FrameType | None], None]
-"""Called with the signal number and the frame it interrupted (None when it was deferred)."""
+Callback = Callable[[int, FrameType | None], "bool | None"]
+"""Called with the signal number and the frame it interrupted (None when it was deferred).
+`on_fatal` returns False for "not at this moment": the signal is sent again a little later."""
+RETRY_S = 0.005
+"""How soon a signal `on_fatal` put off is sent again."""
 
 
 class SignalGuard:
@@ -136,17 +139,26 @@ class SignalGuard:
         previous = self._chain.get(signum, signal.SIG_DFL)
         if callable(previous):
             _safely(self._on_notice, signum, frame)
-        else:  # the callback uninstalls us once it is done (other signals wait till then)
-            _safely(self._on_fatal, signum, frame)
-        _chain(signum, previous, frame)
+        elif _safely(self._on_fatal, signum, frame) is False:  # not at this moment
+            _send_later(signum)
+            return
+        _chain(signum, previous, frame)  # on_fatal uninstalled us once the run was written
 
 
-def _safely(callback: Callback | None, signum: int, frame: FrameType | None) -> None:
+def _send_later(signum: int) -> None:
+    main = threading.main_thread().ident
+    if main is not None:
+        later = threading.Timer(RETRY_S, signal.pthread_kill, (main, signum))
+        later.daemon = True
+        later.start()
+
+
+def _safely(callback: Callback | None, signum: int, frame: FrameType | None) -> bool | None:
     """Run our callback; report, never raise, what goes wrong (we are in the user's code)."""
     if callback is None:
-        return
+        return None
     try:
-        callback(signum, frame)
+        return callback(signum, frame)
     except BaseException as error:  # nothing of ours may escape a handler
         try:
             name = signal.Signals(signum).name
@@ -156,6 +168,7 @@ def _safely(callback: Callback | None, signum: int, frame: FrameType | None) -> 
             )
         except Exception:  # stderr closed: nothing left to tell
             pass
+        return None
 
 
 def _chain(signum: int, previous: Any, frame: FrameType | None) -> None:

@@ -26,6 +26,7 @@ import itertools
 import json
 import os
 import random
+import re
 import signal
 import sys
 import time
@@ -35,6 +36,7 @@ from pathlib import Path
 MODES = ("exception", "exit", "SIGINT", "SIGTERM", "SIGKILL")
 BACKENDS = ("emulated", "cpu", "gaudi")
 POINTS = ("start", "before", "middle", "after")
+_DONE = re.compile(r"done (\d+)")
 STEPS = 6
 
 SCRIPT = """
@@ -113,7 +115,11 @@ class Trial:
 
 def prepare_zygote(backend: str, out: Path) -> None:
     """Import what every trial needs once, before forking (torch.profiler's first start
-    imports torch._dynamo and torch._inductor: seconds a trial need not pay again)."""
+    imports torch._dynamo and torch._inductor: seconds a trial need not pay again). The signal
+    dispositions are a foreground `python`'s, however the zygote itself was started (a
+    background job inherits SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     import torch
     import torch._dynamo
     import torch._inductor
@@ -152,6 +158,8 @@ def _child(argv: list[str], trial_dir: Path) -> None:
         code = main(argv)
         sys.stdout.flush()
         sys.stderr.flush()
+    except KeyboardInterrupt:  # SIGINT before hpuprof's CLI was even running
+        code = 130
     finally:
         os._exit(code)
 
@@ -167,12 +175,16 @@ def _observed(trial_dir: Path) -> tuple[list[int], bool]:
         lines = (trial_dir / "stdout.txt").read_text(errors="replace").splitlines()
     except OSError:
         return [], False
-    done = [int(line.split()[1]) for line in lines if line.startswith("done ")]
+    # a signal can land inside `print`, between a line and its newline: "done 5hpuprof: ..."
+    done = [int(m.group(1)) for m in map(_DONE.match, lines) if m]
     return done, "finished" in lines
 
 
 def _progress(trial_dir: Path) -> int:
-    """-1 before the first step was done, i after step i, STEPS once the script finished."""
+    """-2 before the child has started (its stdout file is not there yet), -1 before the first
+    step was done, i after step i, STEPS once the script finished."""
+    if not (trial_dir / "stdout.txt").exists():
+        return -2
     done, finished = _observed(trial_dir)
     return STEPS if finished else (done[-1] if done else -1)
 
@@ -180,7 +192,8 @@ def _progress(trial_dir: Path) -> int:
 @dataclass(frozen=True)
 class Spec:
     """One trial to run. `kill_after`: the progress (see `_progress`) after which the signal
-    goes, `kill_delay_s` later; -2: `kill_delay_s` after the start."""
+    goes, `kill_delay_s` later (-1: after the child started; a signal sent before, between
+    `fork` and Python's after-fork reset, would be dropped, which no real process does)."""
 
     mode: str
     index: int
@@ -201,9 +214,9 @@ class _Running:
     sent: bool = False
 
 
-def _gaps(seen: dict[int, float], started: float, ended: float) -> dict[int, float]:
+def _gaps(seen: dict[int, float], ended: float) -> dict[int, float]:
     """How long the baseline spent after each progress level: start-up, each step, the end."""
-    marks = [(-2, started), *sorted(seen.items()), (STEPS + 1, ended)]
+    marks = [*sorted(seen.items()), (STEPS + 1, ended)]
     return {level: max(later - at, 0.01) for (level, at), (_, later) in itertools.pairwise(marks)}
 
 
@@ -215,7 +228,7 @@ def run_trials(
     script = out / "train.py"
     script.write_text(SCRIPT)
     baseline, gaps = _run_batch(backend, [Spec("none", 0, -1, "none")], out, script, 1)
-    levels = sorted(gaps)  # -2 start-up, -1 .. STEPS-1 inside steps, STEPS writing the run
+    levels = sorted(gaps)  # -1 start-up, 0 .. STEPS-1 inside steps, STEPS writing the run
     specs: list[Spec] = []
     for mode in modes:
         for i in range(trials):
@@ -267,10 +280,7 @@ def _run_batch(
             pid = os.fork()
             if pid == 0:
                 _child(argv, trial_dir)
-            job = _Running(pid, spec, trial_dir, time.monotonic(), {})
-            if spec.kill_after == -2:
-                job.kill_at = job.started + spec.kill_delay_s
-            running[pid] = job
+            running[pid] = _Running(pid, spec, trial_dir, time.monotonic(), {})
         time.sleep(0.002)
         for pid, job in list(running.items()):
             done_pid, wait_status = os.waitpid(pid, os.WNOHANG)
@@ -279,7 +289,7 @@ def _run_batch(
                 continue
             ended = time.monotonic()
             del running[pid]
-            gaps = _gaps(job.seen, job.started, ended)
+            gaps = _gaps(job.seen, ended)
             done, finished = _observed(job.trial_dir)
             spec = job.spec
             results.append(
@@ -308,7 +318,7 @@ def _watch(job: _Running) -> None:
     for seen in range(-1, level + 1):
         job.seen.setdefault(seen, now)
     spec = job.spec
-    if job.kill_at is None and spec.kill_after > -2 and level >= spec.kill_after:
+    if job.kill_at is None and spec.kill_after >= -1 and level >= spec.kill_after:
         job.kill_at = now + spec.kill_delay_s
     if not job.sent and job.kill_at is not None and now >= job.kill_at:
         job.sent = True

@@ -76,6 +76,7 @@ def _run_trials(backend: str, out: Path) -> list[dict[str, Any]]:
         check=False,
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    (out / "trials.jsonl").write_bytes(done.stdout)  # for a look at a failure
     return [json.loads(line) for line in done.stdout.decode().splitlines() if line.startswith("{")]
 
 

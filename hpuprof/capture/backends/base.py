@@ -84,6 +84,11 @@ class Backend(abc.ABC):
         process killed later loses at most the window after this one."""
         self.poll()
 
+    def drop_unstreamed(self) -> None:
+        """Forget what was recorded but not streamed yet: the process is being stopped by a
+        signal inside the code that records it, so that part may be half-written."""
+        return None
+
     def set_recording(self, on: bool) -> None:
         """Schedule: record (True) or not (False) from now on."""
         return None
