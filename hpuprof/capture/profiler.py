@@ -114,10 +114,12 @@ class HPUProfiler:
         step_on_optimizer: call `step()` after every `optimizer.step()` (for unchanged
             scripts under `hpuprof record`).
         window_s: stream the recording to disk at least every this many seconds: at the first
-            step boundary (or optimizer step) after that, or on a timer where no steps come.
-            A process killed with SIGKILL loses at most this much. None: only at stop (and
-            at the schedule's windows). Each window costs a fixed ~1 ms on the torch backends
-            (torch.profiler is stopped and restarted) besides exporting its events.
+            step boundary (or optimizer step) after that, or, where no steps come, on a timer
+            (when the profiler was started on the main thread). A process killed with
+            SIGKILL loses at most this much. None: only at stop (and at the schedule's
+            windows). Each window costs a few ms on the torch backends (torch.profiler is
+            stopped and restarted; `bench/bench_capture_windows.py`) besides exporting its
+            events, which one window at stop would export too.
         window_steps: also end a window every this many steps (None: by time only).
         activities, **_ignored: accepted for torch.profiler compatibility; the backend
             decides the activities.

@@ -72,7 +72,7 @@ def _run_trials(backend: str, out: Path) -> list[dict[str, Any]]:
         env=child_env(),
         cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
-        timeout=60 + 10 * TRIALS,
+        timeout=300 + 60 * TRIALS,  # a guard against a hang, not a speed target
         check=False,
     )
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
@@ -141,6 +141,7 @@ def _check(trial: dict[str, Any]) -> str | None:
         "gaudi",
     ],
 )
+@pytest.mark.timeout(600 + 60 * TRIALS)
 def test_random_kills_lose_nothing(backend: str, tmp_path: Path) -> None:
     trials = _run_trials(backend, tmp_path)
     assert len(trials) == 1 + 5 * TRIALS

@@ -142,15 +142,18 @@ time.sleep(60)
 
 
 STEPLESS = """
-import time, torch
+import glob, time, torch
 x = torch.ones(32, 32)
-start = time.monotonic()
 said = False
+n = 0
 while True:
     x = torch.mm(x, x) * 0.01
-    if not said and time.monotonic() - start > 2.5:
-        print("ran 2.5 s", flush=True)
-        said = True
+    n += 1
+    if not said and n % 200 == 0:
+        on_disk = b"".join(open(p, "rb").read() for p in glob.glob("run/traces/*.incomplete.json"))
+        if on_disk.count(b'"PyTorch Profiler (0)"') >= 3:  # one per torch.profiler window
+            print("3 windows on disk", flush=True)
+            said = True
 """
 
 
@@ -175,14 +178,13 @@ def test_record_kill_9_of_a_stepless_script_keeps_its_windows(tmp_path: Path) ->
         cwd=tmp_path,
     )
     assert child.stdout is not None
-    assert child.stdout.readline().strip() == "ran 2.5 s"
+    assert child.stdout.readline().strip() == "3 windows on disk"
     child.kill()
     assert child.wait(60) == -signal.SIGKILL
     manifest = read_manifest(out)
     assert manifest["traces"] == ["traces/script-rank0.pt.trace.incomplete.json"]
     trace = try_load(out)
-    mm = trace.events[trace.events["name"] == "aten::mm"]
-    assert len(mm) > 100
-    span_s = (mm["ts_ns"].max() - mm["ts_ns"].min()) / 1e9
-    assert span_s > 1.0  # several windows' worth, not only the first
+    names = trace.events["name"]
+    assert (names == "PyTorch Profiler (0)").sum() >= 3
+    assert (names == "aten::mm").sum() > 0
     assert run_end(manifest).state == "killed"
