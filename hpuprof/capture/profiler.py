@@ -73,9 +73,10 @@ DEFAULT_WINDOW_S = 10.0
 """A recording window is streamed to disk at least this often (seconds) by default."""
 TICK_PERIOD_S = 0.5
 """How often the window timer checks whether a window is due (it reads two numbers)."""
-FATAL_RETRIES = 40
-"""A deadly signal that lands inside the emulator or hpuprof is put off (`signals.RETRY_S`
-each) this many times at most, for a moment where the run can be written whole."""
+SIGNAL_RETRIES = 40
+"""A signal that lands inside the emulator or hpuprof is put off (`signals.RETRY_S` each) at
+most this many times in a row, for a moment where the run can be written whole (SIGTERM) or
+the script's handler raise without leaving the emulator half-way (SIGINT)."""
 
 
 def _env_int(*names: str) -> int | None:
@@ -203,7 +204,7 @@ class HPUProfiler:
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._ticker: MainThreadTicker | None = None
         self._frames: FrameCheck | None = None
-        self._fatal_retries = 0
+        self._signal_retries = 0
         self._window_start_ns = 0  # monotonic
         self._window_first_step = 0
         self._last_step_ns = 0  # monotonic; 0 before the first step
@@ -519,30 +520,49 @@ class HPUProfiler:
         self._hook = register(hook)
 
     # --- finishing ---------------------------------------------------------------------------
+    def _put_off(self, frame: FrameType | None) -> str | None:
+        """Where `frame` is when a signal must wait for a safe moment (inside the emulator,
+        its sink maybe mid-append, or inside hpuprof), until `SIGNAL_RETRIES` ran out."""
+        frames = self._frames
+        where = frames.unsafe_frame(frame) if frame is not None and frames is not None else None
+        if where is not None and self.running and self._signal_retries < SIGNAL_RETRIES:
+            self._signal_retries += 1
+            return where
+        self._signal_retries = 0
+        return None
+
     def _on_fatal_signal(self, signum: int, frame: FrameType | None) -> bool:
-        """A signal whose default action kills the process: write everything first. Inside
-        the emulator (its sink may be mid-append) the signal is put off a few ms at a time
-        (returns False); after `FATAL_RETRIES`, what was not streamed yet is dropped."""
+        """A signal whose default action kills the process: write everything first (put off
+        a few ms at a time while it lands somewhere unsafe: returns False)."""
         name = _signal_name(signum)
         self.signal_seen = name
-        unsafe = frame is not None and self._frames is not None and self._frames.unsafe_frame(frame)
-        if unsafe and self.running and self._fatal_retries < FATAL_RETRIES:
-            self._fatal_retries += 1
+        if self._put_off(frame) is not None:
             return False
-        if unsafe and self._backend is not None:
+        where = self._frames.unsafe_frame(frame) if frame and self._frames else None
+        if where is not None and self._backend is not None:  # no safe moment came
             self._backend.drop_unstreamed()
-            self.warnings.append(f"{name} arrived inside {unsafe}: its last events were dropped")
+            self.warnings.append(f"{name} arrived inside {where}: its last events were dropped")
         self._finish(RunEnd("signal", signal=name))
         return True
 
-    def _on_signal_notice(self, signum: int, frame: FrameType | None) -> None:
+    def _on_signal_notice(self, signum: int, frame: FrameType | None) -> bool:
         """A signal a Python handler will see next (KeyboardInterrupt, the script's own):
-        note it and stream the window, in case the handler ends the process abruptly."""
+        note it and stream the window, in case the handler ends the process abruptly. Put
+        off while it lands somewhere unsafe (returns False): a KeyboardInterrupt raised
+        inside the emulator would leave its event sink half-appended."""
         self.signal_seen = _signal_name(signum)
-        if self.running and threading.get_ident() == self._owner_thread:
-            frames = self._frames
-            if frame is not None and frames is not None and not frames.unsafe_frame(frame):
-                self._end_window()
+        if self._put_off(frame) is not None:
+            return False
+        frames = self._frames
+        if (
+            self.running
+            and threading.get_ident() == self._owner_thread
+            and frame is not None
+            and frames is not None
+            and frames.unsafe_frame(frame) is None
+        ):
+            self._end_window()
+        return True
 
     def _at_exit(self) -> None:
         if self.running:

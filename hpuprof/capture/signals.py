@@ -5,20 +5,23 @@ has it when recording starts, and respects it:
 
 - ignored (`SIG_IGN`, e.g. SIGINT of a background job, SIGHUP under nohup): left alone; the
   signal stays ignored and the run goes on;
-- the default action (`SIG_DFL`, e.g. SIGTERM): `on_fatal(signum, frame)` writes the whole run, then
-  the default disposition is restored and the signal raised again, so the process dies of it
-  exactly as before (the exit status still says "killed by SIGTERM");
+- the default action (`SIG_DFL`, e.g. SIGTERM): `on_fatal(signum, frame)` writes the whole
+  run, then the default disposition is restored and the signal raised again, so the process
+  dies of it exactly as before (the exit status still says "killed by SIGTERM");
 - a Python handler (Python's own SIGINT handler raising KeyboardInterrupt, or the script's):
-  `on_notice(signum, frame)` notes the signal and flushes what is cheap to flush, then the handler is
-  called; what it does (raise, exit, carry on) is the script's business, and the run ends when
-  the profiler stops;
+  `on_notice(signum, frame)` notes the signal and flushes what is cheap to flush, then the
+  handler is called; what it does (raise, exit, carry on) is the script's business, and the
+  run ends when the profiler stops;
 - a handler installed from C (`getsignal` returns None): left alone (it cannot be chained).
 
-Our handlers never raise on their own account: errors while writing are reported on stderr.
-A signal that arrives while the profiler is inside a write (`busy()`) is deferred until the
-write ends; between `hold()` and `release_hold()` (a timer tick borrowing the main thread, see
-`main_thread.py`) it is kept, and sent again by the timer's thread once the tick has returned. A forked child (a DataLoader worker) inherits the handlers but only chains.
-`uninstall()` puts back exactly what was there.
+Either callback may put the signal off a few milliseconds (it is sent again) when it landed
+where the process must not be stopped or raised into: inside the emulator, whose event sink
+would be left half-appended, or inside hpuprof. Our handlers never raise on their own
+account: errors while writing are reported on stderr. A signal that arrives while the
+profiler is inside a write (`busy()`) is deferred until the write ends; between `hold()` and
+`release_hold()` (a timer tick borrowing the main thread, see `main_thread.py`) it is kept,
+and sent again by the timer's thread once the tick has returned. A forked child (a DataLoader
+worker) inherits the handlers but only chains. `uninstall()` puts back exactly what was there.
 """
 
 from __future__ import annotations
@@ -38,9 +41,10 @@ HANDLED: tuple[signal.Signals, ...] = tuple(
 
 Callback = Callable[[int, FrameType | None], "bool | None"]
 """Called with the signal number and the frame it interrupted (None when it was deferred).
-`on_fatal` returns False for "not at this moment": the signal is sent again a little later."""
+Returns False for "not at this moment": the signal is sent again a little later (and neither
+the run is written nor the previous handler called now)."""
 RETRY_S = 0.005
-"""How soon a signal `on_fatal` put off is sent again."""
+"""How soon a signal a callback put off is sent again."""
 
 
 class SignalGuard:
@@ -137,9 +141,8 @@ class SignalGuard:
 
     def _fire(self, signum: int, frame: FrameType | None) -> None:
         previous = self._chain.get(signum, signal.SIG_DFL)
-        if callable(previous):
-            _safely(self._on_notice, signum, frame)
-        elif _safely(self._on_fatal, signum, frame) is False:  # not at this moment
+        callback = self._on_notice if callable(previous) else self._on_fatal
+        if _safely(callback, signum, frame) is False:  # not at this moment
             _send_later(signum)
             return
         _chain(signum, previous, frame)  # on_fatal uninstalled us once the run was written

@@ -192,3 +192,26 @@ def test_a_signal_during_a_tick_reaches_the_users_code() -> None:
     finally:
         guard.uninstall()
         signal.signal(signal.SIGUSR1, old)
+
+
+def test_a_signal_put_off_is_sent_again_then_handled_once() -> None:
+    """`on_notice` returning False (the signal landed inside the emulator) puts the signal off:
+    it comes back a few ms later, and the script's handler runs once, at the safe moment."""
+    handled: list[int] = []
+    asked: list[int] = []
+    old = signal.signal(signal.SIGUSR1, lambda s, f: handled.append(s))
+    guard = SignalGuard()
+    try:
+        guard._chain = {int(signal.SIGUSR1): signal.getsignal(signal.SIGUSR1)}
+        guard._installed = dict(guard._chain)
+        guard._on_notice = lambda s, f: (asked.append(s), len(asked) > 2)[1]
+        signal.signal(signal.SIGUSR1, guard._handle)
+        signal.raise_signal(signal.SIGUSR1)
+        assert handled == []  # put off
+        deadline = time.monotonic() + 10
+        while not handled and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert handled == [signal.SIGUSR1] and len(asked) == 3
+    finally:
+        guard.uninstall()
+        signal.signal(signal.SIGUSR1, old)

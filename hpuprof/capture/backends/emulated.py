@@ -12,6 +12,7 @@ import datetime as dt
 from typing import Any
 
 from hpuprof.capture.backends.base import Backend, BackendContext
+from hpuprof.errors import HpuprofError
 
 
 class EmulatedBackend(Backend):
@@ -48,7 +49,12 @@ class EmulatedBackend(Backend):
 
         batch = self._sink.drain()
         if len(batch):
-            events = to_chrome_events(batch, pid=self._ctx.pid, base_ns=self._ctx.base_ns)
+            try:
+                events = to_chrome_events(batch, pid=self._ctx.pid, base_ns=self._ctx.base_ns)
+            except (IndexError, KeyError, ValueError, TypeError) as error:
+                raise HpuprofError(  # e.g. an exception left an event half-appended
+                    f"{len(batch)} emulated events dropped: the sink is inconsistent ({error!r})"
+                ) from None
             for ev in events:  # hpu_backend records its dynamo compiles itself
                 if ev.get("cat") == "hpuprof":
                     cid = ev["args"].get("hpuprof.compile_id")
