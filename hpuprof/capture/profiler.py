@@ -71,6 +71,8 @@ POLL_INTERVAL_NS = 200_000_000
 """Optimizer-step hooks drain the emulated sink at most this often."""
 DEFAULT_WINDOW_S = 10.0
 """A recording window is streamed to disk at least this often (seconds) by default."""
+FIRST_WINDOW_S = 1.0
+"""The first window's length; each next one is twice as long, up to `window_s`."""
 TICK_PERIOD_S = 0.5
 """How often the window timer checks whether a window is due (it reads two numbers)."""
 SIGNAL_RETRIES = 40
@@ -116,8 +118,9 @@ class HPUProfiler:
             scripts under `hpuprof record`).
         window_s: stream the recording to disk at least every this many seconds: at the first
             step boundary (or optimizer step) after that, or, where no steps come, on a timer
-            (when the profiler was started on the main thread). A process killed with
-            SIGKILL loses at most this much. None: only at stop (and at the schedule's
+            (when the profiler was started on the main thread). The first windows are shorter
+            (1, 2, 4, 8 s, then `window_s`). A process killed with SIGKILL loses at most its
+            last window. None: only at stop (and at the schedule's
             windows). Each window costs a few ms on the torch backends (torch.profiler is
             stopped and restarted; `bench/bench_capture_windows.py`) besides exporting its
             events, which one window at stop would export too.
@@ -439,8 +442,16 @@ class HPUProfiler:
         steps = self.window_steps
         if steps is not None and self.step_num - self._window_first_step >= steps:
             return True
-        window_ns = None if self.window_s is None else int(self.window_s * 1e9)
+        window_ns = self._window_ns()
         return window_ns is not None and now_ns - self._window_start_ns >= window_ns
+
+    def _window_ns(self) -> int | None:
+        """The current window's length: from `FIRST_WINDOW_S`, doubling up to `window_s`, so
+        a run killed soon after it started loses little too (1, 2, 4, 8, 10, 10... s)."""
+        if self.window_s is None:
+            return None
+        first = min(FIRST_WINDOW_S, self.window_s)
+        return int(min(self.window_s, first * 2 ** min(self.windows, 30)) * 1e9)
 
     def _end_window(self) -> None:
         """Stream the whole current window now (on the thread that started the profiler)."""
@@ -464,9 +475,9 @@ class HPUProfiler:
         if not self.running or self.window_s is None:
             return False
         now = time.monotonic_ns()
-        window_ns = int(self.window_s * 1e9)
+        window_ns = self._window_ns()
         quiet_since = max(self._window_start_ns, self._last_step_ns)
-        return now - quiet_since >= window_ns
+        return window_ns is not None and now - quiet_since >= window_ns
 
     def _tick(self) -> None:
         """On the main thread between two bytecodes (see `main_thread.py`): end the window."""

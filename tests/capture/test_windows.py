@@ -31,6 +31,21 @@ def _ops(events: list[dict[str, object]]) -> int:
     return sum(e.get("name") == "aten::mm" for e in events)
 
 
+def test_first_windows_are_short_then_window_s(tmp_path: Path) -> None:
+    """A run killed a few seconds in loses little: 1, 2, 4, 8 s, then `window_s` each."""
+    prof = HPUProfiler(tmp_path, backend="cpu", window_s=10.0)
+    lengths = []
+    for done in range(7):
+        prof.windows = done
+        lengths.append(prof._window_ns())
+    assert lengths == [int(s * 1e9) for s in (1, 2, 4, 8, 10, 10, 10)]
+    prof.windows = 10_000  # no overflow however long the run
+    assert prof._window_ns() == int(10e9)
+    short = HPUProfiler(tmp_path, backend="cpu", window_s=0.5)
+    assert short._window_ns() == int(0.5e9)
+    assert HPUProfiler(tmp_path, backend="cpu", window_s=None)._window_ns() is None
+
+
 def test_step_windows_stream_every_n_steps(tmp_path: Path) -> None:
     x = torch.ones(8, 8)
     with HPUProfiler(tmp_path, backend="cpu", window_s=None, window_steps=2) as prof:

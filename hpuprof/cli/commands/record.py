@@ -38,8 +38,8 @@ def register(app: typer.Typer) -> None:
             10.0,
             "--window-s",
             help="Stream the recording to disk at least every this many seconds (at a step "
-            "boundary, or on a timer where there are no steps): a killed run loses at most "
-            "that much. 0: only at the end.",
+            "boundary, or on a timer where there are no steps; the first windows are shorter: "
+            "1, 2, 4, 8 s): a killed run loses at most its last window. 0: only at the end.",
         ),
         window_steps: int = typer.Option(
             0, "--window-steps", help="Also stream every this many steps (0: by time only)."
