@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -252,6 +253,11 @@ def _legacy_end(manifest: Mapping[str, Any]) -> RunEnd:
         return RunEnd("completed")
     if status.startswith("interrupted: "):
         return RunEnd("signal", signal=status.split(": ", 1)[1])
+    if status == "interrupted":  # `record` before end_state: the script exited 130
+        return RunEnd("signal", signal="SIGINT", exit_code=130)
+    failed = re.fullmatch(r"failed: exit code (-?\d+)", status)
+    if failed:
+        return RunEnd("failed", exit_code=int(failed.group(1)))
     if status.startswith("error: "):
         return RunEnd("exception", exception=status.split(": ", 1)[1])
     return RunEnd("running")

@@ -94,6 +94,9 @@ def test_manifests_before_end_state_are_read(tmp_path: Path) -> None:
     assert run_end(old) == RunEnd("signal", signal="SIGTERM")
     assert run_end({**old, "status": "error: ValueError"}).exception == "ValueError"
     assert run_end({**old, "status": "complete"}).state == "completed"
+    failed = run_end({**old, "status": "failed: exit code 3"})  # issue 9's record, before ends
+    assert (failed.state, failed.exit_code) == ("failed", 3)
+    assert run_end({**old, "status": "interrupted"}).signal == "SIGINT"
     assert run_end({"ends": {"0": {"state": "exploded"}}, "pids": {"0": "x"}}).state == "killed"
     assert set(END_STATES) >= {"completed", "failed", "exception", "signal", "killed"}
 
