@@ -20,8 +20,11 @@ would be left half-appended, or inside hpuprof. Our handlers never raise on thei
 account: errors while writing are reported on stderr. A signal that arrives while the
 profiler is inside a write (`busy()`) is deferred until the write ends; between `hold()` and
 `release_hold()` (a timer tick borrowing the main thread, see `main_thread.py`) it is kept,
-and sent again by the timer's thread once the tick has returned. A forked child (a DataLoader
-worker) inherits the handlers but only chains. `uninstall()` puts back exactly what was there.
+and sent again by the timer's thread once the tick has returned. A signal put off and not yet
+sent again when the profiler lets go (`uninstall()`) is handled then, at the end of the write
+that uninstalls (the process may be about to exit: a timer's resend could come too late). A
+forked child (a DataLoader worker) inherits the handlers but only chains. `uninstall()` puts
+back exactly what was there.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class SignalGuard:
         self._busy = 0
         self._holding = False
         self._pending: list[int] = []
+        self._in_flight: set[int] = set()  # put off: a timer will send them again
         self._pid = os.getpid()
 
     @property
@@ -101,6 +105,10 @@ class SignalGuard:
             except (ValueError, OSError):  # pragma: no cover
                 pass
         self._installed = {}
+        owed = [signum for signum in sorted(self._in_flight) if self._take_in_flight(signum)]
+        self._pending.extend(signum for signum in owed if signum not in self._pending)
+        if not self._busy and not self._holding and self._pending:
+            self._fire_pending()
 
     @contextlib.contextmanager
     def busy(self) -> Iterator[None]:
@@ -143,17 +151,31 @@ class SignalGuard:
         previous = self._chain.get(signum, signal.SIG_DFL)
         callback = self._on_notice if callable(previous) else self._on_fatal
         if _safely(callback, signum, frame) is False:  # not at this moment
-            _send_later(signum)
+            self._send_later(signum)
             return
         _chain(signum, previous, frame)  # on_fatal uninstalled us once the run was written
 
-
-def _send_later(signum: int) -> None:
-    main = threading.main_thread().ident
-    if main is not None:
-        later = threading.Timer(RETRY_S, signal.pthread_kill, (main, signum))
+    def _send_later(self, signum: int) -> None:
+        main = threading.main_thread().ident
+        if main is None:  # pragma: no cover - no main thread to send it to
+            return
+        self._in_flight.add(signum)
+        later = threading.Timer(RETRY_S, self._send_again, (main, signum))
         later.daemon = True
         later.start()
+
+    def _send_again(self, thread: int, signum: int) -> None:
+        """The timer's resend, unless `uninstall` took the signal over meanwhile."""
+        if self._take_in_flight(signum):
+            signal.pthread_kill(thread, signum)
+
+    def _take_in_flight(self, signum: int) -> bool:
+        """Claim a put-off signal (timer or uninstall: whoever comes first sends it, once)."""
+        try:
+            self._in_flight.remove(signum)  # atomic under the GIL
+        except KeyError:
+            return False
+        return True
 
 
 def _safely(callback: Callback | None, signum: int, frame: FrameType | None) -> bool | None:

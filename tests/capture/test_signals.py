@@ -215,3 +215,29 @@ def test_a_signal_put_off_is_sent_again_then_handled_once() -> None:
     finally:
         guard.uninstall()
         signal.signal(signal.SIGUSR1, old)
+
+
+def test_a_signal_put_off_when_the_profiler_lets_go_is_handled_then() -> None:
+    """Put off, then the run ends before the resend (a script's last line): the signal is
+    handled at `uninstall`, once -- not lost with a process that exits within the delay."""
+    handled: list[int] = []
+    old = signal.signal(signal.SIGUSR1, lambda s, f: handled.append(s))
+    guard = SignalGuard()
+    try:
+        guard._chain = {int(signal.SIGUSR1): signal.getsignal(signal.SIGUSR1)}
+        guard._installed = dict(guard._chain)
+        guard._on_notice = lambda s, f: f is None  # unsafe wherever it lands in a frame
+        signal.signal(signal.SIGUSR1, guard._handle)
+        with guard.busy():  # the profiler's final write
+            guard._busy -= 1  # the signal lands just before it, then is put off
+            signal.raise_signal(signal.SIGUSR1)
+            guard._busy += 1
+            assert handled == [] and guard._in_flight == {signal.SIGUSR1}
+            guard.uninstall()
+            assert handled == []  # not inside the write
+        assert handled == [signal.SIGUSR1]
+        time.sleep(0.05)  # the timer, had it not been claimed, would have sent it by now
+        assert handled == [signal.SIGUSR1]
+    finally:
+        guard.uninstall()
+        signal.signal(signal.SIGUSR1, old)
