@@ -4,11 +4,13 @@ profiler changed in the process is put back."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -194,50 +196,56 @@ def test_a_signal_during_a_tick_reaches_the_users_code() -> None:
         signal.signal(signal.SIGUSR1, old)
 
 
-def test_a_signal_put_off_is_sent_again_then_handled_once() -> None:
-    """`on_notice` returning False (the signal landed inside the emulator) puts the signal off:
-    it comes back a few ms later, and the script's handler runs once, at the safe moment."""
+@contextlib.contextmanager
+def _guarding_usr1(
+    on_notice: Callable[[int, object], bool],
+) -> Iterator[tuple[SignalGuard, list[int]]]:
+    """A guard in front of a SIGUSR1 handler (as the script's own); yields it and the
+    signals the script's handler saw."""
     handled: list[int] = []
-    asked: list[int] = []
     old = signal.signal(signal.SIGUSR1, lambda s, f: handled.append(s))
     guard = SignalGuard()
     try:
         guard._chain = {int(signal.SIGUSR1): signal.getsignal(signal.SIGUSR1)}
         guard._installed = dict(guard._chain)
-        guard._on_notice = lambda s, f: (asked.append(s), len(asked) > 2)[1]
+        guard._on_notice = on_notice
         signal.signal(signal.SIGUSR1, guard._handle)
+        yield guard, handled
+    finally:
+        guard.uninstall()
+        signal.signal(signal.SIGUSR1, old)
+
+
+def test_a_signal_put_off_is_sent_again_then_handled_once() -> None:
+    """`on_notice` returning False (the signal landed inside the emulator) puts the signal off:
+    it comes back a few ms later, and the script's handler runs once, at the safe moment."""
+    asked: list[int] = []
+
+    def third_time_safe(signum: int, frame: object) -> bool:
+        asked.append(signum)
+        return len(asked) > 2
+
+    with _guarding_usr1(third_time_safe) as (_, handled):
         signal.raise_signal(signal.SIGUSR1)
         assert handled == []  # put off
         deadline = time.monotonic() + 10
         while not handled and time.monotonic() < deadline:
             time.sleep(0.001)
         assert handled == [signal.SIGUSR1] and len(asked) == 3
-    finally:
-        guard.uninstall()
-        signal.signal(signal.SIGUSR1, old)
 
 
-def test_a_signal_put_off_when_the_profiler_lets_go_is_handled_then() -> None:
+def test_a_signal_put_off_when_the_profiler_lets_go_is_handled_then(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Put off, then the run ends before the resend (a script's last line): the signal is
     handled at `uninstall`, once -- not lost with a process that exits within the delay."""
-    handled: list[int] = []
-    old = signal.signal(signal.SIGUSR1, lambda s, f: handled.append(s))
-    guard = SignalGuard()
-    try:
-        guard._chain = {int(signal.SIGUSR1): signal.getsignal(signal.SIGUSR1)}
-        guard._installed = dict(guard._chain)
-        guard._on_notice = lambda s, f: f is None  # unsafe wherever it lands in a frame
-        signal.signal(signal.SIGUSR1, guard._handle)
-        with guard.busy():  # the profiler's final write
-            guard._busy -= 1  # the signal lands just before it, then is put off
-            signal.raise_signal(signal.SIGUSR1)
-            guard._busy += 1
-            assert handled == [] and guard._in_flight == {signal.SIGUSR1}
+    monkeypatch.setattr("hpuprof.capture.signals.RETRY_S", 0.3)
+    with _guarding_usr1(lambda s, f: f is None) as (guard, handled):  # unsafe in any frame
+        signal.raise_signal(signal.SIGUSR1)
+        assert handled == [] and guard._in_flight == {signal.SIGUSR1}
+        with guard.busy():  # the profiler's final write lets go of the signals
             guard.uninstall()
             assert handled == []  # not inside the write
         assert handled == [signal.SIGUSR1]
-        time.sleep(0.05)  # the timer, had it not been claimed, would have sent it by now
+        time.sleep(0.6)  # the timer, had it not been claimed, would have sent it by now
         assert handled == [signal.SIGUSR1]
-    finally:
-        guard.uninstall()
-        signal.signal(signal.SIGUSR1, old)
