@@ -14,7 +14,7 @@ PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraint
 
 $(STAMP): pyproject.toml constraints.txt setup.py hpuprof/trace/_kineto_scan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP_INSTALL) -e '.[torch,dashboard,lightning,test,dev]'
+	$(PIP_INSTALL) -e '.[torch,dashboard,lightning,clients,test,dev]'
 	# HTA 0.5.0, the oracle of the agreement tests: its wheel pins jupyterlab & co. that it
 	# never imports, so install it without them and add the few modules it does import.
 	$(PIP_INSTALL) --no-deps holistictraceanalysis==0.5.0 ijson networkx psutil pydot pyparsing pyyaml
@@ -31,8 +31,8 @@ demo: $(STAMP)
 	@echo "Dashboard of this run: $(VENV)/bin/hpuprof dashboard runs/demo   then open http://127.0.0.1:8050/ (Ctrl-C stops it)"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check hpuprof runtime/hpusim dashboards/hpudash tests bench
-	$(VENV)/bin/ruff format --check hpuprof runtime/hpusim dashboards/hpudash tests bench
+	$(VENV)/bin/ruff check hpuprof runtime/hpusim dashboards/hpudash tests bench tools
+	$(VENV)/bin/ruff format --check hpuprof runtime/hpusim dashboards/hpudash tests bench tools
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy hpuprof runtime/hpusim dashboards/hpudash

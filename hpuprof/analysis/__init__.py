@@ -1,50 +1,54 @@
 """Analyses of a loaded `Trace`: pure functions returning frozen dataclasses, and `analyze`.
 
-`analyze(trace, reports=..., options=...)` runs several analyses and returns one `Report`;
-`summarize(trace)` is the short terminal summary printed at the end of `record` / `demo`.
+`analyze(trace, reports=..., options=...)` runs the named analyses of the registry
+(`hpuprof.analysis.registry`: every report, its function and its tables) and returns one
+`Report`; `compare(a, b)` is the comparison of two traces as a `Report` too, so both render
+through the same renderers. `summarize(trace)` is the short terminal summary printed at the end
+of `record` / `demo`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from hpuprof.analysis.filters import EventFilter, apply_filters
 from hpuprof.analysis.findings import Finding, sort_findings
+from hpuprof.analysis.key_figures import key_figures
 from hpuprof.analysis.options import AnalysisOptions
-from hpuprof.analysis.report import REPORT_NAMES, Report
-from hpuprof.errors import UsageError
+from hpuprof.analysis.registry import default_report_names, parse_reports, spec
+from hpuprof.analysis.report import Report, as_plain
 from hpuprof.trace.model import Trace
 
-__all__ = ["REPORT_NAMES", "AnalysisOptions", "Finding", "Report", "analyze", "summarize"]
+__all__ = [
+    "REPORT_NAMES",
+    "AnalysisOptions",
+    "Finding",
+    "Report",
+    "analyze",
+    "compare",
+    "parse_reports",
+    "summarize",
+]
+
+REPORT_NAMES: tuple[str, ...] = default_report_names()
+"""The reports `analyze()` runs by default (see `registry.default_report_names()`)."""
 
 
-def _runners() -> dict[str, Callable[[Trace, AnalysisOptions], Any]]:
-    from hpuprof.analysis.bottleneck import analyze_bottlenecks
-    from hpuprof.analysis.dynamicity import analyze_dynamicity
-    from hpuprof.analysis.fallback import analyze_fallbacks
-    from hpuprof.analysis.hpu_graphs import analyze_hpu_graphs
-    from hpuprof.analysis.precision import analyze_precision
+def trace_meta(trace: Trace) -> dict[str, Any]:
+    """Facts about a trace that every view shows beside its numbers."""
+    from hpuprof.analysis.device import trace_device
 
+    ev = trace.events
+    device = trace_device(trace)
     return {
-        "bottleneck": analyze_bottlenecks,
-        "dynamicity": analyze_dynamicity,
-        "precision": analyze_precision,
-        "fallback": analyze_fallbacks,
-        "graphs": analyze_hpu_graphs,
+        "format": trace.format,
+        "events": len(ev),
+        "ranks": sorted(int(r) for r in ev["rank"].unique()) if len(ev) else [],
+        "start_ns": int(ev["ts_ns"].min()) if len(ev) else 0,
+        "device": device.to_dict(),
+        "timeline": device.timeline,
     }
-
-
-def parse_reports(text: str | Sequence[str] | None) -> tuple[str, ...]:
-    """`"bottleneck,dynamicity"` or a list into validated report names (all when empty)."""
-    if not text:
-        return REPORT_NAMES
-    items = text.split(",") if isinstance(text, str) else list(text)
-    names = tuple(n.strip() for n in items if n.strip())
-    bad = [n for n in names if n not in REPORT_NAMES]
-    if bad:
-        raise UsageError(f"unknown report {bad[0]!r}; choose from {', '.join(REPORT_NAMES)}")
-    return names
 
 
 def analyze(
@@ -53,29 +57,47 @@ def analyze(
     options: AnalysisOptions | None = None,
     filters: Iterable[EventFilter] | EventFilter | None = None,
 ) -> Report:
-    """Run the named analyses (default: all) on `trace` (optionally filtered) into a Report."""
+    """Run the named analyses (default: the registry's defaults) on `trace` into a Report."""
     options = options or AnalysisOptions()
     names = parse_reports(reports)
     view = apply_filters(trace, filters)
-    runners = _runners()
-    sections = {name: runners[name](view, options) for name in names}
+    sections = {name: spec(name).load()(view, options) for name in names}
     findings: list[Finding] = []
     for sec in sections.values():
         findings += list(getattr(sec, "findings", ()))
-    ev = view.events
-    meta = {
-        "format": view.format,
-        "events": len(ev),
-        "ranks": sorted(int(r) for r in ev["rank"].unique()) if len(ev) else [],
-        "reports": list(names),
-    }
+    meta = trace_meta(view) | {"reports": list(names)}
     bott = sections.get("bottleneck")
     if bott is not None:
         meta["device_time"] = bott.device_time
+    meta["key_figures"] = as_plain(key_figures(sections, meta))
     return Report(
         source=tuple(view.sources),
         sections=sections,
         findings=tuple(sort_findings(findings)),
+        meta=meta,
+    )
+
+
+def compare(
+    a: Trace,
+    b: Trace,
+    options: AnalysisOptions | None = None,
+    a_step: int | None = None,
+    b_step: int | None = None,
+) -> Report:
+    """Trace `b` (test) against `a` (control) as a Report with one `compare` section
+    (per-step means over every step; `a_step`/`b_step` compare one step of each)."""
+    options = options or AnalysisOptions()
+    diff = spec("compare").load()(a, b, options, a_step, b_step)
+    meta = {
+        "a": trace_meta(a) | {"source": list(a.sources)},
+        "b": trace_meta(b) | {"source": list(b.sources)},
+        "reports": ["compare"],
+    }
+    return Report(
+        source=tuple(a.sources) + tuple(b.sources),
+        sections={"compare": diff},
+        findings=tuple(sort_findings(list(diff.findings))),
         meta=meta,
     )
 

@@ -11,7 +11,7 @@ import orjson
 import pandas as pd
 
 from hpuprof.trace.model import Trace
-from hpuprof.trace.schema import METADATA_KEY, NO_ID, STEP_ANNOTATION_PREFIX
+from hpuprof.trace.schema import METADATA_KEY, STEP_ANNOTATION_PREFIX
 
 # HTA 0.5.0's kernel-type regexes (hta/utils/utils.py), applied to names, so that our temporal
 # and kernel-type breakdowns are comparable with HTA's on CUDA/ROCm/MTIA traces.
@@ -142,6 +142,14 @@ def ends(ev: pd.DataFrame) -> np.ndarray:
     return ev["ts_ns"].to_numpy(dtype=np.int64) + ev["dur_ns"].to_numpy(dtype=np.int64)
 
 
+def positions(index: pd.Index, labels: np.ndarray) -> np.ndarray:
+    """Positions of row labels in `index` (-1 where absent); free on an unfiltered table."""
+    labels = np.asarray(labels, dtype=np.int64)
+    if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
+        return np.where((labels >= 0) & (labels < len(index)), labels, -1)
+    return np.asarray(index.get_indexer(pd.Index(labels)), dtype=np.int64)
+
+
 def self_time(ev: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.Series:
     """Host self time: duration minus the durations of direct children (same lane).
 
@@ -149,9 +157,12 @@ def self_time(ev: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.Series:
     """
     rows = ev if rows is None else rows
     par = ev["parent"].to_numpy(dtype=np.int64)
-    has = par != NO_ID
-    child_sum = pd.Series(ev["dur_ns"].to_numpy(dtype=np.int64)[has]).groupby(par[has]).sum()
-    sub = child_sum.reindex(rows.index, fill_value=0).to_numpy(dtype=np.int64)
+    dur = ev["dur_ns"].to_numpy(dtype=np.int64)
+    at = positions(ev.index, par)
+    has = at >= 0
+    child = np.bincount(at[has], weights=dur[has], minlength=len(ev)).astype(np.int64)
+    mine = positions(ev.index, rows.index.to_numpy())
+    sub = np.where(mine >= 0, child[np.maximum(mine, 0)], 0)
     return pd.Series(np.maximum(rows["dur_ns"].to_numpy(dtype=np.int64) - sub, 0), index=rows.index)
 
 
@@ -262,3 +273,9 @@ def device_time_source(trace: Trace) -> str:
         if isinstance(ours, dict) and ours.get("device_time"):
             return str(ours["device_time"])
     return "measured"
+
+
+def records(frame: pd.DataFrame, index: str = "") -> list[dict[str, Any]]:
+    """The rows of a (small, aggregated) table as dicts; its index under the key `index`."""
+    table = frame.reset_index(names=index) if index else frame
+    return [{str(k): v for k, v in r.items()} for r in table.to_dict("records")]

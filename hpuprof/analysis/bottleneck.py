@@ -30,17 +30,18 @@ from hpuprof.analysis._common import (
     device_events,
     device_time_source,
     ends,
-    factor,
     host_ops,
     is_fallback,
     isin,
     kernel_types,
     pct,
-    self_time,
+    records,
     step_windows,
     strs,
     without_args,
 )
+from hpuprof.analysis.advice import advise
+from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.trace.model import Trace
@@ -373,72 +374,27 @@ def _kernel_type_rows(per_rank_sets: list[dict[str, iv.Merged]]) -> list[KernelT
 def _top_ops(
     ev: pd.DataFrame, dev: pd.DataFrame, ktype: pd.Series, top_n: int
 ) -> tuple[list[OpRow], list[OpRow]]:
-    host = host_ops(ev)
+    from hpuprof.analysis.ops import host_op_table, host_op_times, kernel_stats
+
+    times = host_op_times(ev)
     host_rows: list[OpRow] = []
-    if not host.empty:
-        codes, names = factor(host["name"])
-        # like key_averages (EventList._remove_dup_nodes): an op directly inside an op of the
-        # same name is one call; its self time counts, its duration is not counted twice
-        ppos = host.index.get_indexer(pd.Index(host["parent"].to_numpy()))
-        nested = (ppos >= 0) & (codes[np.maximum(ppos, 0)] == codes)
-        dur = host["dur_ns"].to_numpy()
-        h = pd.DataFrame(
-            {
-                "name": codes,
-                "dur": np.where(nested, 0, dur),
-                "calls": (~nested).astype(np.int64),
-                "self": self_time(ev, host).to_numpy(),
-            }
-        )
-        g = h.groupby("name").agg(
-            count=("calls", "sum"), total=("dur", "sum"), slf=("self", "sum"), mx=("dur", "max")
-        )
-        g = g.sort_values(["slf", "total"], ascending=False).head(top_n)
-        g.index = names[g.index.to_numpy()]
+    if len(times.rows):
+        g = host_op_table(times).sort_values(["slf", "total"], ascending=False).head(top_n)
         host_rows = [
             OpRow(
-                str(n),
-                int(r["count"]),
+                str(times.names[int(r["code"])]),
+                int(r["calls"]),
                 int(r["total"]),
                 int(r["slf"]),
-                round(float(r["total"]) / float(r["count"]), 1),
+                round(float(r["total"]) / float(r["calls"]), 1),
                 int(r["mx"]),
             )
-            for n, r in g.iterrows()
+            for r in records(g, "code")
         ]
-    dev_rows: list[OpRow] = []
-    if not dev.empty:
-        codes, names = factor(dev["name"])
-        d = pd.DataFrame(
-            {
-                "name": codes,
-                "dur": dev["dur_ns"].to_numpy(),
-                "ktype": ktype.to_numpy(),
-                "engine": strs(dev["engine"]),
-            }
-        )
-        g = d.groupby("name").agg(
-            count=("dur", "size"),
-            total=("dur", "sum"),
-            mx=("dur", "max"),
-            ktype=("ktype", "first"),
-            eng=("engine", "first"),
-        )
-        g = g.sort_values("total", ascending=False).head(top_n)
-        g.index = names[g.index.to_numpy()]
-        dev_rows = [
-            OpRow(
-                str(n),
-                int(r["count"]),
-                int(r["total"]),
-                int(r["total"]),
-                round(float(r["total"]) / float(r["count"]), 1),
-                int(r["mx"]),
-                str(r["ktype"]),
-                str(r["eng"]),
-            )
-            for n, r in g.iterrows()
-        ]
+    dev_rows = [
+        OpRow(k.name, k.count, k.total_ns, k.total_ns, k.mean_ns, k.max_ns, k.kernel_type, k.engine)
+        for k in kernel_stats(ev, dev, ktype)[:top_n]
+    ]
     return host_rows, dev_rows
 
 
@@ -564,34 +520,23 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
         device_time=src,
         notes=tuple(notes),
     )
-    return replace(report, findings=tuple(bottleneck_findings(report, options)))
+    device = trace_device(trace)
+    return replace(report, findings=tuple(bottleneck_findings(report, options, device)))
 
 
-GAUDI_ENGINES = frozenset({"MME", "TPC"})
-
-
-def _host_bound_advice(rep: BottleneckReport, rank: int) -> str:
-    """The fix for a host-bound step, in the words of the device the trace ran on."""
-    gaudi = any(e.rank == rank and e.engine in GAUDI_ENGINES and e.ops for e in rep.engines)
-    replay = (
-        "wrap the forward in an HPU graph (ht.hpu.wrap_in_hpu_graph) or use torch.compile"
-        if gaudi
-        else "capture the step in a CUDA graph (torch.cuda.graphs, or torch.compile with "
-        "mode='reduce-overhead')"
-    )
-    return (
-        f"{replay} to cut per-op host overhead; remove syncs (.item(), print, .cpu()) from the "
-        "step; feed data with more DataLoader workers"
-    )
-
-
-def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list[Finding]:
-    """Host-bound steps, dominant idle causes, MME/TPC balance."""
+def bottleneck_findings(
+    rep: BottleneckReport, options: AnalysisOptions, device: TraceDevice
+) -> list[Finding]:
+    """Host-bound steps, dominant idle causes, MME/TPC balance (advice for `device`)."""
     out: list[Finding] = []
+    host_bound = advise("host_bound", device)
+    sync_wait = advise("sync_wait", device)
+    data_loading = advise("data_loading", device)
+    tpc_bound = advise("tpc_bound", device)
     for t in rep.temporal:
         rank_steps = [s for s in rep.steps if s.rank == t.rank]
         idle = float(np.median([s.idle_pct for s in rank_steps])) if rank_steps else t.idle_pct
-        if idle >= options.host_bound_idle_pct:
+        if idle >= options.host_bound_idle_pct and host_bound is not None:
             ops = int(np.median([s.host_ops for s in rank_steps])) if rank_steps else 0
             rc = sorted((c for c in rep.idle_causes if c.rank == t.rank), key=lambda c: -c.time_ns)
             top = rc[0].cause if rc else "unknown"
@@ -612,11 +557,15 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
                         "host_ops_per_step": ops,
                         "idle_causes_ns": {c.cause: c.time_ns for c in rc},
                     },
-                    advice=_host_bound_advice(rep, t.rank),
+                    advice=host_bound,
                 )
             )
     for c in rep.idle_causes:
-        if c.cause.startswith("sync wait") and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT:
+        if (
+            c.cause.startswith("sync wait")
+            and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT
+            and sync_wait is not None
+        ):
             out.append(
                 Finding(
                     "warning",
@@ -627,11 +576,14 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
                     c.pct_of_idle,
                     IDLE_CAUSE_WARN_PCT,
                     {"rank": c.rank, "cause": c.cause, "time_ns": c.time_ns},
-                    "avoid host reads of device values inside the step (.item(), .cpu(), "
-                    "printing tensors); accumulate metrics on the device and read them rarely",
+                    sync_wait,
                 )
             )
-        if c.cause == "data loading" and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT:
+        if (
+            c.cause == "data loading"
+            and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT
+            and data_loading is not None
+        ):
             out.append(
                 Finding(
                     "warning",
@@ -641,12 +593,11 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
                     c.pct_of_idle,
                     IDLE_CAUSE_WARN_PCT,
                     {"rank": c.rank, "time_ns": c.time_ns},
-                    "raise DataLoader num_workers, pin_memory, prefetch; use the Habana "
-                    "DataLoader where available",
+                    data_loading,
                 )
             )
     for h in rep.host_device:
-        if h.mme_ns and h.tpc_ns and h.tpc_ns > 2 * h.mme_ns:
+        if h.mme_ns and h.tpc_ns and h.tpc_ns > 2 * h.mme_ns and tpc_bound is not None:
             out.append(
                 Finding(
                     "info",
@@ -657,8 +608,7 @@ def bottleneck_findings(rep: BottleneckReport, options: AnalysisOptions) -> list
                     round(h.tpc_ns / h.mme_ns, 2),
                     2.0,
                     {"rank": h.rank, "tpc_ns": h.tpc_ns, "mme_ns": h.mme_ns},
-                    "elementwise/normalization ops dominate: fuse them (torch.compile, fused "
-                    "optimizers, FusedSDPA) or run them in bf16",
+                    tpc_bound,
                 )
             )
     return out

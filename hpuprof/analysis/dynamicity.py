@@ -7,6 +7,7 @@ report derives dynamicity from changes of `input_dims` per op, and says so in `s
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,16 +16,18 @@ import orjson
 import pandas as pd
 
 from hpuprof.analysis._common import (
-    args_at,
     cat_test,
     factor,
     host_ops,
     isin,
+    records,
     steps_in,
     strs,
     without_args,
 )
+from hpuprof.analysis.advice import advise
 from hpuprof.analysis.bucketing import BucketPlan, recommend_buckets
+from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.trace.model import Trace
@@ -41,6 +44,8 @@ DYNAMIC_OP_NAMES = (
     "aten::nonzero_static",
     "aten::arange",
 )
+SHAPE_ONLY_OPS = frozenset({"aten::arange"})
+"""Dynamic-shape ops whose output size needs no device value (no host sync off a Gaudi)."""
 DYNAMIC_FLUSH_REASONS = ("non zero", "unique")
 NEW_GRAPH_KINDS = ("", "new_graph")
 RECOMPILE_CRITICAL = 5
@@ -66,17 +71,38 @@ class Compilation:
     cause_to: str
     cause_text: str
     eager: bool = False
+    cause: str = ""
+    """The cause in words: "shape of input 1: [16, 32] -> [24, 32]"."""
 
 
 @dataclass(frozen=True)
 class GroupStats:
-    """Compilations of one graph / module / call site."""
+    """Compilations of one graph / module / call site.
+
+    `cause_summary` counts the recompile causes in words ("shape x2, scalar x4").
+    """
 
     key: str
     compilations: int
     recompilations: int
     time_ns: int
     causes: tuple[dict[str, Any], ...]
+    cause_summary: str = ""
+
+
+def cause_words(kind: str, inp: int | None, frm: str, to: str, text: str) -> str:
+    """A compile cause in words, from its parts."""
+    of = f" of input {inp}" if inp is not None else ""
+    if frm or to:
+        return f"{kind}{of}: {frm or '?'} -> {to or '?'}"
+    if kind == "new_graph":
+        return f"first compile ({text})" if text else "first compile"
+    return f"{kind}{of}: {text}" if text else f"{kind}{of}"
+
+
+def _natural(key: str) -> tuple[Any, ...]:
+    """Sort key with numbers in numeric order (graph 2 before graph 10)."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", key))
 
 
 @dataclass(frozen=True)
@@ -111,10 +137,73 @@ class DynamicOp:
 
 
 @dataclass(frozen=True)
+class LazyPortEstimate:
+    """What the recorded input shapes imply for a Gaudi lazy-mode port (no compile events).
+
+    Lazy mode compiles a step's graphs once per distinct set of input shapes, so each distinct
+    step shape signature (the ops and input shapes of a step) compiles them once more.
+
+    Args:
+        steps: steps with recorded input shapes (on the rank with the most signatures).
+        graphs: distinct step shape signatures: how often the step's graphs would compile.
+        recompilations: graphs - 1.
+        label: the estimate in words, saying it is one.
+    """
+
+    steps: int
+    graphs: int
+    recompilations: int
+    label: str
+
+
+def lazy_port_estimate(host: pd.DataFrame, on_hpu: bool) -> LazyPortEstimate | None:
+    """Distinct step shape signatures (the set of (op, input shapes) a step ran) per rank, the
+    largest count; None below two steps with shapes."""
+    shaped = host[(host["step"].to_numpy() >= 0) & (strs(host["input_dims"]) != "")]
+    if shaped.empty:
+        return None
+    ncodes, _ = factor(shaped["name"])
+    dcodes, _ = factor(shaped["input_dims"])
+    frame = pd.DataFrame(
+        {
+            "rank": shaped["rank"].to_numpy(),
+            "step": shaped["step"].to_numpy(),
+            "pair": ncodes.astype(np.int64) * (int(dcodes.max()) + 2) + dcodes,
+        }
+    )
+    # a step's signature: the distinct (op, input shapes) pairs it ran
+    distinct = frame.drop_duplicates().sort_values(["rank", "step", "pair"], kind="stable")
+    signatures = distinct.groupby(["rank", "step"], sort=False)["pair"].agg(tuple)
+    best: tuple[int, int] | None = None
+    for _, per_rank in signatures.groupby(level="rank"):
+        if len(per_rank) < 2:
+            continue
+        got = (int(per_rank.nunique()), len(per_rank))
+        best = got if best is None or got > best else best
+    if best is None:
+        return None
+    graphs, steps = best
+    times = "once" if graphs == 1 else f"{graphs} times"
+    what = (
+        f"{graphs} distinct step input shape{'s' if graphs != 1 else ''} over {steps} steps: "
+        f"the step's graphs would compile {times} ({graphs - 1} recompilations)"
+    )
+    prefix = (
+        "no compile events recorded; from input shapes"
+        if on_hpu
+        else "if ported to Gaudi lazy mode"
+    )
+    return LazyPortEstimate(steps, graphs, graphs - 1, f"{prefix}: {what}")
+
+
+@dataclass(frozen=True)
 class DynamicityReport:
     """Result of `analyze_dynamicity`.
 
-    `source` is "compile events" or "input_dims changes (derived: no compile events)".
+    `source` is "compile events" or "no compile events in this trace"; without compile events
+    every compilation count is None (unknown: a CUDA, ROCm or CPU trace compiles nothing a
+    Gaudi would) and `port_estimate` says what the input shapes imply for a Gaudi lazy-mode
+    port, clearly labelled. `bucketing` is set only where buckets save compilations.
     `compilations` counts every compile (lazy graphs, eager-compiler recipes, dynamo);
     `graph_compilations` / `graph_compile_time_ns` only the graph compiles the bridge's
     `graph_compilation` metric counts (not eager-compiler recipes, not dynamo's own compile).
@@ -124,11 +213,11 @@ class DynamicityReport:
     """
 
     source: str
-    compilations: int
-    recompilations: int
-    compile_time_ns: int
-    graph_compilations: int
-    graph_compile_time_ns: int
+    compilations: int | None
+    recompilations: int | None
+    compile_time_ns: int | None
+    graph_compilations: int | None
+    graph_compile_time_ns: int | None
     timeline: tuple[StepCompiles, ...]
     events: tuple[Compilation, ...]
     by_graph: tuple[GroupStats, ...]
@@ -140,6 +229,7 @@ class DynamicityReport:
     dynamic_ops: tuple[DynamicOp, ...]
     bucketing: BucketPlan | None
     bucketing_target: str
+    port_estimate: LazyPortEstimate | None = None
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -157,18 +247,31 @@ def verdict(unique: int) -> str:
     return "There is a lot of dynamicity in input data shapes"
 
 
+def _cause(text: str) -> dict[str, Any]:
+    """The `cause` column's JSON text as a dict ({} when empty)."""
+    if not text:
+        return {}
+    value = orjson.loads(text)
+    return value if isinstance(value, dict) else {"kind": "guard", "text": str(value)}
+
+
 def _compile_events(full: pd.DataFrame) -> list[Compilation]:
+    """Compile events in time order, their causes and call sites from the loader's columns.
+
+    A compile of an eager-mode op (`mode` eager: the eager compiler's per-op recipes) is
+    marked `eager`; it is a compilation, but not one the bridge's graph_compilation counts.
+    """
     ev = without_args(full)
     rows = ev[isin(ev["hpu_event"], ("compile", "dynamo_compile"))]
     rows = rows.sort_values("ts_ns", kind="stable")
     out: list[Compilation] = []
     seen: set[str] = set()
-    for (_, r), a in zip(rows.iterrows(), args_at(full, rows.index), strict=True):
-        cause = a.get("hpuprof.cause") or {}
-        if not isinstance(cause, dict):
-            cause = {"kind": "guard", "text": str(cause)}
+    causes = {c: _cause(c) for c in set(strs(rows["cause"]).tolist())}
+    fields = ["rank", "ts_ns", "dur_ns", "step", "graph_id", "name", "module", "call_site"]
+    for r in records(rows[[*fields, "hpu_event", "cause", "mode"]].astype(object)):
+        cause = causes[str(r["cause"])]
         kind = str(cause.get("kind", ""))
-        graph = str(r["graph_id"]) or str(a.get("recipeName", "")) or str(r["name"])
+        graph = str(r["graph_id"]) or str(r["name"])
         module = str(r["module"])
         key = module or graph
         recompile = kind not in NEW_GRAPH_KINDS if kind else key in seen
@@ -182,7 +285,7 @@ def _compile_events(full: pd.DataFrame) -> list[Compilation]:
                 step=int(r["step"]),
                 graph=graph,
                 module=module,
-                call_site=str(a.get("hpuprof.call_site", "")),
+                call_site=str(r["call_site"]),
                 event=str(r["hpu_event"]),
                 recompile=bool(recompile),
                 cause_kind=kind or "unknown",
@@ -190,40 +293,55 @@ def _compile_events(full: pd.DataFrame) -> list[Compilation]:
                 cause_from=str(cause.get("from", "")),
                 cause_to=str(cause.get("to", "")),
                 cause_text=str(cause.get("text", "")),
-                eager=bool(a.get("hpuprof.eager", False)),
+                eager=str(r["mode"]) == "eager",
+                cause=cause_words(
+                    kind or "unknown",
+                    int(inp) if isinstance(inp, (int, float)) else None,
+                    str(cause.get("from", "")),
+                    str(cause.get("to", "")),
+                    str(cause.get("text", "")),
+                ),
             )
         )
     return out
 
 
 def _group(comps: list[Compilation], attr: str) -> tuple[GroupStats, ...]:
+    """Compilations grouped by `attr`, in natural key order (graph 2 before graph 10)."""
     groups: dict[str, list[Compilation]] = {}
     for c in comps:
         key = getattr(c, attr) or "(none)"
         groups.setdefault(key, []).append(c)
-    out = [
-        GroupStats(
-            key=k,
-            compilations=len(v),
-            recompilations=sum(c.recompile for c in v),
-            time_ns=sum(c.dur_ns for c in v),
-            causes=tuple(
-                {
-                    "ts_ns": c.ts_ns,
-                    "step": c.step,
-                    "kind": c.cause_kind,
-                    "input": c.cause_input,
-                    "from": c.cause_from,
-                    "to": c.cause_to,
-                    "text": c.cause_text,
-                    "recompile": c.recompile,
-                }
-                for c in v
-            ),
+    out = []
+    for k, v in groups.items():
+        kinds: dict[str, int] = {}
+        for c in v:
+            if c.recompile:
+                kinds[c.cause_kind] = kinds.get(c.cause_kind, 0) + 1
+        out.append(
+            GroupStats(
+                key=k,
+                compilations=len(v),
+                recompilations=sum(c.recompile for c in v),
+                time_ns=sum(c.dur_ns for c in v),
+                causes=tuple(
+                    {
+                        "ts_ns": c.ts_ns,
+                        "step": c.step,
+                        "kind": c.cause_kind,
+                        "input": c.cause_input,
+                        "from": c.cause_from,
+                        "to": c.cause_to,
+                        "text": c.cause_text,
+                        "recompile": c.recompile,
+                        "cause": c.cause,
+                    }
+                    for c in v
+                ),
+                cause_summary=", ".join(f"{k} x{n}" for k, n in kinds.items()),
+            )
         )
-        for k, v in groups.items()
-    ]
-    return tuple(sorted(out, key=lambda g: (-g.compilations, g.key)))
+    return tuple(sorted(out, key=lambda g: _natural(g.key)))
 
 
 def _shape_table(host: pd.DataFrame) -> pd.DataFrame:
@@ -384,21 +502,21 @@ def analyze_dynamicity(trace: Trace, options: AnalysisOptions | None = None) -> 
     """Compilations, recompilations and causes, shape histograms, dynamic ops, buckets."""
     options = options or AnalysisOptions()
     ev = trace.events
+    device = trace_device(trace)
     host = host_ops(ev)
     comps = _compile_events(ev)
     table = _shape_table(host)
     notes: list[str] = []
-    if comps:
-        source = "compile events"
-    else:
-        source = "input_dims changes (derived: no compile events in this trace)"
-        notes.append(
-            "no compile events: each distinct input shape of an op counts as one would-be "
-            "compilation, each shape change after the first as a would-be recompilation"
-        )
     hists = _histograms(table, options.top_n)
     timeline: list[StepCompiles] = []
+    n_comp: int | None = None
+    n_re: int | None = None
+    t_comp: int | None = None
+    n_graph: int | None = None
+    t_graph: int | None = None
+    port: LazyPortEstimate | None = None
     if comps:
+        source = "compile events"
         frame = pd.DataFrame(
             {
                 "step": [c.step for c in comps],
@@ -416,10 +534,12 @@ def analyze_dynamicity(trace: Trace, options: AnalysisOptions | None = None) -> 
         graph = [c for c in comps if not c.eager and c.event == "compile"]
         n_graph, t_graph = len(graph), sum(c.dur_ns for c in graph)
     else:
-        n_graph, t_graph = 0, 0
-        n_comp = sum(h.unique_shapes for h in hists)
-        n_re = sum(h.unique_shapes - 1 for h in hists)
-        t_comp = 0
+        source = "no compile events in this trace"
+        port = lazy_port_estimate(host, device.is_hpu)
+        notes.append(
+            "no compile events: compilation counts are unknown"
+            + (f"; {port.label}" if port else "")
+        )
     bucket: BucketPlan | None = None
     sizes, counts, target = _step_input_dim(host)
     if not sizes and hists:
@@ -427,8 +547,15 @@ def analyze_dynamicity(trace: Trace, options: AnalysisOptions | None = None) -> 
             "no bucketing advice: it needs two or more steps whose inputs differ, to tell the "
             "fed batch/sequence dimension from weight shapes"
         )
-    if sizes:
-        bucket = recommend_buckets(sizes, counts, options.bucket_k)
+    if sizes and (device.is_hpu or comps):
+        plan = recommend_buckets(sizes, counts, options.bucket_k)
+        if plan.compilations_saved > 0:
+            bucket = plan
+        else:
+            notes.append(
+                f"bucketing does not help here: {plan.distinct_sizes} distinct sizes of "
+                f"{target} already fit in {options.bucket_k} buckets"
+            )
     t1, t2 = _auto_model_tables(comps)
     rep = DynamicityReport(
         source=source,
@@ -447,14 +574,17 @@ def analyze_dynamicity(trace: Trace, options: AnalysisOptions | None = None) -> 
         recompile_counts=tuple(t2),
         dynamic_ops=tuple(_dynamic_ops(ev, host)),
         bucketing=bucket,
-        bucketing_target=target,
+        bucketing_target=target if bucket else "",
+        port_estimate=port,
         notes=tuple(notes),
     )
-    return replace(rep, findings=tuple(dynamicity_findings(rep, options)))
+    return replace(rep, findings=tuple(dynamicity_findings(rep, options, device)))
 
 
-def dynamicity_findings(rep: DynamicityReport, options: AnalysisOptions) -> list[Finding]:
-    """Recompiling graphs, dynamic ops, and the bucketing opportunity."""
+def dynamicity_findings(
+    rep: DynamicityReport, options: AnalysisOptions, device: TraceDevice
+) -> list[Finding]:
+    """Recompiling graphs, dynamic ops, and the bucketing opportunity (advice for `device`)."""
     out: list[Finding] = []
     derived = not rep.events
     # group by module when compiles carry one, else by the call site that triggered them (a
@@ -464,21 +594,27 @@ def dynamicity_findings(rep: DynamicityReport, options: AnalysisOptions) -> list
         if candidate and any(g.key != "(none)" for g in candidate):
             groups = candidate
     flagged = [g for g in groups if g.recompilations >= options.recompile_warn]
-    if not flagged and rep.recompilations >= options.recompile_warn and rep.events:
+    recompiles = rep.recompilations or 0
+    if not flagged and recompiles >= options.recompile_warn and rep.events:
         whole = GroupStats(
             key="the trace's graphs",
-            compilations=rep.compilations,
-            recompilations=rep.recompilations,
-            time_ns=rep.compile_time_ns,
+            compilations=rep.compilations or 0,
+            recompilations=recompiles,
+            time_ns=rep.compile_time_ns or 0,
             causes=tuple(c for g in groups for c in g.causes),
         )
         flagged = [whole]
+    b = rep.bucketing
+    see_buckets = " (see the bucketing recommendation)" if b else ""
     for g in flagged:  # each one reached options.recompile_warn (the whole trace's count too)
         kinds: dict[str, int] = {}
         for c in g.causes:
             if c["recompile"]:
                 kinds[str(c["kind"])] = kinds.get(str(c["kind"]), 0) + 1
         example = next((c for c in g.causes if c["recompile"]), {})
+        advice = advise("recompile", device, bucketing=see_buckets)
+        if advice is None:
+            continue
         out.append(
             Finding(
                 "critical" if g.recompilations >= RECOMPILE_CRITICAL else "warning",
@@ -489,29 +625,33 @@ def dynamicity_findings(rep: DynamicityReport, options: AnalysisOptions) -> list
                 g.recompilations,
                 options.recompile_warn,
                 {"key": g.key, "causes": kinds, "example": example},
-                "pad inputs to a few fixed sizes (see the bucketing recommendation), "
-                "keep Python scalars out of the graph (pass tensors), or mark the dimension "
-                "dynamic for torch.compile",
+                advice,
             )
         )
-    if rep.dynamic_ops:
-        d = rep.dynamic_ops[0]
+    dyn_advice = advise("dynamic_ops", device)
+    # arange's size comes from its arguments: a shape change (recompile) on a Gaudi, no sync
+    dyn_ops = [d for d in rep.dynamic_ops if device.is_hpu or d.op not in SHAPE_ONLY_OPS]
+    if dyn_ops and dyn_advice is not None:
+        d = dyn_ops[0]
         out.append(
             Finding(
                 "warning",
                 "dynamicity",
                 f"data-dependent shapes: {d.op} x{d.count}"
-                + (f" (+{len(rep.dynamic_ops) - 1} more)" if len(rep.dynamic_ops) > 1 else ""),
+                + (f" (+{len(dyn_ops) - 1} more)" if len(dyn_ops) > 1 else ""),
                 "dynamic_ops",
-                float(sum(x.count for x in rep.dynamic_ops)),
+                float(sum(x.count for x in dyn_ops)),
                 0.0,
-                {"ops": {x.op: x.count for x in rep.dynamic_ops}},
-                "replace with static forms (x*mask instead of x[mask], torch.where with three "
-                "arguments), move them to CPU explicitly, or isolate them with mark_step()",
+                {"ops": {x.op: x.count for x in dyn_ops}},
+                dyn_advice,
             )
         )
-    b = rep.bucketing
-    if b and b.compilations_saved > 0:
+    bucket_advice = (
+        advise("bucketing", device, target=rep.bucketing_target, boundaries=list(b.boundaries))
+        if b
+        else None
+    )
+    if b and b.compilations_saved > 0 and bucket_advice is not None:
         out.append(
             Finding(
                 "info",
@@ -528,7 +668,7 @@ def dynamicity_findings(rep: DynamicityReport, options: AnalysisOptions) -> list
                     "padding": b.padding,
                     "percentile_heuristic_padding": b.percentile_padding,
                 },
-                f"pad {rep.bucketing_target} up to the next of {list(b.boundaries)}",
+                bucket_advice,
             )
         )
     return out

@@ -17,6 +17,8 @@ from hpuprof.analysis._common import (
     strs,
     without_args,
 )
+from hpuprof.analysis.advice import advise
+from hpuprof.analysis.device import trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.trace.model import Trace
@@ -145,6 +147,7 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
         )
     out.sort(key=lambda o: (-o.host_time_ns, o.op))
     rep = FallbackReport(len(rows), int(frame["dur"].sum()), tuple(out))
+    device = trace_device(trace)
     findings = [
         Finding(
             "critical" if o.count >= 10 else "warning",
@@ -155,10 +158,9 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
             o.count,
             0.0,
             {"op": o.op, "steps": list(o.steps[:20]), "copies": o.copies},
-            f"{o.op} has no HPU kernel: replace it with supported ops, move it out of the step, "
-            "or run it on CPU explicitly once (PT_HPU_LOG_MOD_MASK / cpu_fallback metric shows "
-            "all of them)",
+            advice,
         )
         for o in out[: options.top_n]
+        if (advice := advise("fallback", device, op=o.op)) is not None
     ]
     return replace(rep, findings=tuple(findings))

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from hpuprof.analysis._common import args_at, host_ops, isin, strs, without_args
+from hpuprof.analysis.advice import advise
+from hpuprof.analysis.device import trace_device
 from hpuprof.analysis.dynamicity import DYNAMIC_OP_NAMES
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
@@ -129,8 +131,11 @@ def analyze_hpu_graphs(trace: Trace, options: AnalysisOptions | None = None) -> 
     misses = sum(g.cache_misses for g in graphs)
     saved = sum(g.host_saved_ns for g in graphs)
     findings: list[Finding] = []
+    device = trace_device(trace)
+    miss_advice = advise("graph_cache_miss", device)
+    candidate_advice = advise("graph_candidates", device)
     for g in graphs:
-        if g.cache_misses >= 1 and g.cache_misses * 2 >= g.replays:
+        if g.cache_misses >= 1 and g.cache_misses * 2 >= g.replays and miss_advice is not None:
             findings.append(
                 Finding(
                     "warning",
@@ -141,11 +146,10 @@ def analyze_hpu_graphs(trace: Trace, options: AnalysisOptions | None = None) -> 
                     g.cache_misses,
                     g.replays / 2,
                     {"graph": g.graph, "causes": list(g.causes)},
-                    "keep input shapes and non-tensor arguments fixed (bucket/pad), and do not "
-                    "toggle autocast between calls",
+                    miss_advice,
                 )
             )
-    if cands and not graphs:
+    if cands and not graphs and candidate_advice is not None:
         c = cands[0]
         findings.append(
             Finding(
@@ -157,8 +161,7 @@ def analyze_hpu_graphs(trace: Trace, options: AnalysisOptions | None = None) -> 
                 len(cands),
                 0.0,
                 {"modules": [x.module for x in cands[:10]]},
-                "wrap them with habana_frameworks.torch.hpu.wrap_in_hpu_graph(module) to replay "
-                "them without per-op host overhead",
+                candidate_advice,
             )
         )
     return GraphsReport(

@@ -19,6 +19,8 @@ class AnalysisOptions:
         regression_pct: diff: relative change above which a metric is a regression.
         regression_min_ns: diff: absolute change below which nothing is flagged.
         drop_last_step: drop the last ProfilerStep like HTA's default (off by default).
+        straggler_pct: ranks: a rank whose median step is this much slower than the median
+            rank's (and beyond its own step-to-step noise) is a straggler.
     """
 
     top_n: int = 15
@@ -29,3 +31,4 @@ class AnalysisOptions:
     regression_pct: float = 5.0
     regression_min_ns: int = 10_000
     drop_last_step: bool = False
+    straggler_pct: float = 10.0

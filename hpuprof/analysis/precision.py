@@ -9,170 +9,43 @@ Autocast op lists: gaudi.md 5.1 (Gaudi's default lower-precision and FP32 lists)
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import orjson
 import pandas as pd
 
 from hpuprof.analysis._common import (
     args_at,
-    arrow_args,
     cat_test,
     device_events,
     device_time_source,
     factor,
     host_ops,
     isin,
-    map_by_name,
     pct,
     strs,
     without_args,
 )
+from hpuprof.analysis.advice import advise
+from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.gaudi_autocast_lists import DEFAULT_FP32_OPS, DEFAULT_LOWER_OPS
 from hpuprof.trace.model import Trace
+from hpuprof.trace.opinfo import (
+    MATMUL_CONV,
+    norm_dtype,
+    short_op,
+)
 from hpuprof.trace.schema import NO_ID
 
 LOWER_PRECISION_OPS = frozenset(DEFAULT_LOWER_OPS)
 FP32_OPS = frozenset(DEFAULT_FP32_OPS)
-MATMUL_CONV = frozenset(
-    [
-        "mm",
-        "bmm",
-        "addmm",
-        "baddbmm",
-        "addbmm",
-        "linear",
-        "matmul",
-        "conv1d",
-        "conv2d",
-        "conv3d",
-        "convolution",
-        "_convolution",
-        "conv_transpose1d",
-        "conv_transpose2d",
-        "conv_transpose3d",
-        "cudnn_convolution",
-        "dot",
-        "mv",
-    ]
-)
 LOW = ("bf16", "fp16", "fp8")
 BF16_COVERAGE_WARN_PCT = 90.0
 """Share of matmul/conv FLOPs in low precision below which a coverage finding is raised."""
 SILENT = {("fp64", "fp32"), ("int64", "int32"), ("float64", "float32")}
-
-_DTYPE_ALIASES = {
-    "float": "fp32",
-    "float32": "fp32",
-    "torch.float32": "fp32",
-    "f32": "fp32",
-    "double": "fp64",
-    "float64": "fp64",
-    "torch.float64": "fp64",
-    "c10::bfloat16": "bf16",
-    "bfloat16": "bf16",
-    "torch.bfloat16": "bf16",
-    "bf16": "bf16",
-    "c10::half": "fp16",
-    "half": "fp16",
-    "float16": "fp16",
-    "torch.float16": "fp16",
-    "fp16": "fp16",
-    "fp32": "fp32",
-    "fp64": "fp64",
-    "fp8": "fp8",
-    "c10::float8_e4m3fn": "fp8",
-    "c10::float8_e5m2": "fp8",
-    "float8": "fp8",
-    "long int": "int64",
-    "int64": "int64",
-    "long": "int64",
-    "int": "int32",
-    "int32": "int32",
-    "bool": "bool",
-    "unsigned char": "uint8",
-    "signed char": "int8",
-    "short int": "int16",
-}
-
-
-def norm_dtype(text: str) -> str:
-    """A dtype name in our vocabulary (fp32, bf16, fp16, fp64, fp8, int64, ...)."""
-    t = text.strip().lower()
-    return _DTYPE_ALIASES.get(t, t)
-
-
-def first_float_dtype(types_json: str) -> str:
-    """The first floating dtype among an op's recorded input types ("" if none)."""
-    if not types_json:
-        return ""
-    try:
-        types = orjson.loads(types_json)
-    except orjson.JSONDecodeError:
-        return ""
-    for t in types if isinstance(types, list) else []:
-        d = norm_dtype(str(t))
-        if d in ("fp32", "bf16", "fp16", "fp64", "fp8"):
-            return d
-    return ""
-
-
-def short_op(name: str) -> str:
-    """`aten::addmm.out` -> `addmm`."""
-    base = name.split("::", 1)[-1]
-    return base.split(".", 1)[0].lstrip("_") if base.startswith("_") else base.split(".", 1)[0]
-
-
-def shape_flops(name: str, dims_json: str) -> float:
-    """Multiply-add FLOPs (2 per MAC) of a matmul/conv op from its input shapes; 0 if unknown."""
-    op = short_op(name)
-    if op not in MATMUL_CONV or not dims_json:
-        return 0.0
-    try:
-        dims = orjson.loads(dims_json)
-    except orjson.JSONDecodeError:
-        return 0.0
-    shapes = [d for d in dims if isinstance(d, list) and d and all(isinstance(x, int) for x in d)]
-    try:
-        if op in ("mm",) and len(shapes) >= 2:
-            (m, k), (_, n) = shapes[0][-2:], shapes[1][-2:]
-            return 2.0 * m * k * n
-        if op in ("addmm",) and len(shapes) >= 3:
-            (m, k), (_, n) = shapes[1][-2:], shapes[2][-2:]
-            return 2.0 * m * k * n
-        if op in ("bmm",) and len(shapes) >= 2:
-            b, m, k = shapes[0][-3:]
-            n = shapes[1][-1]
-            return 2.0 * b * m * k * n
-        if op in ("baddbmm", "addbmm") and len(shapes) >= 3:
-            b, m, k = shapes[1][-3:]
-            n = shapes[2][-1]
-            return 2.0 * b * m * k * n
-        if op == "linear" and len(shapes) >= 2:
-            x, w = shapes[0], shapes[1]
-            return 2.0 * math.prod(x[:-1]) * x[-1] * w[0]
-        if op == "matmul" and len(shapes) >= 2:
-            a, b2 = shapes[0], shapes[1]
-            if len(a) == 1 or len(b2) == 1:
-                return 2.0 * math.prod(a) * (b2[-1] if len(b2) > 1 else 1)
-            batch = math.prod(a[:-2]) if len(a) > 2 else 1
-            return 2.0 * batch * a[-2] * a[-1] * b2[-1]
-        if op in ("dot",) and shapes:
-            return 2.0 * shapes[0][0]
-        if op in ("mv",) and shapes:
-            return 2.0 * shapes[0][0] * shapes[0][1]
-        is_conv = op.startswith("conv") or op in ("convolution", "cudnn_convolution")
-        if is_conv and len(shapes) >= 2 and len(shapes[0]) >= 3:
-            x, w = shapes[0], shapes[1]
-            return 2.0 * x[0] * w[0] * math.prod(x[2:]) * math.prod(w[1:])
-    except (ValueError, TypeError):
-        return 0.0
-    return 0.0
 
 
 @dataclass(frozen=True)
@@ -210,7 +83,11 @@ class CastRow:
 
 @dataclass(frozen=True)
 class PrecisionReport:
-    """Result of `analyze_precision`."""
+    """Result of `analyze_precision`.
+
+    `bf16_coverage_pct`: share of matmul/conv FLOPs in bf16/fp16/fp8;
+    `low_precision_time_pct`: share of device time (of known dtype) in those dtypes.
+    """
 
     by_dtype: tuple[DtypeRow, ...]
     by_op: tuple[OpDtypeRow, ...]
@@ -223,80 +100,9 @@ class PrecisionReport:
     fp32_list_in_low_precision: tuple[OpDtypeRow, ...]
     silent_dtype_changes: tuple[CastRow, ...]
     flops_source: str
+    low_precision_time_pct: float | None = None
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-def _extract(full: pd.DataFrame, labels: pd.Index, pattern: str) -> pd.Series:
-    """Regex capture `v` from the raw args of the rows `labels` only ('' when absent)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if len(labels) == 0 or "args" not in full.columns:
-        return pd.Series([], dtype=object)
-    arr = arrow_args(full).take(pa.array(full.index.get_indexer(labels), type=pa.int64()))
-    text = pc.cast(arr, pa.large_string() if "large" in str(arr.type) else pa.string())
-    # struct_field, not .field(): the args column of a Parquet-cached trace is a ChunkedArray
-    got = pc.struct_field(pc.extract_regex(text, pattern), "v")
-    return pd.Series(got.to_pandas().fillna("").to_numpy(dtype=object), index=labels)
-
-
-def _host_of_device(ev: pd.DataFrame, dev: pd.DataFrame) -> np.ndarray:
-    """Row label of the host cpu_op that launched each device row (NO_ID when unknown)."""
-    launch = ev[(~ev["is_device"].to_numpy(dtype=bool)) & (ev["correlation"].to_numpy() != NO_ID)]
-    if launch.empty or dev.empty:
-        return np.full(len(dev), NO_ID, dtype=np.int64)
-    key = pd.Series(
-        launch.index.to_numpy(),
-        index=pd.MultiIndex.from_arrays(
-            [launch["rank"].to_numpy(), launch["correlation"].to_numpy()]
-        ),
-    )
-    key = key[~key.index.duplicated()]
-    lbl = key.reindex(
-        pd.MultiIndex.from_arrays([dev["rank"].to_numpy(), dev["correlation"].to_numpy()])
-    )
-    cur = lbl.fillna(NO_ID).to_numpy(dtype=np.int64).copy()
-    is_cpu = isin(ev["kind"], ("cpu_op",))
-    parent = ev["parent"].to_numpy(dtype=np.int64)
-    for _ in range(4):  # walk up to the nearest cpu_op
-        ok = np.flatnonzero(cur != NO_ID)
-        pos = ev.index.get_indexer(pd.Index(cur[ok]))
-        gone = pos < 0
-        cur[ok[gone]] = NO_ID
-        ok, pos = ok[~gone], pos[~gone]
-        need = ~is_cpu[pos]
-        if not need.any():
-            break
-        cur[ok[need]] = parent[pos[need]]
-    return cur
-
-
-def _host_flops(host: pd.DataFrame, mm: np.ndarray) -> np.ndarray:
-    """Matmul/conv FLOPs of each host op from its shapes, once per distinct (name, dims).
-
-    Args:
-        host: the host op rows.
-        mm: bool array over `host`, the rows whose op is a matmul/conv (`MATMUL_CONV`).
-    """
-    out = np.zeros(len(host), dtype=np.float64)
-    if not mm.any():
-        return out
-    ncodes, names = factor(host["name"])
-    dcodes, dims = factor(host["input_dims"])
-    pair = ncodes[mm].astype(np.int64) * (len(dims) + 1) + dcodes[mm].astype(np.int64)
-    uniq, inv = np.unique(pair, return_inverse=True)
-    vals = np.array(
-        [
-            shape_flops(str(names[u // (len(dims) + 1)]), str(dims[u % (len(dims) + 1)]))
-            if u % (len(dims) + 1) < len(dims) and u // (len(dims) + 1) >= 0
-            else 0.0
-            for u in uniq.tolist()
-        ],
-        dtype=np.float64,
-    )
-    out[mm] = vals[inv]
-    return out
 
 
 def _autocast_decided(ev: pd.DataFrame, host: pd.DataFrame) -> np.ndarray:
@@ -361,11 +167,18 @@ def _casts(full: pd.DataFrame, ev: pd.DataFrame) -> tuple[list[CastRow], list[Ca
     return casts, silent
 
 
+def _low_share(by_dtype: tuple[DtypeRow, ...]) -> float | None:
+    """Share of device time (of a known dtype) spent in bf16 / fp16 / fp8; None if unknown."""
+    known = [r for r in by_dtype if r.dtype != "unknown"]
+    total = sum(r.device_time_ns for r in known)
+    return pct(sum(r.device_time_ns for r in known if r.dtype in LOW), total) if total else None
+
+
 def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> PrecisionReport:
     """Device time and FLOPs by dtype, per op and module; coverage, casts, list misses.
 
-    The raw args are read only where a key can be: torch.profiler `flops` on matmul/conv
-    host ops, `dataType` / `hpuprof.flops` on non-CUDA device ops (Gaudi engines, ours).
+    Reads the loader's `dtype`, `flops` and `op_row` columns (device time per host op is the
+    time of the device ops attributed to it, lazy graphs included); no raw args.
     """
     options = options or AnalysisOptions()
     full = trace.events
@@ -373,37 +186,14 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
     host = host_ops(ev)
     dev = device_events(ev)
     notes: list[str] = []
-    # host op dtype and shape FLOPs, computed once per distinct category value
-    host_dtype = (
-        map_by_name(host["input_types"], first_float_dtype).fillna("").to_numpy(dtype=object)
-    )
+    host_dtype = strs(host["dtype"])
     mm = cat_test(host["name"], lambda n: short_op(n) in MATMUL_CONV)
-    host_flops = _host_flops(host, mm)
-    flop_host = host.index[mm]
-    prof_flops = _extract(full, flop_host, r'"flops":\s*(?P<v>[0-9.eE+-]+)')
-    if not prof_flops.empty:
-        pf = pd.to_numeric(prof_flops, errors="coerce").to_numpy(dtype=np.float64)
-        ok = ~np.isnan(pf)
-        host_flops[host.index.get_indexer(flop_host[ok])] = pf[ok]
-    # device dtype and flops, from the args of device ops that can carry them
-    keyed_dev = dev.index[~isin(dev["engine"], ("GPU",))]
-    dtype_dev = np.full(len(dev), "", dtype=object)
-    got = _extract(full, keyed_dev, r'"dataType":\s*"(?P<v>[^"]*)"')
-    if not got.empty:
-        dtype_dev[dev.index.get_indexer(got.index)] = map_by_name(
-            got.astype("category"), norm_dtype
-        ).to_numpy(dtype=object)
-    owner = _host_of_device(ev, dev)
-    hpos = host.index.get_indexer(pd.Index(owner))
-    hd = np.where(hpos >= 0, host_dtype[np.maximum(hpos, 0)] if len(host) else "", "")
-    dtype_dev = np.where(dtype_dev != "", dtype_dev, hd).astype(object)
-    dev_flops = np.zeros(len(dev), dtype=np.float64)
-    fl = pd.to_numeric(
-        _extract(full, keyed_dev, r'"hpuprof\.flops":\s*(?P<v>[0-9.eE+-]+)'), errors="coerce"
-    )
-    has_dev_flops = bool(fl.notna().any()) if not fl.empty else False
-    if has_dev_flops:
-        dev_flops[dev.index.get_indexer(fl.index)] = fl.fillna(0.0).to_numpy()
+    host_flops = np.where(mm, np.nan_to_num(host["flops"].to_numpy(dtype=np.float64)), 0.0)
+    dtype_dev = strs(dev["dtype"])
+    dev_flops_raw = dev["flops"].to_numpy(dtype=np.float64)
+    dev_flops = np.nan_to_num(dev_flops_raw)
+    hpos = host.index.get_indexer(pd.Index(dev["op_row"].to_numpy()))
+    if np.isfinite(dev_flops_raw).any():
         flops_source = "device ops (hpuprof.flops)"
         if device_time_source(trace) == "modeled":
             flops_source += ", modeled"
@@ -473,6 +263,7 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
         by_module=tuple(mod_rows[: options.top_n * 4]),
         matmul_conv_flops=mm_flops,
         bf16_coverage_pct=coverage,
+        low_precision_time_pct=_low_share(by_dtype),
         casts=tuple(casts),
         to_copy_ops=to_copy,
         missed_lower_precision=tuple(missed),
@@ -481,15 +272,23 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
         flops_source=flops_source,
         notes=tuple(notes),
     )
-    return replace(rep, findings=tuple(precision_findings(rep)))
+    return replace(rep, findings=tuple(precision_findings(rep, trace_device(trace))))
 
 
-def precision_findings(rep: PrecisionReport) -> list[Finding]:
+def precision_findings(rep: PrecisionReport, device: TraceDevice) -> list[Finding]:
     """Low bf16 coverage, lower-precision-list ops left in fp32, FP32-list ops in low
-    precision, and silent dtype narrowings."""
+    precision, and silent dtype narrowings (Gaudi's autocast lists: Gaudi traces only)."""
     out: list[Finding] = []
     has_low = any(r.dtype in LOW for r in rep.by_dtype)
-    if rep.matmul_conv_flops > 0 and rep.bf16_coverage_pct < BF16_COVERAGE_WARN_PCT:
+    autocast = advise("autocast", device)
+    lower_list = advise("lower_precision_list", device)
+    fp32_list = advise("fp32_list", device)
+    silent = advise("silent_dtype", device)
+    if (
+        rep.matmul_conv_flops > 0
+        and rep.bf16_coverage_pct < BF16_COVERAGE_WARN_PCT
+        and autocast is not None
+    ):
         out.append(
             Finding(
                 "warning" if has_low else "info",
@@ -499,10 +298,10 @@ def precision_findings(rep: PrecisionReport) -> list[Finding]:
                 rep.bf16_coverage_pct,
                 BF16_COVERAGE_WARN_PCT,
                 {"matmul_conv_flops": rep.matmul_conv_flops},
-                'run the forward under torch.autocast(device_type="hpu", dtype=torch.bfloat16)',
+                autocast,
             )
         )
-    if rep.missed_lower_precision and has_low:
+    if rep.missed_lower_precision and has_low and lower_list is not None:
         names = sorted({r.name for r in rep.missed_lower_precision})
         t = sum(r.device_time_ns or r.host_time_ns for r in rep.missed_lower_precision)
         out.append(
@@ -515,11 +314,10 @@ def precision_findings(rep: PrecisionReport) -> list[Finding]:
                 t,
                 0.0,
                 {"ops": names},
-                "check they run inside the autocast region; pass bf16 inputs; or add them to "
-                "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST",
+                lower_list,
             )
         )
-    if rep.fp32_list_in_low_precision:
+    if rep.fp32_list_in_low_precision and fp32_list is not None:
         names = sorted({r.name for r in rep.fp32_list_in_low_precision})
         out.append(
             Finding(
@@ -531,10 +329,12 @@ def precision_findings(rep: PrecisionReport) -> list[Finding]:
                 len(names),
                 0.0,
                 {"ops": names},
-                "keep losses, softmax-like reductions and exp/log in fp32 (autocast's fp32 list)",
+                fp32_list,
             )
         )
     for s in rep.silent_dtype_changes:
+        if silent is None:
+            break
         out.append(
             Finding(
                 "info",
@@ -544,7 +344,7 @@ def precision_findings(rep: PrecisionReport) -> list[Finding]:
                 s.count,
                 0.0,
                 {"from": s.dtype_from, "to": s.dtype_to},
-                "Gaudi computes these in the narrower type: cast explicitly if values need the range",
+                silent,
             )
         )
     return out

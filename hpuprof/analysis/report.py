@@ -12,8 +12,6 @@ from hpuprof.analysis.findings import Finding, sort_findings
 REPORT_SCHEMA = "hpuprof.report/1"
 """Version of the report's dict/JSON layout. Keys are only added within a version."""
 
-REPORT_NAMES: tuple[str, ...] = ("bottleneck", "dynamicity", "precision", "fallback", "graphs")
-
 
 def as_plain(value: Any) -> Any:
     """Dataclasses, tuples and numpy scalars to JSON-ready dicts, lists and numbers."""
@@ -55,14 +53,14 @@ class Report:
             "source": list(self.source),
             "meta": as_plain(self.meta),
         }
-        for name in REPORT_NAMES:
-            if name in self.sections:
-                body = as_plain(self.sections[name])
-                if isinstance(body, dict):
-                    body.pop("findings", None)
-                out[name] = body
-        for name, sec in self.sections.items():
-            if name not in out:
-                out[name] = as_plain(sec)
+        from hpuprof.analysis.registry import report_names
+
+        order = [n for n in report_names(None) if n in self.sections]
+        order += [n for n in self.sections if n not in order]
+        for name in order:
+            body = as_plain(self.sections[name])
+            if isinstance(body, dict):
+                body.pop("findings", None)
+            out[name] = body
         out["findings"] = [f.to_dict() for f in sort_findings(list(self.findings))]
         return out

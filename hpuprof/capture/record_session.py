@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -46,9 +47,10 @@ def enable_emulator(mode: str, device: str) -> None:
 def report(prof: HPUProfiler, out: Callable[[str], None] = print, *, summary: bool = True) -> None:
     """Where the run went, and a one-screen summary (or only the event counts)."""
     end = prof.end
-    out(f"hpuprof: run written to {prof.dirpath} ({prof.status if end is None else end.state})")
+    ended = prof.status if end is None else end.state
     if end is not None and end.detail:
-        out(f"  ended     {end.detail}")
+        ended += f": {end.detail}"  # failed: exit code 1, exception: RuntimeError: boom
+    out(f"hpuprof: run written to {prof.dirpath} ({ended})")
     for key, paths in prof.files.items():
         for rel in paths:
             out(f"  {key:<9} {prof.dirpath / rel}")
@@ -107,9 +109,12 @@ def record_command(
 
 def script_end(outcome: ScriptOutcome, signal_seen: str | None) -> RunEnd:
     """The run's ending from the script's: completed, failed (exit code), exception, signal."""
-    if outcome.error is not None:
-        return from_exception(outcome.error, signal_seen=signal_seen)
-    return from_exit_code(outcome.exit_code)
+    if outcome.error is None:
+        return from_exit_code(outcome.exit_code)
+    end = from_exception(outcome.error, signal_seen=signal_seen)
+    if end.exit_code is None:  # the exit status `python script.py` would have had
+        end = dataclasses.replace(end, exit_code=outcome.exit_code)
+    return end
 
 
 def _note_compile_backends(prof: HPUProfiler) -> None:

@@ -7,22 +7,42 @@ from typing import Any
 
 import orjson
 
+from hpuprof.analysis.registry import Column
 from hpuprof.analysis.report import Report
-from hpuprof.render.tables import columns_of, fmt_cell, report_tables
+from hpuprof.render.tables import (
+    evidence_rows,
+    fmt_column,
+    key_figure_rows,
+    meta_line,
+    report_views,
+)
 
 
 def _esc(text: Any) -> str:
     return _html.escape(str(text), quote=True)
 
 
-def _table(name: str, rows: list[dict[str, Any]], limit: int = 200) -> str:
-    cols = columns_of(rows)
-    head = "".join(f"<th>{_esc(c)}</th>" for c in cols)
+def _table(
+    title: str, rows: tuple[dict[str, Any], ...], columns: tuple[Column, ...], limit: int = 200
+) -> str:
+    head = "".join(f"<th>{_esc(c.header)}</th>" for c in columns)
     body = "".join(
-        "<tr>" + "".join(f"<td>{_esc(fmt_cell(c, r.get(c)))}</td>" for c in cols) + "</tr>"
+        "<tr>"
+        + "".join(f"<td>{_esc(fmt_column(c, r.get(c.key), r))}</td>" for c in columns)
+        + "</tr>"
         for r in rows[:limit]
     )
-    return f"<h2>{_esc(name.replace('_', ' '))}</h2><table><tr>{head}</tr>{body}</table>"
+    more = (
+        f"<p>{len(rows) - limit} more rows in the CSV/JSON output</p>" if len(rows) > limit else ""
+    )
+    return f"<h2>{_esc(title)}</h2><table><tr>{head}</tr>{body}</table>{more}"
+
+
+def _evidence(rows: list[dict[str, str]]) -> str:
+    if not rows:
+        return ""
+    body = "".join(f"<tr><td>{_esc(r['what'])}</td><td>{_esc(r['value'])}</td></tr>" for r in rows)
+    return f"<table class='evidence'>{body}</table>"
 
 
 def _figures(report: Report) -> list[dict[str, Any]]:
@@ -72,6 +92,60 @@ def _figures(report: Report) -> list[dict[str, Any]]:
                 "layout": {"title": {"text": "Device time by dtype"}},
             }
         )
+    figs += _rank_and_memory_figures(report)
+    return figs
+
+
+def _rank_and_memory_figures(report: Report) -> list[dict[str, Any]]:
+    """Step time per rank and step (heat map) and memory over time, from those reports."""
+    figs: list[dict[str, Any]] = []
+    r = report.sections.get("ranks")
+    if r is not None and len(r.ranks) > 1 and r.steps:
+        ranks = sorted({s.rank for s in r.steps})
+        steps = sorted({s.step for s in r.steps})
+        at = {(s.rank, s.step): s.duration_ns / 1e6 for s in r.steps}
+        figs.append(
+            {
+                "data": [
+                    {
+                        "type": "heatmap",
+                        "x": steps,
+                        "y": [f"rank {k}" for k in ranks],
+                        "z": [[at.get((k, st)) for st in steps] for k in ranks],
+                        "colorbar": {"title": {"text": "ms"}},
+                    }
+                ],
+                "layout": {
+                    "title": {"text": "Step time per rank and step (ms)"},
+                    "xaxis": {"title": {"text": "step"}, "dtick": 1},
+                },
+            }
+        )
+    m = report.sections.get("memory")
+    if m is not None and m.timeline:
+        series: dict[str, tuple[list[float], list[float]]] = {}
+        for p in m.timeline:
+            xs, ys = series.setdefault(f"rank {p.rank} {p.device}", ([], []))
+            xs.append(p.t_ns / 1e6)
+            ys.append(p.allocated_bytes / 2**20)
+        figs.append(
+            {
+                "data": [
+                    {
+                        "type": "scatter",
+                        "mode": "lines",
+                        "name": k,
+                        "x": xs,
+                        "y": ys,
+                        "line": {"shape": "hv"},
+                    }
+                    for k, (xs, ys) in series.items()
+                ],
+                "layout": {
+                    "title": {"text": "Memory allocated (MiB) over time (ms from the trace start)"}
+                },
+            }
+        )
     return figs
 
 
@@ -98,11 +172,16 @@ class HtmlRenderer:
             parts.append(f"<script>{get_plotlyjs()}</script>")
         parts.append("</head><body>")
         parts.append(f"<h1>hpuprof report: {_esc(', '.join(report.source))}</h1>")
+        parts.append(f"<p>{_esc(meta_line(report))}</p>")
+        figures = key_figure_rows(report)
+        if figures:
+            row = {c.key: v for c, v in figures}
+            parts.append(_table("Key figures", (row,), tuple(c for c, _ in figures)))
         parts.append("<h2>Findings</h2><ul>")
         for f in report.findings:
             parts.append(
                 f"<li class='{_esc(f.severity)}'><b>{_esc(f.severity)}</b> ({_esc(f.report)}): "
-                f"{_esc(f.title)}<br><i>{_esc(f.advice)}</i></li>"
+                f"{_esc(f.title)}{_evidence(evidence_rows(f))}<i>{_esc(f.advice)}</i></li>"
             )
         parts.append("</ul>")
         for i, fig in enumerate(figs):
@@ -112,8 +191,8 @@ class HtmlRenderer:
                 f"(function(){{var f={payload};Plotly.newPlot('fig{i}',f.data,f.layout);}})();"
                 "</script>"
             )
-        for name, rows in report_tables(report).items():
-            if name != "findings":
-                parts.append(_table(name, rows))
+        for view in report_views(report):
+            if view.name != "findings":
+                parts.append(_table(view.title, view.rows, view.columns))
         parts.append("</body></html>")
         return "".join(parts)

@@ -1,22 +1,35 @@
-"""Markdown renderer: findings first, then one table per report table."""
+"""Markdown renderer: findings first, then every table of every report (from the registry)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from hpuprof.analysis.registry import Column
 from hpuprof.analysis.report import Report
-from hpuprof.render.tables import columns_of, fmt_cell, report_tables
+from hpuprof.render.tables import (
+    columns_of,
+    evidence_text,
+    fmt_column,
+    key_figure_rows,
+    meta_line,
+    report_views,
+)
 
 
 def _esc(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def md_table(rows: list[dict[str, Any]], limit: int = 50) -> str:
-    cols = columns_of(rows)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+def md_table(
+    rows: list[dict[str, Any]] | tuple[dict[str, Any], ...],
+    limit: int = 50,
+    columns: tuple[Column, ...] | None = None,
+) -> str:
+    """A Markdown table: worded headers, cells formatted by unit, at most `limit` rows."""
+    cols = columns if columns is not None else tuple(Column(k) for k in columns_of(list(rows)))
+    lines = ["| " + " | ".join(_esc(c.header) for c in cols) + " |", "|" + "---|" * len(cols)]
     for r in rows[:limit]:
-        lines.append("| " + " | ".join(_esc(fmt_cell(c, r.get(c))) for c in cols) + " |")
+        lines.append("| " + " | ".join(_esc(fmt_column(c, r.get(c.key), r)) for c in cols) + " |")
     if len(rows) > limit:
         lines.append(f"\n_{len(rows) - limit} more rows in the CSV/JSON output_")
     return "\n".join(lines)
@@ -29,20 +42,25 @@ class MarkdownRenderer:
 
     def render(self, report: Report) -> str:
         out = [f"# hpuprof report: {', '.join(report.source) or '(trace)'}", ""]
-        meta = report.meta
-        out.append(
-            f"format `{meta.get('format', '')}`, {meta.get('events', 0):,} events, ranks "
-            f"{meta.get('ranks', [])}, device time {meta.get('device_time', 'n/a')}"
-        )
+        out.append(_esc(meta_line(report)))
+        figures = key_figure_rows(report)
+        if figures:
+            row = {c.key: v for c, v in figures}
+            out += ["", "## Key figures", "", md_table([row], columns=tuple(c for c, _ in figures))]
         out += ["", "## Findings", ""]
         if not report.findings:
             out.append("No findings.")
         for f in report.findings:
-            out.append(f"- **{f.severity}** ({f.report}): {_esc(f.title)}. _{_esc(f.advice)}_")
-        for name, rows in report_tables(report).items():
-            if name == "findings":
+            out.append(f"- **{f.severity}** ({f.report}): {_esc(f.title)}.")
+            ev = evidence_text(f)
+            if ev:
+                out.append(f"  Evidence: {_esc(ev)}.")
+            if f.advice:
+                out.append(f"  _{_esc(f.advice)}_")
+        for view in report_views(report):
+            if view.name == "findings":
                 continue
-            out += ["", f"## {name.replace('_', ' ')}", "", md_table(rows)]
+            out += ["", f"## {_esc(view.title)}", "", md_table(view.rows, columns=view.columns)]
         for sec_name, sec in report.sections.items():
             for note in getattr(sec, "notes", ()):
                 out.append(f"\n> {sec_name}: {_esc(note)}")

@@ -5,44 +5,9 @@ from __future__ import annotations
 import io
 
 from hpuprof.analysis.report import Report
-from hpuprof.render.tables import fmt_cell, report_tables
+from hpuprof.render.tables import fmt_column, key_figure_rows, meta_line, report_views
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
-BRIEF_TABLES = ("temporal", "idle_causes")
-FULL_TABLES = (
-    "temporal",
-    "kernel_types",
-    "host_device",
-    "idle_causes",
-    "steps",
-    "top_host_ops",
-    "top_device_ops",
-    "compiles_by_graph",
-    "dynamic_ops",
-    "precision_by_dtype",
-    "casts",
-    "fallback_ops",
-    "hpu_graphs",
-    "graph_candidates",
-)
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "temporal": ("rank", "span_ns", "idle_pct", "compute_pct", "non_compute_pct"),
-    "steps": ("rank", "step", "duration_ns", "compute_ns", "idle_pct", "host_ops"),
-    "top_host_ops": ("name", "count", "total_ns", "self_ns"),
-    "top_device_ops": ("name", "kernel_type", "engine", "count", "total_ns"),
-    "compiles_by_graph": ("key", "compilations", "recompilations", "time_ns"),
-    "host_device": (
-        "rank",
-        "device_ratio_pct",
-        "mme_ns",
-        "tpc_ns",
-        "dma_ns",
-        "mme_tpc_overlap_ns",
-        "device_idle_ns",
-    ),
-    "precision_by_dtype": ("dtype", "device_time_ns", "flops", "ops"),
-    "fallback_ops": ("op", "count", "host_time_ns", "copies", "forced_flush"),
-}
 
 
 class TerminalRenderer:
@@ -77,13 +42,15 @@ class TerminalRenderer:
             file=io.StringIO(),
             highlight=False,
         )
-        meta = report.meta
         console.print(
-            f"[bold]hpuprof[/bold] {', '.join(report.source) or '(trace)'}: "
-            f"{meta.get('events', 0):,} events, ranks {meta.get('ranks', [])}, "
-            f"device time {meta.get('device_time', 'n/a')}",
-            markup=True,
+            f"[bold]hpuprof[/bold] {', '.join(report.source) or '(trace)'}: ", end="", markup=True
         )
+        console.print(meta_line(report), markup=False)
+        figures = key_figure_rows(report)
+        if figures:
+            console.print(
+                "; ".join(f"{c.header}: {fmt_column(c, v)}" for c, v in figures), markup=False
+            )
         if report.findings:
             console.print("[bold]Findings[/bold]")
             for f in report.findings[: 5 if self.brief else 30]:
@@ -94,19 +61,21 @@ class TerminalRenderer:
                     console.print(f"         -> {f.advice}", markup=False, style="dim")
         else:
             console.print("No findings.")
-        tables = report_tables(report)
-        for name in BRIEF_TABLES if self.brief else FULL_TABLES:
-            rows = tables.get(name)
-            if not rows:
+        shown = ("brief",) if self.brief else ("brief", "full")
+        for view in report_views(report):
+            if view.view not in shown:
                 continue
-            cols = COLUMNS.get(name) or tuple(rows[0].keys())
-            t = Table(title=name.replace("_", " "), title_justify="left", expand=False)
-            for c in cols:
+            t = Table(title=view.title, title_justify="left", expand=False)
+            for c in view.key_columns:
+                wide = c.key in ("name", "op", "key", "kernel", "cause")
                 t.add_column(
-                    c, overflow="fold", max_width=48 if c in ("name", "op", "key") else None
+                    c.header,
+                    overflow="fold",
+                    max_width=48 if wide else None,
+                    min_width=16 if wide else None,
                 )
-            for r in rows[: self.max_rows]:
-                t.add_row(*(fmt_cell(c, r.get(c)) for c in cols))
+            for r in view.rows[: self.max_rows]:
+                t.add_row(*(fmt_column(c, r.get(c.key), r) for c in view.key_columns))
             console.print(t)
         for sec_name, sec in report.sections.items():
             for note in getattr(sec, "notes", ()):

@@ -13,6 +13,7 @@ from pandas.api.types import union_categoricals
 
 from hpuprof.trace.model import Trace
 from hpuprof.trace.normalize import text_categorical
+from hpuprof.trace.schema import ROW_COLUMNS
 
 
 def with_rank(trace: Trace, rank: int) -> Trace:
@@ -43,7 +44,8 @@ def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 
 def combine(traces: Sequence[Trace]) -> Trace:
-    """One Trace over several ranks: tables concatenated in rank order, parents re-based."""
+    """One Trace over several ranks: tables concatenated in rank order, row references
+    (`schema.ROW_COLUMNS`: parent, op_row) re-based."""
     if len(traces) == 1:
         return traces[0]
     ranks = [next(iter(t.metadata), 0) for t in traces]
@@ -59,8 +61,8 @@ def combine(traces: Sequence[Trace]) -> Trace:
     event_frames = []
     for trace in ordered:
         events = trace.events
-        parent = events["parent"].to_numpy()
-        events = events.assign(parent=np.where(parent >= 0, parent + offset, parent))
+        rows = {c: events[c].to_numpy() for c in ROW_COLUMNS if c in events.columns}
+        events = events.assign(**{c: np.where(r >= 0, r + offset, r) for c, r in rows.items()})
         event_frames.append(events)
         offset += len(events)
     metadata: dict[int, Any] = {}

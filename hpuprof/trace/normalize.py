@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.columns import Coded, RawColumns, take_binary, to_int64_ids
+from hpuprof.trace.derive import with_derived
 from hpuprof.trace.heap import release_free_memory
 from hpuprof.trace.model import Trace
 from hpuprof.trace.nesting import enclosing, lane_bounds, lane_order, nest, time_order
@@ -359,7 +360,10 @@ class _Normalizer:
             pa.chunked_array([take_binary(raw.args, rows)])
         )
         raw.release("args")
-        return pd.DataFrame({name: columns.pop(name) for name in EVENT_COLUMNS}, copy=False)
+        frame = pd.DataFrame(
+            {name: columns.pop(name) for name in EVENT_COLUMNS if name in columns}, copy=False
+        )
+        return with_derived(frame)
 
     def _take_categorical(self, field: str, rows: NDArray[np.int64]) -> pd.Categorical:
         """The raw coded column `field` at `rows` as a categorical; the raw column is freed."""

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.arrow_frame import frame_from_arrow
 from hpuprof.trace.atomic_write import atomic_output
+from hpuprof.trace.derive import OLDEST_READABLE_VERSION, upgrade_events
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, SCHEMA_VERSION
 
@@ -88,14 +89,15 @@ def trace_from_table(table: pa.Table, source: Path) -> Trace:
     version = meta.get(b"hpuprof.schema_version")
     if version is None:
         raise TraceFormatError(str(source), "file metadata", "hpuprof.schema_version (not ours)")
-    if int(version) != SCHEMA_VERSION:
+    if not OLDEST_READABLE_VERSION <= int(version) <= SCHEMA_VERSION:
         raise TraceFormatError(
             str(source),
             "file metadata",
             f"schema version {SCHEMA_VERSION} (file has {int(version)}; reload the source trace)",
         )
-    events = frame_from_arrow(table)
-    if list(events.columns) != list(EVENT_COLUMNS):
+    stored = frame_from_arrow(table)
+    events = upgrade_events(stored) if int(version) < SCHEMA_VERSION else stored
+    if events is None or list(events.columns) != list(EVENT_COLUMNS):
         raise TraceFormatError(str(source), "columns", "the event columns of schema.py")
     tables = {name: _from_ipc(meta[f"{_KEY}{name}".encode()]) for name in _TABLES}
     for name, schema in (("counters", COUNTER_COLUMNS), ("flows", FLOW_COLUMNS)):
@@ -111,5 +113,5 @@ def trace_from_table(table: pa.Table, source: Path) -> Trace:
         threads=tables["threads"],
         sources=tuple(msgspec.json.decode(meta[b"hpuprof.sources"])),
         format=meta[b"hpuprof.format"].decode(),
-        schema_version=int(version),
+        schema_version=SCHEMA_VERSION,
     )

@@ -27,6 +27,7 @@ import orjson
 import pandas as pd
 
 from hpuprof.errors import TraceFormatError
+from hpuprof.trace.derive import upgrade_events
 from hpuprof.trace.perfetto_layout import (
     ANN_ARGS,
     ANN_ARGS_B64,
@@ -37,6 +38,7 @@ from hpuprof.trace.perfetto_layout import (
     loads,
     table_from_text,
 )
+from hpuprof.trace.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from hpuprof.trace.model import Trace
@@ -405,6 +407,11 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
     events = pd.DataFrame(
         {column: _column(data[column], template[column]) for column in template.columns}
     )
+    if int(blob["schema_version"]) < SCHEMA_VERSION:
+        upgraded = upgrade_events(events)
+        if upgraded is None:
+            raise TraceFormatError(str(path), META_TRACE, "the event columns of its version")
+        events = upgraded
     ctemplate = table_from_text(blob["counters_dtypes"])
     ckeys = {int(uuid): key for uuid, key in blob["counter_tracks"].items()}
     cdata: dict[str, list[Any]] = {column: [] for column in ctemplate.columns}
@@ -426,7 +433,7 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
         threads=table_from_text(blob["threads"]),
         sources=tuple(blob["sources"]),
         format=blob["format"],
-        schema_version=int(blob["schema_version"]),
+        schema_version=SCHEMA_VERSION,
     )
 
 

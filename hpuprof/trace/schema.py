@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-SCHEMA_VERSION: Final = 1
-"""Written into every saved file (Parquet metadata, Perfetto and JSON exports)."""
+SCHEMA_VERSION: Final = 2
+"""Written into every saved file (Parquet metadata, Perfetto and JSON exports).
+
+2: the derived columns `op_row`, `dtype`, `flops`, `call_site`, `cause_kind`, `cause`
+(`derive.py`); files of version 1 load and get them computed."""
 
 NO_ID: Final = -1
 """Sentinel for a missing integer key (correlation, stream, parent, step, device, rank)."""
@@ -53,9 +56,21 @@ EVENT_COLUMNS: Final[dict[str, str]] = {
     "hpu_event": "category",  # HpuEvent: our runtime event type
     "flush_reason": "category",  # lazy-mode flush reason in the bridge's vocabulary
     "fallback": "bool",  # op ran on CPU because the device has no kernel for it
+    # derived once at load time (derive.py), so analyses never re-parse the raw args
+    "op_row": "int64",  # device rows: row index of the host op their time belongs to; NO_ID
+    "dtype": "category",  # fp32, bf16, ...: host ops' first float input, device ops' dataType
+    "flops": "float64",  # device ops' hpuprof.flops; matmul/conv host ops' flops; NaN unknown
+    "call_site": "category",  # hpuprof runtime events: `file.py:123` that triggered them
+    "cause_kind": "category",  # compile events: shape, stride, dtype, scalar, new_graph, guard
+    "cause": "category",  # compile events: the whole `hpuprof.cause` as compact JSON text
     # lossless raw args: the exact JSON bytes of the event's "args" object (b"" if none)
     "args": "binary",
 }
+
+DERIVED_COLUMNS: Final = ("op_row", "dtype", "flops", "call_site", "cause_kind", "cause")
+"""Event columns computed from the others by `derive.py` (at load, or when reading v1 files)."""
+ROW_COLUMNS: Final = ("parent", "op_row")
+"""Event columns holding row indices of the same table: re-based when tables are combined."""
 
 COUNTER_COLUMNS: Final[dict[str, str]] = {
     "name": "category",  # counter track name (the event name)

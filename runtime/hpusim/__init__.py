@@ -104,6 +104,9 @@ def enable(mode: str | None = None, device: str = "gaudi2", *, record: bool = Fa
 
     rt = Runtime(Config(resolved, device, "argument" if mode else "env"), flags, profile)
     rt.sink.recording = record
+    from hpusim import bridge_log
+
+    bridge_log.reset_levels()
     metrics.install(gc_details=flags.gc_details, cache_metrics=flags.cache_metrics)
     if flags.metrics_file:
         rt.saver = metrics.Saver(flags.metrics_file, flags.metrics_format, flags.metrics_triggers)
@@ -154,14 +157,19 @@ def disable() -> None:
 
 
 def _flush_pending(rt: Any) -> None:
-    """Flush a pending lazy graph and log the CPU-fallback summary (at disable and at exit)."""
+    """Flush a pending lazy graph and log the CPU-fallback summary (at disable and at exit, as
+    the bridge does when it releases the device)."""
     if rt.lazy:
         from hpusim import lazy
 
-        lazy.flush(rt, "mark_step")
-    if rt.flags.fallback_log and rt.fallback_counts:
+        lazy.flush(rt, lazy.HOST_STEP_MARKER)
+    from hpusim import bridge_log
+
+    # the bridge logs the summary at critical level when the device is released: written
+    # unless PT_FALLBACK's level is above critical (LOG_LEVEL_PT_FALLBACK=6 turns it off)
+    if rt.fallback_counts and bridge_log.levels()["PT_FALLBACK"] <= bridge_log.CRITICAL:
         rt.log.fallback_summary(rt.fallback_counts)
-        rt.fallback_counts = {}
+    rt.fallback_counts = {}
 
 
 def _at_exit() -> None:

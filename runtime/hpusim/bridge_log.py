@@ -82,6 +82,10 @@ class BridgeLog:
         """`CPU fallback digamma : self=HPUFloatType` at PT_FALLBACK debug."""
         self.line("PT_FALLBACK", "debug", f"CPU fallback {op} : self={self_token}")
 
+    def step_marker(self, reason: str) -> None:
+        """`step marker due to <reason>` (PT_IRGRAPH debug), one per lazy flush."""
+        self.line("PT_IRGRAPH", "debug", f"step marker due to {reason}")
+
     def fallback_summary(self, counts: dict[str, int]) -> None:
         """The exit summary: `CPU Fallback stats:` then `<count>\\t<op>`, most frequent first."""
         if not counts:
@@ -89,3 +93,66 @@ class BridgeLog:
         rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         body = "\n".join(f"{n}\t{op}" for op, n in rows)
         self.line("PT_FALLBACK", "critical", f"CPU Fallback stats:\n{body}")
+
+
+LOG_LEVELS: tuple[str, ...] = ("trace", "debug", "info", "warn", "error", "critical")
+PT_MODULES: tuple[str, ...] = (
+    "PT_DEVICE", "PT_KERNEL", "PT_BRIDGE", "PT_SYNHELPER", "PT_DISTRIBUTED", "PT_LAZY",
+    "PT_TRACE", "PT_FALLBACK", "PT_STATS", "PT_TEST", "PT_DYNAMIC_SHAPE", "PT_DEVMEM",
+    "PT_HABHELPER", "PT_IRGRAPH", "PT_VIEWTABLE", "PT_REFINEMENT", "PT_HOSTSTAT", "PT_LAYOUTS",
+    "PT_PARALLEL_ACC", "PT_LAZY_EAGER", "PT_MEMLOG", "PT_EXEC_THREAD", "PT_EAGER", "PT_CUSTOM",
+    "PT_RECIPE_STATS", "PT_HPUGRAPH", "PT_PYTHON", "PT_CONST_SECTION", "PT_QUANT",
+)  # fmt: skip
+"""The bridge's PT log modules (`LOG_LEVEL_<module>`)."""
+CRITICAL = 5
+DEFAULT_LEVEL = CRITICAL
+
+
+def initial_levels(env: Mapping[str, str] | None = None) -> dict[str, int]:
+    """Each module's level from `LOG_LEVEL_<module>`, else `LOG_LEVEL_ALL_PT`, else
+    `LOG_LEVEL_ALL`, else critical (0 trace ... 5 critical)."""
+    e = os.environ if env is None else env
+    base = e.get("LOG_LEVEL_ALL_PT", e.get("LOG_LEVEL_ALL"))
+    out = {}
+    for module in PT_MODULES:
+        raw = e.get(f"LOG_LEVEL_{module}", base)
+        out[module] = int(raw) if raw is not None and raw.strip().isdigit() else DEFAULT_LEVEL
+    if _legacy_fallback_mask(e):
+        out["PT_FALLBACK"] = min(out["PT_FALLBACK"], 1)
+    return out
+
+
+def _legacy_fallback_mask(e: Mapping[str, str]) -> bool:
+    """The legacy `PT_HPU_LOG_MOD_MASK` 0x80 with `PT_HPU_LOG_TYPE_MASK` 0x8 (debug) switch."""
+    try:
+        mod = int(e.get("PT_HPU_LOG_MOD_MASK", "0"), 0)
+        kind = int(e.get("PT_HPU_LOG_TYPE_MASK", "1"), 0)
+    except ValueError:
+        return False
+    return bool(mod & 0x80) and bool(kind & 0x8)
+
+
+_levels: dict[str, int] = {}
+
+
+def reset_levels() -> None:
+    """Re-read the levels from the environment (at `hpusim.enable()`)."""
+    _levels.clear()
+
+
+def levels() -> dict[str, int]:
+    """The PT modules' current log levels (the bridge's `get_pt_logging_levels`)."""
+    if not _levels:
+        _levels.update(initial_levels())
+    return _levels
+
+
+def enable_logging(logger_name: str, level: int) -> None:
+    """`LOG_LEVEL_ALL` / `LOG_LEVEL_ALL_PT` set every PT module, `LOG_LEVEL_<module>` one."""
+    current = levels()
+    name = logger_name.removeprefix("LOG_LEVEL_")
+    if name in ("ALL", "ALL_PT"):
+        for module in current:
+            current[module] = int(level)
+    else:
+        current[name] = int(level)

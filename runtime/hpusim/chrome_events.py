@@ -18,6 +18,7 @@ from hpusim.sink import (
     KIND_COUNTER,
     KIND_DEVICE,
     KIND_OP,
+    KIND_RUNTIME,
     MODES,
     PHASES,
     EventBatch,
@@ -25,9 +26,22 @@ from hpusim.sink import (
 
 DEVICE_PID: Final = 0
 DEVICE_PROCESS_NAME: Final = "/device:HPU:0"
-ENGINE_TIDS: Final[dict[str, int]] = {"DMA": 1000, "MME": 3000, "TPC": 4000}
-"""Lane ids follow the bridge's `typeIdx*1000 + engineIndex` (gaudi.md 6.3: PDMA/EDMA, MME, TPC)."""
-ENGINE_THREAD_NAMES: Final[dict[str, str]] = {"MME": "MME 0", "TPC": "TPC 0", "DMA": "DMA 0"}
+GAUDI2_ENGINE_PREFIXES: Final = (
+    "PDMA", "EDMA", "KDMA", "MME", "TPC", "PSOC", "SM", "PMMU", "ROTATOR", "ARC_FARM",
+    "VIDEO_DECODER", "NIC", "NIC External", "NIC Internal",
+)  # fmt: skip
+"""The bridge trace parser's engine-type order on Gaudi 2 and Gaudi 3 (json_file_parser.cpp)."""
+ENGINE_TIDS: Final[dict[str, int]] = {
+    "DMA": GAUDI2_ENGINE_PREFIXES.index("EDMA") * 1000,
+    "MME": GAUDI2_ENGINE_PREFIXES.index("MME") * 1000,
+    "TPC": GAUDI2_ENGINE_PREFIXES.index("TPC") * 1000,
+}
+"""Lane ids as the bridge assigns them on Gaudi 2/3: `typeIdx*1000 + engineIndex` (engine 0)."""
+ENGINE_THREAD_NAMES: Final[dict[str, str]] = {"MME": "MME 0", "TPC": "TPC 0", "DMA": "EDMA 0"}
+STREAM_HANDLE: Final = "0x1"
+"""The one modeled compute stream's handle, as the bridge writes `streamHandle`."""
+BRIDGE_LOGS_PID_OFFSET: Final = 20000
+SYNAPSE_LOGGER_PID_OFFSET: Final = 10000
 _INSTANT_EVENTS: Final = frozenset({"mark_step"})
 
 
@@ -156,6 +170,8 @@ def to_chrome_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[
                 "recipeName": recipe_name(graph) if graph >= 0 else "",
                 "device": 0,
                 "correlation": corr,
+                "streamHandle": STREAM_HANDLE,
+                "eventHandle": _event_handle(corr),
                 "dataType": _data_type(name),
                 "hpuprof.graph_id": str(graph),
                 "hpuprof.modeled": True,
@@ -252,6 +268,133 @@ def _data_type(device_op: str) -> str:
     """The bridge's `dataType` arg of a device op, from its dtype suffix (`mm_bf16` -> bf16);
     "" for ops without one (DMA copies)."""
     return _DATA_TYPES.get(device_op.rsplit("_", 1)[-1], "")
+
+
+def _event_handle(corr: int) -> str:
+    """The launch's Synapse event handle (`0x…`), one per correlation, as the bridge writes."""
+    return f"{max(corr, 0):#x}"
+
+
+def bridge_category(name: str, engine: str) -> str:
+    """The bridge's device category: `Kernel` (TPC / MME), `Memcpy` / `Memset` (by name),
+    else `Runtime` (json_file_parser.cpp)."""
+    if engine in ("MME", "TPC"):
+        return "Kernel"
+    low = name.lower()
+    if low.startswith("memcpy"):
+        return "Memcpy"
+    if low.startswith("memset"):
+        return "Memset"
+    return "Runtime"
+
+
+def device_properties(profile: Any) -> list[dict[str, Any]]:
+    """The bridge's `deviceProperties`: `[{"name": <device name>, "totalGlobalMem": bytes}]`."""
+    if profile is None:
+        return []
+    name = {"gaudi2": "GAUDI2", "gaudi3": "GAUDI3"}.get(profile.name, profile.name.upper())
+    return [{"name": name, "totalGlobalMem": int(profile.hbm_gbytes) * (1 << 30)}]
+
+
+def bridge_metadata(pid: int) -> list[dict[str, Any]]:
+    """Process / thread names of the bridge's merged trace: the device, `Bridge Logs`
+    (pid + 20000) and `Synapse Logger` (pid + 10000)."""
+    out = [e for e in metadata_events(pid) if e["pid"] == DEVICE_PID]
+    for offset, label in (
+        (BRIDGE_LOGS_PID_OFFSET, "Bridge Logs"),
+        (SYNAPSE_LOGGER_PID_OFFSET, "Synapse Logger"),
+    ):
+        out.append(
+            {
+                "name": "process_name",
+                "ph": "M",
+                "ts": 0.0,
+                "pid": pid + offset,
+                "tid": 0,
+                "args": {"name": label},
+            }
+        )
+    return out
+
+
+_BRIDGE_LOG_NAMES: Final[dict[str, tuple[str, ...]]] = {
+    "graph_build": ("SyncTensorsGraphInternal",),
+    "launch": ("LaunchSyncTensorsGraph",),
+    "graph_replay": ("ExecuteCachedGraph",),
+}
+_SYNAPSE_NAMES: Final[dict[str, str]] = {
+    "launch": "synLaunchWithExternalEvents",
+    "graph_replay": "synLaunchWithExternalEvents",
+    "sync": "synEventSynchronize",
+}
+
+
+def bridge_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[str, Any]]:
+    """The emulated card's side of a merged torch.profiler trace, in the bridge's shape:
+    device events (`Kernel`/`Memcpy`/`Runtime` with `recipeId`, `recipeName`, `streamHandle`,
+    `eventHandle`, `dataType`, `device`), `Bridge Logs` slices (`SyncTensorsGraphInternal`,
+    `LaunchSyncTensorsGraph`, `ExecuteCachedGraph`) and `Synapse Logger` API calls
+    (`synLaunchWithExternalEvents`, `synMemCopyAsync`, `synEventSynchronize`). Host ops are
+    left out: torch.profiler records them itself."""
+    s = batch.strings
+    out: list[dict[str, Any]] = []
+    bridge_pid, synapse_pid = pid + BRIDGE_LOGS_PID_OFFSET, pid + SYNAPSE_LOGGER_PID_OFFSET
+    for i in range(len(batch.kind)):
+        kind = batch.kind[i]
+        ts = _us(batch.ts_ns[i], base_ns)
+        dur = round(batch.dur_ns[i] / 1000.0, 3)
+        name = s[batch.name[i]]
+        graph, corr = batch.graph[i], batch.corr[i]
+        if kind == KIND_DEVICE:
+            engine = ENGINES[batch.engine[i]]
+            cat = bridge_category(name, engine)
+            args: dict[str, Any] = {
+                "recipeId": graph,
+                "recipeName": recipe_name(graph) if graph >= 0 else "",
+                "streamHandle": STREAM_HANDLE,
+                "eventHandle": _event_handle(corr),
+                "dataType": _data_type(name),
+                "hpuprof.modeled": True,
+            }
+            if cat == "Kernel":
+                args["device"] = 0
+            out.append(
+                {
+                    "ph": "X",
+                    "cat": cat,
+                    "name": name,
+                    "pid": DEVICE_PID,
+                    "tid": ENGINE_TIDS.get(engine, ENGINE_TIDS["TPC"]),
+                    "ts": ts,
+                    "dur": dur,
+                    "args": args,
+                }
+            )
+            continue
+        tid = batch.tid[i]
+        if kind == KIND_OP:
+            if batch.dims[i] and "copy" in name and corr >= 0:  # a host<->device transfer
+                out.append(_api(synapse_pid, tid, "synMemCopyAsync", ts, dur))
+            continue
+        if kind != KIND_RUNTIME:
+            continue
+        hev = HPU_EVENTS[batch.hpu_event[i]]
+        for label in _BRIDGE_LOG_NAMES.get(hev, ()):
+            out.append(_api(bridge_pid, tid, label, ts, dur, recipe=graph))
+        api = _SYNAPSE_NAMES.get(hev)
+        if api is not None:
+            out.append(_api(synapse_pid, tid, api, ts, dur, recipe=graph))
+    return out
+
+
+def _api(pid: int, tid: int, name: str, ts: float, dur: float, recipe: int = -1) -> dict[str, Any]:
+    args: dict[str, Any] = {"hpuprof.modeled": False}
+    if recipe >= 0:
+        args["recipeId"] = recipe
+    return {
+        "ph": "X", "cat": "Runtime", "name": name, "pid": pid, "tid": tid, "ts": ts,
+        "dur": dur, "args": args,
+    }  # fmt: skip
 
 
 def _flow_start(corr: int, pid: int, tid: int, ts: float) -> dict[str, Any]:

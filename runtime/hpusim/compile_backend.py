@@ -25,6 +25,19 @@ from typing import Any, Final
 BACKEND_NAME: Final = "hpu_backend"
 
 _registered: list[bool] = [False]
+_graph_observers: list[Any] = []
+
+
+def add_graph_observer(fn: Any) -> None:
+    """`fn(gm)` sees every FX graph `hpu_backend` compiles (the shim's FxGraphAnalyzer)."""
+    _graph_observers.append(fn)
+
+
+def remove_graph_observer(fn: Any) -> None:
+    if fn in _graph_observers:
+        _graph_observers.remove(fn)
+
+
 _seen_breaks: dict[str, int] = {}
 _stats: dict[str, int] = {"compiles": 0, "recompiles": 0, "graph_breaks": 0, "aot_graphs": 0}
 
@@ -136,6 +149,8 @@ def hpu_backend(gm: Any, example_inputs: list[Any], **kwargs: Any) -> Any:
     reason = _recompile_reason()
     frame, compile_id = _frame_name()
     n_ops = graph_op_count(gm)
+    for observe in list(_graph_observers):
+        observe(gm)
     _stats["compiles"] += 1
     if reason is not None:
         _stats["recompiles"] += 1

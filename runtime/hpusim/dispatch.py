@@ -19,7 +19,8 @@ import torch
 
 from hpusim import fallback as fb
 from hpusim import state
-from hpusim.device_model import ENGINE_DMA, ENGINE_MME, engine_of, matmul_flops
+from hpusim.device_model import ENGINE_DMA, ENGINE_MME, ENGINE_TPC, engine_of, matmul_flops
+from hpusim.fused_costs import FUSED_OPS, fused_op_cost
 from hpusim.recipe_cache import recipe_name
 from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER
 from hpusim.tensor import _DISPATCH, HpuTensor
@@ -47,6 +48,8 @@ _CROSS_DEVICE_OK: Final = frozenset(
 )
 SYNC_REASON: Final[dict[str, str]] = {
     "aten::_local_scalar_dense": "local scalar",
+    "aten::is_nonzero": "local scalar",  # bool(t) (inference mode reaches it undecomposed)
+    "aten::equal": "local scalar",  # torch.equal returns a host bool
     "aten::nonzero": "non zero",
     "aten::nonzero_static": "non zero",
     "aten::argwhere": "non zero",
@@ -57,6 +60,27 @@ SYNC_REASON: Final[dict[str, str]] = {
     "aten::unique_consecutive": "unique",
     "aten::unique_dim_consecutive": "unique",
 }
+SCALAR_AS_TENSOR: Final[dict[str, tuple[str, ...]]] = {
+    **{f"aten::{op}": ("value",) for op in ("addcdiv", "addcdiv_", "addcmul", "addcmul_")},
+    **{f"aten::{op}.out": ("value",) for op in ("addcdiv", "addcmul")},
+    # `.Tensor` overloads get a Python number as a wrapped scalar (`t / 2.5`): the bridge's
+    # prepare_hpu_tensor / BinaryScalarFE turns it into a cached device tensor too
+    **{f"aten::{op}.Tensor": ("other", "alpha") for op in ("add", "add_", "sub", "sub_")},
+    **{f"aten::{op}.Tensor": ("other",) for op in ("mul", "mul_", "div", "div_")},
+    **{f"aten::{op}.Tensor": ("other",) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{f"aten::{op}.Scalar": ("other", "alpha") for op in ("add", "add_", "sub", "sub_")},
+    **{f"aten::{op}.Scalar": ("other",) for op in ("mul", "mul_", "div", "div_")},
+    **{f"aten::{op}.Scalar": ("other",) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{f"aten::{op}.Scalar": ("other",) for op in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    "aten::pow.Scalar": ("self",),
+    "aten::xlogy.Scalar_Other": ("other",),
+    "aten::xlogy_.Scalar_Other": ("other",),
+    "aten::xlogy.Scalar_Self": ("self",),
+}
+"""Scalar arguments the lazy bridge turns into cached device tensors (`get_tensor_for_scalar`:
+hpu_op.yaml's AddCOpFE, BinaryScalarFE, CompareScalarToTensor, ... frontends), so their value
+is not part of the recipe key; a `value`/`alpha` of exactly 1 is dropped instead (no tensor)."""
+BOOL_INDEX_OPS: Final = frozenset({"aten::index_put_", "aten::_index_put_impl_", "aten::index_put"})
 _LOW_PRECISION: Final = frozenset(
     {torch.bfloat16, torch.float16, torch.float8_e5m2, torch.float8_e4m3fn}
 )
@@ -105,10 +129,12 @@ class OpInfo:
     __slots__ = (
         "alias",
         "base",
+        "bool_index",
         "cross_ok",
         "dtype_cols",
         "engine",
         "func",
+        "fused",
         "is_copy",
         "is_view",
         "label",
@@ -116,6 +142,7 @@ class OpInfo:
         "name_id",
         "overload",
         "plain_out",
+        "scalar_args",
         "sync_reason",
     )
 
@@ -154,8 +181,19 @@ class OpInfo:
         self.is_copy = self.label == "aten::copy_"
         self.plain_out = len(alias) == 1 and alias[0][0] == -1
         self.sync_reason = SYNC_REASON.get(self.label)
+        # boolean-mask indexing: index() computes nonzero (a sync after), index_put flushes first
+        self.bool_index = (
+            2 if self.label in BOOL_INDEX_OPS else (1 if self.label == "aten::index" else 0)
+        )
         self.missing = fb.is_missing(func)
         self.dtype_cols = None if view else fb.dtype_support(func)
+        self.fused = _fused_args(schema) if schema.name in FUSED_OPS else None
+        names = SCALAR_AS_TENSOR.get(self.overload)
+        self.scalar_args: tuple[frozenset[int], frozenset[str]] | None = (
+            (frozenset(arg_pos[n] for n in names if n in arg_pos), frozenset(names))
+            if names
+            else None
+        )
 
 
 _INFO: dict[str, OpInfo] = {}
@@ -178,6 +216,7 @@ class OpCost:
     """Modeled device cost of one op key (and its trace strings), computed once."""
 
     __slots__ = (
+        "demote",
         "dev_name",
         "dims",
         "dur",
@@ -207,6 +246,7 @@ class OpCost:
         self.nbytes = 0
         self.dur = 0
         self.low = False
+        self.demote = False
 
 
 _COST: dict[Any, OpCost] = {}
@@ -291,19 +331,64 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     c.nbytes = in_bytes + out_bytes
     c.out_bytes = out_bytes
     c.low = dtype in _LOW_PRECISION
-    if c.engine == ENGINE_MME:
-        c.flops = matmul_flops(info.label.split("::", 1)[-1], shapes, out_numel)
-    elif c.engine == ENGINE_DMA:
-        c.flops = 0
-    else:
-        c.flops = out_numel
-    c.dur = rt.timeline.duration(c.engine, c.flops, c.nbytes, c.low)
+    # a view shares storage whose values were already stored as the device holds them
+    c.demote = not info.is_view and _has_demoted_dtype(out, rt.flags.int64_support)
+    if info.fused is None or not _fused_cost(c, info, key[1], rt):
+        if c.engine == ENGINE_MME:
+            c.flops = matmul_flops(info.label.split("::", 1)[-1], shapes, out_numel)
+        elif c.engine == ENGINE_DMA:
+            c.flops = 0
+        else:
+            c.flops = out_numel
+        c.dur = rt.timeline.duration(c.engine, c.flops, c.nbytes, c.low)
     suffix = _DTYPE_SUFFIX.get(dtype, "") if dtype is not None else ""
     c.dev_name = sink.intern(f"{info.base}_{suffix}" if suffix else info.base)
     if not rt.lazy:
         c.eager_rid, hit = rt.eager_cache.add_op(_eager_key(key[0], key[1]))
         c.eager_new = not hit
     return c
+
+
+def _fused_args(schema: Any) -> tuple[tuple[int, ...], int]:
+    """(positions of the tensor arguments, position of `is_causal` or -1) of a fused op."""
+    tensors = tuple(i for i, a in enumerate(schema.arguments) if "Tensor" in str(a.type))
+    causal = next((i for i, a in enumerate(schema.arguments) if a.name == "is_causal"), -1)
+    return tensors, causal
+
+
+def _shape_arg(a: Any) -> tuple[Any, Any]:
+    if type(a) is tuple and len(a) == 5 and a[0] == "T":
+        return tuple(a[1]), a[3]
+    if type(a) is tuple and a and all(type(x) is tuple and len(x) == 5 for x in a):
+        return [tuple(x[1]) for x in a], [x[3] for x in a]
+    return None, None
+
+
+def _fused_cost(c: OpCost, info: OpInfo, sig: tuple[Any, ...], rt: state.Runtime) -> bool:
+    """Price a fused `hpu::` op with `fused_costs` (ONE device op); False if it has no cost."""
+    assert info.fused is not None
+    tensors, causal = info.fused
+    pairs = [_shape_arg(sig[i]) if i < len(sig) else (None, None) for i in tensors]
+    is_causal = 0 <= causal < len(sig) and sig[causal] is True
+    fc = fused_op_cost(
+        info.label, [p[0] for p in pairs], [p[1] for p in pairs], is_causal=is_causal
+    )
+    if fc is None:
+        return False
+    tl = rt.timeline
+    c.flops = fc.flops
+    c.nbytes = fc.nbytes
+    if fc.engine == "MME":
+        c.engine = ENGINE_MME
+        # MME and TPC parts of the fused kernel overlap: the slower one sets the duration
+        c.dur = max(
+            tl.duration(ENGINE_MME, fc.mme_flops, fc.nbytes, c.low),
+            tl.duration(ENGINE_TPC, fc.vector_flops, fc.nbytes, c.low),
+        )
+    else:
+        c.engine = ENGINE_TPC
+        c.dur = tl.duration(ENGINE_TPC, fc.flops, fc.nbytes, c.low)
+    return True
 
 
 _seq_nr = torch._C._autograd._get_sequence_nr
@@ -460,9 +545,9 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         raise RuntimeError("hpusim: an hpu tensor was used after hpusim.disable()")
     t0 = perf_counter_ns()
     uargs, sig, n_hpu = unwrap(args, info.cross_ok, H)
+    ksig: list[Any] = []
     if kwargs:
         ukw = {}
-        ksig: list[Any] = []
         for k, v in kwargs.items():
             if k == "device":
                 ukw[k] = None if info.label == "aten::_to_copy" else torch.device("cpu")
@@ -477,10 +562,11 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                 ksig.append((k, _sig_value(v)))
                 if type(v) is float:
                     n_hpu += 1000
-        key = (info.overload, sig + tuple(ksig))
     else:
         ukw = kwargs
-        key = (info.overload, sig)
+    if info.scalar_args is not None and rt.lazy:
+        sig, ksig = _scalars_as_tensors(sig, ksig, info.scalar_args)
+    key = (info.overload, sig + tuple(ksig)) if ksig else (info.overload, sig)
 
     if _fake_mode(_FAKE) is not None:  # dynamo / AOT tracing on fake tensors: no device work
         return wrap(func(*uargs, **ukw), info, args, kwargs, H)
@@ -504,9 +590,16 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         record_rule(rt, info.overload, rule_dtype, torch.float32, "unsupported_dtype")
     if fallback:
         _before_fallback(info, rt)
+    bool_mask = info.bool_index and _bool_indexed(sig)
+    if bool_mask and info.bool_index == 2 and rt.lazy:
+        from hpusim.lazy import flush
+
+        flush(rt, "index_put_frontend_impl_hpu_lazy")
 
     out = func(*uargs, **ukw)
     t1 = perf_counter_ns()
+    if info.label in _COMPLEX_TO_HOST:
+        return out  # the bridge's complex_hpu computes on the host and returns a cpu tensor
     if info.plain_out and type(out) is torch.Tensor:
         result: Any = H(out)
     elif info.is_view and _inference_enabled() and _views_normal_tensor(args):
@@ -518,10 +611,14 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         result = wrap(out, info, args, kwargs, H)
 
     if cost is None:
+        if _is_complex(out) and info.label not in _COMPLEX_TO_HOST:
+            raise RuntimeError(COMPLEX_ERROR)
         cost = _COST[ckey] = make_cost(info, ckey, out)
         cost.fallback = fallback
         cost.rule_dtype = rule_dtype
-    if info.plain_out and not info.is_view:
+    if cost.demote:
+        device_dtype_values(out, rt.flags.int64_support)
+    if info.plain_out and not info.is_view and type(result) is H:
         state.track_alloc(rt, result, cost.out_bytes)
     sink = rt.sink
     rec = sink.recording
@@ -547,14 +644,22 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                 cost.types, graph, corr, cost.dev_name, cost.engine, start, cost.dur, cost.flops,
                 cost.nbytes,
             )  # fmt: skip
+    if rt.lazy:
+        if type(result) is H:
+            result._epoch = rt.flushes  # written by the pending graph (an H2D into it flushes)
+        rt.compound_ops += 1
     if info.sync_reason is not None and not fallback:
         from hpusim.lazy import host_sync
 
         host_sync(rt, info.sync_reason, t1)
-    elif rt.lazy and len(rt.graph) >= rt.flags.max_compound_op_size:
+    elif bool_mask and info.bool_index == 1:
+        from hpusim.lazy import host_sync
+
+        host_sync(rt, "non zero", t1)
+    elif rt.lazy and rt.compound_ops >= rt.flags.max_compound_op_size:
         from hpusim.lazy import flush
 
-        flush(rt, "op count limit")
+        flush(rt, "reaching max accumulated compound op size")
     if _listeners:
         for fn in _listeners:
             fn(func, key, result, info)
@@ -592,6 +697,73 @@ def _cross_device_copy(args: tuple[Any, ...], uargs: list[Any], t0: int) -> Any:
     ):
         return record_copy(args[0], uargs[1], "h2d", t0)
     return None
+
+
+COMPLEX_ERROR: Final = "Complex datatype is not supported on HPU device."
+_COMPLEX_TO_HOST: Final = frozenset({"aten::complex", "aten::polar"})
+_COMPLEX: Final = frozenset({torch.complex32, torch.complex64, torch.complex128})
+
+
+def _is_complex(out: Any) -> bool:
+    if isinstance(out, torch.Tensor):
+        return out.dtype in _COMPLEX
+    if isinstance(out, (tuple, list)):
+        return any(isinstance(o, torch.Tensor) and o.dtype in _COMPLEX for o in out)
+    return False
+
+
+def _has_demoted_dtype(out: Any, int64_support: bool) -> bool:
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if isinstance(o, torch.Tensor) and (
+            o.dtype is torch.float64 or (o.dtype is torch.int64 and not int64_support)
+        ):
+            return True
+    return False
+
+
+def device_dtype_values(out: Any, int64_support: bool) -> None:
+    """Give float64 / int64 results the values the device's fp32 / int32 storage holds (the
+    bridge keeps the user-visible dtype and computes in the 32-bit one): fp64 values rounded to
+    fp32, int64 values wrapped to int32 (unless PT_ENABLE_INT64_SUPPORT=1), in place."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if not isinstance(o, torch.Tensor) or o.numel() == 0:
+            continue
+        if o.dtype is torch.float64:
+            _store(o, torch.float32)
+        elif o.dtype is torch.int64 and not int64_support:
+            _store(o, torch.int32)
+
+
+def _store(o: torch.Tensor, as_dtype: torch.dtype) -> None:
+    if torch._debug_has_internal_overlap(o) == 1:  # an expanded view: its base holds the values
+        return
+    o.copy_(o.to(as_dtype))
+
+
+def _scalar_marker(v: Any) -> Any:
+    """What a tensorized scalar leaves in the recipe key: 1 stays 1 (no tensor is made), any
+    other value becomes a device input of its type (its value is data, not graph)."""
+    if type(v) in (int, float, bool):
+        return 1 if v == 1 else ("scalar_tensor", type(v).__name__)
+    return v
+
+
+def _scalars_as_tensors(
+    sig: tuple[Any, ...], ksig: list[Any], where: tuple[frozenset[int], frozenset[str]]
+) -> tuple[tuple[Any, ...], list[Any]]:
+    positions, names = where
+    out = tuple(_scalar_marker(a) if i in positions else a for i, a in enumerate(sig))
+    kout = [(k, _scalar_marker(v)) if k in names else (k, v) for k, v in ksig]
+    return out, kout
+
+
+def _bool_indexed(sig: tuple[Any, ...]) -> bool:
+    """An index_put whose indices (argument 1) hold a boolean mask."""
+    if len(sig) < 2 or type(sig[1]) is not tuple:
+        return False
+    return any(type(x) is tuple and len(x) == 5 and x[3] is torch.bool for x in sig[1])
 
 
 def _no_floats(sig: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -671,12 +843,7 @@ def _first_dtype(sig: tuple[Any, ...]) -> torch.dtype:
 def _before_fallback(info: OpInfo, rt: state.Runtime) -> None:
     """Refuse an op outside the `PT_HPU_PLACE_ON_CPU` allow-list; flush the lazy graph first."""
     allow = rt.flags.place_on_cpu
-    if (
-        allow is not None
-        and info.base not in allow
-        and info.overload not in allow
-        and info.label.split("::", 1)[-1] not in allow
-    ):
+    if allow is not None and info.overload not in allow:  # the bridge's exact operator_name
         raise RuntimeError(f"{info.overload} is not yet supported on HPU.")
     if rt.lazy:
         from hpusim.lazy import flush

@@ -2,10 +2,11 @@
 
 On a real Gaudi, float64 is computed as float32, and int64 as int32 unless
 `PT_ENABLE_INT64_SUPPORT=1`; an op registered but not for a floating dtype is recomputed in
-float32 (`unsupported_dtype`). The emulator RECORDS each rule where it applies (tensor creation or
-transfer to the device, and per op for `unsupported_dtype`) but keeps computing in the real dtype,
-so results stay bit-identical to the same script on CPU. The precision report reads the events.
-Every occurrence is an event; `rule_counts()` keeps running totals.
+float32 (`unsupported_dtype`). The emulator records each rule where it applies (tensor creation or
+transfer to the device, and per op for `unsupported_dtype`). float64 / int64 device tensors hold
+the values the device's 32-bit storage holds (`dispatch.device_dtype_values`), so numerics match
+a Gaudi run (`hpuprof.computed_as`: float32 / int32); `unsupported_dtype` ops still compute in
+their own dtype. The precision report reads the events; `rule_counts()` keeps running totals.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ def rule_counts() -> dict[tuple[str, str, str], int]:
 
 
 def record_rule(
-    rt: state.Runtime, op: str, dtype_from: torch.dtype, dtype_to: torch.dtype, rule: str
+    rt: state.Runtime,
+    op: str,
+    dtype_from: torch.dtype,
+    dtype_to: torch.dtype,
+    rule: str,
+    computed_as: torch.dtype | None = None,
 ) -> None:
     """Count a dtype rule and record a `cast` event for it."""
     k = (rule, op, dtype_from)
@@ -43,7 +49,7 @@ def record_rule(
                 "hpuprof.dtype_from": str(dtype_from).replace("torch.", ""),
                 "hpuprof.dtype_to": str(dtype_to).replace("torch.", ""),
                 "hpuprof.rule": rule,
-                "hpuprof.computed_as": str(dtype_from).replace("torch.", ""),
+                "hpuprof.computed_as": str(computed_as or dtype_from).replace("torch.", ""),
             },
         )
 
@@ -51,9 +57,9 @@ def record_rule(
 def on_device_dtype(rt: state.Runtime, dtype: torch.dtype, op: str) -> None:
     """A tensor of `dtype` lands on the device: apply the fp64 / int64 rules."""
     if dtype == torch.float64:
-        record_rule(rt, op, dtype, torch.float32, "fp64_as_fp32")
+        record_rule(rt, op, dtype, torch.float32, "fp64_as_fp32", torch.float32)
     elif dtype == torch.int64 and not rt.flags.int64_support:
-        record_rule(rt, op, dtype, torch.int32, "int64_as_int32")
+        record_rule(rt, op, dtype, torch.int32, "int64_as_int32", torch.int32)
 
 
 def reset() -> None:

@@ -1,7 +1,8 @@
 """The bridge's environment flags that the emulator honours, read once at `enable()`.
 
-Names and defaults follow gaudi.md section 4.4 and gaudi-env-flags.md. Divergence: the emulator
-defaults `PT_HPU_LAZY_MODE` to 0 (eager), as the bridge does since 1.21.
+Names and defaults follow gaudi.md section 4.4, gaudi-env-flags.md and the bridge 1.19
+`scripts/env_flags.yaml`. `PT_HPU_LAZY_MODE` is read as the 1.19 bridge's `is_lazy()` reads it:
+lazy unless the value is exactly `0` (unset = lazy, the 1.19 default).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ class EnvFlags:
     """Parsed flags.
 
     Args:
-        lazy: PT_HPU_LAZY_MODE == 1.
-        place_on_cpu: PT_HPU_PLACE_ON_CPU allow-list (None when unset; empty for `none`).
+        lazy: PT_HPU_LAZY_MODE != "0" (unset: lazy).
+        place_on_cpu: PT_HPU_PLACE_ON_CPU allow-list of exact `aten::op.overload` names (None
+            when unset or empty: every op may fall back; empty after a `none` entry).
         int64_support: PT_ENABLE_INT64_SUPPORT.
         max_compound_op_size: PT_HPU_MAX_COMPOUND_OP_SIZE (ops per lazy graph).
         metrics_file: PT_HPU_METRICS_FILE (HABANA_PT_METRICS_FILE) or None.
@@ -42,6 +44,8 @@ class EnvFlags:
         cache_metrics: PT_HPU_ENABLE_CACHE_METRICS.
         fallback_log: per-op CPU-fallback log lines requested (LOG_LEVEL_PT_FALLBACK<=1 or the
             legacy PT_HPU_LOG_MOD_MASK 0x80 with PT_HPU_LOG_TYPE_MASK 0x8).
+        irgraph_log: `step marker due to ...` lines requested (LOG_LEVEL_PT_IRGRAPH<=1, or
+            LOG_LEVEL_ALL_PT / LOG_LEVEL_ALL).
         console: ENABLE_CONSOLE=true (logs on stdout instead of $HABANA_LOGS/pytorch_log.txt).
         log_dir: HABANA_LOGS or ~/.habana_logs.
     """
@@ -58,25 +62,20 @@ class EnvFlags:
     fallback_log: bool
     console: bool
     log_dir: str
+    irgraph_log: bool = False
 
 
 def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
     """Parse the flags from `env` (default: os.environ)."""
     e = os.environ if env is None else env
-    place = e.get("PT_HPU_PLACE_ON_CPU")
-    place_set: frozenset[str] | None = None
-    if place is not None and place.strip():
-        items = {p.strip() for p in place.split(",") if p.strip()}
-        place_set = frozenset() if items == {"none"} else frozenset(items)
-    level = e.get("LOG_LEVEL_PT_FALLBACK", e.get("LOG_LEVEL_ALL_PT", e.get("LOG_LEVEL_ALL")))
+    place_set = place_on_cpu(e.get("PT_HPU_PLACE_ON_CPU", ""))
+    level = _level(e, "LOG_LEVEL_PT_FALLBACK")
     mod_mask = _int(e.get("PT_HPU_LOG_MOD_MASK"), 0)
     type_mask = _int(e.get("PT_HPU_LOG_TYPE_MASK"), 1)
-    fallback_log = (level is not None and _int(level, 6) <= 1) or (
-        bool(mod_mask & 0x80) and bool(type_mask & 0x8)
-    )
+    fallback_log = level <= 1 or (bool(mod_mask & 0x80) and bool(type_mask & 0x8))
     triggers = _get(e, "PT_HPU_METRICS_DUMP_TRIGGERS", "HABANA_PT_METRICS_DUMP_TRIGGERS")
     return EnvFlags(
-        lazy=e.get("PT_HPU_LAZY_MODE", "0").strip() in {"1", "0x1"},
+        lazy=e.get("PT_HPU_LAZY_MODE", "1") != "0",
         place_on_cpu=place_set,
         int64_support=truthy(e.get("PT_ENABLE_INT64_SUPPORT")),
         max_compound_op_size=_int(e.get("PT_HPU_MAX_COMPOUND_OP_SIZE"), INT64_MAX),
@@ -91,8 +90,30 @@ def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
         cache_metrics=truthy(e.get("PT_HPU_ENABLE_CACHE_METRICS")),
         fallback_log=fallback_log,
         console=truthy(e.get("ENABLE_CONSOLE")),
+        irgraph_log=_level(e, "LOG_LEVEL_PT_IRGRAPH") <= 1,
         log_dir=e.get("HABANA_LOGS") or os.path.expanduser("~/.habana_logs"),
     )
+
+
+def place_on_cpu(value: str) -> frozenset[str] | None:
+    """`PT_HPU_PLACE_ON_CPU` as the bridge's HpuFallbackHelper reads it: empty = every op may
+    fall back (None); else the comma-separated `operator_name()`s taken verbatim (no trimming),
+    and a `none` entry empties the list and stops reading."""
+    if not value:
+        return None
+    ops: set[str] = set()
+    for item in value.split(","):
+        if item == "none":
+            return frozenset()
+        ops.add(item)
+    return frozenset(ops)
+
+
+def _level(env: Mapping[str, str], name: str) -> int:
+    """A module's log level: its LOG_LEVEL_<module>, else LOG_LEVEL_ALL_PT, else LOG_LEVEL_ALL
+    (0 trace, 1 debug, ... 6 off; the bridge's default is off for debug lines)."""
+    value = env.get(name, env.get("LOG_LEVEL_ALL_PT", env.get("LOG_LEVEL_ALL")))
+    return _int(value, 6)
 
 
 def _int(value: str | None, default: int) -> int:

@@ -6,8 +6,19 @@ from __future__ import annotations
 
 
 def install() -> None:
-    from hpusim import autocast, compile_backend, distributed, hpu_graphs
+    from hpusim import (
+        activity_profiler,
+        autocast,
+        compile_backend,
+        distributed,
+        environment,
+        hpu_graphs,
+        hpu_ops,
+    )
 
+    hpu_ops.install()
+    activity_profiler.install()
+    environment.install()
     compile_backend.install()
     autocast.install()
     hpu_graphs.install()
@@ -15,8 +26,10 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    from hpusim import autocast, compile_backend, hpu_graphs
+    from hpusim import activity_profiler, autocast, compile_backend, environment, hpu_graphs
 
+    environment.uninstall()
+    activity_profiler.uninstall()
     hpu_graphs.uninstall()
     autocast.uninstall()
     compile_backend.uninstall()

@@ -56,7 +56,12 @@ def _run(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             "PyTorch is not linked with support for hpu devices (hpusim is not enabled)"
         )
     t0 = perf_counter_ns()
-    out = _wrap(op(*args, **_cpu_kwargs(kwargs)))
+    raw = op(*args, **_cpu_kwargs(kwargs))
+    if isinstance(raw, torch.Tensor):
+        from hpusim.transfers import on_device
+
+        on_device(rt, raw)
+    out = _wrap(raw)
     if not rt.acquired:
         from hpusim.transfers import acquire
 

@@ -40,6 +40,15 @@ HPUGRAPH_ID_BASE: Final = 1 << 24
 """HPU-graph ids start here, apart from lazy recipe ids and eager recipe ids."""
 
 CPU_FALLBACK_ERROR: Final = "cpu fallback is not supported during hpu graph capturing"
+COLLECTIVE_ERROR: Final = "collective nonSFG is not supported during hpu graph capturing"
+"""ProcessGroupHCCL::collective's assert; lazy collectives (PT_HPU_ENABLE_LAZY_COLLECTIVES)
+go through ProcessGroupLazyHCCL, which records them into the graph instead."""
+
+
+def _lazy_collectives() -> bool:
+    return os.environ.get("PT_HPU_ENABLE_LAZY_COLLECTIVES", "false").lower() in ("true", "1")
+
+
 _FATAL: Final = "[Rank:{rank}] FATAL ERROR :: MODULE:PT_DEVICE {msg}"
 CAPTURE_IN_PROGRESS: Final = "GRAPH:: graph Capture already in progress"
 USER_INPUTS_OUTSIDE: Final = "GRAPH:: mark_user_inputs must be while capturing in progress"
@@ -58,6 +67,7 @@ SAMPLE_ARGS_ERROR: Final = (
 )
 
 _NAMES: Final = (
+    "CachedParams",
     "HPUGraph",
     "graph",
     "wrap_in_hpu_graph",
@@ -66,6 +76,15 @@ _NAMES: Final = (
     "make_graphed_callables",
     "input_hash",
     "is_current_stream_capturing",
+    "copy_to",
+    "extract_tensors",
+    "get_tensor_info",
+    "get_user_input_tensor_list",
+    "hpu_graph_print",
+    "stringify",
+    "GraphModel",
+    "TensorPacker",
+    "wrapped_hpugraph_forward",
 )
 
 
@@ -88,10 +107,10 @@ def is_current_stream_capturing() -> bool:
 
 
 def _hash_key(obj: Any) -> Any:
+    """A hashable structural key (shape, strides, offset, dtype): the emulator's own caches."""
     import torch
 
     if isinstance(obj, torch.Tensor):
-        # shape + view hash (strides, offset) + dtype
         return ("T", tuple(obj.shape), obj.stride(), obj.storage_offset(), obj.dtype)
     if isinstance(obj, (list, tuple)):
         return (type(obj).__name__, tuple(_hash_key(o) for o in obj))
@@ -104,12 +123,106 @@ def _hash_key(obj: Any) -> Any:
     return obj
 
 
+def view_hash(t: Any) -> int:
+    """The bridge's `get_view_hash`: 0 for a tensor that is not a view; else a hash of its view
+    parameters (the bridge hashes the chain of strided views down to the base tensor)."""
+    base = getattr(t, "_base", None)
+    if base is None:
+        return 0
+    return hash((tuple(t.shape), t.stride(), t.storage_offset(), view_hash(base)))
+
+
 def input_hash(obj: Any) -> int:
-    """The bridge's HPU-graph cache key of `(args, kwargs)`: tensor shapes and view hashes,
-    the autocast-enabled state, and the VALUES of non-tensor arguments."""
+    """The bridge's HPU-graph cache key (graphs.py `input_hash`): a tensor is its shape and
+    view hash (NOT its dtype), sequences and dicts recurse, anything else is its value, each
+    combined with whether hpu autocast is on."""
+    import collections
+
     import torch
 
-    return hash((_hash_key(obj), bool(torch.is_autocast_enabled("hpu"))))
+    autocast = bool(torch.is_autocast_enabled("hpu"))
+    if isinstance(obj, dict):
+        return input_hash(tuple(obj.items()))
+    if isinstance(obj, list) or (isinstance(obj, tuple) and not isinstance(obj, torch.Size)):
+        return hash((tuple(input_hash(el) for el in obj), autocast))
+    if isinstance(obj, torch.Tensor):
+        return hash((obj.shape, view_hash(obj), autocast))
+    if isinstance(obj, collections.UserDict):
+        return hash(tuple((k, tuple(v)) for k, v in obj.items()))
+    return hash((obj, autocast))
+
+
+def stringify(*args: Any) -> str:
+    return "".join(" " + str(a) for a in args)
+
+
+def hpu_graph_print(msg: Any) -> None:
+    print(msg)
+
+
+def copy_to(dst: Any, src: Any) -> None:
+    """Copy a nested structure of tensors into another of the same structure."""
+    import torch
+
+    if type(dst) is not type(src):
+        raise AssertionError(f"copy_to: {type(dst).__name__} vs {type(src).__name__}")
+    if isinstance(dst, dict):
+        for (dk, dv), (sk, sv) in zip(dst.items(), src.items(), strict=False):
+            if dk != sk:
+                raise AssertionError(f"copy_to: key {dk!r} vs {sk!r}")
+            copy_to(dv, sv)
+    elif isinstance(dst, list) or (isinstance(dst, tuple) and not isinstance(dst, torch.Size)):
+        for d, s_ in zip(dst, src, strict=False):
+            copy_to(d, s_)
+    elif isinstance(dst, torch.Tensor):
+        dst.copy_(src, non_blocking=True)
+
+
+def get_user_input_tensor_list(inputs: Any, tlist: tuple[Any, ...]) -> tuple[Any, ...]:
+    import torch
+
+    if isinstance(inputs, dict):
+        for item in inputs.items():
+            tlist = get_user_input_tensor_list(item, tlist)
+    elif isinstance(inputs, (list, tuple)):
+        for item in inputs:
+            tlist = get_user_input_tensor_list(item, tlist)
+    elif isinstance(inputs, torch.Tensor):
+        tlist = (*tlist, inputs)
+    return tlist
+
+
+def extract_tensors(data: Any) -> list[Any]:
+    """Every tensor inside a nested structure (lists, tuples, dicts, object attributes)."""
+    import torch
+
+    if isinstance(data, torch.Tensor):
+        return [data]
+    if isinstance(data, (list, tuple)):
+        return [t for item in data for t in extract_tensors(item)]
+    if isinstance(data, dict):
+        return [t for v in data.values() for t in extract_tensors(v)]
+    if hasattr(data, "__dict__"):
+        return [t for v in vars(data).values() for t in extract_tensors(v)]
+    return []
+
+
+def get_tensor_info(tensor: Any) -> dict[str, Any]:
+    return {"shape": tensor.shape, "dtype": tensor.dtype, "device": tensor.device}
+
+
+def _internal(name: str) -> Any:
+    from hpusim.hpex import unavailable
+
+    return unavailable(
+        f"habana_frameworks.torch.hpu.{name}",
+        "an internal of the bridge's wrap_in_hpu_graph, which the emulator implements itself",
+    )
+
+
+GraphModel = _internal("GraphModel")
+TensorPacker = _internal("TensorPacker")
+wrapped_hpugraph_forward = _internal("wrapped_hpugraph_forward")
 
 
 # --- capture -------------------------------------------------------------------------------
@@ -159,6 +272,8 @@ def _capture_mode_class() -> type:
             rt = state.require_runtime()
             if info.missing:
                 raise RuntimeError(CPU_FALLBACK_ERROR)
+            if info.label.startswith("c10d::") and not _lazy_collectives():
+                raise RuntimeError(COLLECTIVE_ERROR)
             before = sum(rt.fallback_counts.values())
             g = self.graph
             g._last_key = None
@@ -191,6 +306,7 @@ class HPUGraph:
         self.captured = False
         self.dry_run = False
         self.replays = 0
+        self._user_inputs: list[Any] = []
 
     # listener: the op key of the op the mode just ran (for modeled costs)
     def _on_op(self, func: Any, key: Any, out: Any, info: Any) -> None:
@@ -203,7 +319,7 @@ class HPUGraph:
         from hpusim import dispatch, lazy
 
         if rt.lazy:
-            lazy.flush(rt, "step marker")  # capture_begin is a step marker
+            lazy.flush(rt, "new HPUGraph::capture_begin")
         if not _MODE:
             _MODE.append(_capture_mode_class())
         self._ops = []
@@ -217,6 +333,8 @@ class HPUGraph:
         self._mode.__enter__()
 
     def capture_end(self) -> None:
+        if _Counter.capturing is None:
+            return  # the bridge only logs "GRAPH:: Use Graph capture to Begin the capture"
         if _Counter.capturing is not self:
             raise fatal("GRAPH:: Capture must end on the same stream it began on.")
         from hpusim import dispatch, lazy
@@ -229,7 +347,7 @@ class HPUGraph:
             _Counter.capturing = None
             dispatch.remove_op_listener(self._on_op)
         if rt.lazy:
-            lazy.flush(rt, "step marker")
+            lazy.flush(rt, "HPUGraph::capture_end")
         self.captured = True
         if rt.sink.recording:
             rt.sink.runtime(
@@ -268,18 +386,45 @@ class HPUGraph:
         from hpusim import lazy
 
         if rt.lazy:
-            lazy.flush(rt, "step marker")  # "step marker due to HPUGraph::replay"
+            lazy.flush(rt, "HPUGraph::replay")
         t0 = perf_counter_ns()
         for op in self._ops:
             _rerun(op)
         self.replays += 1
         record_replay(rt, self.graph_id, [op.key for op in self._ops if not op.info.is_view], t0)
 
-    replayV3 = replay
+    def replayV2(self, static_tlist: Any, tlist: Any, asynchronous: bool = False) -> None:
+        """Replay with `tlist` in place of the captured `static_tlist` inputs (copied in)."""
+        self._replay_with(list(static_tlist), list(tlist), "HPUGraph::replayV2")
+
+    def replayV3(self, tlistI: Any, asynchronous: bool = False) -> None:
+        """Replay with `tlistI` in place of the inputs marked with `mark_user_inputs`."""
+        self._replay_with(list(self._user_inputs), list(tlistI), "HPUGraph::replayV3")
+
+    def _replay_with(self, static: list[Any], new: list[Any], reason: str) -> None:
+        if _Counter.capturing is self:
+            raise fatal("GRAPH:: Capture in progress")
+        if len(static) != len(new):
+            raise fatal(f"GRAPH:: expected {len(static)} input tensors, got {len(new)}")
+        for dst, src in zip(static, new, strict=True):
+            if dst is not src:
+                dst._elem.copy_(src._elem if hasattr(src, "_elem") else src)
+        rt = state.require_runtime()
+        if rt.lazy:
+            from hpusim import lazy
+
+            lazy.flush(rt, reason)
+        self.replay()
+
+    def get_user_input_match_indices(self) -> list[int]:
+        """Positions of the inputs marked with `mark_user_inputs` among the graph's inputs (the
+        emulator keeps the graph's user inputs in the order they were marked)."""
+        return list(range(len(self._user_inputs)))
 
     def mark_user_inputs(self, static_tlist: Any) -> None:
         if _Counter.capturing is not self:
             raise fatal(USER_INPUTS_OUTSIDE)
+        self._user_inputs = list(static_tlist)
 
     def mark_user_outputs(self, static_tlist: Any) -> None:
         if self._outputs_marked:
@@ -547,7 +692,7 @@ class _TrainingGraph:
         from hpusim import lazy
 
         if rt.lazy:
-            lazy.flush(rt, "step marker")
+            lazy.flush(rt, "HPUGraph::replay")
         sink = rt.sink
         rec = sink.recording
         pending = rt.graph
@@ -784,14 +929,8 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    import sys
-
     from hpusim import device_module
 
     _Counter.capturing = None
     for name in _NAMES:
-        device_module._extra.pop(name, None)
-        for modname in ("torch.hpu", "habana_frameworks.torch.hpu"):
-            mod = sys.modules.get(modname)
-            if mod is not None and name in vars(mod):
-                delattr(mod, name)
+        device_module.unregister_attribute(name)

@@ -34,11 +34,20 @@ def call_site() -> str:
 
 
 def flush(rt: state.Runtime, reason: str) -> int:
-    """Close the pending lazy graph: compile or hit, launch, schedule. Returns the recipe id."""
+    """Close the pending lazy graph: compile or hit, launch, schedule. Returns the recipe id.
+
+    `reason` is the bridge's spelling (`step marker due to <reason>`: `host step marker`,
+    `local scalar`, `d2h_maybe_eval`, `non zero`, `cpu fallback`, `H2D copy`, ...); it is
+    logged like the bridge's PT_IRGRAPH debug line when `LOG_LEVEL_PT_IRGRAPH` allows."""
+    rt.compound_ops = 0
     graph = rt.graph
     if not graph:
         return -1
     rt.graph = []
+    rt.flushes += 1
+    rt.iteration_graphs += 1
+    if rt.flags.irgraph_log and rt.config.mode == "lazy":
+        rt.log.step_marker(reason)
     sink = rt.sink
     rec = sink.recording
     now = perf_counter_ns()
@@ -59,14 +68,21 @@ def flush(rt: state.Runtime, reason: str) -> int:
             graph=rid,
             payload={"hpuprof.flush_reason": reason, "hpuprof.graph_ops": n},
         )
+    bus = EventDispatcher.instance()
     if look.hit:
-        if EventDispatcher.instance().has_subscribers(EventId.CACHE_HIT):
-            publish(EventId.CACHE_HIT, [("recipe_id", str(rid))])
+        if bus.has_subscribers(EventId.CACHE_HIT):
+            publish(EventId.CACHE_HIT, [("recipe_id", rt.cache.spec_hash(rid))])
     else:
         comp = tl.compile_ns(n)
         ready += comp
-        publish(EventId.GRAPH_COMPILATION, [("duration", str(comp // 1000)), ("recipe", recipe)])
-        publish(EventId.CACHE_MISS, [("recipe_id", str(rid))])
+        # the bridge's launcher emits the cache miss, then synapse's compile the compilation
+        # (recipe names `.graph_dumps/HabanaFusedOpLazy_<n>`, one counter per process)
+        if bus.has_subscribers(EventId.CACHE_MISS):
+            publish(EventId.CACHE_MISS, [("recipe_id", rt.cache.spec_hash(rid))])
+        publish(
+            EventId.GRAPH_COMPILATION,
+            [("duration", str(comp // 1000)), ("recipe", bridge_recipe_name(rt))],
+        )
         if rec:
             sink.runtime(
                 "compile",
@@ -109,6 +125,13 @@ def flush(rt: state.Runtime, reason: str) -> int:
     return rid
 
 
+def bridge_recipe_name(rt: state.Runtime) -> str:
+    """The name synapse compiles a lazy graph under: `.graph_dumps/HabanaFusedOpLazy_<n>`."""
+    n = rt.synapse_recipes
+    rt.synapse_recipes += 1
+    return f".graph_dumps/HabanaFusedOpLazy_{n}"
+
+
 def host_sync(rt: state.Runtime, reason: str, ts: int) -> None:
     """The host waits for the device (`.item()`, D2H, dynamic op, synchronize)."""
     if rt.lazy:
@@ -131,18 +154,22 @@ def host_sync(rt: state.Runtime, reason: str, ts: int) -> None:
         )
 
 
+HOST_STEP_MARKER = "host step marker"
+
+
 def mark_step(device_str: str = "", sync: bool = False) -> None:
-    """`htcore.mark_step`: flush the lazy graph (lazy mode), count the step, dump triggers."""
+    """`htcore.mark_step`: publish MARK_STEP, flush the lazy graph (`host step marker`), run
+    the step closures (lazy mode; a no-op that warns once otherwise, as the bridge)."""
     rt = state.require_runtime()
     now = perf_counter_ns()
     if not rt.lazy:
         _warn_lazy_only(rt)
     else:
-        flush(rt, "mark_step")
-        publish(EventId.MARK_STEP, [])
-        closures, rt.step_closures = rt.step_closures, []
-        for fn, args in closures:
-            fn(*args)
+        publish(EventId.MARK_STEP, [])  # the bridge publishes before its StepMarker
+        if rt.flags.irgraph_log and not rt.graph:
+            rt.log.step_marker(HOST_STEP_MARKER)  # logged even when nothing is pending
+        flush(rt, HOST_STEP_MARKER)
+        _run_step_closures(rt)
     rt.mark_steps += 1
     if not rt.lazy:
         state.memory_counter(rt, now)
@@ -155,6 +182,23 @@ def mark_step(device_str: str = "", sync: bool = False) -> None:
             mode=rt.mode_code,
             payload={"hpuprof.mark_step": rt.mark_steps},
         )
+
+
+def iter_mark_step(device_str: str = "") -> None:
+    """`htcore.iter_mark_step`: the bridge's `IterStepMarker` resets the per-iteration unique
+    graph counter and runs the step closures; it does NOT flush the pending graph."""
+    rt = state.require_runtime()
+    if not rt.lazy:
+        _warn_lazy_only(rt)
+        return
+    rt.iteration_graphs = 0
+    _run_step_closures(rt)
+
+
+def _run_step_closures(rt: state.Runtime) -> None:
+    closures, rt.step_closures = rt.step_closures, []
+    for fn, args in closures:
+        fn(*args)
 
 
 def add_step_closure(closure: Any, args: tuple[Any, ...] = ()) -> None:

@@ -384,9 +384,10 @@ class MetricWriter:
 
 
 def metrics_dump(file_name: str, format: str = "json") -> None:
-    """Write the global metrics once, trigger `user`."""
+    """Write the global metrics once, trigger `user` (`-rank<N>` added as the bridge's saver
+    does when RANK / OMPI_COMM_WORLD_RANK is set)."""
     fmt = format.value if isinstance(format, MetricDumpFormat) else str(format)
-    MetricWriter(file_name, fmt).write(global_records("user"))
+    MetricWriter(ranked_path(file_name), fmt).write(global_records("user"))  # honours RANK
 
 
 class Saver:

@@ -10,6 +10,7 @@ seen before is a recompile, and `recompile_cause` says which input changed from 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,6 +126,7 @@ class RecipeCache:
     def __init__(self, first_id: int = 1) -> None:
         self._ids: dict[Any, int] = {}
         self._last_by_structure: dict[Any, Any] = {}
+        self._hashes: dict[int, str] = {}
         self._next = first_id
 
     def __len__(self) -> int:
@@ -158,6 +160,17 @@ class RecipeCache:
         self._ids[key] = rid
         return rid
 
+    def spec_hash(self, rid: int) -> str:
+        """The recipe's key as the bridge reports it in cache events (`recipe_id`: the decimal
+        64-bit hashCode of its argument spec); a stable digest of the graph key here."""
+        text = self._hashes.get(rid)
+        if text is None:
+            key = next((k for k, v in self._ids.items() if v == rid), rid)
+            digest = hashlib.blake2b(repr(key).encode(), digest_size=8).digest()
+            text = self._hashes[rid] = str(int.from_bytes(digest, "little"))
+        return text
+
     def clear(self) -> None:
         self._ids.clear()
         self._last_by_structure.clear()
+        self._hashes.clear()

@@ -42,6 +42,10 @@ class Runtime:
         self.eager_cache = RecipeCache(first_id=EAGER_RECIPE_BASE)
         self.graph: list[Any] = []  # pending lazy ops: (op key, OpCost)
         self.graph_start_ns = 0
+        self.synapse_recipes = 0  # the bridge's recipe-name counter (get_unique_recipe_name)
+        self.flushes = 0  # lazy flushes so far (HpuTensor._epoch compares against it)
+        self.compound_ops = 0  # top-level ops since the last flush (PT_HPU_MAX_COMPOUND_OP_SIZE)
+        self.iteration_graphs = 0  # graphs since the last iter_mark_step (the bridge's counter)
         self.next_corr = 1
         self.mark_steps = 0
         self.step_number = -1
@@ -56,6 +60,11 @@ class Runtime:
         self.warned_mark_step = False
         self.memory_in_use = 0  # modeled bookkeeping: bytes of live device tensors we created
         self.memory_peak = 0
+        self.num_allocs = 0  # allocations / frees since the last reset_accumulated_memory_stats
+        self.num_frees = 0
+        self.total_allocs = 0  # since enable
+        self.total_frees = 0
+        self.max_alloc_size = 0
 
 
 def track_alloc(rt: Runtime, t: object, nbytes: int) -> None:
@@ -63,8 +72,19 @@ def track_alloc(rt: Runtime, t: object, nbytes: int) -> None:
     t._nbytes = nbytes  # type: ignore[attr-defined]
     used = rt.memory_in_use + nbytes
     rt.memory_in_use = used
+    rt.num_allocs += 1
+    rt.total_allocs += 1
+    if nbytes > rt.max_alloc_size:
+        rt.max_alloc_size = nbytes
     if used > rt.memory_peak:
         rt.memory_peak = used
+
+
+def track_free(rt: Runtime, nbytes: int) -> None:
+    """A device storage of `nbytes` was freed (its wrapper died)."""
+    rt.memory_in_use -= nbytes
+    rt.num_frees += 1
+    rt.total_frees += 1
 
 
 def memory_counter(rt: Runtime, ts: int) -> None:

@@ -23,6 +23,8 @@ class HpuTensor(torch.Tensor):
     _elem: torch.Tensor
     _nbytes: int = 0
     """Device bytes this wrapper accounts for (new storages only; views and in-place outputs 0)."""
+    _epoch: int = -1
+    """Lazy mode: the flush count when an op last wrote this tensor (pending while it is current)."""
 
     @staticmethod
     def __new__(cls, elem: torch.Tensor, requires_grad: bool = False) -> HpuTensor:
@@ -56,7 +58,7 @@ class HpuTensor(torch.Tensor):
         if n:
             rt = state.RT
             if rt is not None:
-                rt.memory_in_use -= n
+                state.track_free(rt, n)
 
     # --- what Python sees -------------------------------------------------------------------
     @property

@@ -1,7 +1,8 @@
 """Host<->device transfers and the Python patches that route them (probe design item 4).
 
-`Tensor.to`, `Tensor.hpu`, `torch.tensor`, `torch.as_tensor`, `Tensor.pin_memory` and
-`torch._has_compatible_shallow_copy_type` are patched while emulation is on. H2D and D2H are
+`Tensor.to`, `Tensor.hpu`, `torch.tensor`, `torch.as_tensor`, `Tensor.pin_memory`,
+`torch._has_compatible_shallow_copy_type` and `torch.utils.swap_tensors` are patched while
+emulation is on. H2D and D2H are
 autograd Functions, so gradients cross devices. A D2H is a host sync: in lazy mode it flushes
 the pending graph with reason `d2h_maybe_eval`.
 """
@@ -83,7 +84,7 @@ class _H2D(torch.autograd.Function):
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
         rt = state.require_runtime()
         t0 = perf_counter_ns()
-        elem = x.detach().clone()
+        elem = on_device(rt, x.detach().clone())
         if not rt.acquired:
             acquire(rt)
         from hpusim.dtype_rules import on_device_dtype
@@ -115,6 +116,18 @@ class _D2H(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         return to_hpu(grad) if type(grad) is not HpuTensor else grad
+
+
+def on_device(rt: state.Runtime, elem: torch.Tensor) -> torch.Tensor:
+    """A host tensor's data as the device stores it: complex dtypes refused as on a Gaudi,
+    float64 / int64 values held in fp32 / int32 (`dispatch.device_dtype_values`)."""
+    from hpusim.dispatch import _COMPLEX, COMPLEX_ERROR, device_dtype_values
+
+    if elem.dtype in _COMPLEX:
+        raise RuntimeError(COMPLEX_ERROR)
+    if elem.dtype is torch.float64 or elem.dtype is torch.int64:
+        device_dtype_values(elem, rt.flags.int64_support)
+    return elem
 
 
 def to_hpu(t: torch.Tensor) -> torch.Tensor:
@@ -153,7 +166,12 @@ def record_copy(dst: torch.Tensor, src: torch.Tensor, direction: str, t0: int) -
         dst.copy_(src)
         _record_transfer(rt, "aten::copy_", "d2h", src, t0, perf_counter_ns())
     else:
+        if rt.lazy and rt.graph and getattr(dst, "_epoch", -1) == rt.flushes:
+            from hpusim.lazy import flush
+
+            flush(rt, "H2D copy")  # the bridge flushes before overwriting a pending tensor
         dst._elem.copy_(src)  # type: ignore[attr-defined]
+        on_device(rt, dst._elem)  # type: ignore[attr-defined]
         _record_transfer(rt, "aten::copy_", "h2d", src, t0, perf_counter_ns())
     return dst
 
@@ -238,10 +256,33 @@ def _patched_shallow(input: torch.Tensor, from_: torch.Tensor) -> bool:
     return bool(_orig["shallow"](input, from_))
 
 
+def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    ea, eb = a._elem, b._elem  # type: ignore[attr-defined]
+    return (
+        ea.untyped_storage().data_ptr() == eb.untyped_storage().data_ptr()
+        and ea.shape == eb.shape
+        and ea.stride() == eb.stride()
+        and ea.storage_offset() == eb.storage_offset()
+        and ea.dtype == eb.dtype
+    )
+
+
+def _patched_swap_tensors(t1: torch.Tensor, t2: torch.Tensor) -> None:
+    """`Module._apply` swaps every parameter of a wrapper subclass, even for a `.to("hpu")` that
+    changed nothing; swapping needs sole ownership, which a captured graph or a live autograd
+    graph takes away (`Couldn't swap Linear.weight` after `make_graphed_callables`). On the
+    bridge that call is a no-op, so a swap between two views of the same device memory is one."""
+    if type(t1) is HpuTensor and type(t2) is HpuTensor and _same_view(t1, t2):
+        return
+    _orig["swap_tensors"](t1, t2)
+
+
 def install() -> None:
     """Apply the patches (idempotent)."""
     if _orig:
         return
+    _orig["swap_tensors"] = torch.utils.swap_tensors
+    torch.utils.swap_tensors = _patched_swap_tensors
     _orig["to"] = torch.Tensor.to
     _orig["tensor"] = torch.tensor
     _orig["as_tensor"] = torch.as_tensor
@@ -264,6 +305,7 @@ def uninstall() -> None:
     torch.as_tensor = _orig["as_tensor"]
     torch.Tensor.pin_memory = _orig["pin_memory"]  # type: ignore[method-assign]
     torch._has_compatible_shallow_copy_type = _orig["shallow"]
+    torch.utils.swap_tensors = _orig["swap_tensors"]
     if hasattr(torch.Tensor, "hpu"):
         del torch.Tensor.hpu  # type: ignore[attr-defined]
     _orig.clear()

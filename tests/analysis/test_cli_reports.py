@@ -29,7 +29,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 def test_text_to_stdout_findings_first(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "analyze", str(LAZY))
     assert code == 0, err
-    assert out.index("Findings") < out.index("temporal")
+    assert out.index("Findings") < out.index("Temporal breakdown")
     assert "MODELED" in out
 
 
@@ -60,7 +60,7 @@ def test_json_keys_the_dashboard_relies_on(
         (".md", lambda b: b.startswith(b"#") and b"|" in b),
         (".html", lambda b: b.lstrip().lower().startswith(b"<!doctype html") and b"plotly" in b),
         (".txt", lambda b: b"Findings" in b and b"\x1b[" not in b),
-        (".csv", lambda b: b.startswith(b"# temporal.csv\nrank,")),
+        (".csv", lambda b: b"# temporal.csv\nrank," in b),
     ],
 )
 def test_output_format_follows_suffix(
@@ -123,7 +123,8 @@ def test_report_subset(capsys: pytest.CaptureFixture[str]) -> None:
         (["analyze", "{LAZY}", "-o", "{tmp}/r.docx"], "format"),
         (["analyze", "{LAZY}", "--format", "pdf"], "unknown format"),
         (["analyze", "{bad}"], "{bad}"),
-        (["diff", "{LAZY}", "{GAUDI3}", "-f", "html"], "diff supports"),
+        (["diff", "{LAZY}", "{GAUDI3}", "-f", "pdf"], "unknown format"),
+        (["analyze", "{LAZY}", "--report", "compare"], "hpuprof diff"),
         (["analyze", "{LAZY}", "-o", "{bad}/r.json"], "cannot write {bad}/r.json"),
         (["analyze", "{LAZY}", "-f", "csv", "-o", "{bad}/tables"], "cannot write {bad}/tables"),
     ],
@@ -151,24 +152,32 @@ def test_bad_input_is_one_line_and_an_exit_code(
     assert "Traceback" not in err + out
 
 
-def test_diff_text_json_md_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_diff_renders_through_the_report_renderers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = _run(capsys, "diff", str(LAZY), str(GAUDI3))
     assert code == 0, err
-    assert "mean_step_ns" in out and "regressions:" in out
+    assert "Mean step time" in out and "Per-op changes" in out
     js = tmp_path / "d.json"
     assert main(["diff", str(LAZY), str(GAUDI3), "-o", str(js)]) == 0
     data = orjson.loads(js.read_bytes())
-    assert data["schema"] == "hpuprof.diff/1"
-    names = {o["name"] for o in data["ops"]}
+    assert data["schema"] == "hpuprof.report/1"
+    assert data["meta"]["reports"] == ["compare"]
+    names = {o["name"] for o in data["compare"]["ops"]}
     assert "aten::addmm" in names
     # same workload, different device profile: identical host op counts
-    assert all(o["a_count"] == o["b_count"] for o in data["ops"] if o["name"].startswith("aten::"))
+    ops = data["compare"]["ops"]
+    assert all(o["a_calls"] == o["b_calls"] for o in ops if o["name"].startswith("aten::"))
     md = tmp_path / "d.md"
     assert main(["diff", str(LAZY), str(GAUDI3), "-o", str(md)]) == 0
-    assert md.read_text().startswith("# hpuprof diff")
+    text = md.read_text()
+    assert text.startswith("# hpuprof report") and "## Per-op changes" in text
+    html = tmp_path / "d.html"
+    assert main(["diff", str(LAZY), str(GAUDI3), "-o", str(html)]) == 0
+    assert "Per-op changes" in html.read_text()
     csv_out = tmp_path / "d.csv"
     assert main(["diff", str(LAZY), str(GAUDI3), "-o", str(csv_out)]) == 0
-    assert csv_out.read_text().splitlines()[0].startswith("name,")
+    assert "# compare_ops.csv\nname," in csv_out.read_text()
 
 
 def test_subprocess_bad_trace_exit_code_and_one_line(tmp_path: Path) -> None:

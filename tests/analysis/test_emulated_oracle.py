@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 import hpuprof
-from hpuprof.analysis import analyze
+from hpuprof.analysis import AnalysisOptions, analyze
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -106,12 +106,19 @@ def test_dynamicity_and_fallback_equal_runtime_metrics(tmp_path: Path, mode: str
 
 @pytest.mark.slow
 def test_bucketing_targets_the_batch_dimension(tmp_path: Path) -> None:
-    """The recommender picks the fed batch size (dim 0 of the input), not a weight dim."""
+    """The recommender picks the fed batch size (dim 0 of the input), not a weight dim; with
+    as many buckets as sizes it says bucketing does not help instead of advising it."""
     _, trace_path = _run(tmp_path, "lazy")
-    dyn = analyze(hpuprof.load(trace_path, cache=False), reports="dynamicity").section("dynamicity")
+    trace = hpuprof.load(trace_path, cache=False)
+    two = AnalysisOptions(bucket_k=2)
+    dyn = analyze(trace, reports="dynamicity", options=two).section("dynamicity")
     assert "input 0, dim 0" in dyn.bucketing_target
     plan = dyn.bucketing
     assert plan is not None
     # the first step also moves the model to the device and is left out; sizes 8, 12, 5
     assert set(plan.boundaries) <= {5, 8, 12} and max(plan.boundaries) == 12
-    assert plan.distinct_sizes == 3
+    assert plan.distinct_sizes == 3 and plan.compilations_saved == 1
+    four = analyze(trace, reports="dynamicity").section("dynamicity")
+    assert four.bucketing is None
+    assert any("bucketing does not help here: 3 distinct sizes" in n for n in four.notes)
+    assert not any(f.metric == "distinct_sizes" for f in four.findings)

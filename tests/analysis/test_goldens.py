@@ -78,6 +78,7 @@ def stable_view(report: dict[str, Any], emulated: bool) -> dict[str, Any]:
             "dynamic_ops": [[d["op"], d["count"], d["steps"]] for d in dyn["dynamic_ops"]],
             "bucketing_target": dyn["bucketing_target"],
             "bucketing": dyn["bucketing"],
+            "port_estimate": dyn["port_estimate"],
         },
         "fallback": {
             "total": fb["total"],

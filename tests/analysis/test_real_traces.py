@@ -82,21 +82,24 @@ def test_temporal_and_kernel_types_agree_with_hta(
 
 
 def test_diff_agrees_with_hta_reference_definition(shared_kineto_dir: Path) -> None:
-    """Per-op counts of one step equal a direct count over that step's events."""
-    from hpuprof.analysis.diff import diff_traces, events_with_steps, first_step
+    """Per-op counts of one step equal a direct count over that step's events; the compare of
+    the pair has every op that ran inside a step."""
+    from hpuprof.analysis.diff import diff_traces, events_with_steps, first_step, op_summary
 
     base = shared_kineto_dir / "tests" / "data" / "trace_compare"
     a = hpuprof.load(base / "base" / "base.json.gz")
     b = hpuprof.load(base / "test" / "test.json.gz")
-    d = diff_traces(a, b)
     ev = b.events
     step = first_step(b)
     if step is not None:
         ev = ev[events_with_steps(ev).to_numpy() == step]
     ev = ev[(ev["ph"] == "X").to_numpy() & (ev["kind"] != "span").to_numpy()]
     counts = ev["name"].astype(str).value_counts().to_dict()
-    assert {o.name: o.b_count for o in d.ops if o.b_count} == counts
+    assert op_summary(b, step)["counts"].to_dict() == counts
+    d = diff_traces(a, b)
     assert set(d.new_ops).isdisjoint(d.vanished_ops)
+    in_steps = (a.events["kind"] == "cpu_op") & (a.events["step"] >= 0)
+    assert set(a.events.loc[in_steps, "name"].astype(str)) <= {o.name for o in d.ops}
 
 
 def test_host_bound_advice_names_the_device_of_the_trace(shared_kineto_dir: Path) -> None:

@@ -1,7 +1,8 @@
 """Build small `Trace` objects from a few rows, per hpuprof/trace/schema.py (test helper).
 
 Missing columns get schema defaults; `depth`/`parent` are computed by containment within a
-(rank, pid, tid) lane and `step` from ProfilerStep#N / our step slices, as the loader does.
+(rank, pid, tid) lane, `step` from ProfilerStep#N / our step slices, and the derived columns
+(`op_row`, `dtype`, `flops`, ...) by the loader's own `derive.with_derived`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,15 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from hpuprof.trace.derive import with_derived
 from hpuprof.trace.model import Trace
-from hpuprof.trace.schema import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, NO_ID
+from hpuprof.trace.schema import (
+    COUNTER_COLUMNS,
+    DERIVED_COLUMNS,
+    EVENT_COLUMNS,
+    FLOW_COLUMNS,
+    NO_ID,
+)
 
 DEFAULTS: dict[str, Any] = {
     "cat": "cpu_op",
@@ -101,7 +109,8 @@ def make_trace(
         inside = (df["rank"] == df.at[i, "rank"]).to_numpy() & (ts >= ts[i]) & (ts < end[i])
         step[inside] = num
     df["step"] = step
-    events = _typed(df, EVENT_COLUMNS)
+    base = {c: t for c, t in EVENT_COLUMNS.items() if c not in DERIVED_COLUMNS}
+    events = with_derived(_typed(df, base))
     counters = pd.DataFrame({c: pd.Series(dtype=t) for c, t in COUNTER_COLUMNS.items()})
     flows = pd.DataFrame({c: pd.Series(dtype=t) for c, t in FLOW_COLUMNS.items()})
     return Trace(

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pandas as pd
 import pytest
 from conftest import shared_trace_files
 
@@ -40,14 +41,17 @@ def source(tmp_path: Path) -> Path:
     return path
 
 
+def _values(series: pd.Series) -> list[object]:
+    """Column values as Python objects, NaN as None (NaN never equals itself)."""
+    return [None if isinstance(v, float) and v != v else v for v in series.astype(object)]
+
+
 def same_tables(a: hpuprof.Trace, b: hpuprof.Trace) -> None:
     for table in TABLES:
         left, right = getattr(a, table), getattr(b, table)
         assert list(left.columns) == list(right.columns)
         for column in left.columns:
-            assert left[column].astype(object).tolist() == right[column].astype(object).tolist(), (
-                f"{table}.{column}"
-            )
+            assert _values(left[column]) == _values(right[column]), f"{table}.{column}"
 
 
 @pytest.mark.parametrize("middle", [".perfetto-trace", ".pftrace", ".json.gz", ".parquet"])

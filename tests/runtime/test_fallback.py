@@ -43,11 +43,20 @@ def test_supported_ops_do_not_fall_back(hpu: Any) -> None:
 
 
 def test_place_on_cpu_allow_list(hpu: Any) -> None:
-    hpu(PT_HPU_PLACE_ON_CPU="digamma")
+    hpu(PT_HPU_PLACE_ON_CPU="aten::digamma")
     x = torch.rand(3, device="hpu")
     torch.digamma(x)  # allowed
     with pytest.raises(RuntimeError, match=r"aten::lgamma is not yet supported on HPU\."):
         torch.lgamma(x)
+
+
+def test_place_on_cpu_matches_the_exact_operator_name(hpu: Any) -> None:
+    # the bridge compares c10::toString(operator_name()) verbatim: no bare names, no trimming
+    hpu(PT_HPU_PLACE_ON_CPU="digamma, aten::lgamma")
+    x = torch.rand(3, device="hpu")
+    for op in (torch.digamma, torch.lgamma):
+        with pytest.raises(RuntimeError, match="is not yet supported on HPU"):
+            op(x)
 
 
 def test_place_on_cpu_none_forbids_every_fallback(hpu: Any) -> None:

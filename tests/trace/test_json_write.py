@@ -15,6 +15,7 @@ from hpuprof.trace.combine import combine
 from hpuprof.trace.json_write import write_chrome_json
 from hpuprof.trace.kineto_json import read_kineto_json, trace_from_events
 from hpuprof.trace.model import Trace
+from hpuprof.trace.schema import SCHEMA_VERSION
 
 EVENTS: list[dict[str, Any]] = [
     {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "/device:HPU:0"}},
@@ -65,7 +66,7 @@ def test_output_has_the_kineto_shape(tmp_path: Path) -> None:
     assert keys.index("baseTimeNanoseconds") < keys.index("traceEvents")
     assert doc["baseTimeNanoseconds"] == META["baseTimeNanoseconds"]
     assert doc["distributedInfo"] == META["distributedInfo"]
-    assert doc["hpuprof"]["schema"] == 1 and doc["hpuprof"]["rank"] == 0
+    assert doc["hpuprof"]["schema"] == SCHEMA_VERSION and doc["hpuprof"]["rank"] == 0
     phases = [e["ph"] for e in doc["traceEvents"]]
     assert phases.count("M") == 3 and phases.count("X") == 3 and phases.count("C") == 1
     assert phases.index("M") == 0

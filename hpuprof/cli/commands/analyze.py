@@ -8,11 +8,13 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
+    from hpuprof.analysis.registry import default_report_names, report_names
+
     @app.command(
         "analyze",
-        help="Analyse traces: bottleneck, dynamicity, precision, fallback and HPU-graph "
-        "reports. With -o the format follows the suffix (.json .md .html .txt; .csv or a "
-        "directory: one CSV per table).",
+        help=f"Analyse traces: {', '.join(report_names())} reports (default: "
+        f"{', '.join(default_report_names())}). With -o the format follows the suffix (.json "
+        ".md .html .txt; .csv or a directory: one CSV per table).",
     )
     def analyze(
         paths: list[Path] = typer.Argument(..., help="Trace files or run/rank directories."),
@@ -20,7 +22,7 @@ def register(app: typer.Typer) -> None:
             "",
             "--report",
             "-r",
-            help="Comma list: bottleneck,dynamicity,precision,fallback,graphs.",
+            help=f"Comma list of: {','.join(report_names())}.",
         ),
         fmt: str = typer.Option("", "--format", "-f", help="text | json | md | html | csv."),
         output: Path | None = typer.Option(None, "-o", "--output", help="Output file or dir."),

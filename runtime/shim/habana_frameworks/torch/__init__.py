@@ -1,5 +1,11 @@
-"""`habana_frameworks.torch` (emulated): `ht.hpu`, `ht.core`, `ht.hpex`, `ht.utils`."""
+"""`habana_frameworks.torch` (emulated): imports what the bridge's package imports
+(`activity_profiler`, `core`, `distributed.hccl`, `hpu`), plus `hpex` and `utils`."""
 
-from habana_frameworks.torch import core, hpex, hpu, utils
+import habana_frameworks.autoload
 
-__all__ = ["core", "hpex", "hpu", "utils"]
+habana_frameworks.autoload.is_loaded = True
+
+from habana_frameworks.torch import activity_profiler, core, hpex, hpu, utils  # noqa: E402
+from habana_frameworks.torch.distributed import hccl  # noqa: E402
+
+__all__ = ["activity_profiler", "core", "hccl", "hpex", "hpu", "utils"]

@@ -1,28 +1,41 @@
-"""`habana_frameworks.torch.core` (emulated): `mark_step`, `iter_mark_step`, `add_step_closure`."""
+"""`habana_frameworks.torch.core` (emulated): `mark_step`, `iter_mark_step`,
+`add_step_closure`, the inference-env helpers of `quantization`, and `hpu` (the module that
+is also `torch.hpu`). Importing it sets `HABANA_PROFILE=profile_api_light` when unset, as the
+bridge does (device tracing needs it)."""
 
-from typing import Any
+import os
 
-from hpusim import lazy as _lazy
+import habana_frameworks.torch.utils.debug as htdebug
+import habana_frameworks.torch.utils.experimental as htexp
+from habana_frameworks.torch import hpu
+from habana_frameworks.torch.utils.internal import is_lazy
 
+from .quantization import (
+    hpu_inference_initialize,
+    hpu_initialize,
+    hpu_reset_env,
+    hpu_set_env,
+    hpu_set_inference_env,
+    hpu_teardown_inference_env,
+)
+from .step_closure import _mark_step_if_lazy, add_step_closure, iter_mark_step, mark_step
 
-def mark_step(device_str: str = "", sync: bool = False) -> None:
-    """Flush the accumulated lazy graph (compile or cache hit, then launch); no-op in eager."""
-    _lazy.mark_step(device_str, sync)
+if "HABANA_PROFILE" not in os.environ:
+    os.environ["HABANA_PROFILE"] = "profile_api_light"
 
-
-def iter_mark_step(device_str: str = "") -> None:
-    _lazy.mark_step(device_str, False)
-
-
-def add_step_closure(closure: Any, args: tuple[Any, ...] = ()) -> None:
-    _lazy.add_step_closure(closure, args)
-
-
-def is_lazy() -> bool:
-    import hpusim
-
-    cfg = hpusim.config()
-    return bool(cfg is not None and cfg.mode == "lazy")
-
-
-__all__ = ["add_step_closure", "is_lazy", "iter_mark_step", "mark_step"]
+__all__ = [
+    "add_step_closure",
+    "hpu",
+    "hpu_inference_initialize",
+    "hpu_initialize",
+    "hpu_reset_env",
+    "hpu_set_env",
+    "hpu_set_inference_env",
+    "hpu_teardown_inference_env",
+    "htdebug",
+    "htexp",
+    "is_lazy",
+    "iter_mark_step",
+    "mark_step",
+]
+_ = _mark_step_if_lazy

@@ -1,2 +1,2 @@
-"""`habana_frameworks.torch.hpex` (emulated). `hpex.hmp` and the fused optimizers are added by
-the mixed-precision work; this package only makes `import habana_frameworks.torch.hpex` work."""
+"""`habana_frameworks.torch.hpex` (emulated): `kernels`, `optimizers`, `normalization`,
+`movingavrg`, `hmp`, and `experimental.transformer_engine` (fp8: not available)."""

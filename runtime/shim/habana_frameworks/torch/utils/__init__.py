@@ -1,2 +1,2 @@
-"""`habana_frameworks.torch.utils` (emulated): `event_dispatcher` here; `experimental` is added
-by the dynamic-shape tooling work."""
+"""`habana_frameworks.torch.utils` (emulated): `debug`, `internal`, `library_loader`,
+`experimental`, `event_dispatcher`."""

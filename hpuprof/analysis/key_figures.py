@@ -1,0 +1,80 @@
+"""The figures every view shows first (Overview, Runs, the CLI header), read from a report's
+sections so that all views agree to the digit; None where the trace cannot tell or the report
+that knows did not run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class KeyFigures:
+    """Key figures of one analysed trace.
+
+    Args:
+        ranks: ranks in the trace.
+        steps_per_rank: steps of each rank (None when ranks differ or there are none).
+        step_time_ns: mean over ranks of each rank's mean step time.
+        device_util_pct: mean over ranks of the device's busy share of their steps.
+        compilations, recompilations, compile_time_ns: from compile events; None without them.
+        lazy_port_estimate: without compile events, what the input shapes imply for a Gaudi
+            lazy-mode port, in words ("" when nothing can be said).
+        fallbacks: CPU fallbacks.
+        bf16_flops_pct: matmul/conv FLOPs in bf16/fp16/fp8.
+        low_precision_time_pct: device time in bf16/fp16/fp8.
+        stragglers: straggling ranks.
+        device: the device in words; timeline: measured / projected / real; device_time:
+            measured or modeled.
+    """
+
+    ranks: int
+    events: int
+    steps_per_rank: int | None
+    step_time_ns: float | None
+    device_util_pct: float | None
+    compilations: int | None
+    recompilations: int | None
+    compile_time_ns: int | None
+    lazy_port_estimate: str
+    fallbacks: int | None
+    bf16_flops_pct: float | None
+    low_precision_time_pct: float | None
+    stragglers: tuple[int, ...]
+    device: str
+    timeline: str
+    device_time: str
+
+
+def key_figures(sections: Mapping[str, Any], meta: Mapping[str, Any]) -> KeyFigures:
+    """The key figures of a report (its sections and trace meta)."""
+    ranks = sections.get("ranks")
+    dyn = sections.get("dynamicity")
+    fb = sections.get("fallback")
+    prec = sections.get("precision")
+    bott = sections.get("bottleneck")
+    util = None
+    if ranks is not None and ranks.ranks:
+        util = round(sum(100.0 - r.idle_pct for r in ranks.ranks) / len(ranks.ranks), 2)
+    port = dyn.port_estimate if dyn is not None else None
+    device = meta.get("device") or {}
+    bf16 = prec.bf16_coverage_pct if prec is not None and prec.matmul_conv_flops else None
+    return KeyFigures(
+        ranks=len(meta.get("ranks") or []),
+        events=int(meta.get("events") or 0),
+        steps_per_rank=ranks.steps_per_rank if ranks is not None else None,
+        step_time_ns=ranks.mean_step_ns if ranks is not None else None,
+        device_util_pct=util,
+        compilations=dyn.compilations if dyn is not None else None,
+        recompilations=dyn.recompilations if dyn is not None else None,
+        compile_time_ns=dyn.compile_time_ns if dyn is not None else None,
+        lazy_port_estimate=port.label if port is not None else "",
+        fallbacks=fb.total if fb is not None else None,
+        bf16_flops_pct=bf16,
+        low_precision_time_pct=prec.low_precision_time_pct if prec is not None else None,
+        stragglers=tuple(ranks.stragglers) if ranks is not None else (),
+        device=str(device.get("label", "")),
+        timeline=str(meta.get("timeline", "")),
+        device_time=bott.device_time if bott is not None else "",
+    )

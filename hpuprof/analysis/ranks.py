@@ -1,0 +1,244 @@
+"""Ranks report: step time per rank and step, the compute / communication / idle split per rank,
+and stragglers.
+
+Steps are counted per rank (a two-rank run of 4 steps has 4 steps on each rank, never 8). A
+rank's split covers its steps (its device span when it has none) with exclusive classes, so
+they add up to the time covered: `compute_ns` (any compute kernel), `comm_ns` (communication
+not hidden under compute), `memory_ns` (copies and sets under neither), `idle_ns` (nothing on
+the device). `overlapped_comm_ns` is the communication hidden under compute.
+
+A straggler is a rank whose median step time exceeds the median rank's by more than
+`options.straggler_pct` and by more than the run-to-run spread of that rank's own steps
+(`noise_ns`: the median absolute deviation of its step times), so ordinary jitter is no
+finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from hpuprof.analysis import intervals as iv
+from hpuprof.analysis._common import (
+    device_events,
+    ends,
+    kernel_types,
+    pct,
+    step_windows,
+    without_args,
+)
+from hpuprof.analysis.findings import Finding
+from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.trace.model import Trace
+
+
+@dataclass(frozen=True)
+class RankStep:
+    """One step on one rank (ns); the device split is exclusive (see the module docstring)."""
+
+    rank: int
+    step: int
+    duration_ns: int
+    compute_ns: int
+    comm_ns: int
+    memory_ns: int
+    idle_ns: int
+    vs_median_pct: float
+
+
+@dataclass(frozen=True)
+class RankSummary:
+    """One rank: its steps and where its time went (ns)."""
+
+    rank: int
+    steps: int
+    mean_step_ns: float
+    median_step_ns: float
+    min_step_ns: int
+    max_step_ns: int
+    noise_ns: float
+    covered_ns: int
+    compute_ns: int
+    comm_ns: int
+    memory_ns: int
+    idle_ns: int
+    overlapped_comm_ns: int
+    compute_pct: float
+    comm_pct: float
+    memory_pct: float
+    idle_pct: float
+    vs_median_pct: float
+    straggler: bool
+
+
+@dataclass(frozen=True)
+class RanksReport:
+    """Result of `analyze_ranks`.
+
+    Args:
+        ranks: one row per rank.
+        steps: rank x step grid (one row per step of each rank).
+        steps_per_rank: the number of steps when every rank has the same, else None.
+        mean_step_ns: mean over ranks of each rank's mean step time (each rank counts once).
+        stragglers: ranks flagged as stragglers.
+    """
+
+    ranks: tuple[RankSummary, ...]
+    steps: tuple[RankStep, ...]
+    steps_per_rank: int | None
+    mean_step_ns: float | None
+    stragglers: tuple[int, ...]
+    findings: tuple[Finding, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _merged(rows: pd.DataFrame) -> iv.Merged:
+    return iv.merge(rows["ts_ns"].to_numpy(dtype=np.int64), ends(rows))
+
+
+def _split(sets: dict[str, iv.Merged], lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
+    """Exclusive compute / comm / memory / idle time inside each window [lo, hi)."""
+    compute = sets["COMPUTATION"]
+    comm_only = iv.subtract(sets["COMMUNICATION"], compute)
+    memory_only = iv.subtract(sets["MEMORY"], iv.union(compute, sets["COMMUNICATION"]))
+    busy = sets["busy"]
+    out = {
+        "compute": iv.covered_in_windows(compute, lo, hi),
+        "comm": iv.covered_in_windows(comm_only, lo, hi),
+        "memory": iv.covered_in_windows(memory_only, lo, hi),
+        "overlap": iv.covered_in_windows(iv.intersect(sets["COMMUNICATION"], compute), lo, hi),
+    }
+    out["idle"] = (hi - lo) - iv.covered_in_windows(busy, lo, hi)
+    return out
+
+
+def _mad(values: np.ndarray) -> float:
+    return float(np.median(np.abs(values - np.median(values)))) if len(values) else 0.0
+
+
+def analyze_ranks(trace: Trace, options: AnalysisOptions | None = None) -> RanksReport:
+    """Per-rank step times (rank x step), compute / communication / idle split, stragglers."""
+    options = options or AnalysisOptions()
+    ev = without_args(trace.events)
+    dev = device_events(ev)
+    ktype = kernel_types(dev).to_numpy()
+    windows = step_windows(ev)
+    notes: list[str] = []
+    ranks = sorted(int(r) for r in pd.unique(ev["rank"])) if len(ev) else []
+    per_rank: dict[int, tuple[np.ndarray, dict[str, np.ndarray]]] = {}
+    for rank in ranks:
+        mine = dev["rank"].to_numpy() == rank
+        rdev, rtype = dev[mine], ktype[mine]
+        sets = {k: _merged(rdev[rtype == k]) for k in ("COMPUTATION", "COMMUNICATION", "MEMORY")}
+        sets["busy"] = _merged(rdev)
+        w = windows[windows["rank"] == rank]
+        if len(w):
+            lo = w["start_ns"].to_numpy(dtype=np.int64)
+            hi = w["end_ns"].to_numpy(dtype=np.int64)
+            steps = w["step"].to_numpy(dtype=np.int64)
+        elif sets["busy"][0].size:
+            lo = sets["busy"][0][:1]
+            hi = sets["busy"][1][-1:]
+            steps = np.zeros(0, dtype=np.int64)
+        else:
+            continue
+        per_rank[rank] = (steps, _split(sets, lo, hi) | {"lo": lo, "hi": hi})
+    durations = {r: (s["hi"] - s["lo"]) for r, (steps, s) in per_rank.items() if len(steps)}
+    medians = {r: float(np.median(d)) for r, d in durations.items()}
+    median_rank = float(np.median(list(medians.values()))) if medians else 0.0
+    step_rows: list[RankStep] = []
+    summaries: list[RankSummary] = []
+    for rank, (steps, s) in per_rank.items():
+        dur = s["hi"] - s["lo"]
+        for i, step in enumerate(steps.tolist()):
+            step_rows.append(
+                RankStep(
+                    rank,
+                    int(step),
+                    int(dur[i]),
+                    int(s["compute"][i]),
+                    int(s["comm"][i]),
+                    int(s["memory"][i]),
+                    int(s["idle"][i]),
+                    pct(float(dur[i]) - median_rank, median_rank),
+                )
+            )
+        covered = int(dur.sum())
+        totals = {k: int(s[k].sum()) for k in ("compute", "comm", "memory", "idle", "overlap")}
+        has_steps = len(steps) > 0
+        med = medians.get(rank, 0.0)
+        noise = _mad(dur.astype(np.float64)) if has_steps else 0.0
+        slower = pct(med - median_rank, median_rank) if has_steps else 0.0
+        straggler = (
+            len(medians) > 1
+            and slower > options.straggler_pct
+            and (med - median_rank) > max(noise, options.regression_min_ns)
+        )
+        summaries.append(
+            RankSummary(
+                rank=rank,
+                steps=len(steps),
+                mean_step_ns=round(float(dur.mean()), 1) if has_steps else 0.0,
+                median_step_ns=med,
+                min_step_ns=int(dur.min()) if has_steps else 0,
+                max_step_ns=int(dur.max()) if has_steps else 0,
+                noise_ns=round(noise, 1),
+                covered_ns=covered,
+                compute_ns=totals["compute"],
+                comm_ns=totals["comm"],
+                memory_ns=totals["memory"],
+                idle_ns=totals["idle"],
+                overlapped_comm_ns=totals["overlap"],
+                compute_pct=pct(totals["compute"], covered),
+                comm_pct=pct(totals["comm"], covered),
+                memory_pct=pct(totals["memory"], covered),
+                idle_pct=pct(totals["idle"], covered),
+                vs_median_pct=slower,
+                straggler=bool(straggler),
+            )
+        )
+        if not has_steps:
+            notes.append(f"rank {rank} has no steps: its split covers its device span")
+    counts = {s.steps for s in summaries if s.steps}
+    means = [s.mean_step_ns for s in summaries if s.steps]
+    rep = RanksReport(
+        ranks=tuple(summaries),
+        steps=tuple(step_rows),
+        steps_per_rank=counts.pop() if len(counts) == 1 else None,
+        mean_step_ns=round(float(np.mean(means)), 1) if means else None,
+        stragglers=tuple(s.rank for s in summaries if s.straggler),
+        notes=tuple(notes),
+    )
+    return replace(rep, findings=tuple(_findings(rep, options)))
+
+
+def _findings(rep: RanksReport, options: AnalysisOptions) -> list[Finding]:
+    out = []
+    median = float(np.median([s.median_step_ns for s in rep.ranks if s.steps] or [0.0]))
+    for s in rep.ranks:
+        if not s.straggler:
+            continue
+        out.append(
+            Finding(
+                "warning",
+                "ranks",
+                f"rank {s.rank} is a straggler: median step {s.median_step_ns / 1e6:.2f} ms, "
+                f"{s.vs_median_pct:+.0f}% vs the median rank ({median / 1e6:.2f} ms)",
+                "rank_step_vs_median_pct",
+                s.vs_median_pct,
+                options.straggler_pct,
+                {
+                    "rank": s.rank,
+                    "median_step_ns": s.median_step_ns,
+                    "median_rank_step_ns": median,
+                    "noise_ns": s.noise_ns,
+                    "idle_pct": s.idle_pct,
+                    "comm_pct": s.comm_pct,
+                },
+                "the other ranks wait for this one at every collective: compare its input "
+                "batches (uneven sizes), data loading and host load with the other ranks",
+            )
+        )
+    return out

@@ -1,0 +1,421 @@
+"""Columns derived once, at load time, from the normalized columns and the raw args.
+
+Analyses read these columns; none of them looks into the raw args for these facts again.
+
+- `op_row`: for a device row, the row of the host op its time belongs to:
+  * launched by a host op or a runtime call (joined on `correlation`; a cpu_op with that
+    correlation first): the innermost `cpu_op` enclosing the launch (the launch itself when it
+    is one), as torch.profiler attributes a kernel's time to the op that launched it;
+  * launched as part of a graph (a lazy-mode graph `launch`, an HPU-graph `graph_replay`): one
+    of the graph's own host ops with the same name (`opinfo.kernel_key(kernel) ==
+    opinfo.op_key(op)`), the k-th device op of a name to the k-th host op of that name (modulo
+    their count), the ops taken from the graph's window on the launching thread (the
+    `graph_build` of that graph id before the launch; the `graph_capture` for a replay);
+  * NO_ID when the trace does not say (no correlation, no op of that name in the graph).
+- `dtype`: host ops: their first floating input type; device rows: the `dataType` arg (Gaudi
+  bridge, emulator), else the dtype of their op.
+- `flops`: device rows: `hpuprof.flops`; host matmul/conv ops: torch.profiler's `flops` arg,
+  else from their shapes (`opinfo.shape_flops`); NaN when unknown.
+- `call_site`, `cause_kind`, `cause`: hpuprof runtime events' `hpuprof.call_site` and
+  `hpuprof.cause` (`cause` as compact JSON text; `cause_kind` its kind, "guard" for a text).
+
+Only rows that can carry a key have their args read (a vectorized byte search, then one JSON
+decode per hit).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from hpuprof.trace.opinfo import (
+    MATMUL_CONV,
+    first_float_dtype,
+    kernel_key,
+    norm_dtype,
+    op_key,
+    shape_flops,
+    short_op,
+)
+from hpuprof.trace.schema import DERIVED_COLUMNS, EVENT_COLUMNS, NO_ID
+
+GRAPH_LAUNCHES = {"launch": "graph_build", "graph_replay": "graph_capture"}
+"""Host events that launch a whole graph -> the event whose window holds the graph's ops."""
+_MAX_CLIMB = 256
+
+
+def with_derived(events: pd.DataFrame) -> pd.DataFrame:
+    """`events` with the derived columns (re)computed, every column in schema order."""
+    derived = derive(events)
+    columns = {
+        name: derived[name] if name in DERIVED_COLUMNS else events[name] for name in EVENT_COLUMNS
+    }
+    return pd.DataFrame(columns, index=events.index, copy=False)
+
+
+def derive(events: pd.DataFrame) -> dict[str, Any]:
+    """The derived columns of an events table (its other columns per `schema.EVENT_COLUMNS`)."""
+    n = len(events)
+    parent = _parent_positions(events)
+    op_pos = _op_positions(events, parent)
+    dtype = _dtypes(events, op_pos)
+    flops = _flops(events)
+    call_site, cause_kind, cause = _runtime_keys(events)
+    labels = events.index.to_numpy()
+    op_row = np.full(n, NO_ID, dtype=np.int64)
+    known = op_pos >= 0
+    op_row[known] = labels[op_pos[known]]
+    return {
+        "op_row": op_row,
+        "dtype": dtype,
+        "flops": flops,
+        "call_site": call_site,
+        "cause_kind": cause_kind,
+        "cause": cause,
+    }
+
+
+# --- helpers over categorical columns ---------------------------------------------------------
+
+
+def _codes(col: pd.Series) -> tuple[NDArray[np.int64], list[str]]:
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy().astype(np.int64), [str(c) for c in col.cat.categories]
+    codes, uniques = pd.factorize(col.astype(str).to_numpy(dtype=object))
+    return codes.astype(np.int64), [str(u) for u in uniques]
+
+
+def _is(col: pd.Series, wanted: set[str] | frozenset[str]) -> NDArray[np.bool_]:
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = col.cat.categories
+        table = np.array([str(c) in wanted for c in cats] + [False], dtype=bool)
+        return np.asarray(table[col.cat.codes.to_numpy()], dtype=bool)  # code -1: the last
+    codes, names = _codes(col)
+    table = np.array([c in wanted for c in names] + [False], dtype=bool)
+    return np.asarray(table[codes], dtype=bool)
+
+
+def _text(col: pd.Series) -> NDArray[Any]:
+    codes, cats = _codes(col)
+    table = np.array([*cats, ""], dtype=object)
+    return np.asarray(table[codes], dtype=object)
+
+
+def _categorical(codes: NDArray[np.int64], vocabulary: list[str]) -> pd.Categorical:
+    from hpuprof.trace.normalize import categorical
+
+    return categorical(codes, vocabulary)
+
+
+def _sparse_text(n: int, rows: list[int], values: list[str]) -> pd.Categorical:
+    """A text column that is "" except at `rows` (built without touching the other rows)."""
+    vocabulary = ["", *sorted(set(values) - {""})]
+    at = {v: i for i, v in enumerate(vocabulary)}
+    codes = np.zeros(n, dtype=np.int64)
+    if rows:
+        codes[np.asarray(rows, dtype=np.int64)] = [at[v] for v in values]
+    return _categorical(codes, vocabulary)
+
+
+def _parent_positions(events: pd.DataFrame) -> NDArray[np.int64]:
+    parent = events["parent"].to_numpy(dtype=np.int64)
+    index = events.index
+    if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
+        return parent
+    pos = np.full(len(parent), NO_ID, dtype=np.int64)
+    has = parent != NO_ID
+    pos[has] = index.get_indexer(pd.Index(parent[has]))
+    return pos
+
+
+# --- op_row ---------------------------------------------------------------------------------------
+
+
+def _launch_positions(events: pd.DataFrame) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(device row positions with a correlation, the position of their host launch or -1)."""
+    corr = events["correlation"].to_numpy(dtype=np.int64)
+    is_dev = events["is_device"].to_numpy(dtype=bool)
+    dev = np.flatnonzero(is_dev & (corr != NO_ID))
+    host = np.flatnonzero(~is_dev & (corr != NO_ID) & _is(events["ph"], {"X"}))
+    # several host rows may share a correlation (a fallback event around its op): the op first
+    host = host[np.argsort(~_is(events["kind"], {"cpu_op"})[host], kind="stable")]
+    if len(dev) == 0 or len(host) == 0:
+        return dev, np.full(len(dev), NO_ID, dtype=np.int64)
+    rank = events["rank"].to_numpy(dtype=np.int64)
+    if rank[0] == rank[-1] and (rank == rank[0]).all():  # one rank: the correlation is the key
+        lookup = pd.Series(host, index=pd.Index(corr[host]))
+        wanted: pd.Index = pd.Index(corr[dev])
+    else:
+        lookup = pd.Series(host, index=pd.MultiIndex.from_arrays([rank[host], corr[host]]))
+        wanted = pd.MultiIndex.from_arrays([rank[dev], corr[dev]])
+    lookup = lookup[~lookup.index.duplicated(keep="first")]
+    got = lookup.reindex(wanted).to_numpy(dtype=np.float64)
+    launch = np.where(np.isnan(got), NO_ID, np.nan_to_num(got, nan=-1)).astype(np.int64)
+    return dev, launch
+
+
+def _op_positions(events: pd.DataFrame, parent: NDArray[np.int64]) -> NDArray[np.int64]:
+    n = len(events)
+    out = np.full(n, NO_ID, dtype=np.int64)
+    dev, launch = _launch_positions(events)
+    if len(dev) == 0:
+        return out
+    hpu_event = _text(events["hpu_event"])
+    found = launch >= 0
+    via_graph = np.zeros(len(dev), dtype=bool)
+    via_graph[found] = np.isin(hpu_event[launch[found]], list(GRAPH_LAUNCHES))
+    # launched by an op or a runtime call: climb to the innermost cpu_op
+    is_cpu_op = _is(events["kind"], {"cpu_op"})
+    cur = np.where(found & ~via_graph, launch, NO_ID)
+    for _ in range(_MAX_CLIMB):
+        need = (cur >= 0) & ~is_cpu_op[np.maximum(cur, 0)]
+        if not need.any():
+            break
+        cur[need] = parent[cur[need]]
+    out[dev] = cur
+    if via_graph.any():
+        gdev, glaunch = dev[via_graph], launch[via_graph]
+        out[gdev] = _graph_ops(events, gdev, glaunch, hpu_event, is_cpu_op)
+    return out
+
+
+def _window_of(
+    events: pd.DataFrame, rows: NDArray[np.int64], windows: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """For each row in `rows`, the last window (same rank and graph id, started at or before
+    it) or -1."""
+    if len(windows) == 0 or len(rows) == 0:
+        return np.full(len(rows), NO_ID, dtype=np.int64)
+    rank = events["rank"].to_numpy(dtype=np.int64)
+    gid, _ = _codes(events["graph_id"])
+    ts = events["ts_ns"].to_numpy(dtype=np.int64)
+    left = pd.DataFrame({"ts": ts[rows], "rank": rank[rows], "gid": gid[rows], "i": np.arange(len(rows))})  # fmt: skip
+    right = pd.DataFrame({"ts": ts[windows], "rank": rank[windows], "gid": gid[windows], "w": windows})  # fmt: skip
+    got = pd.merge_asof(
+        left.sort_values("ts", kind="stable"),
+        right.sort_values("ts", kind="stable"),
+        on="ts",
+        by=["rank", "gid"],
+        direction="backward",
+    )
+    out = np.full(len(rows), NO_ID, dtype=np.int64)
+    out[got["i"].to_numpy()] = got["w"].fillna(NO_ID).to_numpy(dtype=np.int64)
+    return out
+
+
+def _ops_in_windows(
+    events: pd.DataFrame, windows: NDArray[np.int64], is_cpu_op: NDArray[np.bool_]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(host op positions, the window each lies in) for the cpu_ops inside `windows`, matched
+    on the window's own thread (rank, pid, tid)."""
+    ops = np.flatnonzero(is_cpu_op & _is(events["ph"], {"X"}))
+    if len(ops) == 0 or len(windows) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    rank = events["rank"].to_numpy(dtype=np.int64)
+    pid, _ = _codes(events["pid"])
+    tid, _ = _codes(events["tid"])
+    ts = events["ts_ns"].to_numpy(dtype=np.int64)
+    end = ts + events["dur_ns"].to_numpy(dtype=np.int64)
+    left = pd.DataFrame({"ts": ts[ops], "rank": rank[ops], "pid": pid[ops], "tid": tid[ops], "op": ops})  # fmt: skip
+    right = pd.DataFrame({"ts": ts[windows], "rank": rank[windows], "pid": pid[windows], "tid": tid[windows], "w": windows})  # fmt: skip
+    got = pd.merge_asof(
+        left.sort_values("ts", kind="stable"),
+        right.sort_values("ts", kind="stable"),
+        on="ts",
+        by=["rank", "pid", "tid"],
+        direction="backward",
+    )
+    got = got[got["w"].notna()]
+    op = got["op"].to_numpy(dtype=np.int64)
+    win = got["w"].to_numpy(dtype=np.int64)
+    inside = ts[op] < end[win]
+    return op[inside], win[inside]
+
+
+def _graph_ops(
+    events: pd.DataFrame,
+    dev: NDArray[np.int64],
+    launch: NDArray[np.int64],
+    hpu_event: NDArray[Any],
+    is_cpu_op: NDArray[np.bool_],
+) -> NDArray[np.int64]:
+    """The host op of each device row launched as part of a graph (see the module docstring)."""
+    out = np.full(len(dev), NO_ID, dtype=np.int64)
+    names = _text(events["name"])
+    ts = events["ts_ns"].to_numpy(dtype=np.int64)
+    for launch_event, window_event in GRAPH_LAUNCHES.items():
+        windows = np.flatnonzero(hpu_event == window_event)
+        mine = np.flatnonzero(hpu_event[launch] == launch_event)
+        if len(mine) == 0 or len(windows) == 0:
+            continue
+        launches = np.unique(launch[mine])
+        win_of_launch = pd.Series(_window_of(events, launches, windows), index=launches)
+        kwin = win_of_launch.reindex(launch[mine]).to_numpy(dtype=np.int64)
+        op, owin = _ops_in_windows(events, windows, is_cpu_op)
+        if len(op) == 0:
+            continue
+        keys: dict[str, int] = {}
+        kkey = np.array([keys.setdefault(kernel_key(str(x)), len(keys)) for x in names[dev[mine]]])
+        okey = np.array([keys.setdefault(op_key(str(x)), len(keys)) for x in names[op]])
+        kernels = pd.DataFrame(
+            {"i": mine, "w": kwin, "key": kkey, "launch": launch[mine], "ts": ts[dev[mine]]}
+        ).sort_values(["ts", "i"], kind="stable")
+        kernels["k"] = kernels.groupby(["launch", "key"]).cumcount()
+        host = pd.DataFrame({"op": op, "w": owin, "key": okey, "ts": ts[op]}).sort_values(
+            ["ts", "op"], kind="stable"
+        )
+        host["j"] = host.groupby(["w", "key"]).cumcount()
+        count = host.groupby(["w", "key"]).size().rename("n").reset_index()
+        kernels = kernels.merge(count, on=["w", "key"], how="inner")
+        kernels["j"] = kernels["k"] % kernels["n"]
+        pairs = kernels.merge(host[["w", "key", "j", "op"]], on=["w", "key", "j"], how="inner")
+        out[pairs["i"].to_numpy(dtype=np.int64)] = pairs["op"].to_numpy(dtype=np.int64)
+    return out
+
+
+# --- dtype and flops ------------------------------------------------------------------------------
+
+
+def _arg_matches(events: pd.DataFrame, rows: NDArray[np.int64], pattern: str) -> Any:
+    """Regex capture `v` in the raw args of `rows` as an Arrow string array (null where
+    absent), one vectorized pass."""
+    col = events["args"]
+    arrow = getattr(col.array, "__arrow_array__", None)
+    arr = arrow() if arrow is not None else pa.array(col.to_numpy(dtype=object), type=pa.binary())
+    taken = arr.take(pa.array(rows, type=pa.int64()))
+    text = pc.cast(taken, pa.large_string() if "large" in str(taken.type) else pa.string())
+    return pc.struct_field(pc.extract_regex(text, pattern), "v")
+
+
+def _arg_values(events: pd.DataFrame, rows: NDArray[np.int64], pattern: str) -> NDArray[Any]:
+    """The captures of `_arg_matches` as Python strings ("" where absent)."""
+    if len(rows) == 0 or "args" not in events.columns:
+        return np.zeros(0, dtype=object)
+    got = _arg_matches(events, rows, pattern)
+    return np.asarray(got.to_pandas().fillna("").to_numpy(dtype=object), dtype=object)
+
+
+def _arg_floats(events: pd.DataFrame, rows: NDArray[np.int64], key: str) -> NDArray[np.float64]:
+    """The number under `key` in the raw args of `rows` (NaN where absent or not a number)."""
+    if len(rows) == 0 or "args" not in events.columns:
+        return np.zeros(0, dtype=np.float64)
+    pattern = '"' + re.escape(key) + r'":\s*(?P<v>-?[0-9][0-9.eE+-]*)'
+    got = _arg_matches(events, rows, pattern)
+    try:
+        values = pc.cast(got, pa.float64())
+    except pa.ArrowInvalid:
+        return pd.to_numeric(pd.Series(got.to_pylist()), errors="coerce").to_numpy(np.float64)
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _keyed_device_rows(events: pd.DataFrame) -> NDArray[np.int64]:
+    """Device rows that can carry `dataType` / `hpuprof.flops` (Gaudi lanes, the emulator)."""
+    is_dev = events["is_device"].to_numpy(dtype=bool)
+    return np.flatnonzero(is_dev & ~_is(events["engine"], {"GPU"}))
+
+
+def _dtypes(events: pd.DataFrame, op_pos: NDArray[np.int64]) -> pd.Categorical:
+    at: dict[str, int] = {"": 0}
+
+    def code(dtype: str) -> int:
+        return at.setdefault(dtype, len(at))
+
+    codes_in, cats = _codes(events["input_types"])
+    per_cat = np.array([code(first_float_dtype(c)) for c in cats] + [0], dtype=np.int64)
+    dtype = per_cat[np.where(codes_in >= 0, codes_in, len(cats))]
+    dtype[~_is(events["kind"], {"cpu_op"})] = 0
+    keyed = _keyed_device_rows(events)
+    given = _arg_values(events, keyed, r'"dataType":\s*"(?P<v>[^"]*)"')
+    if len(keyed):
+        uniq, inv = np.unique(given.astype(str), return_inverse=True)
+        dtype[keyed] = np.array([code(norm_dtype(u)) if u else 0 for u in uniq])[inv]
+    dev = np.flatnonzero(events["is_device"].to_numpy(dtype=bool) & (op_pos >= 0))
+    inherit = dev[dtype[dev] == 0]
+    dtype[inherit] = dtype[op_pos[inherit]]
+    vocabulary = sorted(at, key=at.__getitem__)
+    return _categorical(dtype, vocabulary)
+
+
+def _flops(events: pd.DataFrame) -> NDArray[np.float64]:
+    n = len(events)
+    flops = np.full(n, np.nan, dtype=np.float64)
+    keyed = _keyed_device_rows(events)
+    if len(keyed):
+        flops[keyed] = _arg_floats(events, keyed, "hpuprof.flops")
+    ncodes, names = _codes(events["name"])
+    mm_name = np.array([short_op(x) in MATMUL_CONV for x in names] + [False], dtype=bool)
+    mm = np.flatnonzero(
+        mm_name[np.where(ncodes >= 0, ncodes, len(names))] & _is(events["kind"], {"cpu_op"})
+    )
+    if len(mm) == 0:
+        return flops
+    dcodes, dims = _codes(events["input_dims"])
+    pair = ncodes[mm] * (len(dims) + 1) + dcodes[mm]
+    uniq, inv = np.unique(pair, return_inverse=True)
+    width = len(dims) + 1
+    by_shape = np.array(
+        [
+            shape_flops(names[u // width], dims[u % width]) if 0 <= u % width < len(dims) else 0.0
+            for u in uniq.tolist()
+        ],
+        dtype=np.float64,
+    )[inv]
+    given = _arg_floats(events, mm, "flops")
+    value = np.where(np.isnan(given), by_shape, given)
+    flops[mm] = np.where(value > 0, value, np.nan)
+    return flops
+
+
+# --- hpuprof runtime keys -------------------------------------------------------------------------
+
+
+def _runtime_keys(events: pd.DataFrame) -> tuple[pd.Categorical, pd.Categorical, pd.Categorical]:
+    n = len(events)
+    sites: tuple[list[int], list[str]] = ([], [])
+    kinds: tuple[list[int], list[str]] = ([], [])
+    causes: tuple[list[int], list[str]] = ([], [])
+    rows = np.flatnonzero(_is(events["kind"], {"hpu_runtime"}))
+    hits = _arg_values(events, rows, r'(?P<v>"hpuprof\.(?:cause|call_site)")')
+    rows = rows[hits != ""] if len(rows) else rows
+    raw = events["args"].iloc[rows].tolist() if len(rows) else []
+    for row, blob in zip(rows.tolist(), raw, strict=True):
+        try:
+            args = msgspec.json.decode(blob) if blob else {}
+        except msgspec.DecodeError:
+            continue
+        if not isinstance(args, dict):
+            continue
+        site = args.get("hpuprof.call_site")
+        if site:
+            sites[0].append(row)
+            sites[1].append(str(site))
+        got = args.get("hpuprof.cause")
+        if got and not isinstance(got, dict):
+            got = {"kind": "guard", "text": str(got)}
+        if isinstance(got, dict):
+            kinds[0].append(row)
+            kinds[1].append(str(got.get("kind") or ""))
+            causes[0].append(row)
+            causes[1].append(msgspec.json.encode(got).decode())
+    return _sparse_text(n, *sites), _sparse_text(n, *kinds), _sparse_text(n, *causes)
+
+
+OLDEST_READABLE_VERSION = 1
+"""Saved traces of this schema version or later load (older derived columns recomputed)."""
+
+
+def upgrade_events(events: pd.DataFrame) -> pd.DataFrame | None:
+    """Events saved by an older schema version (every column but the derived ones) with the
+    derived columns added; None when the columns are not those of a known older version."""
+    base = [c for c in EVENT_COLUMNS if c not in DERIVED_COLUMNS]
+    if list(events.columns) != base:
+        return None
+    return with_derived(events)

@@ -1,0 +1,876 @@
+"""`habana_frameworks.torch.hpex` on the emulator: fused kernels, normalization, optimizers.
+
+Same names, signatures and numerics as the bridge's 1.19 `hpex` package; each call launches the
+bridge's fused custom op (`torch.ops.hpu.sdpa_recomp_fwd`, `rms_norm`, `optimizer_adamw`...,
+defined in `hpu_ops.py`), so the emulated device sees ONE fused op where a Gaudi runs one
+kernel, priced by `fused_costs.py`. Scalars the bridge feeds as device tensors (the AdamW step
+size, SGD's learning rate, the clip norm) are device tensors here too, so a changing value does
+not change the recipe key.
+
+What no CPU emulator can provide (fp8 attention with hardware scaling, the media pipe, ...)
+raises `NotImplementedError` naming the API and the emulator (`unavailable`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from enum import Enum
+from typing import Any
+
+import torch
+from torch.optim import Optimizer
+
+Tensor = torch.Tensor
+_HPU = torch.device("hpu")
+
+
+def unavailable(api: str, why: str = "") -> Any:
+    """A stand-in for `api` whose every use raises NotImplementedError naming it."""
+    message = f"{api} is not available under the hpusim emulator" + (f": {why}" if why else "")
+
+    class Unavailable:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise NotImplementedError(message)
+
+        @staticmethod
+        def apply(*args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError(message)
+
+        def __init_subclass__(cls, **kwargs: Any) -> None:
+            raise NotImplementedError(message)
+
+    Unavailable.__name__ = Unavailable.__qualname__ = api.rsplit(".", 1)[-1]
+    return Unavailable
+
+
+def unavailable_function(api: str, why: str = "") -> Callable[..., Any]:
+    message = f"{api} is not available under the hpusim emulator" + (f": {why}" if why else "")
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(message)
+
+    fn.__name__ = fn.__qualname__ = api.rsplit(".", 1)[-1]
+    return fn
+
+
+def _ops() -> Any:
+    return torch.ops.hpu
+
+
+def mark_step_if_lazy() -> None:
+    """`htcore.step_closure._mark_step_if_lazy()`: a mark_step in lazy mode, else nothing."""
+    from hpusim import state
+
+    rt = state.RT
+    if rt is not None and rt.lazy:
+        from hpusim import lazy
+
+        lazy.mark_step()
+
+
+def is_lazy() -> bool:
+    from hpusim import state
+
+    rt = state.RT
+    return bool(rt is not None and rt.lazy)
+
+
+# --- attention ------------------------------------------------------------------------------
+
+_RECOMPUTE = [True]
+"""`torch.hpu.enable_recompute_sdp` / `recompute_sdp_enabled` (the bridge's default is on)."""
+
+
+def recompute_sdp_enabled() -> bool:
+    return _RECOMPUTE[0]
+
+
+def enable_recompute_sdp(enabled: bool) -> None:
+    _RECOMPUTE[0] = bool(enabled)
+
+
+def is_gqa(q: Tensor, k: Tensor) -> bool:
+    """Grouped-query attention: 4-D inputs whose K/V have fewer (but more than one) heads."""
+    return q.dim() == 4 and q.shape[1] != k.shape[1] and k.shape[1] != 1
+
+
+def gqa_input_reshape_fwd(
+    q: Tensor, k: Tensor, v: Tensor, attention_mask: Tensor | None
+) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    """[B, H, L, D] -> [B, G, H/G, L, D] for q and [B, G, 1, S, D] for k / v."""
+    batch, heads, seq_q, dim = q.shape
+    groups = k.shape[1]
+    q = q.reshape(batch, groups, heads // groups, seq_q, dim)
+    k = k.reshape(batch, groups, 1, k.shape[2], k.shape[3])
+    v = v.reshape(batch, groups, 1, v.shape[2], v.shape[3])
+    if attention_mask is not None:
+        if attention_mask.shape[1] == heads:
+            m = attention_mask
+            attention_mask = m.reshape(m.shape[0], groups, heads // groups, m.shape[2], m.shape[3])
+        else:
+            attention_mask = attention_mask.unsqueeze(1)
+    return q, k, v, attention_mask
+
+
+def gqa_output_reshape(tensor: Tensor) -> Tensor:
+    """[B, G, H/G, L, D] -> [B, H, L, D]."""
+    b, g, per, seq, dim = tensor.shape
+    return tensor.reshape(b, g * per, seq, dim)
+
+
+def _gqa_grad_reshape(q: Tensor, v: Tensor, grad: Tensor) -> Tensor:
+    return grad.reshape(q.shape[0], q.shape[1], q.shape[2], q.shape[3], v.shape[-1])
+
+
+class FusedSDPA(torch.autograd.Function):
+    """`hpex.kernels.FusedSDPA.apply(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+    scale=None, softmax_mode="None", recompute_mode=None, valid_seq_len=None,
+    seq_padding_type="left", return_dropout_mask=False, return_attn_probs=False)`."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        attn_mask: Tensor | None = None,
+        dropout_p: float = 0.0,
+        is_causal: bool = False,
+        scale: float | None = None,
+        softmax_mode: str = "None",
+        recompute_mode: bool | None = None,
+        valid_seq_len: Tensor | None = None,
+        seq_padding_type: str = "left",
+        return_dropout_mask: bool = False,
+        return_attn_probs: bool = False,
+    ) -> Any:
+        needs_grad = q.requires_grad or k.requires_grad or v.requires_grad
+        softmax_mode = softmax_mode.lower()
+        seq_padding_type = seq_padding_type.lower()
+        scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
+        recompute = recompute_sdp_enabled() if recompute_mode is None else bool(recompute_mode)
+        if return_attn_probs:
+            if needs_grad:
+                raise AssertionError("return_attn_probs is supported only for inference mode")
+            recompute = False
+        if recompute and needs_grad and softmax_mode == "fast" and not is_causal:
+            raise AssertionError(
+                "Optimized softmax mode is supported in recompute training mode only in "
+                "causal(triangular) mask case"
+            )
+        if valid_seq_len is not None and not (is_causal and not needs_grad and attn_mask is None):
+            raise AssertionError(
+                "Valid sequence length is supported only in inference with is_causal(triangular) "
+                "mask case"
+            )
+        if recompute and return_dropout_mask:
+            raise AssertionError("Return_dropout_mask is not supported in recompute mode")
+        gqa = is_gqa(q, k)
+        if gqa:
+            q, k, v, attn_mask = gqa_input_reshape_fwd(q, k, v, attn_mask)
+        ctx.dropout_p, ctx.scale, ctx.is_causal = dropout_p, scale, is_causal
+        ctx.recompute, ctx.gqa, ctx.softmax_mode = recompute, gqa, softmax_mode
+        if recompute:
+            out, m, linv, seed = _ops().sdpa_recomp_fwd(
+                q, k, v, attn_mask, dropout_p, scale, is_causal, needs_grad, softmax_mode,
+                valid_seq_len, seq_padding_type,
+            )  # fmt: skip
+            if gqa:
+                out = gqa_output_reshape(out)
+            if needs_grad:
+                ctx.save_for_backward(q, k, v, attn_mask, m, linv, seed, out)
+            return out
+        out, probs, dm = _ops().sdpa_fwd(
+            q, k, v, attn_mask, dropout_p, scale, is_causal, softmax_mode, valid_seq_len,
+            seq_padding_type,
+        )  # fmt: skip
+        if gqa:
+            out = gqa_output_reshape(out)
+            if dropout_p > 0.0:
+                dm = gqa_output_reshape(dm)
+            if return_attn_probs:
+                probs = gqa_output_reshape(probs)
+        if needs_grad:
+            ctx.save_for_backward(q, k, v, probs, dm, out)
+        extra = ([probs] if return_attn_probs and not needs_grad else []) + (
+            [dm] if return_dropout_mask else []
+        )
+        return (out, *extra) if extra else out
+
+    @staticmethod
+    def backward(ctx: Any, dout: Tensor, *unused: Any) -> Any:
+        nones = (None,) * 10
+        if ctx.recompute:
+            q, k, v, mask, m, linv, seed, fwd_out = ctx.saved_tensors
+            if ctx.gqa:
+                dout, fwd_out = _gqa_grad_reshape(q, v, dout), _gqa_grad_reshape(q, v, fwd_out)
+            dq, dk, dv = _ops().sdpa_recomp_bwd(
+                dout, q, k, v, mask, m, linv, seed, ctx.is_causal, ctx.dropout_p, ctx.scale,
+                ctx.softmax_mode, fwd_out,
+            )  # fmt: skip
+        else:
+            q, k, v, probs, dm, fwd_out = ctx.saved_tensors
+            if ctx.gqa:
+                dout, fwd_out = _gqa_grad_reshape(q, v, dout), _gqa_grad_reshape(q, v, fwd_out)
+            dq, dk, dv = _ops().sdpa_bwd(
+                dout, q, k, v, probs, dm, ctx.is_causal, ctx.dropout_p, ctx.scale, fwd_out
+            )
+        if ctx.gqa:
+            dq, dk, dv = gqa_output_reshape(dq), gqa_output_reshape(dk), gqa_output_reshape(dv)
+        return (dq, dk, dv, *nones)
+
+
+# --- rotary embedding -----------------------------------------------------------------------
+
+
+class RotaryPosEmbeddingMode(Enum):
+    BLOCKWISE = 0
+    PAIRWISE = 1
+
+
+def match_data_types(input: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """fp32 everywhere if any of the three is fp32, else the input's dtype (the bridge's rule)."""
+    if torch.float32 in (input.dtype, cos.dtype, sin.dtype):
+        return input.float(), cos.float(), sin.float()
+    return input, cos.to(input.dtype), sin.to(input.dtype)
+
+
+def apply_rotary_pos_emb(p: Tensor, *args: Any) -> Tensor:
+    """`apply_rotary_pos_emb(p, cos, sin, position_ids=None, offset=0, mode=BLOCKWISE)`, or
+    `apply_rotary_pos_emb(p, rope_cache)` (ChatGLM)."""
+    if len(args) > 1:
+        cos, sin = args[0], args[1]
+        position_ids = args[2] if len(args) > 2 else None
+        offset = args[3] if len(args) > 3 else 0
+        mode = args[4] if len(args) > 4 else RotaryPosEmbeddingMode.BLOCKWISE
+        p, cos, sin = match_data_types(p, cos, sin)
+        return _ops().rotary_pos_embedding(p, sin, cos, position_ids, offset, mode.value)
+    return RotaryPosEmbeddingHelperV3.apply(p, args[0])
+
+
+def apply_rotary_pos_emb_bwd(
+    p_grad_in: Tensor,
+    cos: Tensor,
+    sin: Tensor,
+    position_ids: Tensor | None = None,
+    offset: int = 0,
+    mode: RotaryPosEmbeddingMode = RotaryPosEmbeddingMode.BLOCKWISE,
+) -> Tensor:
+    p_grad_in, cos, sin = match_data_types(p_grad_in, cos, sin)
+    return _ops().rotary_pos_embedding_backward(
+        p_grad_in, sin, cos, position_ids, offset, mode.value
+    )
+
+
+class RotaryPosEmbeddingHelperV1(torch.autograd.Function):
+    """GPT-NeoX (transformers <= 4.27.4) style: `(p, cos, sin, offset)`."""
+
+    @staticmethod
+    def forward(ctx: Any, p: Tensor, cos: Tensor, sin: Tensor, offset: int) -> Tensor:
+        ctx.save_for_backward(cos, sin)
+        ctx.offset = offset
+        return apply_rotary_pos_emb(p, cos, sin, None, offset, RotaryPosEmbeddingMode.BLOCKWISE)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> Any:
+        cos, sin = ctx.saved_tensors
+        return apply_rotary_pos_emb_bwd(grad, cos, sin, None, ctx.offset), None, None, None
+
+
+class RotaryPosEmbeddingHelperV2(torch.autograd.Function):
+    """transformers > 4.27.4 style: `(p, cos, sin, position_ids)`."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, p: Tensor, cos: Tensor, sin: Tensor, position_ids: Tensor | None
+    ) -> Tensor:
+        ctx.save_for_backward(cos, sin, position_ids)
+        return apply_rotary_pos_emb(p, cos, sin, position_ids, 0, RotaryPosEmbeddingMode.BLOCKWISE)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> Any:
+        cos, sin, position_ids = ctx.saved_tensors
+        return apply_rotary_pos_emb_bwd(grad, cos, sin, position_ids), None, None, None
+
+
+def parse_rope_cache(p: Tensor, rope_cache: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """ChatGLM's rope cache -> (rotated part of p, pass-through part, sin, cos)."""
+    seq, heads = p.size(0), p.size(2)
+    rot = rope_cache.shape[-2] * 2
+    p_rot, p_pass = p[..., :rot], p[..., rot:]
+    cache = rope_cache[:seq].reshape(seq, -1, 1, rot // 2, 2)
+    shaped = p_rot.reshape(seq, -1, heads, rot)
+    cos = torch.repeat_interleave(cache[..., 0], 2, dim=-1).to(shaped.dtype)
+    sin = torch.repeat_interleave(cache[..., 1], 2, dim=-1).to(shaped.dtype)
+    return shaped, p_pass, sin, cos
+
+
+class RotaryPosEmbeddingHelperV3(torch.autograd.Function):
+    """ChatGLM style: `(p, rope_cache)`, pairwise."""
+
+    @staticmethod
+    def forward(ctx: Any, p: Tensor, rope_cache: Tensor) -> Tensor:
+        shaped, p_pass, sin, cos = parse_rope_cache(p, rope_cache)
+        ctx.save_for_backward(rope_cache)
+        res = _ops().rotary_pos_embedding(
+            shaped, sin, cos, None, 0, RotaryPosEmbeddingMode.PAIRWISE.value
+        )
+        return res if p_pass.shape[-1] == 0 else torch.cat((res, p_pass), dim=-1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> Any:
+        (rope_cache,) = ctx.saved_tensors
+        shaped, g_pass, sin, cos = parse_rope_cache(grad, rope_cache)
+        g = apply_rotary_pos_emb_bwd(shaped, cos, sin, None, 0, RotaryPosEmbeddingMode.PAIRWISE)
+        return (g if g_pass.shape[-1] == 0 else torch.cat((g, g_pass), dim=-1)), None
+
+
+class CustomSoftmax(torch.autograd.Function):
+    """`CustomSoftmax.apply(input, flavor)`: the bf16 approximate softmax (exact here)."""
+
+    @staticmethod
+    def forward(ctx: Any, inp: Tensor, flavor: int) -> Tensor:
+        out = _ops().custom_softmax(inp, flavor)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> Any:
+        (out,) = ctx.saved_tensors
+        return torch._softmax_backward_data(grad, out, out.dim() - 1, out.dtype), None
+
+
+# --- normalization --------------------------------------------------------------------------
+
+
+class RmsNormBwdMode(Enum):
+    DEFAULT = 0
+    STATIC_CASE_WIDTH_PARTITIONING = 1
+
+
+class FusedRMSNorm(torch.autograd.Function):
+    """`FusedRMSNorm.apply(data_in, gamma, eps, use_stages=True, bwd_mode=0, fast_math=False)`."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        data_in: Tensor,
+        gamma: Tensor,
+        eps: float,
+        use_stages: bool = True,
+        bwd_mode: int = 0,
+        fast_math: bool = False,
+    ) -> Tensor:
+        op = _ops().rms_norm_fast if fast_math else _ops().rms_norm
+        out, inverse_rms = op(data_in, gamma, eps)
+        ctx.save_for_backward(inverse_rms, data_in, gamma)
+        ctx.use_stages, ctx.bwd_mode, ctx.fast_math = use_stages, bwd_mode, fast_math
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> Any:
+        inverse_rms, data_in, gamma = ctx.saved_tensors
+        op = _ops().rms_norm_fast_backward if ctx.fast_math else _ops().rms_norm_backward
+        mode = ctx.bwd_mode.value if isinstance(ctx.bwd_mode, Enum) else int(ctx.bwd_mode)
+        dx, dgamma = op(grad, data_in, gamma, inverse_rms, ctx.use_stages, mode)
+        return dx, dgamma, None, None, None, None
+
+
+def _device_scalar(value: float, dtype: torch.dtype, device: Any) -> Tensor:
+    """A one-element device tensor (the bridge feeds step sizes / norms to kernels this way)."""
+    return torch.tensor([value], dtype=torch.float32).to(dtype).to(device, non_blocking=True)
+
+
+class FusedClipNorm:
+    """`FusedClipNorm(parameters, max_norm).clip_norm(parameters)` -> total norm (a tensor)."""
+
+    def __init__(self, parameters: Iterable[Tensor], max_norm: float) -> None:
+        params = list(parameters)
+        self.dtype = params[0].dtype if params else torch.float32
+        self.max_norm_t = _device_scalar(float(max_norm), self.dtype, _HPU)
+        self.norm_type = 2.0
+
+    def clip_norm(self, parameters: Tensor | Iterable[Tensor]) -> Tensor:
+        mark_step_if_lazy()
+        if isinstance(parameters, Tensor):
+            grads = [parameters.grad] if parameters.grad is not None else []
+        else:
+            grads = [p.grad for p in parameters if p.grad is not None]
+        if not grads:
+            return torch.tensor(0.0)
+        grads.append(torch.zeros(1).to(self.dtype).to(_HPU))  # the total-norm placeholder
+        with torch.no_grad():
+            total: Tensor = _ops().fused_clip_norm(grads, self.max_norm_t, self.norm_type)
+        mark_step_if_lazy()
+        return total
+
+
+# --- optimizers -----------------------------------------------------------------------------
+
+
+def _step_wrapped(step: Callable[..., Any]) -> Callable[..., Any]:
+    def step_and_mark(*args: Any, **kwargs: Any) -> Any:
+        result = step(*args, **kwargs)
+        mark_step_if_lazy()
+        return result
+
+    step_and_mark.__name__ = step.__name__
+    step_and_mark.__doc__ = step.__doc__
+    return step_and_mark
+
+
+class FusedAdamW(Optimizer):
+    """`hpex.optimizers.FusedAdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6,
+    weight_decay=0.0, bias_correction=True, moments_dtype=None)`: one `hpu::optimizer_adamw`
+    per parameter group; the bias-corrected step size is a device tensor."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-6,
+        weight_decay: float = 0.0,
+        bias_correction: bool = True,
+        moments_dtype: Any = None,
+    ) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr} - should be >= 0.0")
+        for i in (0, 1):
+            if not 0.0 <= betas[i] < 1.0:
+                raise ValueError(f"Invalid beta parameter: {betas[i]} - should be in [0.0, 1.0[")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps} - should be >= 0.0")
+        defaults = dict(
+            lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, bias_correction=bias_correction
+        )
+        super().__init__(params, defaults)
+        self.neg_step_list: list[Tensor] = []
+        self.modified_wd_list: list[Tensor] = []
+        self.is_lazy = is_lazy()
+        self.moments_dtype = moments_dtype
+        fp8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+        dts = moments_dtype if isinstance(moments_dtype, tuple) else (moments_dtype,)
+        self.moments_in_fp8 = any(d in fp8 for d in dts)
+        if self.moments_in_fp8:
+            raise NotImplementedError(
+                "FusedAdamW(moments_dtype=fp8) is not available under the hpusim emulator: "
+                "fp8 moments with per-tensor scales need the device's fp8 kernels"
+            )
+
+    def get_moment_dtypes(self, param_dtype: torch.dtype) -> tuple[Any, Any]:
+        if self.moments_dtype is None:
+            return param_dtype, param_dtype
+        if isinstance(self.moments_dtype, tuple):
+            return self.moments_dtype
+        return self.moments_dtype, self.moments_dtype
+
+    @staticmethod
+    def is_bias_correction(group: dict[str, Any]) -> bool:
+        if "bias_correction" in group:
+            return bool(group["bias_correction"])
+        if "correct_bias" in group:
+            return bool(group["correct_bias"])
+        return True
+
+    @_step_wrapped
+    @torch.no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = closure() if closure is not None else None
+        self.neg_step_list.clear()
+        self.modified_wd_list.clear()
+        for group in self.param_groups:
+            mark_step_if_lazy()
+            grads, weights, avgs, avg_sqs = [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise RuntimeError(
+                        "Adam does not support sparse gradients, please consider SparseAdam"
+                    )
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0
+                    d1, d2 = self.get_moment_dtypes(p.dtype)
+                    state["exp_avg"] = torch.zeros(p.shape, dtype=d1).to(p.device)
+                    state["exp_avg_sq"] = torch.zeros(p.shape, dtype=d2).to(p.device)
+                grads.append(p.grad.data)
+                weights.append(p.data)
+                avgs.append(state["exp_avg"])
+                avg_sqs.append(state["exp_avg_sq"])
+            if not weights:
+                continue
+            beta1, beta2 = group["betas"]
+            group["step"] = group.get("step", 0) + 1
+            step_size = group["lr"]
+            if self.is_bias_correction(group):
+                bc1 = 1.0 - beta1 ** group["step"]
+                bc2 = 1.0 - beta2 ** group["step"]
+                step_size = step_size * math.sqrt(bc2) / bc1
+            neg_step_t = _device_scalar(-step_size, weights[0].dtype, weights[0].device)
+            self.neg_step_list.append(neg_step_t)
+            modified_wd = 1.0 - group["weight_decay"] * group["lr"]
+            if self.is_lazy:
+                _ops().optimizer_adamw(
+                    grads, weights, avgs, avg_sqs, neg_step_t, beta1, beta2, group["eps"],
+                    modified_wd,
+                )  # fmt: skip
+            else:
+                wd_t = _device_scalar(modified_wd, weights[0].dtype, weights[0].device)
+                self.modified_wd_list.append(wd_t)
+                _ops().optimizer_adamw(
+                    grads, weights, avgs, avg_sqs, neg_step_t, beta1, beta2, group["eps"], wd_t,
+                    modified_wd != 1.0,
+                )  # fmt: skip
+        return loss
+
+
+class FusedSGD(Optimizer):
+    """`hpex.optimizers.FusedSGD(params, lr, momentum=0, weight_decay=0, dampening=0,
+    nesterov=False)`: `hpu::optimizer_sgd` / `hpu::optimizer_sgd_momentum` per group."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float,
+        momentum: float = 0,
+        weight_decay: float = 0,
+        dampening: float = 0,
+        nesterov: bool = False,
+    ) -> None:
+        for name, value in (
+            ("learning rate", lr),
+            ("momentum value", momentum),
+            ("weight_decay value", weight_decay),
+            ("dampening value", dampening),
+        ):
+            if value < 0.0:
+                raise ValueError(f"Invalid {name}: {value}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            weight_decay=weight_decay,
+            dampening=dampening,
+            nesterov=nesterov,
+        )
+        super().__init__(params, defaults)
+        self.lr_list: list[Tensor] = []
+        self.lr_t: Tensor | None = None
+        self.step_t = torch.tensor([0], dtype=torch.int32).to(_HPU, non_blocking=True)
+        self.is_lazy = is_lazy()
+        mark_step_if_lazy()
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = closure() if closure is not None else None
+        self.lr_list.clear()
+        for group in self.param_groups:
+            self.lr_t = _device_scalar(group["lr"], torch.float32, _HPU)
+            self.lr_list.append(self.lr_t)
+            params = [p for p in group["params"] if p.grad is not None]
+            grads = [p.grad.data for p in params]
+            weights = [p.data for p in params]
+            mark_step_if_lazy()
+            if group["momentum"] == 0:
+                _ops().optimizer_sgd(
+                    grads, weights, self.lr_t, group["weight_decay"], group["momentum"],
+                    group["dampening"], group["nesterov"],
+                )  # fmt: skip
+            else:
+                bufs = []
+                for p in params:
+                    state = self.state[p]
+                    if "momentum_buffer" not in state:
+                        state["momentum_buffer"] = torch.zeros(p.grad.shape).to(_HPU)
+                    bufs.append(state["momentum_buffer"])
+                momentum_t = torch.tensor(group["momentum"]).to(_HPU, non_blocking=True)
+                _ops().optimizer_sgd_momentum(
+                    grads, weights, bufs, self.step_t, self.lr_t, momentum_t,
+                    group["weight_decay"], group["dampening"], group["nesterov"],
+                )  # fmt: skip
+            mark_step_if_lazy()
+        return loss
+
+
+class FusedAdagrad(Optimizer):
+    """`hpex.optimizers.FusedAdagrad(params, lr=1e-2, lr_decay=0, weight_decay=0,
+    initial_accumulator_value=0, eps=1e-10)`: one `hpu::fused_adagrad` per group."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+    ) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        defaults = dict(
+            lr=lr,
+            lr_decay=lr_decay,
+            eps=eps,
+            weight_decay=weight_decay,
+            initial_accumulator_value=initial_accumulator_value,
+        )
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["sum"] = torch.full_like(p, fill_value=initial_accumulator_value)
+            group["lr_t"] = torch.tensor([lr]).to(_HPU)
+            group["step_t"] = torch.tensor([0], dtype=torch.int32).to(_HPU, non_blocking=True)
+        mark_step_if_lazy()
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            mark_step_if_lazy()
+            params = [p for p in group["params"] if p.grad is not None]
+            group["step_t"].add_(1)
+            _ops().fused_adagrad(
+                [p.grad.data for p in params], [p.data for p in params],
+                [self.state[p]["sum"] for p in params], group["step_t"], group["lr_t"],
+                group["weight_decay"], group["lr_decay"], group["eps"],
+            )  # fmt: skip
+        return loss
+
+
+class FusedLamb(Optimizer):
+    """`hpex.optimizers.FusedLamb(params, lr=1e-3, bias_correction=True, betas=(0.9, 0.999),
+    eps=1e-6, weight_decay=0.01, amsgrad=False, adam_w_mode=True, grad_averaging=True,
+    set_grad_none=True, max_grad_norm=1.0, use_lamb=False, fused=False, dtype=None)`:
+    `hpu::optimizer_lamb_fused_norm`, then `phase1` and `phase2` per group."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        bias_correction: bool = True,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-6,
+        weight_decay: float = 0.01,
+        amsgrad: bool = False,
+        adam_w_mode: bool = True,
+        grad_averaging: bool = True,
+        set_grad_none: bool = True,
+        max_grad_norm: float | None = 1.0,
+        use_lamb: bool = False,
+        fused: bool = False,
+        dtype: Any = None,
+    ) -> None:
+        if amsgrad:
+            raise RuntimeError("FusedLamb does not support the AMSGrad variant.")
+        defaults = dict(
+            lr=lr,
+            bias_correction=bias_correction,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            grad_averaging=grad_averaging,
+            max_grad_norm=max_grad_norm,
+        )
+        super().__init__(params, defaults)
+        self.fused = fused
+        self.adam_w_mode = 1 if adam_w_mode else 0
+        self.set_grad_none = set_grad_none
+        self.use_lamb = use_lamb
+        self.device = self.param_groups[0]["params"][0].device
+        self.dtype = dtype
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        if self.set_grad_none:
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.grad = None
+        else:
+            super().zero_grad(set_to_none=False)
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = closure() if closure is not None else None
+        max_norm = self.defaults["max_grad_norm"]
+        if max_norm is not None:
+            norms = [
+                p.grad.data if self.dtype is None else p.grad.data.to(self.dtype)
+                for g in self.param_groups
+                for p in g["params"]
+                if p.grad is not None
+            ]
+            clip = _ops().optimizer_lamb_fused_norm(norms, max_norm)
+        else:
+            clip = torch.tensor([1.0], dtype=torch.float32, device=self.device)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            group["step"] = group.get("step", 0) + 1
+            if group["bias_correction"]:
+                bc1 = torch.tensor(1.0 - beta1 ** group["step"], device=self.device)
+                bc2 = torch.tensor(1.0 - beta2 ** group["step"], device=self.device)
+            else:
+                bc1 = torch.tensor(1.0, device=self.device)
+                bc2 = torch.tensor(1.0, device=self.device)
+            mark_step_if_lazy()
+            params = [p for p in group["params"] if p.grad is not None]
+            lists: list[list[Tensor]] = [[] for _ in range(7)]
+            for p in params:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["exp_avg"] = torch.zeros(p.shape).to(self.device).to(p.dtype)
+                    state["exp_avg_sq"] = torch.zeros(p.shape).to(self.device).to(p.dtype)
+                for lst, t in zip(
+                    lists,
+                    (
+                        p.grad.data,
+                        p.data,
+                        state["exp_avg"],
+                        state["exp_avg_sq"],
+                        torch.empty((1,), device=self.device).to(p.dtype),
+                        torch.empty((1,), device=self.device).to(p.dtype),
+                        torch.empty_like(state["exp_avg"]).to(p.dtype),
+                    ),
+                    strict=True,
+                ):
+                    lst.append(t)
+            mark_step_if_lazy()
+            if not params:
+                continue
+            grads, weights, avgs, avg_sqs, wnorms, anorms, steps = lists
+            _ops().optimizer_lamb_phase1(
+                grads, weights, avgs, avg_sqs, wnorms, anorms, steps, clip,
+                1 if group["grad_averaging"] else 0, beta1, beta2, group["eps"], bc1, bc2,
+                group["weight_decay"],
+            )  # fmt: skip
+            neg_step = _device_scalar(-group["lr"], torch.float32, self.device)
+            _ops().optimizer_lamb_phase2(
+                weights, anorms, wnorms, steps, neg_step, group["weight_decay"], self.use_lamb
+            )
+            mark_step_if_lazy()
+        return loss
+
+
+class FusedLars:
+    """`hpex.optimizers.FusedLars(optimizer, skip_mask, eeta=0.001, eps=1e-8)`: wraps an SGD
+    optimizer; `hpu::optimizer_lars` rescales the gradients by the trust ratio first."""
+
+    def __init__(
+        self, optimizer: Optimizer, skip_mask: list[int], eeta: float = 0.001, eps: float = 1e-8
+    ):
+        self.optim = optimizer
+        self.skip_mask = list(skip_mask)
+        self.eeta = eeta
+        self.eps = eps
+        self.param_groups = optimizer.param_groups
+        self.state = optimizer.state
+
+    def __getstate__(self) -> Any:
+        return self.optim.__getstate__()
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.optim.zero_grad(set_to_none=set_to_none)
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.optim.state_dict()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.optim.load_state_dict(state_dict)
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        for group in self.optim.param_groups:
+            wd = group.get("weight_decay", 0.0)
+            group["weight_decay"] = 0.0
+            params = [p for p in group["params"] if p.grad is not None]
+            masks = self.skip_mask[: len(params)]
+            lr_t = _device_scalar(group["lr"], torch.float32, _HPU)
+            _ops().optimizer_lars(
+                [p.data for p in params], [p.grad.data for p in params], masks, self.eeta, wd,
+                self.eps, lr_t,
+            )  # fmt: skip
+            group["lr_before_lars"] = group["lr"]
+            group["lr"] = 1.0
+        loss = self.optim.step(closure)
+        for group in self.optim.param_groups:
+            group["lr"] = group.pop("lr_before_lars", group["lr"])
+        return loss
+
+
+class FusedResourceApplyMomentum(Optimizer):
+    """`hpex.optimizers.FusedResourceApplyMomentum(params, lr, momentum)`: one
+    `hpu::optimizer_resource_apply_momentum` per group (TF's ResourceApplyMomentum)."""
+
+    def __init__(self, params: Any, lr: float = 0.1, momentum: float = 0.9) -> None:
+        super().__init__(params, dict(lr=lr, momentum=momentum))
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            bufs = []
+            for p in params:
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = torch.zeros_like(p)
+                bufs.append(state["momentum_buffer"])
+            _ops().optimizer_resource_apply_momentum(
+                [p.data for p in params] + bufs,
+                [p.grad.data * group["lr"] for p in params],
+                group["momentum"],
+            )
+        return loss
+
+
+class _MarkstepMixin:
+    """`hpex.optimizers.Adam` / `AdamW`: torch's optimizers with a mark_step after `step()`
+    (what `PT_HPU_REPLACE_ADAM_ADAMW=1` installs in place of torch's)."""
+
+    def step(self, *args: Any, **kwargs: Any) -> Any:
+        loss = super().step(*args, **kwargs)  # type: ignore[misc]
+        mark_step_if_lazy()
+        return loss
+
+
+class Adam(_MarkstepMixin, torch.optim.Adam):
+    pass
+
+
+class AdamW(_MarkstepMixin, torch.optim.AdamW):
+    pass
+
+
+class FusedEMA:
+    """`hpex.movingavrg.FusedEMA(model_params)`: `update(model_params, decay)` -> one
+    `hpu::optimizer_ema`."""
+
+    def __init__(self, ema_params: Iterable[Tensor]) -> None:
+        self.ema_params = list(ema_params)
+
+    def update(self, model_inputs: Iterable[Tensor], decay: float | Tensor) -> None:
+        decay_t = decay if isinstance(decay, Tensor) else _device_scalar(decay, torch.float32, _HPU)
+        with torch.no_grad():
+            _ops().optimizer_ema(list(model_inputs), self.ema_params, decay_t)
+
+
+FP8_WHY = "fp8 kernels with hardware scaling exist only on the device"
+CTCLoss = unavailable("habana_frameworks.torch.hpex.kernels.CTCLoss", "no CPU reference")
+EmbeddingBag = unavailable("habana_frameworks.torch.hpex.kernels.EmbeddingBag", "no CPU reference")
+PySDPA = unavailable(
+    "habana_frameworks.torch.hpex.kernels.PySDPA", "use FusedSDPA (the emulated fused kernel)"
+)
+PySDPAHinted = unavailable(
+    "habana_frameworks.torch.hpex.kernels.PySDPAHinted", "use FusedSDPA (the emulated fused kernel)"
+)
+fp8_fused_sdpa = unavailable_function(
+    "habana_frameworks.torch.hpex.kernels.fp8_fused_sdpa", FP8_WHY
+)
+fp8_sdpa_fwd_wrapper = unavailable_function(
+    "habana_frameworks.torch.hpex.kernels.fp8_sdpa_fwd_wrapper", FP8_WHY
+)
+fp8_sdpa_bwd_wrapper = unavailable_function(
+    "habana_frameworks.torch.hpex.kernels.fp8_sdpa_bwd_wrapper", FP8_WHY
+)

@@ -1,0 +1,3 @@
+"""`habana_frameworks.autoload` (emulated): set once `habana_frameworks.torch` is imported."""
+
+is_loaded = False

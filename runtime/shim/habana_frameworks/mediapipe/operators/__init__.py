@@ -1,0 +1,1 @@
+"""`habana_frameworks.mediapipe.operators` (emulated)."""

@@ -1,0 +1,1 @@
+"""`habana_frameworks.torch.dynamo.debug_utils` (emulated)."""

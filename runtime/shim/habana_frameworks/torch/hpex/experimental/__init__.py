@@ -1,0 +1,1 @@
+"""`habana_frameworks.torch.hpex.experimental` (emulated): `transformer_engine` (fp8)."""

@@ -1,0 +1,9 @@
+"""`hpex.kernels.CustomSoftmax` module (emulated)."""
+
+from hpusim.hpex import (
+    CustomSoftmax,
+)
+
+__all__ = [
+    "CustomSoftmax",
+]

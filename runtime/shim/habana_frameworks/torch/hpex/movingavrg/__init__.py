@@ -1,0 +1,9 @@
+"""`habana_frameworks.torch.hpex.movingavrg` (emulated)."""
+
+from hpusim.hpex import (
+    FusedEMA,
+)
+
+__all__ = [
+    "FusedEMA",
+]

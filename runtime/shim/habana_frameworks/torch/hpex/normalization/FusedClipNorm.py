@@ -1,0 +1,9 @@
+"""`hpex.normalization.FusedClipNorm` module (emulated)."""
+
+from hpusim.hpex import (
+    FusedClipNorm,
+)
+
+__all__ = [
+    "FusedClipNorm",
+]

@@ -1,0 +1,9 @@
+"""`hpex.optimizers.FusedAdagrad` module (emulated)."""
+
+from hpusim.hpex import (
+    FusedAdagrad,
+)
+
+__all__ = [
+    "FusedAdagrad",
+]

@@ -1,0 +1,9 @@
+"""`hpex.optimizers.FusedLars` module (emulated)."""
+
+from hpusim.hpex import (
+    FusedLars,
+)
+
+__all__ = [
+    "FusedLars",
+]

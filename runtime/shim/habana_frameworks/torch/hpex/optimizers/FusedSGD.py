@@ -1,0 +1,9 @@
+"""`hpex.optimizers.FusedSGD` module (emulated)."""
+
+from hpusim.hpex import (
+    FusedSGD,
+)
+
+__all__ = [
+    "FusedSGD",
+]

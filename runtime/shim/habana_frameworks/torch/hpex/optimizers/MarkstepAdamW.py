@@ -1,0 +1,9 @@
+"""`hpex.optimizers.MarkstepAdamW` module (emulated)."""
+
+from hpusim.hpex import (
+    AdamW,
+)
+
+__all__ = [
+    "AdamW",
+]

@@ -1,0 +1,1 @@
+"""`habana_frameworks.torch.internal` (emulated): `bridge_config`."""

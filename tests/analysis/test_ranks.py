@@ -1,0 +1,69 @@
+"""ranks: steps per rank (never summed across ranks), the exclusive compute / communication /
+memory / idle split, and stragglers only beyond a rank's own step noise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hpuprof
+from hpuprof.analysis import analyze
+from hpuprof.analysis.ranks import analyze_ranks
+from hpuprof.trace.model import Trace
+from tests.analysis.tracebuild import make_trace
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
+
+
+def _rank_rows(rank: int, step_ns: list[int]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    t0 = 0
+    for s, dur in enumerate(step_ns):
+        rows.append({"name": f"ProfilerStep#{s}", "kind": "user_annotation", "cat": "user_annotation", "ts_ns": t0, "dur_ns": dur, "rank": rank})  # fmt: skip
+        dev = {"kind": "kernel", "cat": "kernel", "engine": "GPU", "rank": rank, "pid": "0"}
+        # compute 0-400 us, all-reduce 300-600 us (100 us hidden under compute), copy 700-750 us
+        rows.append({**dev, "name": "gemm", "ts_ns": t0, "dur_ns": 400_000, "tid": "7"})
+        rows.append({**dev, "name": "ncclKernel_AllReduce", "ts_ns": t0 + 300_000, "dur_ns": 300_000, "tid": "8"})  # fmt: skip
+        rows.append({**dev, "kind": "memcpy", "name": "Memcpy DtoH", "ts_ns": t0 + 700_000, "dur_ns": 50_000, "tid": "9"})  # fmt: skip
+        t0 += dur
+    return rows
+
+
+def _two_ranks(slow: list[int]) -> Trace:
+    return make_trace(_rank_rows(0, [1_000_000] * 4) + _rank_rows(1, slow))
+
+
+def test_steps_are_per_rank_and_the_split_is_exclusive() -> None:
+    rep = analyze_ranks(_two_ranks([1_000_000] * 4))
+    assert rep.steps_per_rank == 4 and len(rep.steps) == 8
+    assert rep.mean_step_ns == 1_000_000
+    r0 = rep.ranks[0]
+    assert (r0.compute_ns, r0.comm_ns, r0.memory_ns) == (1_600_000, 800_000, 200_000)
+    assert r0.overlapped_comm_ns == 400_000
+    assert r0.compute_ns + r0.comm_ns + r0.memory_ns + r0.idle_ns == r0.covered_ns == 4_000_000
+    assert (r0.compute_pct, r0.comm_pct, r0.memory_pct, r0.idle_pct) == (40.0, 20.0, 5.0, 35.0)
+    assert rep.stragglers == () and not rep.findings
+
+
+def test_a_steadily_slower_rank_is_a_straggler() -> None:
+    rep = analyze_ranks(_two_ranks([1_500_000, 1_510_000, 1_490_000, 1_500_000]))
+    # two ranks: the median rank is halfway, rank 1 is 20% above it
+    assert rep.stragglers == (1,)
+    [finding] = rep.findings
+    assert finding.report == "ranks" and "rank 1 is a straggler" in finding.title
+    assert "hpu" not in finding.advice.lower()
+
+
+def test_a_rank_slower_only_by_its_own_jitter_is_no_straggler() -> None:
+    jittery = [600_000, 1_900_000, 700_000, 2_000_000]  # median 1.3 ms, noise (MAD) 0.65 ms
+    rep = analyze_ranks(_two_ranks(jittery))
+    assert rep.ranks[1].vs_median_pct > 10 and rep.stragglers == ()
+
+
+@pytest.mark.skipif(not SAMPLES.is_dir(), reason="sample_traces/ not present")
+def test_two_rank_sample_has_four_steps_per_rank() -> None:
+    rep = analyze(hpuprof.load(SAMPLES / "emulated_two_ranks", cache=False), reports="ranks")
+    ranks = rep.sections["ranks"]
+    assert ranks.steps_per_rank == 4 and [r.steps for r in ranks.ranks] == [4, 4]
