@@ -31,6 +31,7 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -100,13 +101,26 @@ class RunPaths:
             check_writable_dir(self.root / sub)
 
 
+_HELD: set[tuple[int, int, str]] = set()
+"""(pid, thread, lock path) of the manifest locks this process holds now."""
+
+
 @contextlib.contextmanager
 def _locked(root: Path) -> Iterator[None]:
+    """The run directory's manifest lock. Taken again on a thread that holds it (a SIGTERM
+    handler writing the run while the interrupted code was inside an update), it is not
+    taken twice: a second `flock` of the same file would wait on itself forever."""
+    key = (os.getpid(), threading.get_ident(), str(root / ".run.json.lock"))
+    if key in _HELD:
+        yield
+        return
     with open(root / ".run.json.lock", "a+b") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        _HELD.add(key)
         try:
             yield
         finally:
+            _HELD.discard(key)
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
