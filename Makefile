@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # would pull several GB of CUDA packages. pyproject.toml states the supported range.
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: demo test lint typecheck pytest samples bench soak browser clean
+.PHONY: demo test lint typecheck pytest bare fuzz samples bench soak browser clean
 
 $(STAMP): pyproject.toml constraints.txt setup.py hpuprof/trace/_kineto_scan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,9 +38,27 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy hpuprof runtime/hpusim dashboards/hpudash
 
 pytest: $(STAMP) browser
-	$(PY) -m pytest -n 2 --timeout 600
+	$(PY) -m pytest -n 2 --dist loadgroup --timeout 600
 
-test: lint typecheck pytest
+# A bare install (`pip install .`, no extras) in its own venv: its dependencies once (again
+# when pyproject.toml changes), the package itself from the current tree every time.
+BARE := .venv-bare
+$(BARE)/.deps: pyproject.toml constraints.txt
+	rm -rf $(BARE) && $(PYTHON) -m venv $(BARE)
+	$(BARE)/bin/python -m pip install --disable-pip-version-check -q -c constraints.txt .
+	touch $@
+
+bare: $(BARE)/.deps
+	$(BARE)/bin/python -m pip install --disable-pip-version-check -q --no-deps --force-reinstall .
+	$(BARE)/bin/python tests/bare/check_bare_install.py
+
+# The long fuzz run of issue 13 (10,000 mutants, 2 at a time; `make test` runs a few hundred,
+# each loaded mutant analysed; here every 4th loaded mutant is, ~1,500).
+FUZZ_ARGS ?=
+fuzz: $(STAMP)
+	$(PY) -m tests.fuzz --count 10000 --jobs 2 --analyze-every 4 $(FUZZ_ARGS)
+
+test: lint typecheck pytest bare
 
 samples: $(STAMP)
 	$(PY) sample_traces/make_samples.py
@@ -54,4 +72,4 @@ soak: $(STAMP)
 	HPUPROF_KILL_TRIALS=200 $(PY) -m pytest tests/capture/test_kill_trials.py -p no:cacheprovider --timeout 7200
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(BARE) .mypy_cache .ruff_cache .pytest_cache

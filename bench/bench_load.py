@@ -33,6 +33,8 @@ mode, path = sys.argv[1], sys.argv[2]
 import pandas as pd
 import hpuprof.trace.kineto_json, hpuprof.trace.parquet
 import hpuprof
+from hpuprof.trace.heap import tune_process
+tune_process()  # as the `hpuprof` command does in its own process
 idle = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 t0, c0 = time.perf_counter(), time.process_time()
 if mode == "hpuprof":
@@ -69,13 +71,10 @@ def main() -> None:
     parser.add_argument("--skip-naive", action="store_true", help="skip the slow baseline")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
-        trace = options.trace
-        if trace is None:
-            sys.path.insert(0, str(Path(__file__).parent))
-            from gen_synthetic_trace import generate
+        sys.path.insert(0, str(Path(__file__).parent))
+        from gen_synthetic_trace import trace_or_generated
 
-            trace = Path(scratch) / "synthetic.pt.trace.json"
-            generate(trace, options.events)
+        trace = trace_or_generated(options.trace, scratch, options.events)
         size = os.path.getsize(trace)
         mb = size / 1e6
         print(f"trace: {trace} ({mb:,.1f} MB)")

@@ -125,6 +125,15 @@ class _Writer:
             )
 
 
+def trace_or_generated(trace: Path | None, scratch: str, events: int) -> Path:
+    """`trace` itself, or a synthetic trace of `events` events generated in `scratch`."""
+    if trace is not None:
+        return trace
+    made = Path(scratch) / "synthetic.pt.trace.json"
+    generate(made, events)
+    return made
+
+
 def generate(path: Path, events: int, seed: int = 0) -> int:
     """Write exactly `events` events (slices, flows, counters, metadata and instants) to `path`;
     returns that count."""

@@ -16,8 +16,10 @@ BENCH = Path(__file__).resolve().parent
 
 FULL: tuple[tuple[str, ...], ...] = (
     ("bench_load.py", "--events", "2000000"),
+    ("bench_parallel_load.py", "--events", "2000000"),
     ("bench_analysis.py", "--events", "2000000"),
     ("bench_dashboard.py", "--events", "1000000"),
+    ("bench_dashboard_load.py",),
     ("bench_perfetto.py",),
     ("bench_emulator.py",),
     ("bench_extensions.py",),
@@ -26,8 +28,20 @@ FULL: tuple[tuple[str, ...], ...] = (
 )
 QUICK: tuple[tuple[str, ...], ...] = (
     ("bench_load.py", "--events", "40000"),
+    ("bench_parallel_load.py", "--events", "40000", "--rounds", "1"),
     ("bench_analysis.py", "--events", "40000"),
     ("bench_dashboard.py", "--events", "40000"),
+    (
+        "bench_dashboard_load.py",
+        "--clients",
+        "10",
+        "--seconds",
+        "10",
+        "--runs",
+        "3",
+        "--events",
+        "5000",
+    ),
     ("bench_perfetto.py", "--events", "20000"),
     ("bench_emulator.py", "--ops", "2000", "--steps", "5", "--repeats", "3"),
     ("bench_extensions.py", "--calls", "20", "--repeats", "2"),

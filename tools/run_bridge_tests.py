@@ -51,24 +51,37 @@ class Tally:
         return sum(1 for o in self.outcomes.values() if o == outcome)
 
 
-def extract_suite(bridge: Path, into: Path) -> Path:
-    """`tests/pytest_working` of the bridge checkout, copied into `into`."""
-    work_tree = bridge / SUITE
-    if work_tree.is_dir():
-        shutil.copytree(work_tree, into / SUITE)
-        return into / SUITE
-    git_dir = bridge if (bridge / "HEAD").is_file() else bridge / ".git"
+def extract_suite(repo: Path, into: Path, subdir: str = SUITE, ref: str = "HEAD") -> Path:
+    """`subdir` of a checkout (its work tree, or `ref` of its git dir), copied into `into`."""
+    work_tree = repo / subdir
+    if work_tree.is_dir() and ref == "HEAD":
+        shutil.copytree(work_tree, into / subdir)
+        return into / subdir
+    git_dir = repo if (repo / "HEAD").is_file() else repo / ".git"
     if not (git_dir / "HEAD").is_file():
-        raise SystemExit(f"{bridge}: not a gaudi-pytorch-bridge checkout (no {SUITE}, no git dir)")
+        raise SystemExit(f"{repo}: not a checkout holding {subdir} (no such folder, no git dir)")
     archive = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "archive", "HEAD", SUITE],
+        ["git", f"--git-dir={git_dir}", "archive", ref, subdir],
         capture_output=True,
         check=False,
     )
     if archive.returncode != 0:
-        raise SystemExit(f"{bridge}: git archive failed: {archive.stderr.decode()[-400:]}")
+        raise SystemExit(f"{repo}: git archive {ref} failed: {archive.stderr.decode()[-400:]}")
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into / SUITE
+    return into / subdir
+
+
+def emulator_env(tmp_path: Path) -> dict[str, str]:
+    """This process's environment with the shim first on PYTHONPATH, this interpreter's bin first
+    on PATH (tests that spawn `python` get the one with torch and the clients) and no stray
+    bridge variables."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(SHIM), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["HABANA_LOGS"] = str(tmp_path / "habana_logs")
+    for var in ("PT_HPU_LAZY_MODE", "RANK", "WORLD_SIZE"):
+        env.pop(var, None)
+    return env
 
 
 def collect(
@@ -107,13 +120,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="bridge-tests-") as tmp:
         tmp_path = Path(tmp)
         suite = extract_suite(bridge, tmp_path)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(SHIM), env.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep
-        )
-        env["HABANA_LOGS"] = str(tmp_path / "habana_logs")
-        for var in ("PT_HPU_LAZY_MODE", "RANK", "WORLD_SIZE"):
-            env.pop(var, None)
+        env = emulator_env(tmp_path)
         ids = collect(suite, dirs, args.mode, env, args.k)
         selected = ids[:: args.sample] if args.sample > 1 else ids
         listing = tmp_path / "selected.txt"
@@ -162,7 +169,7 @@ def report(
     print(f"  raw pass rate (device-only counted as failures): {raw:.1f}%")
     by_dir: dict[str, Counter[str]] = {}
     for test_id, outcome in tally.outcomes.items():
-        by_dir.setdefault(test_id.split("/", 1)[0], Counter())[outcome] += 1
+        by_dir.setdefault(test_id.split("::", 1)[0].split("/", 1)[0], Counter())[outcome] += 1
     for name, counts in sorted(by_dir.items()):
         print(f"  {name}: " + ", ".join(f"{v} {k}" for k, v in counts.most_common()))
     if tally.reasons:

@@ -2,7 +2,8 @@
 
 The factory builds the layout shell (header, URL, page container), registers each page's
 callbacks and the file routes, and loads nothing: data is read by the store on first request.
-Routing is one thin callback from the URL to a page's `layout(ctx)`.
+Routing is one thin callback from the URL to a page's `layout(ctx)`; a change of the URL that
+only moves a view (the timeline's zoom, kept in the URL) does not rebuild the page.
 """
 
 from __future__ import annotations
@@ -18,13 +19,26 @@ from dash import Input, Output, State, dcc, html
 from hpudash import server
 from hpudash.data import Analyzer, DataStore, Loader
 from hpudash.ids import Id
-from hpudash.pages import common, compare, dynamicity, ops, overview, precision, ranks, runs
+from hpudash.pages import (
+    common,
+    compare,
+    dynamicity,
+    memory,
+    ops,
+    overview,
+    precision,
+    ranks,
+    runs,
+)
 from hpudash.pages import timeline as timeline_page
+from hpudash.respcache import DEFAULT_BYTES, ResponseCache
 from hpuprof.errors import HpuprofError, UsageError
 
 PAGES: tuple[ModuleType, ...] = (
-    runs, overview, timeline_page, ops, dynamicity, precision, compare, ranks,
+    runs, overview, timeline_page, ops, dynamicity, precision, ranks, memory, compare,
 )  # fmt: skip
+VIEW_PARAMS = frozenset({"t0", "t1"})
+"""Query keys that move a view inside a page: changing them never rebuilds the page."""
 log = logging.getLogger("hpudash")
 
 
@@ -33,12 +47,15 @@ def _nav(path: str, run: str) -> list[Any]:
     for page in PAGES:
         target = common.href(page.PATH, run=run) if page.PATH != "/" else "/"
         cls = "active" if path == page.PATH else ""
-        links.append(
-            dcc.Link(
-                page.TITLE, href=target, className=cls, id=f"nav-{page.__name__.rsplit('.', 1)[-1]}"
-            )
-        )
-    return links  # fmt: skip
+        name = page.__name__.rsplit(".", 1)[-1]
+        links.append(dcc.Link(page.TITLE, href=target, className=cls, id=f"nav-{name}"))
+    return links
+
+
+def page_identity(path: str, search: str) -> str:
+    """What decides a page's content: its path and query without the view parameters."""
+    query = {k: v for k, v in common.parse_query(search).items() if k not in VIEW_PARAMS}
+    return common.href(path, **dict(sorted(query.items())))
 
 
 def render_page(store: DataStore, path: str, search: str) -> Any:
@@ -46,7 +63,7 @@ def render_page(store: DataStore, path: str, search: str) -> Any:
     query = common.parse_query(search)
     page = next((p for p in PAGES if path == p.PATH), None)
     if page is None:
-        return common.message(f"No page at {path}.", "error")
+        return common.message("There is no page at this address.", "error")
     run = query.get("run", "")
     if page.NEEDS_RUN and not run:
         entries = store.entries()
@@ -60,10 +77,10 @@ def render_page(store: DataStore, path: str, search: str) -> Any:
         return common.message(str(error), "error")
     except Exception as error:
         log.exception("page %s for run %r", path, run)
-        return common.message(f"Internal error building this page: {type(error).__name__}: {error}", "error")  # fmt: skip
+        return common.message(f"This page could not be built ({type(error).__name__}); the server log has the details.", "error")  # fmt: skip
     if not page.NEEDS_RUN:
         return body
-    picker = html.Div([html.Span("run"), common.run_picker(ctx, Id.RUN_SELECT, run)], className="runbar")  # fmt: skip
+    picker = html.Div([html.Span("Run"), common.run_picker(ctx, Id.RUN_SELECT, run)], className="runbar")  # fmt: skip
     return [picker, body]
 
 
@@ -72,20 +89,24 @@ def create_app(
     *,
     loader: Loader | None = None,
     analyzer: Analyzer | None = None,
-    capacity: int = 4,
+    store: DataStore | None = None,
+    response_cache_bytes: int = DEFAULT_BYTES,
 ) -> dash.Dash:
     """The dashboard over `run_dir` (runs and traces found recursively, rescanned per request).
 
     Args:
         run_dir: the directory to serve; nothing outside it is ever read or served.
-        loader: path -> Trace (default `hpuprof.load`, with its Parquet cache).
+        loader: path -> Trace (default `hpuprof.load`, with its cache).
         analyzer: Trace -> `data.Analysis` (default: `hpuprof.analysis.analyze`).
-        capacity: runs kept in memory.
+        store: a ready `DataStore` (cache budgets, disk cache) instead of the default one.
+        response_cache_bytes: budget of the kept answers of deterministic callbacks
+            (`hpudash.respcache`); 0 turns it off.
     """
     root = Path(run_dir)
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory")
-    store = DataStore(root, loader=loader, analyzer=analyzer, capacity=capacity)
+    if store is None:
+        store = DataStore(root, loader=loader, analyzer=analyzer)
     app = dash.Dash(
         "hpudash",
         title="hpudash",
@@ -96,6 +117,7 @@ def create_app(
     app.layout = html.Div(
         [
             dcc.Location(id=Id.URL, refresh="callback-nav"),
+            dcc.Store(id=Id.PAGE_KEY),
             html.Div(id=Id.NAV, className="header"),
             html.Div(id=Id.PAGE, className="page"),
         ]
@@ -104,12 +126,17 @@ def create_app(
     @app.callback(
         Output(Id.PAGE, "children"),
         Output(Id.NAV, "children"),
+        Output(Id.PAGE_KEY, "data"),
         Input(Id.URL, "pathname"),
         Input(Id.URL, "search"),
+        State(Id.PAGE_KEY, "data"),
     )
-    def route(path: str | None, search: str | None) -> tuple[Any, list[Any]]:
+    def route(path: str | None, search: str | None, shown: str | None) -> tuple[Any, Any, Any]:
+        identity = page_identity(path or "/", search or "")
+        if identity == shown:
+            return dash.no_update, dash.no_update, dash.no_update
         run = common.parse_query(search).get("run", "")
-        return render_page(store, path or "/", search or ""), _nav(path or "/", run)
+        return render_page(store, path or "/", search or ""), _nav(path or "/", run), identity
 
     @app.callback(
         Output(Id.URL, "search"),
@@ -121,10 +148,15 @@ def create_app(
         query = common.parse_query(search)
         if not run or query.get("run") == run:
             raise dash.exceptions.PreventUpdate
-        return "?" + common.href("", **(query | {"run": run})).lstrip("?")
+        kept = {k: v for k, v in query.items() if k not in VIEW_PARAMS}
+        return "?" + common.href("", **(kept | {"run": run})).lstrip("?")
 
     for page in PAGES:
         page.register(app, store)
     server.register_routes(app.server, store)
+    if response_cache_bytes > 0:
+        ResponseCache(store, response_cache_bytes).install(
+            app.server, frozenset(p.PATH for p in PAGES)
+        )
     app.server.config["hpudash.store"] = store
     return app

@@ -1,14 +1,27 @@
 """Find runs and traces under a directory, recursively; rescanned on demand (new runs appear).
 
-A *run* is a directory with a `run.json` manifest (written by `hpuprof record`): its traces are
-the relative paths under the manifest's `traces` key. Any other trace file under the root is
-its own entry. Entry keys are POSIX paths relative to the root: the only handle the browser
-ever sends back, resolved against a fresh scan, so a request can name nothing outside it.
+Three kinds of entry:
+- *run*: a directory with a `run.json` manifest (written by `hpuprof record`): its traces are
+  the relative paths under the manifest's `traces` key that stay inside the directory.
+- *ranks*: a directory without a manifest holding two or more trace files of distinct ranks
+  of one job (`...rank-0...`, `...rank1...` in the file names, or the same `world_size` with
+  distinct ranks in each file's `distributedInfo`): one run with several ranks, as
+  `hpuprof analyze DIR` reads it.
+- *trace*: any other trace file, on its own.
+
+Entry keys are POSIX paths relative to the root: the only handle the browser ever sends
+back, resolved against a scan, so a request can name nothing outside the root. Symbolic
+links are never followed (a link inside the root may point anywhere).
 """
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
+import threading
+import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -25,6 +38,21 @@ TRACE_SUFFIXES: tuple[str, ...] = (
 )
 SKIP_SUFFIXES: tuple[str, ...] = (".incomplete.json", ".incomplete.json.gz")
 NOT_TRACES: frozenset[str] = frozenset({MANIFEST, "package.json"})
+RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[-_]?(\d{1,6})(?![0-9])", re.IGNORECASE)
+HEAD_BYTES = 1 << 16
+"""How much of a file's (decompressed) start is read to find its `distributedInfo`."""
+DISTRIBUTED_INFO = re.compile(rb'"distributedInfo"\s*:\s*\{([^{}]{0,4096})\}')
+RANK_KEY = re.compile(rb'"rank"\s*:\s*(\d{1,6})\b')
+WORLD_KEY = re.compile(rb'"world_size"\s*:\s*(\d{1,6})\b')
+SCAN_TTL_S = 1.0
+"""A scan is reused for this long: every request asks the catalog, a walk per request would
+make the served directory's size the cost of every click."""
+
+RESCAN_UNKNOWN_S = 0.25
+"""An unknown key rescans at once, but not more often than this (a flood of bad keys must
+not turn into a flood of directory walks)."""
+
+EntryKind = Literal["run", "ranks", "trace"]
 
 
 @dataclass(frozen=True)
@@ -32,10 +60,10 @@ class Entry:
     """One run or trace under the root.
 
     Args:
-        key: path relative to the root (POSIX), the entry's id in URLs.
+        key: path relative to the root (POSIX), the entry's id in URLs ("." for the root).
         path: absolute path of the run directory or trace file.
-        kind: "run" (a run directory) or "trace" (a lone trace file).
-        traces: the trace files to load, absolute.
+        kind: "run" (a run directory), "ranks" (a directory of rank files) or "trace".
+        traces: the trace files to load, absolute, in rank order for "ranks".
         perfetto: Perfetto exports of a run, absolute.
         mtime_ns: newest modification time among the traces (cache key part).
         size: total bytes of the traces.
@@ -43,11 +71,20 @@ class Entry:
 
     key: str
     path: Path
-    kind: Literal["run", "trace"]
+    kind: EntryKind
     traces: tuple[Path, ...]
     perfetto: tuple[Path, ...] = ()
     mtime_ns: int = 0
     size: int = 0
+
+    @property
+    def version(self) -> tuple[str, int, int]:
+        """What identifies the entry's current content (changes when a trace changes)."""
+        return (self.key, self.mtime_ns, self.size)
+
+    def files(self) -> tuple[Path, ...]:
+        """Every file of the entry the dashboard may serve (traces and Perfetto exports)."""
+        return (*self.perfetto, *self.traces)
 
 
 def is_trace_name(name: str) -> bool:
@@ -70,6 +107,20 @@ def _stat(paths: tuple[Path, ...]) -> tuple[int, int]:
     return mtime, size
 
 
+def _inside(path: Path, root: Path) -> bool:
+    """`path` is a regular file inside `root` reached through no symbolic link."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return False
+    cur = root
+    for part in rel.parts:
+        cur = cur / part
+        if cur.is_symlink():
+            return False
+    return path.is_file()
+
+
 def _manifest_files(run: Path, key: str) -> tuple[Path, ...]:
     try:
         data = orjson.loads((run / MANIFEST).read_bytes())
@@ -77,19 +128,100 @@ def _manifest_files(run: Path, key: str) -> tuple[Path, ...]:
         return ()
     if not isinstance(data, dict):
         return ()
-    root = run.resolve()
     out: list[Path] = []
-    for rel in data.get(key) or []:
-        if not isinstance(rel, str):
+    items = data.get(key) or []
+    for rel in items if isinstance(items, list) else []:
+        if not isinstance(rel, str) or not rel or "\x00" in rel or os.path.isabs(rel):
             continue
-        p = (run / rel).resolve()
-        if p.is_relative_to(root) and p.is_file():
+        p = Path(os.path.normpath(run / rel))
+        if _inside(p, run):
             out.append(p)
     return tuple(sorted(out))
 
 
-def scan(root: Path) -> list[Entry]:
-    """Every run directory and lone trace under `root`, sorted by key."""
+def rank_from_name(name: str) -> int | None:
+    """The rank a file name states (`rank-3`, `rank_3`, `rank3`), or None."""
+    found = RANK_IN_NAME.findall(name)
+    return int(found[-1]) if len(found) >= 1 else None
+
+
+def _head(path: Path) -> bytes:
+    """The first HEAD_BYTES of the file's content (gunzipped when gzip), b"" when unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(HEAD_BYTES)
+        if raw[:2] != b"\x1f\x8b":
+            return raw
+        with gzip.open(path, "rb") as handle:
+            return handle.read(HEAD_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
+def rank_from_header(path: Path) -> tuple[int, int] | None:
+    """(rank, world_size) from the `distributedInfo` near the start of a Chrome JSON trace."""
+    if not path.name.lower().endswith((".json", ".json.gz")):
+        return None
+    found = DISTRIBUTED_INFO.search(_head(path))
+    if not found:
+        return None
+    rank, world = RANK_KEY.search(found.group(1)), WORLD_KEY.search(found.group(1))
+    if not rank or not world:
+        return None
+    return int(rank.group(1)), int(world.group(1))
+
+
+class _HeaderMemo:
+    """`rank_from_header` per (path, mtime, size): each file's start is read once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[tuple[str, int, int], tuple[int, int] | None] = {}
+
+    def get(self, path: Path) -> tuple[int, int] | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        key = (str(path), st.st_mtime_ns, st.st_size)
+        with self._lock:
+            if key in self._seen:
+                return self._seen[key]
+        got = rank_from_header(path)
+        with self._lock:
+            self._seen[key] = got
+        return got
+
+
+def rank_group(files: list[Path], headers: _HeaderMemo | None = None) -> dict[int, Path]:
+    """The files of one directory that are the ranks of one job, by rank ({} if none).
+
+    Files whose names state distinct ranks form the group; failing that, files whose
+    `distributedInfo` gives the same world size (> 1) and distinct ranks. Two or more are
+    needed; any clash of ranks means the files are separate traces, not one run.
+    """
+    named = {p: r for p in files if (r := rank_from_name(p.name)) is not None}
+    if len(named) >= 2 and len(set(named.values())) == len(named):
+        return {r: p for p, r in named.items()}
+    memo = headers or _HeaderMemo()
+    info = {p: h for p in files if (h := memo.get(p)) is not None}
+    worlds = {w for _, w in info.values()}
+    ranks = [r for r, _ in info.values()]
+    if len(info) >= 2 and len(worlds) == 1 and min(worlds) > 1 and len(set(ranks)) == len(ranks):
+        return {r: p for p, (r, _) in info.items()}
+    return {}
+
+
+def _entry(
+    root: Path, here: Path, kind: EntryKind, traces: tuple[Path, ...], perfetto: tuple[Path, ...]
+) -> Entry:
+    mtime, size = _stat(traces)
+    key = here.relative_to(root).as_posix()
+    return Entry(key, here, kind, traces, perfetto, mtime, size)
+
+
+def scan(root: Path, headers: _HeaderMemo | None = None) -> list[Entry]:
+    """Every run directory, rank directory and lone trace under `root`, sorted by key."""
     root = Path(root).resolve()
     entries: list[Entry] = []
     claimed: set[Path] = set()
@@ -98,50 +230,71 @@ def scan(root: Path) -> list[Entry]:
         dirnames[:] = sorted(
             d for d in dirnames if not d.startswith(".") and not d.endswith(".hpuprof-cache")
         )
-        if MANIFEST in filenames:
+        lone = [
+            here / n
+            for n in sorted(filenames)
+            if is_trace_name(n) and not (here / n).is_symlink() and (here / n).is_file()
+        ]
+        if MANIFEST in filenames and not (here / MANIFEST).is_symlink():
             traces = _manifest_files(here, "traces")
             perfetto = _manifest_files(here, "perfetto")
             claimed.update((*traces, *perfetto, *_manifest_files(here, "metrics")))
             if traces:
-                mtime, size = _stat(traces)
-                key = here.relative_to(root).as_posix()
-                entries.append(
-                    Entry(
-                        key=key,
-                        path=here,
-                        kind="run",
-                        traces=traces,
-                        perfetto=perfetto,
-                        mtime_ns=mtime,
-                        size=size,
-                    )
-                )
-        for name in sorted(filenames):
-            p = here / name
-            if is_trace_name(name) and p.is_file() and not p.is_symlink():
-                entries.append(_lone(root, p))
-    return sorted((e for e in entries if e.kind == "run" or e.path not in claimed), key=_order)
-
-
-def _lone(root: Path, p: Path) -> Entry:
-    mtime, size = _stat((p,))
-    return Entry(
-        key=p.relative_to(root).as_posix(),
-        path=p,
-        kind="trace",
-        traces=(p,),
-        mtime_ns=mtime,
-        size=size,
-    )
+                entries.append(_entry(root, here, "run", traces, perfetto))
+        elif len(free := [p for p in lone if p not in claimed]) >= 2:
+            group = rank_group(free, headers)
+            if group:
+                traces = tuple(group[r] for r in sorted(group))
+                claimed.update(traces)
+                entries.append(_entry(root, here, "ranks", traces, ()))
+        entries += [_entry(root, p, "trace", (p,), ()) for p in lone]
+    return sorted((e for e in entries if e.kind != "trace" or e.path not in claimed), key=_order)
 
 
 def _order(e: Entry) -> str:
     return e.key
 
 
+class Catalog:
+    """The entries under `root`, rescanned at most every `ttl_s` seconds; thread-safe.
+
+    Args:
+        root: the directory served.
+        ttl_s: how long a scan is reused (0: every call rescans).
+    """
+
+    def __init__(self, root: Path, ttl_s: float = SCAN_TTL_S) -> None:
+        self.root = Path(root).resolve()
+        self.ttl_s = ttl_s
+        self._lock = threading.Lock()
+        self._headers = _HeaderMemo()
+        self._at = -float("inf")
+        self._entries: list[Entry] = []
+        self._by_key: dict[str, Entry] = {}
+
+    def entries(self, *, fresh: bool = False) -> list[Entry]:
+        """The entries of a scan at most `ttl_s` old (`fresh`: scan now)."""
+        with self._lock:
+            if fresh or time.monotonic() - self._at > self.ttl_s:
+                self._entries = scan(self.root, self._headers)
+                self._by_key = {e.key: e for e in self._entries}
+                self._at = time.monotonic()
+            return self._entries
+
+    def find(self, key: str) -> Entry | None:
+        """The entry named `key`, or None: unknown keys (and every path) name nothing."""
+        if not isinstance(key, str) or not key:
+            return None
+        self.entries()
+        with self._lock:
+            found = self._by_key.get(key)
+        if found is None and time.monotonic() - self._at > RESCAN_UNKNOWN_S:
+            self.entries(fresh=True)  # a run that appeared since the last scan
+            with self._lock:
+                found = self._by_key.get(key)
+        return found
+
+
 def find(root: Path, key: str) -> Entry | None:
     """The entry named `key` in a fresh scan of `root`, or None (unknown keys name nothing)."""
-    for e in scan(root):
-        if e.key == key:
-            return e
-    return None
+    return Catalog(root, ttl_s=0).find(key)

@@ -1,26 +1,35 @@
-"""Cached loading of traces, reports and derived tables, keyed by path + mtime (LRU).
+"""The store every page asks: entries of the served directory and their analysed data.
 
 Nothing is loaded at import time or when the app is built: the first request for a run loads
-it (through `hpuprof.load`, which keeps its own Parquet cache), later requests reuse it until
-the files change. Callbacks only ever ask this store; it is thread-safe (Flask serves requests
-on threads), and each run is computed once even when several requests ask at the same time.
+it (through `hpuprof.load`, which keeps its own cache) and analyses it; the results are kept
+in memory within a byte budget and on disk under the user's cache directory
+(`hpudash.diskcache`), so later requests, other worker processes and a restarted dashboard
+read them back instead of analysing again. Thread-safe (the server answers on threads), and
+each run version is computed once even when several requests ask at the same time.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hpudash import catalog
-from hpudash.figcache import FiguresCache
+from hpudash.catalog import SCAN_TTL_S, Catalog, Entry
+from hpudash.diskcache import (
+    DEFAULT_DISK_BYTES,
+    DEFAULT_MEMORY_BYTES,
+    DiskCache,
+    MemoryCache,
+    cached,
+)
 from hpuprof.errors import HpuprofError
 
 if TYPE_CHECKING:
+    from hpudash.timeline_index import TimelineIndex
     from hpuprof.trace.model import Trace
 
 T = TypeVar("T")
@@ -77,14 +86,16 @@ def default_analyzer(trace: Trace) -> Analysis:
 
 
 class DataStore:
-    """Loads and caches what the pages show, per entry version (key, mtime, size).
+    """Loads, analyses and caches what the pages show, per entry version.
 
     Args:
         root: the directory the dashboard serves.
         loader: path -> Trace (default `hpuprof.load`).
         analyzer: Trace -> Analysis (default `default_analyzer`).
-        capacity: how many runs stay in memory (least recently used are dropped).
-        figures_cache: where key figures persist (default: a sidecar under `root`).
+        memory_bytes: budget of the in-memory cache (traces, reports, timeline indexes).
+        disk: the disk cache (default: a `DiskCache` of `root` under the user's cache dir);
+            `False` keeps nothing on disk.
+        scan_ttl_s: how long a scan of the root is reused.
     """
 
     def __init__(
@@ -93,74 +104,83 @@ class DataStore:
         *,
         loader: Loader | None = None,
         analyzer: Analyzer | None = None,
-        capacity: int = 4,
-        figures_cache: FiguresCache | None = None,
+        memory_bytes: int = DEFAULT_MEMORY_BYTES,
+        disk: DiskCache | bool = True,
+        disk_bytes: int = DEFAULT_DISK_BYTES,
+        scan_ttl_s: float = SCAN_TTL_S,
     ) -> None:
         self.root = Path(root).resolve()
-        self.figures = figures_cache if figures_cache is not None else FiguresCache(self.root)
+        self.catalog = Catalog(self.root, ttl_s=scan_ttl_s)
+        self.memory = MemoryCache(memory_bytes)
+        if isinstance(disk, DiskCache):
+            self.disk: DiskCache | None = disk
+        else:
+            self.disk = DiskCache(self.root, max_bytes=disk_bytes) if disk else None
         self._loader = loader or default_loader
         self._analyzer = analyzer or default_analyzer
-        self._capacity = capacity
         self._lock = threading.Lock()
-        self._runs: OrderedDict[tuple[str, int, int], dict[str, Any]] = OrderedDict()
-        self._key_locks: dict[tuple[str, int, int], Any] = {}
+        self._key_locks: dict[str, threading.RLock] = {}
+        self._failures: dict[tuple[str, int, int], str] = {}
 
-    def entries(self) -> list[catalog.Entry]:
-        """A fresh scan of the root (new runs appear without a restart)."""
-        return catalog.scan(self.root)
+    # --- entries -----------------------------------------------------------------------------
 
-    def entry(self, key: str) -> catalog.Entry:
+    def entries(self) -> list[Entry]:
+        """The runs and traces under the root (rescanned at most every `scan_ttl_s`)."""
+        return self.catalog.entries()
+
+    def entry(self, key: Any) -> Entry:
         """The entry named `key`; raises UnknownRunError for anything else."""
-        found = catalog.find(self.root, key) if key else None
+        found = self.catalog.find(key) if isinstance(key, str) else None
         if found is None:
-            raise UnknownRunError(f"no run or trace named {key!r} under {self.root}")
+            shown = key if isinstance(key, str) and len(key) < 200 else "(that name)"
+            raise UnknownRunError(f"No run or trace named {shown!r} in this dashboard.")
         return found
 
-    def get(self, key: str, what: str, fn: Callable[[catalog.Entry], T]) -> T:
-        """`fn(entry)` for the current version of `key`, computed once and cached (LRU)."""
-        entry = self.entry(key)
-        version = (entry.key, entry.mtime_ns, entry.size)
+    def _entry_of(self, key: str | Entry) -> Entry:
+        return key if isinstance(key, Entry) else self.entry(key)
+
+    # --- caching -------------------------------------------------------------------------------
+
+    def _key_lock(self, entry: Entry) -> threading.RLock:
         with self._lock:
-            slot = self._runs.get(version)
-            if slot is not None:
-                self._runs.move_to_end(version)
-                if what in slot:
-                    return slot[what]
-            key_lock = self._key_locks.setdefault(version, threading.RLock())
-        with key_lock:
-            with self._lock:
-                slot = self._runs.setdefault(version, {})
-                if what in slot:
-                    return slot[what]
-            value = fn(entry)
-            with self._lock:
-                self._runs.setdefault(version, {})[what] = value
-                self._runs.move_to_end(version)
-                while len(self._runs) > self._capacity:
-                    old, _ = self._runs.popitem(last=False)
-                    self._key_locks.pop(old, None)
-        return value
+            lock = self._key_locks.get(entry.key)
+            if lock is None:
+                lock = self._key_locks[entry.key] = threading.RLock()
+            return lock
 
-    def cached_key_figures(self, entry: catalog.Entry) -> dict[str, Any] | None:
-        """The key figures of `entry` if already known (memory or sidecar); never computes."""
-        return self.figures.get(entry)
+    def _once(
+        self,
+        entry: Entry,
+        what: str,
+        compute: Callable[[], T],
+        load: Callable[[], T | None] | None = None,
+        save: Callable[[T], None] | None = None,
+    ) -> T:
+        """The cached `what` of `entry` (memory, then disk), computed once when missing."""
+        key = (entry.version, what)
+        got = self.memory.get(key)
+        if got is not None:
+            return got
+        with self._key_lock(entry):
+            return cached(self.memory, key, compute, load=load, save=save)
 
-    def key_figures(self, key: str, entry: catalog.Entry | None = None) -> dict[str, Any]:
-        """The Runs page's figures of `key` (`figures.key_figures`), computed once per version
-        and kept in the sidecar so a restarted dashboard does not analyse again."""
-        entry = entry or self.entry(key)
-        got = self.figures.get(entry)
-        if got is None:
-            from hpudash.figures import key_figures
+    def failure(self, entry: Entry) -> str | None:
+        """Why this version of `entry` could not be read, if it could not (memory only)."""
+        with self._lock:
+            return self._failures.get(entry.version)
 
-            got = key_figures(self.report(key), self.trace(key))
-            self.figures.put(entry, got)
-        return got
+    def fail(self, entry: Entry, message: str) -> None:
+        """Remember that `entry`'s current version failed, so it is not retried every tick."""
+        with self._lock:
+            self._failures[entry.version] = message
 
-    def trace(self, key: str) -> Trace:
-        return self.get(key, "trace", self._load_entry)
+    # --- what pages ask for ----------------------------------------------------------------------
 
-    def _load_entry(self, entry: catalog.Entry) -> Trace:
+    def trace(self, key: str | Entry) -> Trace:
+        entry = self._entry_of(key)
+        return self._once(entry, "trace", lambda: self._load_entry(entry))
+
+    def _load_entry(self, entry: Entry) -> Trace:
         """The entry's trace files, loaded one by one and combined (a run's ranks)."""
         traces = [self._loader(p) for p in entry.traces]
         if len(traces) == 1:
@@ -169,13 +189,110 @@ class DataStore:
 
         return combine(traces)
 
-    def analysis(self, key: str) -> Analysis:
-        return self.get(key, "analysis", lambda e: self._analyzer(self.trace(key)))
+    def analysis(self, key: str | Entry) -> Analysis:
+        """The run's `Analysis` (with the `Report` object, for renderers)."""
+        entry = self._entry_of(key)
+        return self._once(entry, "analysis", lambda: self._analyzer(self.trace(entry)))
 
-    def report(self, key: str) -> dict[str, Any]:
-        """The report dict of `key` (`Report.to_dict()` keys)."""
-        return self.analysis(key).data
+    def view(self, key: str | Entry) -> dict[str, Any]:
+        """The run's report as pages show it (`reportview.view_doc`: the report dict, its
+        tables, findings and failed sections), from disk when analysed before."""
+        from hpudash.reportview import VIEW_VERSION, view_doc
 
-    def derived(self, key: str, what: str, fn: Callable[[Trace], T]) -> T:
-        """`fn(trace)` cached with the run (op table, timeline index, ...)."""
-        return self.get(key, what, lambda e: fn(self.trace(key)))
+        entry = self._entry_of(key)
+        disk = self.disk
+
+        def compute() -> dict[str, Any]:
+            a = self.analysis(entry)
+            return view_doc(a.report, a.errors)
+
+        def load() -> dict[str, Any] | None:
+            got = disk.read_json(entry, "view") if disk else None
+            return got if isinstance(got, dict) and got.get("version") == VIEW_VERSION else None
+
+        return self._once(
+            entry,
+            "view",
+            compute,
+            load=load if disk else None,
+            save=(lambda v: disk.write_json(entry, "view", v)) if disk else None,
+        )
+
+    def report(self, key: str | Entry) -> dict[str, Any]:
+        """The report dict of `key` (`Report.to_dict()`: the JSON of `hpuprof analyze`)."""
+        data = self.view(key).get("data")
+        return data if isinstance(data, dict) else {}
+
+    def comparison(self, a: str | Entry, b: str | Entry) -> dict[str, Any]:
+        """The view of run B against run A (`hpuprof.analysis.compare`), kept like a report."""
+        from hpudash.reportview import VIEW_VERSION, view_doc
+        from hpuprof.analysis import compare
+
+        ea, eb = self._entry_of(a), self._entry_of(b)
+        disk = self.disk
+        name = "compare-" + hashlib.sha256(repr(eb.version).encode()).hexdigest()[:16]
+
+        def compute() -> dict[str, Any]:
+            return view_doc(compare(self.trace(ea), self.trace(eb)))
+
+        def load() -> dict[str, Any] | None:
+            got = disk.read_json(ea, name) if disk else None
+            return got if isinstance(got, dict) and got.get("version") == VIEW_VERSION else None
+
+        return self._once(
+            ea,
+            name,
+            compute,
+            load=load if disk else None,
+            save=(lambda v: disk.write_json(ea, name, v)) if disk else None,
+        )
+
+    def cached_key_figures(self, entry: Entry) -> dict[str, Any] | None:
+        """The key figures of `entry` if already known (memory or disk); never computes."""
+        got = self.memory.get((entry.version, "figures"))
+        if got is None and self.disk is not None:
+            got = self.disk.read_json(entry, "figures")
+            if got is not None:
+                self.memory.put((entry.version, "figures"), got)
+        return got if isinstance(got, dict) else None
+
+    def key_figures(self, key: str | Entry) -> dict[str, Any]:
+        """The run's key figures (`hpuprof.analysis.key_figures`, the report's meta), a dict."""
+        entry = self._entry_of(key)
+        disk = self.disk
+
+        def compute() -> dict[str, Any]:
+            figs = (self.report(entry).get("meta") or {}).get("key_figures")
+            return dict(figs) if isinstance(figs, dict) else {}
+
+        return self._once(
+            entry,
+            "figures",
+            compute,
+            load=(lambda: disk.read_json(entry, "figures")) if disk else None,
+            save=(lambda v: disk.write_json(entry, "figures", v)) if disk else None,
+        )
+
+    def timeline(self, key: str | Entry) -> TimelineIndex:
+        """The run's timeline index (kept on disk as arrays: a restart does not rebuild it)."""
+        from hpudash.timeline_index import TimelineIndex, build_index
+
+        entry = self._entry_of(key)
+        disk = self.disk
+
+        def load() -> TimelineIndex | None:
+            arrays = disk.read_arrays(entry, "timeline") if disk else None
+            return TimelineIndex.from_arrays(arrays) if arrays is not None else None
+
+        return self._once(
+            entry,
+            "timeline",
+            lambda: build_index(self.trace(entry)),
+            load=load if disk else None,
+            save=(lambda v: disk.write_arrays(entry, "timeline", v.to_arrays())) if disk else None,
+        )
+
+    def derived(self, key: str | Entry, what: str, fn: Callable[[Trace], T]) -> T:
+        """`fn(trace)` cached in memory with the run."""
+        entry = self._entry_of(key)
+        return self._once(entry, what, lambda: fn(self.trace(entry)))

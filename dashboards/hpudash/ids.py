@@ -13,6 +13,7 @@ class Id(StrEnum):
     PAGE = "page-content"
     RUN_SELECT = "run-select"
     SERVER_ERROR = "server-error"
+    PAGE_KEY = "page-key"
 
     RUNS_GRID = "runs-grid"
     RUNS_REFRESH = "runs-refresh"
@@ -29,6 +30,12 @@ class Id(StrEnum):
     TIMELINE_GRAPH = "timeline-graph"
     TIMELINE_STATUS = "timeline-status"
     TIMELINE_DETAILS = "timeline-details"
+    TIMELINE_RANKS = "timeline-ranks"
+    TIMELINE_GROUPS = "timeline-groups"
+    TIMELINE_OPTIONS = "timeline-options"
+    TIMELINE_WINDOW = "timeline-window"
+    TIMELINE_RANGE = "timeline-range"
+    TIMELINE_PERFETTO = "timeline-perfetto"
 
     OPS_SEARCH = "ops-search"
     OPS_GRID = "ops-grid"

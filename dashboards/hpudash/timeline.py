@@ -1,48 +1,52 @@
 """Server-side level of detail for the timeline: the browser only ever gets what it can draw.
 
-`build_index(trace)` sorts every slice once into per-track arrays (host threads, then device
-engines). `query(index, t0, t1)` answers one view: when the window holds at most
-`exact_limit` slices it returns them exactly (drawn as nested bars, clickable); otherwise it
-returns each track's busy fraction per pixel bucket (from prefix sums over top-level slices,
-O(tracks x buckets x log n)) plus the marked events (compiles, syncs, fallbacks, HPU-graph
-replays), thinned to one per bucket when there are too many. `figure(window)` draws either.
+`lanes(index, ...)` picks the rows to draw (rank filter, collapsed groups); `query(index,
+lanes, t0, t1)` answers one view: when the window holds at most `exact_limit` slices it
+returns them exactly (bars, one row per nesting depth, clickable, labelled where they fit,
+never narrower than a pixel); otherwise each lane's busy fraction per pixel bucket (prefix
+sums, O(lanes x buckets x log n)) drawn as a density in which any activity is visible. Marked
+events (compiles, syncs, fallbacks, HPU-graph replays), launch -> device-op arrows and
+counter tracks ride along. `figure(window)` draws either.
 """
 
 from __future__ import annotations
 
 import html
+import zlib
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
-import orjson
 
-if TYPE_CHECKING:
-    import pandas as pd
-    import plotly.graph_objects as go
+from hpudash import fmt
+from hpudash.timeline_index import MARKS, TimelineIndex, build_index, mark_codes
 
-    from hpuprof.trace.model import Trace
+__all__ = ["MARKS", "TimelineIndex", "build_index", "figure", "lanes", "mark_codes", "query"]
 
-MARKS: tuple[str, ...] = ("", "compile", "sync", "fallback", "graph_replay")
-"""Marker classes; index 0 is an unmarked slice."""
-MARK_STYLE: dict[str, tuple[str, str]] = {
-    "compile": ("#d62728", "diamond"),
-    "sync": ("#9467bd", "line-ns-open"),
-    "fallback": ("#ff7f0e", "x"),
-    "graph_replay": ("#2ca02c", "triangle-right"),
+MARK_STYLE: dict[str, tuple[str, str, str]] = {
+    "compile": ("#d62728", "diamond", "compile"),
+    "sync": ("#9467bd", "line-ns-open", "sync"),
+    "fallback": ("#ff7f0e", "x", "CPU fallback"),
+    "graph_replay": ("#2ca02c", "triangle-right", "HPU graph replay"),
 }
-HOST_COLOR = "#4c78a8"
-DEVICE_COLOR = "#54a24b"
+HOST_SHADES = ("#4c78a8", "#6a8fbf", "#3b6591", "#7fa3cc", "#557fae", "#2f5a86")
+DEVICE_SHADES = ("#54a24b", "#6dbb5f", "#3f8a37", "#86c47a", "#4c9a44", "#2f7a2a")
+SUMMARY_COLOR = "#8c8c8c"
+COUNTER_COLOR = "#b279a2"
+FLOW_COLOR = "#e45756"
 EXACT_LIMIT = 3000
 MARKER_LIMIT = 2000
+FLOW_LIMIT = 400
+"""Launch arrows are drawn when the view holds at most this many (zoom in for more)."""
 DEFAULT_BUCKETS = 800
-MAX_LEVELS = 6
-"""Nesting levels drawn as sub-rows of a track; deeper slices share the last one."""
-DETAIL_FIELDS: tuple[str, ...] = (
-    "name", "cat", "kind", "rank", "pid", "tid", "engine", "ts_ns", "dur_ns", "step",
-    "correlation", "mode", "module", "phase", "graph_id", "hpu_event", "flush_reason",
-    "fallback", "input_dims", "input_types",
-)  # fmt: skip
+PLOT_PX = 1200
+"""Assumed plot width in pixels: a slice is never drawn narrower than one of them."""
+LABEL_PX = 40
+"""Slices at least this wide (estimated pixels) carry their name as a label."""
+LANE_PX = 18
+EXPAND_ALL_ROWS = 60
+"""Groups start expanded when all their rows together are at most this many."""
 
 
 def plot_text(value: object) -> str:
@@ -51,163 +55,56 @@ def plot_text(value: object) -> str:
 
 
 @dataclass(frozen=True)
-class Track:
-    """One horizontal lane: a host thread or a device engine of one rank."""
+class Lane:
+    """One drawn row: a group's summary, one depth of a track, or a counter track."""
 
-    rank: int
-    pid: str
-    tid: str
+    kind: Literal["summary", "row", "counter"]
+    group: int
+    ref: int
+    """summary: the group; row: the row index; counter: the counter track's position."""
     label: str
     is_device: bool
 
 
-@dataclass(frozen=True)
-class TimelineIndex:
-    """Slices sorted by (track, ts) in flat arrays; `offsets[i]:offsets[i+1]` is track i.
-
-    Times are ns relative to `t0_ns` (the first slice's start). `top_*` hold the top-level
-    slices (depth 0) per track with `top_offsets`, and `top_cum` their inclusive running sum
-    of durations, for occupancy. Marked events (any depth, instants included) are in `mark_*`
-    sorted by time.
-    """
-
-    t0_ns: int
-    span_ns: int
-    tracks: tuple[Track, ...]
-    offsets: np.ndarray
-    ts: np.ndarray
-    end: np.ndarray
-    row: np.ndarray
-    depth: np.ndarray
-    mark: np.ndarray
-    max_dur: np.ndarray
-    top_offsets: np.ndarray
-    top_ts: np.ndarray
-    top_dur: np.ndarray
-    top_cum: np.ndarray
-    mark_ts: np.ndarray
-    mark_track: np.ndarray
-    mark_kind: np.ndarray
-    mark_row: np.ndarray
-    names: np.ndarray
+def default_expanded(idx: TimelineIndex, ranks: Collection[int] | None = None) -> list[int]:
+    """Groups expanded on first view: all when small, else those of the first rank shown."""
+    shown = [i for i, g in enumerate(idx.groups) if ranks is None or g.rank in ranks]
+    rows = sum(t.depths for t in idx.tracks if t.group in shown)
+    if rows <= EXPAND_ALL_ROWS or not shown:
+        return shown
+    first = idx.groups[shown[0]].rank
+    return [i for i in shown if idx.groups[i].rank == first]
 
 
-def _mark_codes(ev: pd.DataFrame) -> np.ndarray:
-    hpu = ev["hpu_event"].astype(str).to_numpy()
-    kind = ev["kind"].astype(str).to_numpy()
-    code = np.zeros(len(ev), dtype=np.int8)
-    code[np.isin(hpu, ("graph_replay",))] = MARKS.index("graph_replay")
-    code[(kind == "sync") | (hpu == "sync")] = MARKS.index("sync")
-    code[ev["fallback"].to_numpy(dtype=bool) | (hpu == "fallback")] = MARKS.index("fallback")
-    code[np.isin(hpu, ("compile", "dynamo_compile"))] = MARKS.index("compile")
-    return code
-
-
-def _labels(trace: Trace, keys: pd.DataFrame) -> list[str]:
-    names: dict[tuple[int, str, str], str] = {}
-    procs: dict[tuple[int, str], str] = {}
-    th = trace.threads
-    if len(th) and {"rank", "pid", "tid", "name"} <= set(th.columns):
-        for r, p, t, n in th[["rank", "pid", "tid", "name"]].itertuples(index=False):
-            names[(int(r), str(p), str(t))] = str(n)
-    pr = trace.processes
-    if len(pr) and {"rank", "pid", "name"} <= set(pr.columns):
-        for r, p, n in pr[["rank", "pid", "name"]].itertuples(index=False):
-            procs[(int(r), str(p))] = str(n)
-    ranks = keys["rank"].nunique() > 1
-    out = []
-    for r, p, t, dev in keys[["rank", "pid", "tid", "is_device"]].itertuples(index=False):
-        thread = names.get((int(r), str(p), str(t))) or f"tid {t}"
-        proc = procs.get((int(r), str(p))) or ("device" if dev else f"pid {p}")
-        prefix = f"r{r} " if ranks else ""
-        out.append(f"{prefix}{proc} / {thread}")
-    return out
-
-
-def build_index(trace: Trace) -> TimelineIndex:
-    """Sort the trace's slices once into tracks (host threads first, then device engines)."""
-    ev = trace.events
-    slices = (ev["ph"].astype(str) == "X").to_numpy() & (
-        ev["kind"].astype(str) != "span"
-    ).to_numpy()
-    rows = np.flatnonzero(slices)
-    sub = ev.iloc[rows]
-    key = sub[["rank", "is_device", "pid", "tid"]].astype({"pid": str, "tid": str})
-    keys = key.drop_duplicates().sort_values(["rank", "is_device", "pid", "tid"], ignore_index=True)
-    track_of = (
-        key.reset_index(drop=True)
-        .merge(keys.reset_index(names="track"), on=["rank", "is_device", "pid", "tid"], how="left")[
-            "track"
-        ]
-        .to_numpy(dtype=np.int64)
-    )
-    ts_all = ev["ts_ns"].to_numpy(dtype=np.int64)
-    t0 = int(ts_all.min()) if len(ts_all) else 0
-    ts = sub["ts_ns"].to_numpy(dtype=np.int64) - t0
-    dur = np.maximum(sub["dur_ns"].to_numpy(dtype=np.int64), 0)
-    order = np.lexsort((ts, track_of))
-    track_sorted = track_of[order]
-    n_tracks = len(keys)
-    offsets = np.searchsorted(track_sorted, np.arange(n_tracks + 1))
-    ts_s, dur_s = ts[order], dur[order]
-    depth = sub["depth"].to_numpy(dtype=np.int16)[order]
-    max_dur = np.zeros(n_tracks, dtype=np.int64)
-    if len(dur_s):
-        np.maximum.at(max_dur, track_sorted, dur_s)
-    top = depth == 0
-    top_track = track_sorted[top]
-    top_dur = dur_s[top]
-    codes = _mark_codes(ev)
-    marked = np.flatnonzero(codes > 0)
-    mk_track = np.full(len(marked), -1, dtype=np.int64)
-    row_track = np.full(len(ev), -1, dtype=np.int64)
-    row_track[rows] = track_of
-    mk_track = row_track[marked]
-    # Marked instants (no slice track) go on their thread's track when it has one.
-    if (mk_track < 0).any():
-        lane = {
-            (int(r), str(p), str(t)): i
-            for i, (r, p, t) in enumerate(keys[["rank", "pid", "tid"]].itertuples(index=False))
-        }
-        m = ev.iloc[marked]
-        m_rank = m["rank"].to_numpy(dtype=np.int64)
-        m_pid, m_tid = m["pid"].astype(str).to_numpy(), m["tid"].astype(str).to_numpy()
-        for j in np.flatnonzero(mk_track < 0):
-            mk_track[j] = lane.get((int(m_rank[j]), str(m_pid[j]), str(m_tid[j])), -1)
-    keep = mk_track >= 0
-    marked, mk_track = marked[keep], mk_track[keep]
-    mk_ts = ts_all[marked] - t0
-    mk_order = np.argsort(mk_ts, kind="stable")
-    tracks = tuple(
-        Track(int(r), str(p), str(t), label, bool(d))
-        for (r, d, p, t), label in zip(
-            keys[["rank", "is_device", "pid", "tid"]].itertuples(index=False),
-            _labels(trace, keys),
-            strict=True,
-        )
-    )
-    end = ts_s + dur_s
-    return TimelineIndex(
-        t0_ns=t0,
-        span_ns=int(end.max()) if len(end) else 0,
-        tracks=tracks,
-        offsets=offsets,
-        ts=ts_s,
-        end=end,
-        row=rows[order],
-        depth=depth,
-        mark=codes[rows][order],
-        max_dur=max_dur,
-        top_offsets=np.searchsorted(top_track, np.arange(n_tracks + 1)),
-        top_ts=ts_s[top],
-        top_dur=top_dur,
-        top_cum=np.cumsum(top_dur),
-        mark_ts=mk_ts[mk_order],
-        mark_track=mk_track[mk_order],
-        mark_kind=codes[marked][mk_order],
-        mark_row=marked[mk_order],
-        names=ev["name"].to_numpy(),
-    )
+def lanes(
+    idx: TimelineIndex,
+    ranks: Collection[int] | None = None,
+    expanded: Collection[int] | None = None,
+) -> tuple[Lane, ...]:
+    """The lanes to draw, top to bottom: per group a summary lane, then (when expanded) one
+    lane per nesting depth of each track, or one per counter series."""
+    open_ = set(default_expanded(idx, ranks) if expanded is None else expanded)
+    counter_pos = {int(t): i for i, t in enumerate(idx.ctr_track)}
+    out: list[Lane] = []
+    for g, group in enumerate(idx.groups):
+        if ranks is not None and group.rank not in ranks:
+            continue
+        is_open = g in open_
+        arrow = "▾" if is_open else "▸"
+        out.append(Lane("summary", g, g, f"{arrow} {group.label}", group.is_device))
+        if not is_open:
+            continue
+        for t, track in enumerate(idx.tracks):
+            if track.group != g:
+                continue
+            if track.counter:
+                out.append(Lane("counter", g, counter_pos[t], track.label, False))
+                continue
+            for r in idx.rows_of_track(t):
+                depth = int(idx.row_depth[r])
+                label = track.label if depth == 0 else ""
+                out.append(Lane("row", g, int(r), label, track.is_device))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -217,248 +114,497 @@ class Window:
     Args:
         mode: "exact" (every slice) or "aggregated" (busy fraction per bucket).
         t0, t1: the window.
-        labels: track labels, top to bottom.
-        total: slices overlapping the window.
-        bar_*: exact mode, one entry per slice (row = event row index).
-        edges, busy, counts: aggregated mode, bucket edges (ns) and per track x bucket
-            busy fraction and slices starting there.
+        lanes: what each y position shows, top to bottom.
+        total: slices (and summary intervals) overlapping the window in the drawn lanes.
+        bar_*: exact mode, one entry per bar (event = events-table row, -1 for a summary).
+        edges, busy, counts: aggregated mode: bucket edges (ns), per lane x bucket busy
+            fraction and number of slices starting there.
         mark_*: marked events in the window (thinned in aggregated mode).
+        flow_*: exact mode, launch -> device-op arrows (start and end time and lane).
+        ctr_*: counter samples per counter lane (lane, time, value), thinned to the buckets.
     """
 
     mode: Literal["exact", "aggregated"]
     t0: int
     t1: int
-    labels: tuple[str, ...]
+    lanes: tuple[Lane, ...]
     total: int
-    bar_track: np.ndarray
+    bar_lane: np.ndarray
     bar_ts: np.ndarray
     bar_end: np.ndarray
-    bar_depth: np.ndarray
-    bar_row: np.ndarray
+    bar_event: np.ndarray
     bar_mark: np.ndarray
-    bar_device: np.ndarray
+    bar_class: np.ndarray
     bar_name: tuple[str, ...]
     edges: np.ndarray
     busy: np.ndarray
     counts: np.ndarray
     mark_ts: np.ndarray
-    mark_track: np.ndarray
+    mark_lane: np.ndarray
     mark_kind: np.ndarray
-    mark_row: np.ndarray
+    mark_event: np.ndarray
     mark_name: tuple[str, ...]
+    flow_x0: np.ndarray
+    flow_y0: np.ndarray
+    flow_x1: np.ndarray
+    flow_y1: np.ndarray
+    ctr_lane: np.ndarray
+    ctr_ts: np.ndarray
+    ctr_value: np.ndarray
+    ctr_scale: np.ndarray
+    marked: int = 0
+    """Marked events in the window (drawn as coloured bars or as markers)."""
 
 
-def _cum(idx: TimelineIndex, a: int, b: int, t: np.ndarray) -> np.ndarray:
-    """Busy ns of track slices [a, b) of the top-level arrays before each time in `t`."""
-    ts, dur = idx.top_ts[a:b], idx.top_dur[a:b]
+CLASS_HOST, CLASS_DEVICE, CLASS_SUMMARY = 0, 1, 2
+
+
+def _cum_at(ts: np.ndarray, end: np.ndarray, cum: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Busy ns before each time in `t` of sorted, disjoint intervals with running sum `cum`."""
     if not len(ts):
         return np.zeros(len(t), dtype=np.float64)
-    cum = idx.top_cum[a:b] - (idx.top_cum[a - 1] if a > 0 else 0)
     k = np.searchsorted(ts, t, side="right")
     j = np.maximum(k - 1, 0)
-    before = cum[j] - dur[j]
-    part = np.clip(t - ts[j], 0, dur[j])
+    dur = end[j] - ts[j]
+    before = cum[j] - dur
+    part = np.clip(t - ts[j], 0, dur)
     return np.where(k > 0, before + part, 0).astype(np.float64)
+
+
+def _row_range(idx: TimelineIndex, r: int, lo: int, hi: int) -> np.ndarray:
+    """Positions of row r's slices overlapping [lo, hi]."""
+    a, b = int(idx.offsets[r]), int(idx.offsets[r + 1])
+    first = a + int(np.searchsorted(idx.ts[a:b], lo - idx.max_dur[r], side="left"))
+    last = a + int(np.searchsorted(idx.ts[a:b], hi, side="right"))
+    if last <= first:
+        return np.zeros(0, dtype=np.int64)
+    return first + np.flatnonzero(idx.end[first:last] >= lo)
+
+
+def _sum_range(idx: TimelineIndex, g: int, lo: int, hi: int) -> np.ndarray:
+    a, b = int(idx.sum_offsets[g]), int(idx.sum_offsets[g + 1])
+    first = a + int(np.searchsorted(idx.sum_end[a:b], lo, side="left"))
+    last = a + int(np.searchsorted(idx.sum_ts[a:b], hi, side="right"))
+    return np.arange(first, max(first, last), dtype=np.int64)
 
 
 def query(
     idx: TimelineIndex,
+    shown: tuple[Lane, ...] | None = None,
     t0: float | None = None,
     t1: float | None = None,
     *,
     buckets: int = DEFAULT_BUCKETS,
     exact_limit: int = EXACT_LIMIT,
+    flows: bool = True,
 ) -> Window:
-    """The view of [t0, t1] ns (relative; None = the whole trace), exact or aggregated."""
+    """The view of [t0, t1] ns (relative; None = the whole trace) of `shown` lanes."""
+    shown = lanes(idx) if shown is None else shown
     lo_t = 0 if t0 is None else max(int(t0), 0)
     hi_t = idx.span_ns if t1 is None else min(int(t1), idx.span_ns)
     if hi_t <= lo_t:
-        hi_t = lo_t + 1
-    n_tracks = len(idx.tracks)
-    spans: list[tuple[int, np.ndarray]] = []
+        lo_t, hi_t = max(0, min(lo_t, idx.span_ns - 1)), max(lo_t + 1, min(hi_t, idx.span_ns))
+    per_lane: list[np.ndarray] = []
     total = 0
-    for i in range(n_tracks):
-        a, b = int(idx.offsets[i]), int(idx.offsets[i + 1])
-        lo = a + int(np.searchsorted(idx.ts[a:b], lo_t - idx.max_dur[i], side="left"))
-        hi = a + int(np.searchsorted(idx.ts[a:b], hi_t, side="right"))
-        if hi > lo:
-            sel = lo + np.flatnonzero(idx.end[lo:hi] >= lo_t)
-            spans.append((i, sel))
-            total += len(sel)
+    for lane in shown:
+        if lane.kind == "row":
+            sel = _row_range(idx, lane.ref, lo_t, hi_t)
+        elif lane.kind == "summary":
+            sel = _sum_range(idx, lane.ref, lo_t, hi_t)
+        else:
+            sel = np.zeros(0, dtype=np.int64)
+        per_lane.append(sel)
+        total += len(sel)
+    lane_of_row = np.full(len(idx.row_track), -1, dtype=np.int64)
+    summary_lane = np.full(len(idx.groups), -1, dtype=np.int64)
+    open_groups = set()
+    for y, lane in enumerate(shown):
+        if lane.kind == "row":
+            lane_of_row[lane.ref] = y
+            open_groups.add(lane.group)
+        elif lane.kind == "summary":
+            summary_lane[lane.ref] = y
+    track_group = np.array([t.group for t in idx.tracks], dtype=np.int64)
+    row_group = track_group[idx.row_track] if len(idx.row_track) else idx.row_track
+    # marks: on their row when drawn, else on their group's summary lane
     ml = int(np.searchsorted(idx.mark_ts, lo_t, side="left"))
     mh = int(np.searchsorted(idx.mark_ts, hi_t, side="right"))
-    m_ts, m_track = idx.mark_ts[ml:mh], idx.mark_track[ml:mh]
-    m_kind, m_row = idx.mark_kind[ml:mh], idx.mark_row[ml:mh]
+    m_row = idx.mark_row[ml:mh]
+    m_lane = lane_of_row[m_row] if len(m_row) else m_row
+    if len(m_row):
+        m_lane = np.where(m_lane >= 0, m_lane, summary_lane[row_group[m_row]])
+    m_keep = m_lane >= 0
+    m_ts, m_kind = idx.mark_ts[ml:mh][m_keep], idx.mark_kind[ml:mh][m_keep]
+    m_event, m_name = idx.mark_event[ml:mh][m_keep], idx.mark_name[ml:mh][m_keep]
+    m_lane = m_lane[m_keep]
+    marked = len(m_ts)
+    ctr = _counters(idx, shown, lo_t, hi_t, buckets)
     empty_i = np.zeros(0, dtype=np.int64)
-    labels = tuple(t.label for t in idx.tracks)
+    empty_f = np.zeros(0, dtype=np.float64)
     if total <= exact_limit:
-        sel = np.concatenate([s for _, s in spans]) if spans else empty_i
-        track = np.concatenate([np.full(len(s), i) for i, s in spans]) if spans else empty_i
-        rows = idx.row[sel]
-        device = np.array([idx.tracks[int(t)].is_device for t in track], dtype=bool)
+        ys, tss, ends, events, marks, classes = [], [], [], [], [], []
+        for y, (lane, sel) in enumerate(zip(shown, per_lane, strict=True)):
+            if not len(sel):
+                continue
+            ys.append(np.full(len(sel), y))
+            if lane.kind == "row":
+                tss.append(idx.ts[sel])
+                ends.append(idx.end[sel])
+                events.append(sel)
+                marks.append(idx.mark[sel])
+                classes.append(np.full(len(sel), CLASS_DEVICE if lane.is_device else CLASS_HOST))
+            else:
+                tss.append(idx.sum_ts[sel])
+                ends.append(idx.sum_end[sel])
+                events.append(np.full(len(sel), -1))
+                marks.append(np.zeros(len(sel), dtype=np.int8))
+                classes.append(np.full(len(sel), CLASS_SUMMARY))
+        pos = np.concatenate(events) if events else empty_i
+        is_slice = pos >= 0
+        names = tuple(idx.names[int(idx.name_code[p])] if p >= 0 else "busy" for p in pos.tolist())
+        fx0, fy0, fx1, fy1 = _flows(idx, pos[is_slice], lane_of_row) if flows else (empty_i,) * 4
+        # a marked slice is drawn as a coloured bar: its marker would only cover it
+        bar_events = idx.event[pos[is_slice]]
+        drawn = np.isin(m_event, bar_events)
+        m_ts, m_lane, m_kind, m_event, m_name = (
+            m_ts[~drawn],
+            m_lane[~drawn],
+            m_kind[~drawn],
+            m_event[~drawn],
+            m_name[~drawn],
+        )
         return Window(
-            "exact", lo_t, hi_t, labels, total,
-            track, idx.ts[sel], idx.end[sel], idx.depth[sel], rows, idx.mark[sel], device,
-            tuple(str(n) for n in idx.names[rows]),
-            np.zeros(0), np.zeros((n_tracks, 0)), np.zeros((n_tracks, 0), dtype=np.int64),
-            m_ts, m_track, m_kind, m_row, tuple(str(n) for n in idx.names[m_row]),
+            "exact", lo_t, hi_t, shown, total,
+            np.concatenate(ys) if ys else empty_i,
+            np.concatenate(tss) if tss else empty_i,
+            np.concatenate(ends) if ends else empty_i,
+            np.where(is_slice, idx.event[np.maximum(pos, 0)] if len(pos) else pos, -1),
+            np.concatenate(marks) if marks else np.zeros(0, dtype=np.int8),
+            np.concatenate(classes) if classes else empty_i,
+            names,
+            empty_f, np.zeros((len(shown), 0)), np.zeros((len(shown), 0), dtype=np.int64),
+            m_ts, m_lane, m_kind, m_event, tuple(idx.names[int(c)] for c in m_name),
+            fx0, fy0, fx1, fy1, *ctr, marked,
         )  # fmt: skip
     edges = np.linspace(lo_t, hi_t, buckets + 1)
     width = np.diff(edges)
-    busy = np.zeros((n_tracks, buckets))
-    counts = np.zeros((n_tracks, buckets), dtype=np.int64)
-    for i in range(n_tracks):
-        a, b = int(idx.top_offsets[i]), int(idx.top_offsets[i + 1])
-        busy[i] = np.clip(np.diff(_cum(idx, a, b, edges)) / width, 0.0, 1.0)
-        sa, sb = int(idx.offsets[i]), int(idx.offsets[i + 1])
-        counts[i] = np.diff(np.searchsorted(idx.ts[sa:sb], edges, side="left"))
+    busy = np.zeros((len(shown), buckets))
+    counts = np.zeros((len(shown), buckets), dtype=np.int64)
+    for y, lane in enumerate(shown):
+        if lane.kind == "row":
+            a, b = int(idx.offsets[lane.ref]), int(idx.offsets[lane.ref + 1])
+            ts, end = idx.ts[a:b], idx.end[a:b]
+            cum = idx.cum[a:b] - (idx.cum[a - 1] if a > 0 else 0)
+        elif lane.kind == "summary":
+            a, b = int(idx.sum_offsets[lane.ref]), int(idx.sum_offsets[lane.ref + 1])
+            ts, end = idx.sum_ts[a:b], idx.sum_end[a:b]
+            cum = idx.sum_cum[a:b] - (idx.sum_cum[a - 1] if a > 0 else 0)
+        else:
+            continue
+        busy[y] = np.clip(np.diff(_cum_at(ts, end, cum, edges)) / width, 0.0, 1.0)
+        counts[y] = np.diff(np.searchsorted(ts, edges, side="left"))
+        # a slice shorter than its bucket still shows: at least 1 % of the bucket
+        counts_here = counts[y] > 0
+        busy[y] = np.where(counts_here & (busy[y] < 0.01), 0.01, busy[y])
     if len(m_ts) > MARKER_LIMIT:
         bucket = np.minimum(((m_ts - lo_t) / (hi_t - lo_t) * buckets).astype(np.int64), buckets - 1)
-        _, first = np.unique(m_track * (buckets + 1) * 8 + bucket * 8 + m_kind, return_index=True)
+        _, first = np.unique(m_lane * (buckets + 1) * 8 + bucket * 8 + m_kind, return_index=True)
         first.sort()
-        m_ts, m_track, m_kind, m_row = m_ts[first], m_track[first], m_kind[first], m_row[first]
+        m_ts, m_lane, m_kind = m_ts[first], m_lane[first], m_kind[first]
+        m_event, m_name = m_event[first], m_name[first]
     return Window(
-        "aggregated", lo_t, hi_t, labels, total,
-        empty_i, empty_i, empty_i, empty_i, empty_i, empty_i, np.zeros(0, dtype=bool), (),
+        "aggregated", lo_t, hi_t, shown, total,
+        empty_i, empty_i, empty_i, empty_i, np.zeros(0, dtype=np.int8), empty_i, (),
         edges, busy, counts,
-        m_ts, m_track, m_kind, m_row, tuple(str(n) for n in idx.names[m_row]),
+        m_ts, m_lane, m_kind, m_event, tuple(idx.names[int(c)] for c in m_name),
+        empty_i, empty_i, empty_i, empty_i, *ctr, marked,
     )  # fmt: skip
+
+
+def _flows(
+    idx: TimelineIndex, pos: np.ndarray, lane_of_row: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Arrows from launches to the device ops they started, for flows touching `pos`."""
+    if not len(idx.flow_src) or not len(pos):
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z, z
+    inside = np.zeros(len(idx.ts), dtype=bool)
+    inside[pos] = True
+    sel = np.flatnonzero(inside[idx.flow_src] | inside[idx.flow_dst])
+    if len(sel) > FLOW_LIMIT:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z, z
+    src, dst = idx.flow_src[sel], idx.flow_dst[sel]
+    y0 = lane_of_row[np.searchsorted(idx.offsets, src, side="right") - 1]
+    y1 = lane_of_row[np.searchsorted(idx.offsets, dst, side="right") - 1]
+    ok = (y0 >= 0) & (y1 >= 0)
+    return idx.ts[src][ok], y0[ok], idx.ts[dst][ok], y1[ok]
+
+
+def _counters(
+    idx: TimelineIndex, shown: tuple[Lane, ...], lo: int, hi: int, buckets: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(lane, ts, value, lane's max |value|) of the counter samples to draw in [lo, hi]:
+    the sample before `lo` (the value at the window's start) and, when a series has more
+    samples than buckets, the largest of each bucket (peaks never disappear)."""
+    ys, tss, vals, scales = [], [], [], []
+    for y, lane in enumerate(shown):
+        if lane.kind != "counter":
+            continue
+        a, b = int(idx.ctr_offsets[lane.ref]), int(idx.ctr_offsets[lane.ref + 1])
+        ts, value = idx.ctr_ts[a:b], idx.ctr_value[a:b]
+        first = max(int(np.searchsorted(ts, lo, side="right")) - 1, 0)
+        last = int(np.searchsorted(ts, hi, side="right"))
+        ts, value = ts[first:last], value[first:last]
+        if len(ts) > 2 * buckets:
+            bucket = ((np.maximum(ts, lo) - lo) * buckets // max(hi - lo, 1)).astype(np.int64)
+            order = np.lexsort((-value, bucket))
+            _, first_of = np.unique(bucket[order], return_index=True)
+            pick = np.sort(order[first_of])
+            ts, value = ts[pick], value[pick]
+        scale = float(np.abs(idx.ctr_value[a:b]).max()) if b > a else 1.0
+        ys.append(np.full(len(ts), y))
+        tss.append(np.maximum(ts, lo))
+        vals.append(value)
+        scales.append(np.full(len(ts), scale or 1.0))
+    if not ys:
+        z = np.zeros(0)
+        return z.astype(np.int64), z.astype(np.int64), z, z
+    return np.concatenate(ys), np.concatenate(tss), np.concatenate(vals), np.concatenate(scales)
 
 
 def _ms(ns: np.ndarray | float) -> Any:
     return np.asarray(ns, dtype=np.float64) / 1e6
 
 
-def figure(w: Window, *, revision: str = "") -> go.Figure:
-    """Draw a `Window`: nested bars (exact) or a busy-fraction heatmap (aggregated), markers."""
-    import plotly.graph_objects as go
+def _shade(names: tuple[str, ...], sel: np.ndarray, palette: tuple[str, ...]) -> list[str]:
+    """A colour per slice from `palette`, fixed by its name (same name, same colour)."""
+    memo: dict[str, str] = {}
+    out = []
+    for j in sel.tolist():
+        n = names[j]
+        c = memo.get(n)
+        if c is None:
+            c = memo[n] = palette[zlib.crc32(n.encode()) % len(palette)]
+        out.append(c)
+    return out
 
-    fig = go.Figure()
-    # nesting levels drawn as sub-rows of a track (a flame chart), never overlapping, so a
-    # click lands on exactly one slice: the one under the pointer, not its parent
-    levels = int(min(w.bar_depth.max() + 1, MAX_LEVELS)) if len(w.bar_depth) else 1
-    row_h = 0.8 / levels
+
+def counter_text(value: float, label: str) -> str:
+    """A counter value for hovers: bytes as KiB/MiB/GiB when the series is a size."""
+    low = label.lower()
+    if "byte" in low or "memory" in low or "mem" in low.split():
+        for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if abs(value) >= scale:
+                return f"{value / scale:.2f} {unit}"
+        return f"{value:.0f} B"
+    return f"{value:g}"
+
+
+Figure = dict[str, Any]
+"""A plotly figure as plain data (`{"data": [...], "layout": {...}}`): dcc.Graph takes it as
+is, and building it skips plotly's Python-side validation (most of a zoom's cost)."""
+
+
+def figure(w: Window, *, revision: str = "") -> Figure:
+    """Draw a `Window`: bars (exact) or busy density (aggregated), marks, flows, counters."""
+    data: list[dict[str, Any]] = []
+    n = len(w.lanes)
+    px_ns = (w.t1 - w.t0) / PLOT_PX
     if w.mode == "exact":
-        groups: list[tuple[str, str, np.ndarray]] = [
-            ("host", HOST_COLOR, (~w.bar_device) & (w.bar_mark == 0)),
-            ("device", DEVICE_COLOR, w.bar_device & (w.bar_mark == 0)),
-        ]
-        groups += [(m, MARK_STYLE[m][0], w.bar_mark == k) for k, m in enumerate(MARKS) if k]
-        for label, color, mask in groups:
-            if not mask.any():
-                continue
-            sel = np.flatnonzero(mask)
-            dur = w.bar_end[sel] - w.bar_ts[sel]
-            fig.add_trace(
-                go.Bar(
-                    name=label,
-                    orientation="h",
-                    base=_ms(w.bar_ts[sel]),
-                    x=np.maximum(_ms(dur), 1e-6),
-                    y=w.bar_track[sel]
-                    - 0.4
-                    + row_h * (np.minimum(w.bar_depth[sel], levels - 1) + 0.5),
-                    width=row_h * 0.9,
-                    marker={"color": color, "line": {"width": 0.5, "color": "white"}},
-                    customdata=[["e", int(r)] for r in w.bar_row[sel]],
-                    hovertext=[
-                        f"{plot_text(w.bar_name[j])}<br>{d / 1e6:.4f} ms"
-                        for j, d in zip(sel, dur, strict=True)
-                    ],
-                    hovertemplate="%{hovertext} from %{base:.4f} ms<extra></extra>",
-                )
-            )
+        _bars(data, w, px_ns)
     else:
-        centers = _ms((w.edges[:-1] + w.edges[1:]) / 2)
-        fig.add_trace(
-            go.Heatmap(
-                name="busy",
-                x=centers,
-                y=np.arange(len(w.labels)),
-                z=w.busy,
-                customdata=w.counts,
-                zmin=0,
-                zmax=1,
-                colorscale=[[0, "#ffffff"], [0.001, "#dbe7f3"], [1, HOST_COLOR]],
-                showscale=False,
-                hovertemplate="%{x:.3f} ms<br>busy %{z:.0%}<br>%{customdata} slices<extra></extra>",
-            )
-        )
+        _density(data, w)
     for k, m in enumerate(MARKS):
-        if not k:
-            continue
-        sel = np.flatnonzero(w.mark_kind == k)
+        sel = np.flatnonzero(w.mark_kind == k) if k else np.zeros(0, dtype=np.int64)
         if not len(sel):
             continue
-        color, symbol = MARK_STYLE[m]
-        fig.add_trace(
-            go.Scatter(
-                name=f"{m} marks",
+        color, symbol, label = MARK_STYLE[m]
+        data.append(
+            dict(
+                type="scatter",
+                name=label,
                 mode="markers",
                 x=_ms(w.mark_ts[sel]),
-                y=w.mark_track[sel],
-                marker={"color": color, "symbol": symbol, "size": 9, "line": {"width": 1}},
-                customdata=[["e", int(r)] for r in w.mark_row[sel]],
-                hovertext=[plot_text(w.mark_name[j]) for j in sel],
-                hovertemplate="%{hovertext}<br>%{x:.4f} ms<extra>" + m + "</extra>",
+                y=w.mark_lane[sel],
+                marker={"color": color, "symbol": symbol, "size": 9, "line": {"width": 1, "color": color}},
+                customdata=[["e", int(r)] for r in w.mark_event[sel]],
+                hovertext=[f"{plot_text(w.mark_name[j])}<br>at {fmt.duration(float(w.mark_ts[j]))}" for j in sel],
+                hovertemplate="%{hovertext}<extra>" + label + "</extra>",
             )
+        )  # fmt: skip
+    if len(w.flow_x0):
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for x0, y0, x1, y1 in zip(
+            _ms(w.flow_x0), w.flow_y0, _ms(w.flow_x1), w.flow_y1, strict=True
+        ):
+            xs += [float(x0), float(x1), None]
+            ys += [float(y0), float(y1), None]
+        data.append(
+            dict(
+                type="scatter",
+                name="launch → device op",
+                x=xs,
+                y=ys,
+                mode="lines+markers",
+                line={"color": FLOW_COLOR, "width": 1},
+                marker={"symbol": "arrow", "angleref": "previous", "size": [0, 8, 0] * len(w.flow_x0), "color": FLOW_COLOR},
+                hoverinfo="skip",
+                opacity=0.7,
+            )
+        )  # fmt: skip
+    if len(w.ctr_lane):
+        for y in np.unique(w.ctr_lane):
+            sel = np.flatnonzero(w.ctr_lane == y)
+            label = w.lanes[int(y)].label
+            scale = w.ctr_scale[sel]
+            data.append(
+                dict(
+                    type="scatter",
+                    name="counters",
+                    legendgroup="counters",
+                    showlegend=bool(y == w.ctr_lane[0]),
+                    x=_ms(w.ctr_ts[sel]),
+                    y=y + 0.4 - 0.8 * w.ctr_value[sel] / scale,
+                    mode="lines",
+                    line={"shape": "hv", "color": COUNTER_COLOR, "width": 1.5},
+                    hovertext=[f"{plot_text(label)}: {counter_text(float(v), label)}" for v in w.ctr_value[sel]],
+                    hovertemplate="%{hovertext}<extra></extra>",
+                )
+            )  # fmt: skip
+    # an invisible point at each corner: the "select" tool needs a selectable trace even
+    # when the view is a density (heatmaps are not selectable)
+    data.append(
+        dict(
+            type="scatter",
+            x=[_ms(w.t0), _ms(w.t1)],
+            y=[0, max(n - 1, 0)],
+            mode="markers",
+            marker={"opacity": 0, "size": 1},
+            hoverinfo="skip",
+            showlegend=False,
+            name="",
         )
-    n = len(w.labels)
-    fig.update_layout(
+    )
+    tickvals, ticktext = fmt.axis_ticks(w.t0, w.t1)
+    layout = dict(
         barmode="overlay",
         uirevision=revision,
-        height=max(260, 40 + 34 * n),
-        margin={"l": 10, "r": 10, "t": 30, "b": 40},
-        legend={"orientation": "h", "y": 1.08},
-        xaxis={"title": "time (ms)", "range": [_ms(w.t0), _ms(w.t1)], "showgrid": True},
+        height=max(260, 90 + LANE_PX * n),
+        margin={"l": 10, "r": 10, "t": 36, "b": 50},
+        legend={"orientation": "h", "x": 0, "y": 1, "yanchor": "bottom", "font": {"size": 11}},
+        xaxis={
+            "title": {"text": "time since the first event"},
+            "range": [_ms(w.t0), _ms(w.t1)],
+            "tickvals": tickvals,
+            "ticktext": ticktext,
+            "showgrid": True,
+            "zeroline": False,
+        },
         yaxis={
             "tickvals": list(range(n)),
-            "ticktext": [plot_text(lab) for lab in w.labels],
+            "ticktext": [plot_text(lane.label) for lane in w.lanes],
             "range": [n - 0.5, -0.5],
             "automargin": True,
+            "fixedrange": True,
+            "showgrid": False,
+            "tickfont": {"size": 11},
         },
         clickmode="event",
+        dragmode="zoom",
         plot_bgcolor="white",
+        uniformtext={"minsize": 8, "mode": "hide"},
+        hoverlabel={"namelength": -1},
     )
-    return fig
+    return {"data": data, "layout": layout}
 
 
-def window_from_relayout(
-    relayout: dict[str, Any] | None, span_ns: int
-) -> tuple[float | None, float | None] | None:
-    """The x window (ns) a plotly `relayoutData` asks for; (None, None) = reset; None = no change."""
-    if not relayout:
-        return None
-    if relayout.get("xaxis.autorange"):
-        return (None, None)
-    lo = relayout.get("xaxis.range[0]")
-    hi = relayout.get("xaxis.range[1]")
-    if lo is None and isinstance(relayout.get("xaxis.range"), list):
-        lo, hi = relayout["xaxis.range"][:2]
-    if lo is None or hi is None:
-        return None
-    try:
-        a, b = float(lo) * 1e6, float(hi) * 1e6
-    except (TypeError, ValueError):
-        return None
-    return (min(a, b), max(a, b))
+def _bars(data: list[dict[str, Any]], w: Window, px_ns: float) -> None:
+    classes = (
+        (CLASS_HOST, "host slice", HOST_SHADES),
+        (CLASS_DEVICE, "device slice", DEVICE_SHADES),
+        (CLASS_SUMMARY, "busy (collapsed group)", (SUMMARY_COLOR,)),
+    )
+    groups: list[tuple[str, np.ndarray, Any]] = [
+        (label, (w.bar_class == c) & (w.bar_mark == 0), palette) for c, label, palette in classes
+    ]
+    groups += [
+        (MARK_STYLE[m][2], w.bar_mark == k, (MARK_STYLE[m][0],)) for k, m in enumerate(MARKS) if k
+    ]
+    for label, mask, palette in groups:
+        sel = np.flatnonzero(mask)
+        if not len(sel):
+            continue
+        dur = w.bar_end[sel] - w.bar_ts[sel]
+        # drawn clipped to the window (a label sits in the visible part), never under a pixel
+        start = np.maximum(w.bar_ts[sel], w.t0)
+        shown = np.maximum(np.minimum(w.bar_end[sel], w.t1) - start, px_ns)
+        wide = shown >= LABEL_PX * px_ns
+        text = [plot_text(w.bar_name[j]) if ok else "" for j, ok in zip(sel, wide, strict=True)]
+        data.append(
+            dict(
+                type="bar",
+                name=label,
+                orientation="h",
+                base=_ms(start),
+                x=_ms(shown),
+                y=w.bar_lane[sel],
+                width=0.8,
+                marker={"color": _shade(w.bar_name, sel, palette), "line": {"width": 0}},
+                text=text,
+                textposition="inside",
+                insidetextanchor="start",
+                textfont={"size": 10, "color": "white"},
+                constraintext="inside",
+                customdata=[["e", int(r)] for r in w.bar_event[sel]],
+                hovertext=[
+                    f"{plot_text(w.bar_name[j])}<br>{fmt.duration(float(d))} at {fmt.duration(float(t))}"
+                    for j, d, t in zip(sel, dur, w.bar_ts[sel], strict=True)
+                ],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
 
 
-def event_details(trace: Trace, row: int) -> dict[str, Any]:
-    """The fields of event `row` for the details panel, args decoded (plain data, not HTML)."""
-    ev = trace.events
-    if not 0 <= row < len(ev):
-        return {}
-    rec = ev.iloc[row]
-    out: dict[str, Any] = {}
-    for f in DETAIL_FIELDS:
-        if f in ev.columns:
-            v = rec[f]
-            out[f] = v.item() if hasattr(v, "item") else v
-    raw = rec["args"] if "args" in ev.columns else b""
-    if isinstance(raw, (bytes, bytearray)) and raw:
-        try:
-            out["args"] = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            out["args"] = raw.decode("utf-8", "replace")
-    return out
+def _density(data: list[dict[str, Any]], w: Window) -> None:
+    centers = _ms((w.edges[:-1] + w.edges[1:]) / 2)
+    kind = np.array(
+        [
+            CLASS_SUMMARY if lane.kind == "summary" else CLASS_DEVICE if lane.is_device else CLASS_HOST
+            for lane in w.lanes
+        ]
+    )  # fmt: skip
+    scales = (
+        (CLASS_HOST, "host busy", "rgba(76,120,168,0.35)", "rgb(47,90,134)"),
+        (CLASS_DEVICE, "device busy", "rgba(84,162,75,0.4)", "rgb(47,122,42)"),
+        (CLASS_SUMMARY, "group busy", "rgba(140,140,140,0.35)", "rgb(90,90,90)"),
+    )
+    style = {c: (label, low, high) for c, label, low, high in scales}
+    busy = np.round(w.busy, 3).astype(np.float32)
+    # one heatmap per run of adjacent lanes of one class: a heatmap's cells stretch to its
+    # next row, so lanes of other classes between them would be painted over
+    start = 0
+    for end in range(1, len(kind) + 1):
+        if end < len(kind) and kind[end] == kind[start]:
+            continue
+        label, low, high = style[int(kind[start])]
+        block = busy[start:end]
+        data.append(
+            dict(
+                type="heatmap",
+                name=label,
+                x=centers,
+                y=np.arange(start, end),
+                z=np.where(block > 0, block, np.nan),
+                zmin=0,
+                zmax=1,
+                colorscale=[[0, low], [1, high]],
+                showscale=False,
+                hoverongaps=False,
+                xgap=0,
+                ygap=2,
+                hovertemplate="%{x:.3f} ms<br>busy %{z:.0%}<extra>" + label + "</extra>",
+            )
+        )
+        start = end

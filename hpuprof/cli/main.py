@@ -82,5 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: this process is hpuprof's own, so loads may tune its heap."""
+    from hpuprof.trace.heap import tune_process
+
+    tune_process()
     sys.exit(main())

@@ -502,8 +502,11 @@ typedef struct {
     size_t row; /* the event being scanned */
 } Scan;
 
-static Scan shared_scan; /* see scan() */
-static int shared_busy;
+/* Scan states kept with their buffers' memory from chunk to chunk (see scan()): one per
+ * thread scanning at once, up to SCAN_SLOTS; the GIL guards the busy flags. */
+#define SCAN_SLOTS 8
+static Scan slots[SCAN_SLOTS];
+static int slot_busy[SCAN_SLOTS];
 
 #define SCAN_VARS(sc) \
     {&(sc)->name, &(sc)->cat, &(sc)->pid, &(sc)->tid, &(sc)->fid, &(sc)->bp, &(sc)->args}
@@ -633,7 +636,8 @@ static int parse_args(Cur *c, Scan *sc) {
                     sc->fixed[which].p[sc->fixed[which].len - 1] = (char)f;
                 } else if (kind == 'r') {
                     size_t vstart = c->i;
-                    if (ch == 'n' || skip_value(c, 1)) return -1; /* null: leave it to msgspec */
+                    /* an array; null and other types: left to msgspec (absent, or an error) */
+                    if (ch != '[' || skip_value(c, 1)) return -1;
                     if (buf_put(&sc->var[which].data, c->s + vstart, c->i - vstart)) return -1;
                 } else {
                     Buf *data = &sc->var[which].data;
@@ -790,14 +794,19 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_ssize_t nkinds;
     if (!PyArg_ParseTuple(args, "y*O!y#", &view, &PyTuple_Type, &keys, &kinds, &nkinds))
         return NULL;
-    /* the module's scan buffers keep their memory from chunk to chunk (no growth, no fresh
-     * pages per chunk) until `release()`; a nested call (another thread) gets its own */
-    Scan local, *sc = &shared_scan;
-    if (shared_busy) {
+    /* a free slot's buffers keep their memory from chunk to chunk (no growth, no fresh
+     * pages per chunk) until `release()`; with every slot busy, a call gets its own */
+    Scan local, *sc = NULL;
+    int slot = -1;
+    for (int k = 0; k < SCAN_SLOTS && slot < 0; k++)
+        if (!slot_busy[k]) slot = k;
+    if (slot >= 0) {
+        slot_busy[slot] = 1;
+        sc = &slots[slot];
+    } else {
         memset(&local, 0, sizeof local);
         sc = &local;
     }
-    shared_busy |= sc == &shared_scan;
     scan_clear(sc, 0);
     PyObject *result = NULL;
     Py_ssize_t nkeys = PyTuple_GET_SIZE(keys);
@@ -878,8 +887,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyTuple_SET_ITEM(result, 11 + k, col);
     }
 done:
-    scan_clear(sc, sc != &shared_scan);
-    if (sc == &shared_scan) shared_busy = 0;
+    scan_clear(sc, slot < 0);
+    if (slot >= 0) slot_busy[slot] = 0;
     PyBuffer_Release(&view);
     return result;
 }
@@ -887,7 +896,8 @@ done:
 static PyObject *release(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
-    if (!shared_busy) scan_clear(&shared_scan, 1);
+    for (int k = 0; k < SCAN_SLOTS; k++)
+        if (!slot_busy[k]) scan_clear(&slots[k], 1);
     Py_RETURN_NONE;
 }
 
@@ -924,11 +934,13 @@ static PyObject *gather(PyObject *self, PyObject *args) {
         if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], PyBUF_SIMPLE) < 0)
             goto done;
     Py_ssize_t p = 0;
+    const char *problem = NULL;
+    Py_BEGIN_ALLOW_THREADS; /* plain copies: other threads run meanwhile */
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t r = row[i], len = off[i + 1] - off[i];
         if (r < 0 || r >= total || len < 0 || off[i] < 0 || off[i + 1] > out.len) {
-            PyErr_SetString(PyExc_IndexError, "gather: row or offset out of range");
-            goto done;
+            problem = "gather: row or offset out of range";
+            break;
         }
         if (r < base[p] || r >= base[p + 1]) { /* rows are nearly sorted: search only on a move */
             Py_ssize_t lo = 0, hi = k;
@@ -939,10 +951,15 @@ static PyObject *gather(PyObject *self, PyObject *args) {
             p = lo;
         }
         if (start[r] < 0 || start[r] + len > views[p].len) {
-            PyErr_SetString(PyExc_IndexError, "gather: row bytes outside their piece");
-            goto done;
+            problem = "gather: row bytes outside their piece";
+            break;
         }
         memcpy((char *)out.buf + off[i], (const char *)views[p].buf + start[r], (size_t)len);
+    }
+    Py_END_ALLOW_THREADS;
+    if (problem) {
+        PyErr_SetString(PyExc_IndexError, problem);
+        goto done;
     }
     result = Py_NewRef(Py_None);
 done:

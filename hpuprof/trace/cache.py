@@ -87,7 +87,7 @@ def read_cache(source: Path) -> Trace | None:
         with small_pages():
             with pa.memory_map(str(entry)) as mapped:
                 table = ipc.open_file(mapped).read_all()
-            trace = trace_from_table(table, entry)
+            trace = trace_from_table(table, entry, check_values=False)  # our own entry
         os.utime(entry)  # least recently used goes first when trimming
         return trace
     except (HpuprofError, OSError, KeyError, ValueError, pa.ArrowException):

@@ -80,6 +80,8 @@ class Args(
 
 EVENT_FIELDS: tuple[str, ...] = Event.__struct_fields__
 ARG_FIELDS: tuple[str, ...] = Args.__struct_fields__
+ARG_NAMES: dict[str, str] = dict(zip(ARG_FIELDS, Args.__struct_encode_fields__, strict=True))
+"""The args key of each `Args` field ("correlation", "hpuprof.mode", ...)."""
 ARGS_DECODER = msgspec.json.Decoder(Args)
 _ANY_DECODER = msgspec.json.Decoder()
 
@@ -256,11 +258,54 @@ def finish_coded(codes: NDArray[np.int32], interner: Interner, convert: Any = te
     return Coded(remap[codes] if len(codes) else codes, list(unique))
 
 
-def to_int64_ids(values: Sequence[Any]) -> NDArray[np.int64]:
+class BadValue(ValueError):
+    """A value of the wrong type or out of range at row `row` of what is being added.
+
+    Args:
+        row: the row (the event's index in its chunk, or in the values given).
+        field: what the value is, e.g. "args 'correlation'".
+        expected: what it should be, e.g. "an integer id within 64 bits".
+        found: the value itself (shown shortened).
+    """
+
+    def __init__(self, row: int, field: str, expected: str, found: Any) -> None:
+        shown = repr(found)
+        self.row, self.field, self.expected = row, field, expected
+        self.found = shown if len(shown) <= 60 else shown[:57] + "..."
+        super().__init__(f"row {row}: {expected} as {field} (found {self.found})")
+
+    def at(self, row: int) -> BadValue:
+        """The same problem at another row number (a chunk row instead of a value index)."""
+        return BadValue(row, self.field, self.expected, _Shown(self.found))
+
+
+class _Shown:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def check_scalars(values: Sequence[Any], field: str) -> None:
+    """Raise `BadValue` at the first array or object among `values` (text-like columns)."""
+    if set(map(type, values)) <= _SCALARS:
+        return
+    for row, value in enumerate(values):
+        if type(value) not in _SCALARS:
+            raise BadValue(row, field, "a string or a number", value)
+
+
+def to_int64_ids(values: Sequence[Any], field: str = "an id") -> NDArray[np.int64]:
     """Integer ids as int64, NO_ID when missing.
 
     uint64 values above int64 max are stored as their two's-complement int64 (lossless, and
-    the raw value stays in `args`); text ids are parsed (`"0x1f"` too); anything else is NO_ID.
+    the raw value stays in `args`); text ids are parsed (`"0x1f"` too), text that is no number
+    is no id (NO_ID). Raises `BadValue` for numbers outside 64 bits, fractions, arrays and
+    objects: never a silent NO_ID for a value that claims to be an id.
     """
     n = len(values)
     if values.count(None) == n:
@@ -271,10 +316,12 @@ def to_int64_ids(values: Sequence[Any]) -> NDArray[np.int64]:
         array = None
     if array is not None and array.type == pa.int64():
         return np.asarray(array.fill_null(NO_ID).to_numpy(), dtype=np.int64)
-    return np.fromiter(map(_one_id, values), dtype=np.int64, count=n)
+    return np.fromiter(
+        (_one_id(value, row, field) for row, value in enumerate(values)), dtype=np.int64, count=n
+    )
 
 
-def _one_id(value: Any) -> int:
+def _one_id(value: Any, row: int, field: str) -> int:
     if isinstance(value, bool) or value is None:
         return NO_ID
     if isinstance(value, str):
@@ -284,13 +331,15 @@ def _one_id(value: Any) -> int:
             try:
                 value = int(value, 0)
             except ValueError:
-                return NO_ID
+                return NO_ID  # a text id that is no number: kept in args, no join key
     if isinstance(value, float):
-        if value != value or abs(value) >= _UINT64_LIMIT:
-            return NO_ID
+        if not value.is_integer():
+            raise BadValue(row, field, "an integer id", value)
         value = int(value)
-    if not isinstance(value, int) or not -_INT64_MAX - 1 <= value < _UINT64_LIMIT:
-        return NO_ID
+    if not isinstance(value, int):
+        raise BadValue(row, field, "an integer or text id", value)
+    if not -_INT64_MAX - 1 <= value < _UINT64_LIMIT:
+        raise BadValue(row, field, "an id within 64 bits", value)
     return value - _UINT64_LIMIT if value > _INT64_MAX else value
 
 
@@ -307,11 +356,27 @@ def _fits_int32(values: NDArray[np.int64]) -> bool:
     return not len(values) or (int(values.min()) >= _INT32_MIN and int(values.max()) <= _INT32_MAX)
 
 
-def _flags(values: Sequence[Any]) -> NDArray[np.int8]:
-    """-1 absent, 0 false, 1 true."""
+def _flags(values: Sequence[Any], field: str) -> NDArray[np.int8]:
+    """-1 absent, 0 false, 1 true; `BadValue` for anything but true, false and null."""
+    for row, value in enumerate(values):
+        if value is not None and not isinstance(value, bool):
+            raise BadValue(row, field, "true, false or null", value)
     return np.fromiter(
-        (-1 if v is None else int(bool(v)) for v in values), dtype=np.int8, count=len(values)
+        (-1 if v is None else int(v) for v in values), dtype=np.int8, count=len(values)
     )
+
+
+def _raw_arrays(values: Sequence[msgspec.Raw], field: str) -> list[msgspec.Raw]:
+    """Raw JSON arrays (`Input Dims`, `Input type`); null is absent; `BadValue` otherwise."""
+    out = []
+    for row, value in enumerate(values):
+        text = bytes(value).lstrip(b" \t\r\n")
+        if text.startswith(b"null"):
+            value = _EMPTY_RAW
+        elif text and not text.startswith(b"["):
+            raise BadValue(row, field, "an array", _Shown(text[:40].decode("utf-8", "replace")))
+        out.append(value)
+    return out
 
 
 def _utf8(value: bytes) -> str:
@@ -364,6 +429,47 @@ def _untag_ints(distinct: pa.LargeBinaryArray) -> list[Any] | None:
         return None
     values: list[Any] = ints.to_pylist()
     return values
+
+
+# --- a scanned chunk's text columns, dictionary-encoded where it was scanned ------------------
+
+
+@dataclass(frozen=True)
+class EncodedSpans:
+    """A text column of one chunk as its distinct values and each row's index into them."""
+
+    distinct: pa.LargeBinaryArray
+    indices: NDArray[Any]
+
+
+def encode_spans(n: int, pair: tuple[bytes, bytes]) -> EncodedSpans | None:
+    """The `EncodedSpans` of a scanned column (offsets, data) of `n` rows; None when empty."""
+    offsets, data = pair
+    if not data:
+        return None
+    array = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    ).dictionary_encode()
+    return EncodedSpans(array.dictionary, array.indices.to_numpy(zero_copy_only=False))
+
+
+_SCANNED_TEXT = (4, 5, 6, 7, 8, 9)  # name, cat, pid, tid, flow id, binding in a scan's tuple
+
+
+def prepare_scanned(scanned: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    """A chunk's scan (`fastscan.scan`) with its text columns dictionary-encoded: the first
+    part of `ColumnBuilder.add_scanned`, which needs no builder (pyarrow runs it without the
+    GIL), so that the thread that scanned the chunk does it while another adds chunks."""
+    if scanned is None:
+        return None
+    n = scanned[0]
+    out = list(scanned)
+    for i in _SCANNED_TEXT:
+        out[i] = encode_spans(n, scanned[i])
+    for k, field in enumerate(ARG_FIELDS):
+        if field not in ID_ARGS and field != "fallback":
+            out[11 + k] = encode_spans(n, scanned[11 + k])
+    return tuple(out)
 
 
 # --- the raw columns of one file ---------------------------------------------------------------
@@ -497,22 +603,20 @@ class ColumnBuilder:
         self.rows += n
 
     def _intern_spans(
-        self, field: str, n: int, pair: tuple[bytes, bytes], value: Callable[[bytes], Any]
+        self, field: str, n: int, spans: Any, value: Callable[[bytes], Any]
     ) -> NDArray[np.int32]:
-        """Codes of a column given as (offsets, data): its distinct values found by pyarrow,
-        each turned into the interned value (`value`) once."""
-        offsets, data = pair
-        if not data:
+        """Codes of a column given as (offsets, data), or as its `EncodedSpans`: its distinct
+        values found by pyarrow, each turned into the interned value (`value`) once."""
+        encoded = (
+            spans if isinstance(spans, EncodedSpans) or spans is None else encode_spans(n, spans)
+        )
+        if encoded is None:
             return np.zeros(n, dtype=np.int32)
-        array = pa.LargeBinaryArray.from_buffers(
-            pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-        ).dictionary_encode()
-        distinct = array.dictionary
-        values = _untag_ints(distinct) if value is _untag else None
+        values = _untag_ints(encoded.distinct) if value is _untag else None
         if values is None:
-            values = list(map(value, distinct.to_pylist()))
+            values = list(map(value, encoded.distinct.to_pylist()))
         remap = self.interners[field].codes(values)
-        return remap[array.indices.to_numpy(zero_copy_only=False)]
+        return remap[encoded.indices]
 
     def _rows_with(self, ph_codes: NDArray[np.int32], phases: tuple[str, ...]) -> NDArray[Any]:
         index = self.interners["ph"].index
@@ -527,7 +631,12 @@ class ColumnBuilder:
         for field, values in (("flow_id", fid), ("bp", bp)):
             codes = np.zeros(len(ph_codes), dtype=np.int32)
             if len(rows):
-                codes[rows] = self.interners[field].codes([values[i] for i in rows.tolist()])
+                taken = [values[i] for i in rows.tolist()]
+                try:
+                    check_scalars(taken, "the flow 'id'")
+                except BadValue as bad:
+                    raise bad.at(int(rows[bad.row])) from None
+                codes[rows] = self.interners[field].codes(taken)
             self.pieces[field].append(codes)
 
     def _side_args(self, ph_codes: NDArray[np.int32], args: tuple[msgspec.Raw, ...]) -> None:
@@ -547,18 +656,30 @@ class ColumnBuilder:
             if values.count(absent) == len(values):
                 self.pieces[field].append(full)
                 continue
-            if field in ID_ARGS:
-                ids = to_int64_ids(values)
-                if not _fits_int32(ids):  # the column's pieces join as int64 then
-                    full = full.astype(np.int64)
-                full[present] = ids
-            elif field == "fallback":
-                full[present] = _flags(values)
-            elif field in RAW_ARGS:
-                full[present] = self.interners[field].raw_codes(values)
-            else:
-                full[present] = self.interners[field].codes(values)
+            try:
+                full = self._args_column(field, values, full, present)
+            except BadValue as bad:
+                raise bad.at(int(present[bad.row])) from None
             self.pieces[field].append(full)
+
+    def _args_column(
+        self, field: str, values: Sequence[Any], full: NDArray[Any], present: NDArray[np.int64]
+    ) -> NDArray[Any]:
+        """`full` with the values of the rows `present` set (`BadValue` for a wrong one)."""
+        name = f"args {ARG_NAMES[field]!r}"
+        if field in ID_ARGS:
+            ids = to_int64_ids(values, name)
+            if not _fits_int32(ids):  # the column's pieces join as int64 then
+                full = full.astype(np.int64)
+            full[present] = ids
+        elif field == "fallback":
+            full[present] = _flags(values, name)
+        elif field in RAW_ARGS:
+            full[present] = self.interners[field].raw_codes(_raw_arrays(values, name))
+        else:
+            check_scalars(values, name)
+            full[present] = self.interners[field].codes(values)
+        return full
 
     def _ph_codes(self, ph: Sequence[str]) -> NDArray[np.int32]:
         """Phases are one ASCII letter each: code them by their byte, without a hash per row."""

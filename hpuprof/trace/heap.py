@@ -2,11 +2,23 @@
 
 glibc only; elsewhere every call is a no-op. A load allocates and frees many column-sized
 blocks; what the heap keeps after a free still counts in the peak RSS.
+
+What a load changes in the process, and what it leaves as it found it:
+- `release_free_memory` (glibc `malloc_trim`) gives free pages back: it changes no setting;
+- glibc's mmap threshold is a process setting that cannot be read back (once set, glibc also
+  stops adjusting it for good), so the loader sets it only in a process that opted in with
+  `tune_process()`: hpuprof's own command-line process (`hpuprof ...`), never a user's
+  training process or notebook that merely calls `hpuprof.load` or runs `HPUProfiler`;
+- numpy's transparent-huge-page switch and the cyclic GC are switched for the duration of a
+  load and put back by the last load to finish (`small_pages`, `gc_paused`), also when
+  several threads load at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import gc
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -16,21 +28,94 @@ def release_free_memory() -> None:
 
     Decoding frees millions of small objects chunk after chunk; glibc keeps those pages
     (300 MB on a 450 MB trace) unless asked, and they would count in the load's peak RSS.
-    The first call also fixes glibc's mmap threshold at 1 MiB: left dynamic, it grows to
-    32 MiB after the first big free, and the normalizer's many column-sized temporaries then
-    come from the heap, whose holes are not returned (500 MB kept after a 450 MB load).
     """
     libc = _libc()
     if libc:
         libc.malloc_trim(0)
 
 
+def tune_process() -> None:
+    """Let loads tune glibc's mmap threshold in this process (call it only in a process that
+    hpuprof owns, like its command line: the setting stays for the process's life).
+
+    Left dynamic, glibc's threshold grows to 32 MiB after the first big free, and the
+    normalizer's many column-sized temporaries then come from the heap, whose holes are not
+    returned (500 MB kept after a 450 MB load); fixed at 1 MiB they get their own pages.
+    """
+    global _TUNED
+    _TUNED = True
+    set_mmap_threshold(MMAP_THRESHOLD)
+
+
+def tuned() -> bool:
+    """Whether this process opted in to the heap tuning (`tune_process`)."""
+    return _TUNED
+
+
 def set_mmap_threshold(nbytes: int) -> None:
     """Allocations from `nbytes` up get their own pages from the OS (given back when freed);
-    smaller ones come from the heap, whose freed memory is reused without new page faults."""
+    smaller ones come from the heap, whose freed memory is reused without new page faults.
+    Only in a process that called `tune_process` (a no-op elsewhere)."""
     libc = _libc()
-    if libc:
+    if libc and _TUNED:
         libc.mallopt(_M_MMAP_THRESHOLD, nbytes)
+
+
+class _ProcessSwitch:
+    """A process-wide setting changed while any load runs, put back by the last to finish."""
+
+    def __init__(self, enter: Callable[[], Any], leave: Callable[[Any], None]) -> None:
+        self._enter, self._leave = enter, leave
+        self._lock = threading.Lock()
+        self._count = 0
+        self._saved: Any = None
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        with self._lock:
+            if self._count == 0:
+                self._saved = self._enter()
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._count -= 1
+                if self._count == 0:
+                    self._leave(self._saved)
+
+
+def _madvise_switch() -> Any:
+    import numpy as np
+
+    switch = getattr(getattr(np, "_core", None), "multiarray", None)
+    return getattr(switch, "_set_madvise_hugepage", None)
+
+
+def _no_huge_pages() -> Any:
+    switch = _madvise_switch()
+    return None if switch is None else switch(False)
+
+
+def _huge_pages_back(before: Any) -> None:
+    switch = _madvise_switch()
+    if switch is not None and before is not None:
+        switch(before)
+
+
+def _gc_off() -> bool:
+    enabled = gc.isenabled()
+    gc.disable()
+    return enabled
+
+
+def _gc_back(enabled: bool) -> None:
+    if enabled:
+        gc.enable()
+
+
+_SMALL_PAGES = _ProcessSwitch(_no_huge_pages, _huge_pages_back)
+_GC_PAUSED = _ProcessSwitch(_gc_off, _gc_back)
 
 
 @contextmanager
@@ -43,18 +128,16 @@ def small_pages() -> Iterator[None]:
     the 2 M-event load runs ~7% faster without them. numpy's own switch (the one behind
     NUMPY_MADVISE_HUGEPAGE); nothing changes where numpy lacks it.
     """
-    import numpy as np
+    with _SMALL_PAGES.held():
+        yield
 
-    switch = getattr(getattr(np, "_core", None), "multiarray", None)
-    switch = getattr(switch, "_set_madvise_hugepage", None)
-    if switch is None:
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic GC off while this runs: millions of short-lived objects would make it rescan
+    the heap again and again."""
+    with _GC_PAUSED.held():
         yield
-        return
-    before = switch(False)
-    try:
-        yield
-    finally:
-        switch(before)
 
 
 def _libc() -> Any:
@@ -65,7 +148,6 @@ def _libc() -> Any:
 
             _LIBC = ctypes.CDLL("libc.so.6")
             _LIBC.malloc_trim.argtypes = [ctypes.c_size_t]
-            _LIBC.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
         except (OSError, AttributeError):
             _LIBC = False
     return _LIBC
@@ -78,3 +160,4 @@ DECODE_MMAP_THRESHOLD = 1 << 22
 same heap memory chunk after chunk instead of faulting in fresh pages each time (~5% of the
 load on a 2 M-event trace); the file-length columns are built after it is set back."""
 _LIBC: Any = None
+_TUNED = False

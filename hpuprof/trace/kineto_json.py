@@ -15,12 +15,14 @@ object leaves unbalanced JSON. The same test finds the last complete event of a 
 
 from __future__ import annotations
 
-import gc
+import codecs
 import mmap
+import os
 import re
 import warnings
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,10 +31,11 @@ import msgspec
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace import fastscan
-from hpuprof.trace.columns import ColumnBuilder, Event, RawColumns
+from hpuprof.trace.columns import BadValue, ColumnBuilder, Event, RawColumns, prepare_scanned
 from hpuprof.trace.heap import (
     DECODE_MMAP_THRESHOLD,
     MMAP_THRESHOLD,
+    gc_paused,
     release_free_memory,
     set_mmap_threshold,
     small_pages,
@@ -44,6 +47,18 @@ CHUNK_BYTES = 1 << 23
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _TRACE_EVENTS_KEY = b'"traceEvents"'
 _WS = b" \t\r\n"
+_WS_RUN = re.compile(rb"[ \t\r\n]*")
+_UTF8_BOM = b"\xef\xbb\xbf"
+_OTHER_BOMS = (
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\xfe\xff", "UTF-16"),
+    (b"\xff\xfe", "UTF-16"),
+)
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_DEEP = 900
+"""Nesting reported as too deep: msgspec's decoder recurses, and about 1,000 levels of arrays
+or objects end in RecursionError (no trace nests anywhere near this deep)."""
 _MAX_CUT_TRIES = 64
 _TRIM_EVERY = 8  # chunks between returns of freed heap pages to the OS
 _VALIDATION_PATH = re.compile(r"`\$\[(\d+)\]((?:\.[^`]*)?)`")
@@ -88,27 +103,40 @@ class _Reader:
         self.builder = ColumnBuilder(trim=release_free_memory)
         self.events_seen = 0
         self.chunks = 0
+        self.threads = 1
+        self.failed_at: int | None = None  # where the last decode that failed found bad JSON
+        self.pool: ThreadPoolExecutor | None = None  # scans chunks ahead (see _scan_ahead)
 
     # buffer management
 
     def _more(self, pos: int, *, drop: bool = True) -> int:
-        """Append the next block, dropping buf[:pos] when `drop`; return the new index of pos."""
-        try:
-            block = next(self.blocks)
-        except StopIteration:
+        """Append the next blocks, dropping buf[:pos] when `drop`; return the new index of pos.
+
+        At least as many bytes are appended as are kept, so a buffer that must grow (a long
+        header, the tail, one huge event) is copied a logarithmic number of times, not once
+        per block."""
+        kept = len(self.buf) - pos if drop else len(self.buf)
+        blocks: list[bytes] = []
+        size = 0
+        for block in self.blocks:
+            blocks.append(block)
+            size += len(block)
+            if size >= kept:
+                break
+        else:
             self.eof = True
+        if not blocks:
             return pos
         if not drop:
-            self.buf = bytes(self.buf) + block  # (a mapped file has no blocks to append)
+            self.buf = b"".join((bytes(self.buf), *blocks))  # (a mapped file has no blocks)
             return pos
         self.base += pos
-        self.buf = b"".join((memoryview(self.buf)[pos:], block))  # one copy
+        self.buf = b"".join((memoryview(self.buf)[pos:], *blocks))  # one copy
         return 0
 
     def _skip_ws(self, pos: int, *, drop: bool = True) -> int:
         while True:
-            while pos < len(self.buf) and self.buf[pos] in _WS:
-                pos += 1
+            pos = _WS_RUN.match(self.buf, pos).end()  # type: ignore[union-attr]
             if pos < len(self.buf) or self.eof:
                 return pos
             pos = self._more(pos, drop=drop)
@@ -117,10 +145,41 @@ class _Reader:
         where = f"byte {self.base + pos}" if isinstance(pos, int) else pos
         return TraceFormatError(str(self.path), where, expected)
 
+    def invalid_utf8(self, error: UnicodeDecodeError) -> TraceFormatError:
+        """The error for invalid UTF-8 met outside the events (where in the buffer: found)."""
+        try:
+            codecs.utf_8_decode(self.buf, "strict", True)
+        except UnicodeDecodeError as found:
+            return self.error(found.start, f"UTF-8 text ({found.reason})")
+        return self.error("the top-level keys", f"UTF-8 text ({error.reason})")
+
+    def too_deep(self) -> TraceFormatError:
+        """The error for JSON nested too deep to decode: where it passes `_DEEP` levels."""
+        expected = f"JSON nested at most {_DEEP} levels deep"
+        depth = 0
+        buf = self.buf
+        for match in _TOKENS.finditer(buf):
+            byte = buf[match.start()]
+            if byte in b"[{":
+                depth += 1
+                if depth >= _DEEP:
+                    return self.error(match.start(), expected)
+            elif byte in b"]}":
+                depth -= 1
+        return self.error(0, expected)
+
     # the whole file
 
     def read(self) -> tuple[dict[str, Any], str | None]:
-        pos = self._skip_ws(0)
+        if len(self.buf) < 4 and not self.eof:
+            self._more(0, drop=False)
+        head = bytes(self.buf[:4])
+        for mark, encoding in _OTHER_BOMS:
+            if head.startswith(mark):
+                raise self.error(
+                    0, f"UTF-8 JSON (the file starts with a {encoding} byte order mark)"
+                )
+        pos = self._skip_ws(len(_UTF8_BOM) if head.startswith(_UTF8_BOM) else 0)
         if pos >= len(self.buf):
             raise self.error(0, "a JSON trace (the file is empty)")
         first = self.buf[pos : pos + 1]
@@ -172,7 +231,12 @@ class _Reader:
         events = top.pop("traceEvents", None)
         if events is None:
             raise self._no_trace(start)
-        metadata = {k: _ANY_DECODER.decode(v) for k, v in top.items()}
+        metadata = {}
+        for key, value in top.items():
+            try:
+                metadata[key] = _ANY_DECODER.decode(value)
+            except msgspec.DecodeError as error:  # a number past float64, say
+                raise self.error(f"top-level key {key!r}", f"a JSON value ({error})") from None
         body = bytes(events)
         if body[:1] != b"[":
             raise self.error("traceEvents", "an array of events as the value of traceEvents")
@@ -199,7 +263,8 @@ class _Reader:
         """A JSON syntax error; `pos` is the buffer index of the decoded text's first byte."""
         match = _BYTE_POSITION.search(str(error))
         where = pos + int(match.group(1)) if match else pos
-        return self.error(where, f"valid JSON ({error})")
+        said = _BYTE_POSITION.sub("", str(error)).strip()  # its byte counts from `pos`: confusing
+        return self.error(where, f"valid JSON ({said})")
 
     def _read_array(
         self, pos: int, *, bare: bool, metadata: dict[str, Any] | None = None
@@ -210,6 +275,8 @@ class _Reader:
         """
         while True:
             pos = self._skip_ws(pos)
+            if self.pool is not None:
+                pos = self._skip_ws(self._scan_ahead(pos))
             target = pos + CHUNK_BYTES
             while len(self.buf) < target + 4096 and not self.eof:
                 shift = self._more(pos)
@@ -220,6 +287,53 @@ class _Reader:
                 return self._read_tail(pos, bare=bare, metadata=metadata)
             self._consumed(cut)
             pos = cut
+
+    def _scan_ahead(self, pos: int) -> int:
+        """Scan the chunks from buf[pos] in the thread pool, several at once, and add them in
+        file order; return where the first chunk it did not take begins.
+
+        The cuts are guessed at the first `}, {` past each chunk's target size. The compiled
+        scanner takes a chunk only when the guess is an event boundary and the chunk holds
+        plain events; at any other chunk (a `}, {` inside a string, the array's end, an
+        error) this stops and the sequential path goes on from there, finding the right cut
+        or the exact error. The scanner releases the GIL: chunks are scanned in parallel while
+        this thread adds the ones already scanned.
+        """
+        assert self.pool is not None
+        pending: list[tuple[int, int, Any]] = []  # (chunk end, next chunk start, its scan)
+        ahead = 2 * self.threads
+        start = pos  # where the next chunk to schedule begins
+        try:
+            while True:
+                while len(pending) < ahead:
+                    if len(self.buf) < start + CHUNK_BYTES + 4096 and not self.eof:
+                        shift = pos - self._more(pos)  # drops buf[:pos]: indices move back
+                        pos, start = pos - shift, start - shift
+                        pending = [(end - shift, nxt - shift, f) for end, nxt, f in pending]
+                        continue
+                    match = _BOUNDARY.search(self.buf, start + CHUNK_BYTES)
+                    if match is None:
+                        break
+                    view = memoryview(self.buf)[start : match.start() + 1]
+                    scan = self.pool.submit(_scan_and_prepare, view)
+                    del view
+                    pending.append((match.start() + 1, match.end() - 1, scan))
+                    start = match.end() - 1
+                if not pending:
+                    return pos
+                end, following, scan = pending.pop(0)
+                scanned = scan.result()
+                if scanned is None:
+                    return pos
+                self.builder.add_scanned(scanned)
+                self._added(scanned[0])
+                del scanned
+                self._consumed(end)
+                pos = following
+        finally:
+            for _, _, scan in pending:  # none may go on reading a buffer that moves on
+                scan.cancel()
+            wait([scan for _, _, scan in pending])
 
     def _consumed(self, pos: int, *, final: bool = False) -> None:
         """A mapped file's bytes before `pos` (all when `final`) are decoded: drop their pages
@@ -261,6 +375,7 @@ class _Reader:
             self.builder.add_scanned(scanned)
             self._added(scanned[0])
             return True
+        self._check_utf8(pos, end)  # msgspec leaves the raw args unchecked
         mapped = self.mapped if self.buf is self.mapped else None
         if mapped is not None and not 0 < pos <= end < len(mapped):
             mapped = None
@@ -279,6 +394,7 @@ class _Reader:
             raise self.error(pos - 1 + error.start, f"UTF-8 text ({error.reason})") from None
         except msgspec.DecodeError as error:
             match = _BYTE_POSITION.search(str(error))
+            self.failed_at = pos - 1 + int(match.group(1)) if match else None
             if match is None or int(match.group(1)) >= len(text) - 2 or final:
                 return False
             if _TRAILING.search(str(error)):
@@ -294,8 +410,21 @@ class _Reader:
                 f"events {self.events_seen}..{self.events_seen + len(events) - 1}",
                 f"an object (or nothing) as each event's 'args' ({error})",
             ) from None
+        except BadValue as bad:
+            raise self.error(
+                f"event {self.events_seen + bad.row} (near byte {self.base + pos})",
+                f"{bad.expected} as {bad.field} (found {bad.found})",
+            ) from None
         self._added(len(events))
         return True
+
+    def _check_utf8(self, pos: int, end: int) -> None:
+        """Raise for invalid UTF-8 in buf[pos:end] (the compiled scanner checks every string
+        it reads; the msgspec path decodes the keys it reads but keeps `args` as raw bytes)."""
+        try:
+            codecs.utf_8_decode(memoryview(self.buf)[pos:end], "strict", True)
+        except UnicodeDecodeError as error:
+            raise self.error(pos + error.start, f"UTF-8 text ({error.reason})") from None
 
     def _added(self, events: int) -> None:
         self.events_seen += events
@@ -374,9 +503,12 @@ class _Reader:
             end = buf.rfind(b"}", pos, end)
             if end < 0:
                 break
+            self.failed_at = None
             if self._try_decode(pos, end + 1, final=True):
                 self._check_cut_off(end + 1)
                 return f"the last complete event ends at byte {self.base + end + 1}"
+            if self.failed_at is not None and self.failed_at < end:
+                end = self.failed_at  # every longer cut fails there again: corrupt, not cut
         self._check_cut_off(pos)
         return f"no complete event after byte {self.base + pos}"
 
@@ -395,34 +527,59 @@ class _Reader:
             raise self._decode_error(error, offset) from None
 
 
+def _scan_and_prepare(chunk: Any) -> tuple[Any, ...] | None:
+    """What a scanning thread does with a chunk (see `_Reader._scan_ahead`)."""
+    return prepare_scanned(fastscan.scan(chunk))
+
+
 # --- public entry points ----------------------------------------------------------------------
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Millions of short-lived objects make the cyclic GC rescan the heap again and again."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+def load_threads(threads: int | None = None) -> int:
+    """Threads that scan one file's chunks: `threads`, else `$HPUPROF_LOAD_THREADS`, else the
+    cores this process may run on (at most 8)."""
+    if threads is None:
+        try:
+            threads = int(os.environ.get("HPUPROF_LOAD_THREADS", "0"))
+        except ValueError:
+            threads = 0
+    if threads <= 0:
+        cores = (
+            os.sched_getaffinity(0)
+            if hasattr(os, "sched_getaffinity")
+            else range(os.cpu_count() or 1)
+        )
+        threads = min(len(cores), 8)
+    return max(threads, 1)
 
 
-def read_raw(path: Path, progress: Any = None) -> _Decoded:
-    """Decode one Kineto/Chrome JSON file (plain or gzip) into raw columns and metadata."""
+def read_raw(path: Path, progress: Any = None, threads: int | None = None) -> _Decoded:
+    """Decode one Kineto/Chrome JSON file (plain or gzip) into raw columns and metadata.
+
+    Args:
+        path: the file.
+        progress: called with the bytes read since its last call.
+        threads: threads scanning chunks at once (see `load_threads`); a file of one chunk,
+            and the pure-Python path, use one.
+    """
     mapped = map_plain(path)
     stream = BlockStream(path, progress=progress)
     reader = _Reader(path, iter(()) if mapped is not None else iter(stream), mapped)
     reader.progress = progress
-    with _gc_paused():
+    reader.threads = load_threads(threads)
+    if reader.threads > 1 and fastscan.available():  # (threads start with a second chunk)
+        reader.pool = ThreadPoolExecutor(reader.threads, thread_name_prefix="hpuprof-scan")
+    with gc_paused():
         set_mmap_threshold(DECODE_MMAP_THRESHOLD)
         try:
             metadata, truncated = reader.read()
         except UnicodeDecodeError as error:  # invalid UTF-8 in the keys around the events
-            raise TraceFormatError(str(path), None, f"UTF-8 text ({error.reason})") from None
+            raise reader.invalid_utf8(error) from None
+        except RecursionError:  # msgspec's decoder recurses into nested arrays and objects
+            raise reader.too_deep() from None
         finally:
+            if reader.pool is not None:
+                reader.pool.shutdown()
             fastscan.release()
             set_mmap_threshold(MMAP_THRESHOLD)
         columns = reader.builder.finish()
@@ -438,7 +595,9 @@ def read_raw(path: Path, progress: Any = None) -> _Decoded:
     return _Decoded(columns, metadata, size, truncated)
 
 
-def read_kineto_json(path: str | Path, *, progress: Any = None) -> Trace:
+def read_kineto_json(
+    path: str | Path, *, progress: Any = None, threads: int | None = None
+) -> Trace:
     """Load one Kineto/Chrome-trace JSON file (`.json`, `.json.gz`, bare gzip) into a `Trace`.
 
     A truncated file loads every complete event and warns once with the byte offset where its
@@ -447,17 +606,23 @@ def read_kineto_json(path: str | Path, *, progress: Any = None) -> Trace:
     from hpuprof.trace.normalize import build_trace
 
     path = Path(path)
-    release_free_memory()  # fixes the mmap threshold before the first big allocation
+    release_free_memory()
     with small_pages():
-        decoded = read_raw(path, progress)
+        decoded = read_raw(path, progress, threads)
         if decoded.truncated is not None:
             warnings.warn(
                 f"{path}: truncated trace ({decoded.truncated} of {decoded.size} bytes); "
                 f"kept {len(decoded.columns)} complete events",
                 stacklevel=2,
             )
-        with _gc_paused():
-            trace = build_trace(decoded.columns, decoded.metadata, source=str(path), rank=None)
+        with gc_paused():
+            trace = build_trace(
+                decoded.columns,
+                decoded.metadata,
+                source=str(path),
+                rank=None,
+                threads=load_threads(threads),
+            )
         del decoded
     release_free_memory()
     return trace
@@ -483,7 +648,7 @@ def trace_from_events(
     except (TypeError, OverflowError) as error:
         raise TraceFormatError(str(source), None, f"JSON-encodable event dicts ({error})") from None
     reader = _Reader(Path(source), iter([body]))
-    with _gc_paused():
+    with gc_paused():
         reader.read()
         columns = reader.builder.finish()
     return build_trace(columns, dict(metadata), source=source, rank=rank)

@@ -20,7 +20,11 @@ Progress = Callable[[int], None]
 
 
 def load(
-    path: str | os.PathLike[str], *, cache: bool = True, progress: Progress | None = None
+    path: str | os.PathLike[str],
+    *,
+    cache: bool = True,
+    progress: Progress | None = None,
+    threads: int | None = None,
 ) -> Trace:
     """Load a trace file, or a directory of per-rank trace files, into one `Trace`.
 
@@ -29,13 +33,15 @@ def load(
             directory of such files (one per rank; ranks from each file's metadata or name).
         cache: read/write the load cache in the user cache dir (see `hpuprof.trace.cache`).
         progress: optional callback for progress reporting.
+        threads: threads that scan one JSON file's chunks (default: `$HPUPROF_LOAD_THREADS`,
+            else the cores this process may use; see `kineto_json.load_threads`).
     """
     source = Path(path)
     if source.is_dir():
-        return _load_directory(source, cache=cache, progress=progress)
+        return _load_directory(source, cache=cache, progress=progress, threads=threads)
     if not source.exists():
         raise TraceFormatError(str(source), None, "an existing trace file or directory (not found)")
-    return load_file(source, cache=cache, progress=progress)
+    return load_file(source, cache=cache, progress=progress, threads=threads)
 
 
 def trace_files(directory: Path) -> list[Path]:
@@ -47,33 +53,18 @@ def trace_files(directory: Path) -> list[Path]:
     )
 
 
-def run_trace_files(directory: Path) -> list[Path] | None:
-    """The Chrome JSON traces a run directory's `run.json` lists (`hpuprof record`), or None
-    when `directory` is not a run directory."""
-    manifest = directory / "run.json"
-    if not manifest.is_file():
-        return None
-    import orjson
-
-    try:
-        listed = orjson.loads(manifest.read_bytes()).get("traces")
-    except (orjson.JSONDecodeError, AttributeError):
-        return None
-    if not isinstance(listed, list) or not listed:
-        return None
-    files = [directory / str(rel) for rel in listed]
-    return [f for f in files if f.is_file()] or None
-
-
-def _load_directory(directory: Path, *, cache: bool, progress: Progress | None) -> Trace:
+def _load_directory(
+    directory: Path, *, cache: bool, progress: Progress | None, threads: int | None = None
+) -> Trace:
     from hpuprof.trace.combine import combine
+    from hpuprof.trace.run_manifest import is_run_directory, run_trace_files
 
-    files = run_trace_files(directory) or trace_files(directory)
+    files = run_trace_files(directory) if is_run_directory(directory) else trace_files(directory)
     if not files:
         raise TraceFormatError(
             str(directory), None, f"trace files ({', '.join(TRACE_SUFFIXES)}) in the directory"
         )
-    return combine([load_file(f, cache=cache, progress=progress) for f in files])
+    return combine([load_file(f, cache=cache, progress=progress, threads=threads) for f in files])
 
 
 def _kind(source: Path) -> str:
@@ -95,7 +86,13 @@ def _kind(source: Path) -> str:
     )
 
 
-def load_file(source: Path, *, cache: bool = True, progress: Progress | None = None) -> Trace:
+def load_file(
+    source: Path,
+    *,
+    cache: bool = True,
+    progress: Progress | None = None,
+    threads: int | None = None,
+) -> Trace:
     """Load one trace file (see `load`)."""
     import warnings
 
@@ -112,7 +109,7 @@ def load_file(source: Path, *, cache: bool = True, progress: Progress | None = N
             return cached
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trace = _read(source, kind, progress)
+        trace = _read(source, kind, progress, threads)
     for warning in caught:
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     if cache and not caught:
@@ -122,11 +119,11 @@ def load_file(source: Path, *, cache: bool = True, progress: Progress | None = N
     return trace
 
 
-def _read(source: Path, kind: str, progress: Any) -> Trace:
+def _read(source: Path, kind: str, progress: Any, threads: int | None = None) -> Trace:
     if kind == "perfetto":
         from hpuprof.trace.perfetto_read import load_perfetto
 
         return load_perfetto(source)
     from hpuprof.trace.kineto_json import read_kineto_json
 
-    return read_kineto_json(source, progress=progress)
+    return read_kineto_json(source, progress=progress, threads=threads)

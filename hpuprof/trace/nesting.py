@@ -91,6 +91,8 @@ def nest(
     if n == 0 or depth.max() == 0:
         return depth, parent
     by_depth = np.argsort(depth, kind="stable")
+    if depth.max() > _LEVEL_LOOP_MAX:
+        return depth, _parents_at_once(lane, depth, by_depth, parent)
     level_starts = np.searchsorted(depth[by_depth], np.arange(depth.max() + 2))
     for level in range(1, int(depth.max()) + 1):
         children = by_depth[level_starts[level] : level_starts[level + 1]]
@@ -101,6 +103,29 @@ def nest(
         ok = found & (lane[candidate] == lane[children])
         parent[children[ok]] = candidate[ok]
     return depth, parent
+
+
+_LEVEL_LOOP_MAX = 64
+"""Above this depth the parents are found in one search over every row instead of one per
+level (a pathological trace nests hundreds of thousands of identical slices)."""
+
+
+def _parents_at_once(
+    lane: NDArray[np.int64],
+    depth: NDArray[np.int64],
+    by_depth: NDArray[np.int64],
+    parent: NDArray[np.int64],
+) -> NDArray[np.int64]:
+    """The parent of each row: the last row before it one level up, in one `searchsorted`
+    over the rows keyed by (depth, position)."""
+    n = len(depth)
+    keys = depth[by_depth] * n + by_depth  # ascending: by depth, then position
+    children = np.flatnonzero(depth > 0)
+    k = np.searchsorted(keys, (depth[children] - 1) * n + children) - 1
+    candidate = by_depth[np.maximum(k, 0)]
+    ok = (k >= 0) & (depth[candidate] == depth[children] - 1) & (lane[candidate] == lane[children])
+    parent[children[ok]] = candidate[ok]
+    return parent
 
 
 def enclosing(

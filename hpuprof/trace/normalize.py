@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,11 @@ import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
-from hpuprof.trace.columns import Coded, RawColumns, take_binary, to_int64_ids
+from hpuprof.trace.columns import BadValue, Coded, RawColumns, take_binary, to_int64_ids
 from hpuprof.trace.derive import with_derived
 from hpuprof.trace.heap import release_free_memory
 from hpuprof.trace.model import Trace
@@ -64,7 +66,11 @@ GAUDI_DEVICE_KIND = {
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 _STEP_NAME = re.compile(r"(?:ProfilerStep|Step)#(\d+)")
 _HPU_INDEX = re.compile(r"/device:HPU:(\d+)")
+_FLOAT_MAX = float(np.finfo(np.float64).max)
 _EPOCH_US = 1e14  # integer µs beyond this are epoch times (1973 onwards)
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+_NS_LIMIT = 9.2e18  # |ns| below this fits int64 (2^63 ~ 9.223e18), float rounding included
 _KIND_CODE = {kind: code for code, kind in enumerate(EVENT_KINDS)}
 _DEVICE_KIND = np.array([kind in DEVICE_KINDS for kind in EVENT_KINDS])
 """Whether each kind code is a device kind (indexed by the code)."""
@@ -78,10 +84,20 @@ def _kind_codes(kinds: Sequence[str]) -> NDArray[np.int8]:
 
 
 def build_trace(
-    raw: RawColumns, metadata: dict[str, Any], *, source: str, rank: int | None
+    raw: RawColumns, metadata: dict[str, Any], *, source: str, rank: int | None, threads: int = 1
 ) -> Trace:
-    """Normalize the raw columns of one file into a `Trace` (rank detected unless given)."""
-    return _Normalizer(raw, metadata, source).build(rank)
+    """Normalize the raw columns of one file into a `Trace` (rank detected unless given).
+
+    With `threads` > 1, the flows table and the events' args (a copy in C without the GIL)
+    are built in other threads while this one builds the rest: the same tables, a little
+    sooner, with the args copy's buffer alive earlier (a higher peak RSS).
+    """
+    normalizer = _Normalizer(raw, metadata, source)
+    if threads <= 1:
+        return normalizer.build(rank)
+    with ThreadPoolExecutor(2, thread_name_prefix="hpuprof-normalize") as pool:
+        normalizer.pool = pool
+        return normalizer.build(rank)
 
 
 def categorical(codes: NDArray[Any] | Sequence[int], categories: Sequence[str]) -> pd.Categorical:
@@ -95,11 +111,22 @@ def categorical(codes: NDArray[Any] | Sequence[int], categories: Sequence[str]) 
     used = np.flatnonzero(np.bincount(codes, minlength=len(categories)))
     # Python str, not numpy's fixed-width unicode (which drops trailing NUL characters)
     names = [str(categories[i]) for i in used.tolist()]
-    order = sorted(range(len(names)), key=names.__getitem__)
+    order = _text_order(names)
     remap = np.full(len(categories), -1, dtype=np.int32)
     remap[used[order]] = np.arange(len(used), dtype=np.int32)
     dtype = pd.CategoricalDtype(pd.Index([names[i] for i in order], dtype="str"))
     return pd.Categorical.from_codes(remap[codes], dtype=dtype, validate=False)
+
+
+def _text_order(names: list[str]) -> list[int] | NDArray[np.int64]:
+    """Positions of `names` in sorted order (code point order, as Python sorts str): sorted by
+    Arrow for many names (667k flow ids: 0.4 s in Python), where UTF-8 byte order is the same."""
+    if len(names) > 4096:
+        try:
+            return pc.array_sort_indices(pa.array(names, pa.large_string())).to_numpy()
+        except (pa.ArrowException, UnicodeEncodeError):  # a lone surrogate: Python's sort
+            pass
+    return sorted(range(len(names)), key=names.__getitem__)
 
 
 def text_categorical(values: Sequence[str] | NDArray[Any]) -> pd.Categorical:
@@ -136,10 +163,31 @@ def _code_mask(coded: Coded, wanted: set[str] | frozenset[str]) -> NDArray[np.bo
 
 
 def _as_int(text: str) -> int:
+    """The integer a pid/tid text spells (NO_ID when none, or when past int64: the text stays)."""
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         return NO_ID
+    return value if _INT64_MIN <= value <= _INT64_MAX else NO_ID
+
+
+def _base_ns(value: Any, source: str) -> int:
+    """`baseTimeNanoseconds` as an int64 (0 when absent); `TraceFormatError` otherwise."""
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not _INT64_MIN <= value <= _INT64_MAX
+    ):
+        raise TraceFormatError(
+            source,
+            "metadata key 'baseTimeNanoseconds'",
+            f"an integer number of nanoseconds within int64 (found {str(value)[:40]})",
+        )
+    return value
 
 
 class _Normalizer:
@@ -147,14 +195,16 @@ class _Normalizer:
         self.raw = raw
         self.metadata = metadata
         self.source = source
-        base = metadata.get("baseTimeNanoseconds")
-        self.base = int(base) if isinstance(base, int | float) else 0
+        self.base = _base_ns(metadata.get("baseTimeNanoseconds"), source)
+        self.pool: ThreadPoolExecutor | None = None  # builds independent parts meanwhile
 
     # --- top level ---------------------------------------------------------------------------
 
     def build(self, rank: int | None) -> Trace:
         raw = self.raw
         rank = detect_rank(self.metadata, self.source) if rank is None else rank
+        if not _INT32_MIN <= rank <= _INT32_MAX:
+            raise TraceFormatError(self.source, "metadata", f"a rank within int32 (found {rank})")
         ph = raw.ph
         meta_rows = np.flatnonzero(_code_mask(ph, {"M"}))
         processes, threads = self._names(meta_rows, rank)
@@ -163,9 +213,16 @@ class _Normalizer:
         if len(missing):
             raise TraceFormatError(self.source, f"event {missing[0]}", "a numeric 'ts' field")
         ts_ns = np.zeros(len(raw), dtype=np.int64)
+        ts_scaled = raw.ts_us * 1000.0
+        reach = np.maximum(np.abs(ts_scaled), np.abs(ts_scaled + self.base))
+        self._check_range(np.where(timed, reach, 0.0), "ts")
+        del ts_scaled, reach
         ts_ns[timed] = ns_from_us(raw.ts_us[timed], self.base)
         dur_us = np.nan_to_num(raw.dur_us, nan=0.0)
-        dur_ns = np.maximum(np.rint(dur_us * 1000.0).astype(np.int64), 0)
+        dur_us[~_code_mask(ph, {"X", "i", "I"})] = 0.0  # (a B's comes from its E)
+        self._check_range(dur_us * 1000.0, "dur")
+        dur_ns = np.rint(dur_us * 1000.0).astype(np.int64)
+        self._negative_durations(dur_ns)
 
         rows, dur_ns = self._slice_rows(ts_ns, dur_ns)
         trace_format = self._format(processes, ts_ns)
@@ -173,21 +230,52 @@ class _Normalizer:
         del timed, dur_us
         counters = self._counters(np.flatnonzero(_code_mask(ph, {"C"})), ts_ns, rank)
         flow_rows = np.flatnonzero(_code_mask(ph, {"s", "t", "f"}))
-        flows = self._flows(flow_rows, ts_ns, rank)
-        raw.release("bp", "side_args")
         ts, dur, flow_ts = ts_ns[rows], dur_ns[rows], ts_ns[flow_rows]
         del ts_ns, dur_ns  # file-length arrays: gone before the events' temporaries exist
+        flow_columns = {f: getattr(raw, f) for f in _FLOW_SOURCES}  # (raw columns get released)
+        if self.pool is not None:
+            flows: Any = self.pool.submit(_flows, flow_columns, flow_rows, flow_ts, rank)
+        else:
+            flows = _flows(flow_columns, flow_rows, flow_ts, rank)
+        del flow_columns
+        raw.release("bp", "side_args")
         events = self._events(rows, ts, dur, rank, processes, threads, flow_rows, flow_ts)
         return Trace(
             events=events,
             counters=counters,
-            flows=flows,
+            flows=flows.result() if isinstance(flows, Future) else flows,
             metadata={rank: dict(self.metadata)},
             processes=processes,
             threads=threads,
             sources=(self.source,),
             format=trace_format,
         )
+
+    def _check_range(self, ns: NDArray[np.float64], field: str) -> None:
+        """Raise at the first event whose `field` (as ns since the base) is past int64."""
+        bad = np.flatnonzero(~(np.abs(ns) < _NS_LIMIT))
+        if len(bad):
+            row = int(bad[0])
+            value = (self.raw.ts_us if field == "ts" else self.raw.dur_us)[row]
+            raise TraceFormatError(
+                self.source,
+                f"event {row}",
+                f"a '{field}' within int64 nanoseconds (±9.2e15 µs from the base time; "
+                f"found {value!r} µs)",
+            )
+
+    def _negative_durations(self, dur_ns: NDArray[np.int64]) -> None:
+        """Negative durations (a clock that went back) count as 0 ns, with a warning."""
+        negative = np.flatnonzero(dur_ns < 0)
+        if len(negative):
+            import warnings
+
+            warnings.warn(
+                f"{self.source}: {len(negative)} events have a negative duration (the first: "
+                f"event {int(negative[0])}); they count as 0 ns",
+                stacklevel=5,
+            )
+            dur_ns[negative] = 0
 
     def _format(self, processes: pd.DataFrame, ts_ns: NDArray[np.int64]) -> str:
         if "baseTimeNanoseconds" in self.metadata:
@@ -208,6 +296,16 @@ class _Normalizer:
 
     # --- metadata events -----------------------------------------------------------------------
 
+    def _side_args(self, row: int) -> dict[str, Any]:
+        """The args object of an `M` or `C` event ({} when it has none)."""
+        raw = self.raw.side_args.get(row, b"")
+        try:
+            return _decode_args(raw)
+        except RecursionError:
+            raise TraceFormatError(
+                self.source, f"event {row}", "args nested less deep (about 1,000 levels)"
+            ) from None
+
     def _names(self, rows: NDArray[np.int64], rank: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         raw = self.raw
         procs: dict[str, dict[str, Any]] = {}
@@ -216,7 +314,7 @@ class _Normalizer:
         pids: list[Any] = raw.pid.values()[rows].tolist()
         tids: list[Any] = raw.tid.values()[rows].tolist()
         for row, name, pid, tid in zip(rows.tolist(), names, pids, tids, strict=True):
-            args = _decode_args(raw.side_args.get(row, b""))
+            args = self._side_args(row)
             if name.startswith("process_"):
                 entry = procs.setdefault(pid, {"name": "", "labels": "", "sort_index": NO_ID})
             elif name.startswith("thread_"):
@@ -298,6 +396,7 @@ class _Normalizer:
         rows, ts, dur = rows[order], ts[order], dur[order]
         del order
         n = len(rows)
+        args = None if self.pool is None else self.pool.submit(take_binary, raw.args, rows)
         # columns nothing below reads go first, each raw column freed as soon as it is taken
         columns: dict[str, Any] = {}
         columns["external_id"] = raw.external_id[rows].astype(np.int64)
@@ -356,9 +455,8 @@ class _Normalizer:
         # last, when every other raw column is gone: the args, into a buffer of their exact size
         # (the heap's free pages go back first: the load peaks here, with both args buffers)
         release_free_memory()
-        columns["args"] = pd.arrays.ArrowExtensionArray(
-            pa.chunked_array([take_binary(raw.args, rows)])
-        )
+        taken = take_binary(raw.args, rows) if args is None else args.result()
+        columns["args"] = pd.arrays.ArrowExtensionArray(pa.chunked_array([taken]))
         raw.release("args")
         frame = pd.DataFrame(
             {name: columns.pop(name) for name in EVENT_COLUMNS if name in columns}, copy=False
@@ -417,13 +515,22 @@ class _Normalizer:
         pid_ints = np.array([_as_int(p) for p in raw.pid.categories] or [NO_ID])
         tid_ints = np.array([_as_int(t) for t in raw.tid.categories] or [NO_ID])
         hpu_index = np.array(
-            [int(m.group(1)) if (m := _HPU_INDEX.match(p)) else NO_ID for p in pid_names] or [NO_ID]
+            [_as_int(m.group(1)) if (m := _HPU_INDEX.match(p)) else NO_ID for p in pid_names]
+            or [NO_ID]
         )
         given = raw.stream[rows]
         stream = np.where(given != NO_ID, given, tid_ints[tid_codes])
         stream[~device_lane] = NO_ID
         given = raw.device[rows]
+        outside = np.flatnonzero((given < _INT32_MIN) | (given > _INT32_MAX))
+        if len(outside):
+            raise TraceFormatError(
+                self.source,
+                f"event {int(rows[outside[0]])}",
+                f"a device index within int32 as args 'device' (found {int(given[outside[0]])})",
+            )
         lane_device = np.where(hpu_index != NO_ID, hpu_index, pid_ints)[pid_codes]
+        lane_device[(lane_device < _INT32_MIN) | (lane_device > _INT32_MAX)] = NO_ID
         device = np.where(given != NO_ID, given, lane_device)
         del given
         device = np.where(on_hpu & is_device, lane_device, device)
@@ -474,7 +581,13 @@ class _Normalizer:
         width = max(len(raw.tid.categories), 1)
         flow_lane = raw.pid.codes[rows].astype(np.int64) * width + raw.tid.codes[rows]
         flow_ts = flow_ts_all[launch]
-        flow_id = _flow_ints(raw.flow_id.categories)
+        try:
+            flow_id = _flow_ints(raw.flow_id.categories)
+        except BadValue as bad:
+            row = int(flow_rows[np.flatnonzero(raw.flow_id.codes[flow_rows] == bad.row)[0]])
+            raise TraceFormatError(
+                self.source, f"event {row}", f"{bad.expected} as the flow 'id' (found {bad.found})"
+            ) from None
         ids = flow_id[raw.flow_id.codes[rows]]
         target = np.full(len(rows), NO_ID, dtype=np.int64)
         sorted_lane = lane[by_lane]
@@ -527,7 +640,16 @@ class _Normalizer:
             return step
         positions = np.flatnonzero(marker)
         marker_codes = raw.name.codes[rows[positions]].tolist()
-        numbers = np.array([_step_number(raw.name.categories[c]) for c in marker_codes])
+        found = [_step_number(raw.name.categories[c]) for c in marker_codes]
+        too_big = [i for i, number in enumerate(found) if number > _INT32_MAX]
+        if too_big:
+            row = int(rows[positions[too_big[0]]])
+            raise TraceFormatError(
+                self.source,
+                f"event {row}",
+                f"a step number within int32 (found {raw.name.categories[marker_codes[too_big[0]]]!r})",
+            )
+        numbers = np.array(found, dtype=np.int64)
         positions, numbers = positions[numbers >= 0], numbers[numbers >= 0]
         if len(positions) == 0:
             return step
@@ -557,10 +679,16 @@ class _Normalizer:
         record: dict[str, list[Any]] = {c: [] for c in COUNTER_COLUMNS}
         names: list[Any] = raw.name.values()[rows].tolist()
         for row, name in zip(rows.tolist(), names, strict=True):
-            args = _decode_args(raw.side_args.get(row, b""))
+            args = self._side_args(row)
             for series, value in args.items():
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     continue
+                if abs(value) > _FLOAT_MAX:
+                    raise TraceFormatError(
+                        self.source,
+                        f"event {row}",
+                        f"a counter value within float64 as args {series!r} (found {str(value)[:40]})",
+                    )
                 record["name"].append(name)
                 record["series"].append(series)
                 record["cat"].append(raw.cat.categories[raw.cat.codes[row]])
@@ -571,20 +699,31 @@ class _Normalizer:
                 record["value"].append(float(value))
         return _frame(record, COUNTER_COLUMNS)
 
-    def _flows(self, rows: NDArray[np.int64], ts_ns: NDArray[np.int64], rank: int) -> pd.DataFrame:
-        raw = self.raw
-        columns: dict[str, Any] = {
-            "id": categorical(raw.flow_id.codes[rows], raw.flow_id.categories),
-            "cat": categorical(raw.cat.codes[rows], raw.cat.categories),
-            "name": categorical(raw.name.codes[rows], raw.name.categories),
-            "ph": categorical(raw.ph.codes[rows], raw.ph.categories),
-            "pid": categorical(raw.pid.codes[rows], raw.pid.categories),
-            "tid": categorical(raw.tid.codes[rows], raw.tid.categories),
-            "rank": np.full(len(rows), rank, dtype=np.int32),
-            "ts_ns": ts_ns[rows],
-            "binding": categorical(raw.bp.codes[rows], raw.bp.categories),
-        }
-        return pd.DataFrame(columns)
+
+_FLOW_SOURCES = ("flow_id", "cat", "name", "ph", "pid", "tid", "bp")
+
+
+def _flows(
+    raw: Mapping[str, Coded], rows: NDArray[np.int64], ts: NDArray[np.int64], rank: int
+) -> pd.DataFrame:
+    """The flows table: the flow events `rows` of the raw columns `raw` (`_FLOW_SOURCES`),
+    `ts` their times."""
+
+    def column(field: str) -> pd.Categorical:
+        return categorical(raw[field].codes[rows], raw[field].categories)
+
+    columns: dict[str, Any] = {
+        "id": column("flow_id"),
+        "cat": column("cat"),
+        "name": column("name"),
+        "ph": column("ph"),
+        "pid": column("pid"),
+        "tid": column("tid"),
+        "rank": np.full(len(rows), rank, dtype=np.int32),
+        "ts_ns": ts,
+        "binding": column("bp"),
+    }
+    return pd.DataFrame(columns)
 
 
 def gaudi_engine(thread_name: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pandas as pd
@@ -22,9 +23,9 @@ import pyarrow.parquet as pq
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.arrow_frame import frame_from_arrow
 from hpuprof.trace.atomic_write import atomic_output
-from hpuprof.trace.derive import OLDEST_READABLE_VERSION, upgrade_events
+from hpuprof.trace.derive import OLDEST_READABLE_VERSION
 from hpuprof.trace.model import Trace
-from hpuprof.trace.schema import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, SCHEMA_VERSION
+from hpuprof.trace.schema import DERIVED_COLUMNS, EVENT_COLUMNS, SCHEMA_VERSION
 
 _TABLES = ("counters", "flows", "processes", "threads")
 _COMPRESSION = "lz4"
@@ -69,49 +70,107 @@ def save_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:
 
 
 def load_parquet(path: str | os.PathLike[str]) -> Trace:
-    """Read a file written by `save_parquet` (or `Trace.save`)."""
+    """Read a file written by `save_parquet` (or `Trace.save`).
+
+    Raises:
+        TraceFormatError: not a Parquet file, or not one hpuprof wrote (a missing or damaged
+            key, a column of another type, events that break the model's invariants).
+    """
     from hpuprof.trace.heap import small_pages
 
     source = Path(path)
     with small_pages():  # no huge-page compaction for the column copies (see cache.read_cache)
         try:
             table = pq.read_table(source, use_threads=False)
-        except (OSError, pa.ArrowInvalid) as error:
+        except (OSError, pa.ArrowException) as error:
             raise TraceFormatError(
-                str(source), None, f"a Parquet file written by hpuprof ({error})"
+                str(source),
+                "file structure",
+                f"a Parquet file written by hpuprof ({_first_line(error)})",
             ) from None
         return trace_from_table(table, source)
 
 
-def trace_from_table(table: pa.Table, source: Path) -> Trace:
-    """The `Trace` held by a table from `events_table` (read from Parquet or the cache)."""
+def trace_from_table(table: pa.Table, source: Path, *, check_values: bool = True) -> Trace:
+    """The `Trace` held by a table from `events_table` (read from Parquet or the cache).
+
+    Args:
+        table: the events table with the other parts in its schema metadata.
+        source: the file it came from (named in errors).
+        check_values: check the events' values too (see `validate.check_trace`), not only
+            the keys, columns and types.
+    """
+    from hpuprof.trace.validate import check_trace
+
     meta = table.schema.metadata or {}
-    version = meta.get(b"hpuprof.schema_version")
-    if version is None:
-        raise TraceFormatError(str(source), "file metadata", "hpuprof.schema_version (not ours)")
-    if not OLDEST_READABLE_VERSION <= int(version) <= SCHEMA_VERSION:
+    version = _key(meta, "schema_version", source)
+    try:
+        number = int(version)
+    except ValueError:
+        raise TraceFormatError(str(source), "file metadata", "an integer schema version") from None
+    if not OLDEST_READABLE_VERSION <= number <= SCHEMA_VERSION:
         raise TraceFormatError(
             str(source),
             "file metadata",
-            f"schema version {SCHEMA_VERSION} (file has {int(version)}; reload the source trace)",
+            f"schema version {OLDEST_READABLE_VERSION} to {SCHEMA_VERSION} (file has "
+            f"{number!s:.40}; reload the source trace)",
         )
-    stored = frame_from_arrow(table)
-    events = upgrade_events(stored) if int(version) < SCHEMA_VERSION else stored
-    if events is None or list(events.columns) != list(EVENT_COLUMNS):
+    # an older version's columns lack the derived ones: check_trace adds them once the
+    # columns they are computed from are checked
+    expected = [c for c in EVENT_COLUMNS if number == SCHEMA_VERSION or c not in DERIVED_COLUMNS]
+    if list(table.column_names) != expected:
         raise TraceFormatError(str(source), "columns", "the event columns of schema.py")
-    tables = {name: _from_ipc(meta[f"{_KEY}{name}".encode()]) for name in _TABLES}
-    for name, schema in (("counters", COUNTER_COLUMNS), ("flows", FLOW_COLUMNS)):
-        if list(tables[name].columns) != list(schema):
-            raise TraceFormatError(str(source), name, f"the {name} columns of schema.py")
-    raw_meta = msgspec.json.decode(meta[b"hpuprof.metadata"])
-    return Trace(
+    try:
+        events = frame_from_arrow(table)
+        tables = {name: _from_ipc(_key(meta, name, source)) for name in _TABLES}
+    except (pa.ArrowException, OSError, ValueError, TypeError) as error:
+        raise TraceFormatError(
+            str(source), "file contents", f"tables hpuprof wrote ({_first_line(error)})"
+        ) from None
+    raw_meta = _decoded(meta, "metadata", source, dict)
+    sources = _decoded(meta, "sources", source, list)
+    try:
+        metadata = {int(rank): value for rank, value in raw_meta.items()}
+        trace_format = _key(meta, "format", source).decode()
+    except (ValueError, UnicodeDecodeError):
+        raise TraceFormatError(
+            str(source), "file metadata", "ranks as integers and a UTF-8 format name"
+        ) from None
+    trace = Trace(
         events=events,
         counters=tables["counters"],
         flows=tables["flows"],
-        metadata={int(rank): value for rank, value in raw_meta.items()},
+        metadata=metadata,
         processes=tables["processes"],
         threads=tables["threads"],
-        sources=tuple(msgspec.json.decode(meta[b"hpuprof.sources"])),
-        format=meta[b"hpuprof.format"].decode(),
-        schema_version=SCHEMA_VERSION,
+        sources=tuple(sources),
+        format=trace_format,
+        schema_version=number,
     )
+    return check_trace(trace, str(source), values=check_values, version=number)
+
+
+def _key(meta: dict[bytes, bytes], name: str, source: Path) -> bytes:
+    value = meta.get(f"{_KEY}{name}".encode())
+    if value is None:
+        raise TraceFormatError(
+            str(source), f"file metadata key {_KEY}{name}", "hpuprof's metadata (not ours?)"
+        )
+    return value
+
+
+def _decoded(meta: dict[bytes, bytes], name: str, source: Path, kind: type) -> Any:
+    try:
+        value = msgspec.json.decode(_key(meta, name, source))
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        value = None
+    if not isinstance(value, kind):
+        raise TraceFormatError(
+            str(source), f"file metadata key {_KEY}{name}", f"a JSON {kind.__name__}"
+        )
+    return value
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0][:200] if lines else type(error).__name__

@@ -15,6 +15,7 @@ Timestamps are taken as one clock (the packet's own); clock snapshots are not ap
 
 from __future__ import annotations
 
+import binascii
 import os
 import warnings
 from collections.abc import Iterator
@@ -25,9 +26,10 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import numpy as np
 import orjson
 import pandas as pd
+import pyarrow as pa
 
 from hpuprof.errors import TraceFormatError
-from hpuprof.trace.derive import upgrade_events
+from hpuprof.trace.derive import OLDEST_READABLE_VERSION
 from hpuprof.trace.perfetto_layout import (
     ANN_ARGS,
     ANN_ARGS_B64,
@@ -39,6 +41,7 @@ from hpuprof.trace.perfetto_layout import (
     table_from_text,
 )
 from hpuprof.trace.schema import SCHEMA_VERSION
+from hpuprof.trace.validate import check_trace
 
 if TYPE_CHECKING:
     from hpuprof.trace.model import Trace
@@ -261,31 +264,49 @@ def _read_track(descriptor: Any, tracks: dict[int, _Track]) -> None:
 
 def _timestamp(packet: Any, event: Any, seq: _Sequence) -> int:
     if packet.HasField("timestamp"):
-        return int(packet.timestamp)
+        return _int64(packet.timestamp, "timestamp")
     if event.HasField("timestamp_absolute_us"):
         seq.last_us = event.timestamp_absolute_us
-        return int(seq.last_us) * 1000
+        return _int64(int(seq.last_us) * 1000, "timestamp_absolute_us")
     if event.HasField("timestamp_delta_us"):
         seq.last_us += event.timestamp_delta_us
-        return int(seq.last_us) * 1000
+        return _int64(int(seq.last_us) * 1000, "timestamp_delta_us")
     return 0
 
 
-def _collect(proto: Any) -> _Collected:
+def _int64(value: int, what: str) -> int:
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ValueError(f"a {what} within int64 nanoseconds (found {value})")
+    return value
+
+
+_DAMAGED = (
+    KeyError,
+    ValueError,
+    TypeError,
+    OverflowError,
+    IndexError,
+    AttributeError,
+    RecursionError,
+    OSError,  # pyarrow's for an IPC table that is no flatbuffer
+    binascii.Error,
+    pa.ArrowException,
+)
+"""What reading damaged packets or tables raises (UnicodeDecodeError, orjson's and json's
+decode errors are ValueErrors): each becomes one TraceFormatError naming where."""
+
+
+def _collect(path: Path, proto: Any) -> _Collected:
     out = _Collected()
     sequences: dict[int, _Sequence] = {}
     stacks: dict[int, list[int]] = {}
-    for packet in proto.packet:
-        kind = packet.WhichOneof("data")
-        seq = _read_sequence_state(packet, sequences)
-        if kind == "track_descriptor":
-            _read_track(packet.track_descriptor, out.tracks)
-        elif kind == "chrome_events":
-            for entry in packet.chrome_events.metadata:
-                value_kind = entry.WhichOneof("value")
-                out.metadata[entry.name] = getattr(entry, value_kind) if value_kind else None
-        elif kind == "track_event":
-            _collect_event(packet, seq, out, stacks)
+    for index, packet in enumerate(proto.packet):
+        try:
+            _collect_packet(packet, out, sequences, stacks)
+        except _DAMAGED as error:
+            raise TraceFormatError(
+                str(path), f"packet {index}", f"a valid TracePacket ({_why(error)})"
+            ) from None
     for track_uuid, stack in stacks.items():  # slices never closed end at the trace's end
         for index in stack:
             out.dur[index] = max(0, out.last_ts - out.ts[index])
@@ -295,6 +316,26 @@ def _collect(proto: Any) -> _Collected:
                 stacklevel=4,
             )
     return out
+
+
+def _collect_packet(
+    packet: Any, out: _Collected, sequences: dict[int, _Sequence], stacks: dict[int, list[int]]
+) -> None:
+    kind = packet.WhichOneof("data")
+    seq = _read_sequence_state(packet, sequences)
+    if kind == "track_descriptor":
+        _read_track(packet.track_descriptor, out.tracks)
+    elif kind == "chrome_events":
+        for entry in packet.chrome_events.metadata:
+            value_kind = entry.WhichOneof("value")
+            out.metadata[entry.name] = getattr(entry, value_kind) if value_kind else None
+    elif kind == "track_event":
+        _collect_event(packet, seq, out, stacks)
+
+
+def _why(error: BaseException) -> str:
+    text = str(error).splitlines()[0][:160] if str(error) else ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def _collect_event(
@@ -309,7 +350,7 @@ def _collect_event(
     if kind == 0 and event.HasField("legacy_event"):
         phase = chr(event.legacy_event.phase)
         kind = {"B": _BEGIN, "E": _END, "X": _BEGIN, "i": _INSTANT, "I": _INSTANT}.get(phase, 0)
-        duration = event.legacy_event.duration_us * 1000 if phase == "X" else -1
+        duration = _int64(event.legacy_event.duration_us * 1000, "duration") if phase == "X" else -1
     if kind == _END:
         stack = stacks.get(track)
         if stack:
@@ -368,16 +409,37 @@ def _column(values: list[Any], template: pd.Series) -> Any:
 def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
     from hpuprof.trace.model import Trace
 
+    version = blob["schema_version"]
+    if (
+        isinstance(version, bool)
+        or not isinstance(version, int)
+        or not OLDEST_READABLE_VERSION <= version <= SCHEMA_VERSION
+    ):
+        raise TraceFormatError(
+            str(path),
+            f"metadata entry {META_TRACE}",
+            f"schema version {OLDEST_READABLE_VERSION} to {SCHEMA_VERSION} "
+            f"(file has {version!r:.40}; export it again from the source trace)",
+        )
     offset = int(blob["ts_offset"])
     lanes = {int(uuid): key for uuid, key in blob["tracks"].items()}
     template = table_from_text(blob["events_dtypes"])
     n = len(got.ts)
     rows = np.empty(n, dtype=np.int64)
     for index, notes in enumerate(got.notes):
-        if notes is None:
-            raise TraceFormatError(str(path), f"event {index}", "an hpuprof column annotation")
-        rows[index] = notes["row"]
+        row = notes.get("row") if isinstance(notes, dict) else None
+        if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < n:
+            raise TraceFormatError(
+                str(path),
+                f"slice {index}",
+                f"an hpuprof column annotation with a row in 0..{n - 1}",
+            )
+        rows[index] = row
     order = np.argsort(rows, kind="stable")
+    if n and not np.array_equal(rows[order], np.arange(n)):
+        raise TraceFormatError(
+            str(path), "slices", "each events row once in the hpuprof annotations"
+        )
     try:
         keys = [lanes[got.track[i]] for i in order.tolist()]
     except KeyError as missing:
@@ -407,11 +469,6 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
     events = pd.DataFrame(
         {column: _column(data[column], template[column]) for column in template.columns}
     )
-    if int(blob["schema_version"]) < SCHEMA_VERSION:
-        upgraded = upgrade_events(events)
-        if upgraded is None:
-            raise TraceFormatError(str(path), META_TRACE, "the event columns of its version")
-        events = upgraded
     ctemplate = table_from_text(blob["counters_dtypes"])
     ckeys = {int(uuid): key for uuid, key in blob["counter_tracks"].items()}
     cdata: dict[str, list[Any]] = {column: [] for column in ctemplate.columns}
@@ -433,7 +490,7 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
         threads=table_from_text(blob["threads"]),
         sources=tuple(blob["sources"]),
         format=blob["format"],
-        schema_version=SCHEMA_VERSION,
+        schema_version=version,  # (check_trace adds the derived columns of an older one)
     )
 
 
@@ -461,7 +518,7 @@ def _us(ns: int) -> float:
     return ns / 1000.0
 
 
-def _chrome_events(got: _Collected) -> Iterator[dict[str, Any]]:
+def _chrome_events(path: Path, got: _Collected) -> Iterator[dict[str, Any]]:
     tracks = got.tracks
     for track in tracks.values():
         if track.process_name and track.pid is not None and track.tid is None:
@@ -478,7 +535,12 @@ def _chrome_events(got: _Collected) -> Iterator[dict[str, Any]]:
         if got.ph[index] == "X":
             event["dur"] = _us(got.dur[index])
         if got.args[index]:
-            event["args"] = orjson.loads(got.args[index])
+            try:
+                event["args"] = orjson.loads(got.args[index])
+            except orjson.JSONDecodeError as error:
+                raise TraceFormatError(
+                    str(path), f"slice {index}", f"JSON args ({error.msg})"
+                ) from None
         yield event
         for flow in got.flows_out.get(index, ()):
             phase = "t" if flow in flow_seen else "s"
@@ -502,7 +564,7 @@ def _foreign_trace(path: Path, got: _Collected) -> Trace:
     from hpuprof.trace.kineto_json import trace_from_events
 
     metadata = {key: value for key, value in got.metadata.items() if value is not None}
-    return trace_from_events(list(_chrome_events(got)), metadata, source=str(path))
+    return trace_from_events(list(_chrome_events(path, got)), metadata, source=str(path))
 
 
 def load_perfetto(path: str | os.PathLike[str]) -> Trace:
@@ -519,14 +581,22 @@ def load_perfetto(path: str | os.PathLike[str]) -> Trace:
         data = source.read_bytes()
     except OSError as error:
         raise TraceFormatError(str(source), None, f"a readable file ({error.strerror})") from None
-    got = _collect(_parse(source, data))
+    got = _collect(source, _parse(source, data))
     if not got.tracks and not got.ts and not got.counter_ts:
         raise TraceFormatError(str(source), 0, f"{_EXPECTED} with TrackEvent packets")
     blob_text = got.metadata.get(META_TRACE)
-    if isinstance(blob_text, str):
-        try:
-            blob = loads(blob_text)
-        except ValueError:
-            raise TraceFormatError(str(source), META_TRACE, "hpuprof's JSON metadata") from None
-        return _own_trace(source, got, blob)
-    return _foreign_trace(source, got)
+    if not isinstance(blob_text, str):
+        return _foreign_trace(source, got)
+    try:
+        blob = loads(blob_text)
+    except (ValueError, RecursionError):
+        blob = None
+    if not isinstance(blob, dict):
+        raise TraceFormatError(str(source), META_TRACE, "hpuprof's JSON metadata (an object)")
+    try:
+        trace = _own_trace(source, got, blob)
+    except _DAMAGED as error:
+        raise TraceFormatError(
+            str(source), f"metadata entry {META_TRACE}", f"the tables hpuprof wrote ({_why(error)})"
+        ) from None
+    return check_trace(trace, str(source), version=trace.schema_version)

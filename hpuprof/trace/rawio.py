@@ -9,6 +9,7 @@ complete event. A corrupt gzip stream is a `TraceFormatError` with the compresse
 from __future__ import annotations
 
 import mmap
+import os
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -76,8 +77,10 @@ class BlockStream:
                 yield block
 
     def _gzip_blocks(self) -> Iterator[bytes]:
+        limit = expansion_limit(self.path.stat().st_size)
         decompressor = zlib.decompressobj(wbits=31)
         offset = 0  # compressed bytes consumed so far
+        total = 0  # decompressed bytes so far
         pending: list[bytes] = []
         pending_size = 0
         with open(self.path, "rb") as handle:
@@ -86,20 +89,28 @@ class BlockStream:
                     self.progress(len(chunk))
                 data = chunk
                 while data:
-                    try:
-                        out = decompressor.decompress(data)
+                    at = offset + len(chunk) - len(data)
+                    try:  # at most a block out per call: a gzip bomb never lands at once
+                        out = decompressor.decompress(data, self.block_size)
                     except zlib.error as error:
                         raise TraceFormatError(
                             str(self.path),
-                            f"compressed byte {offset}",
+                            f"compressed byte {at}",
                             f"a valid gzip stream ({error})",
                         ) from None
+                    data = decompressor.unconsumed_tail
                     if out:
+                        total += len(out)
+                        if total > limit:
+                            raise self._bomb(at, limit)
                         pending.append(out)
                         pending_size += len(out)
-                    data = b""
+                        if pending_size >= self.block_size:
+                            yield b"".join(pending)
+                            pending, pending_size = [], 0
                     if decompressor.eof:
                         rest = decompressor.unused_data
+                        data = b""
                         if rest[:2] == GZIP_MAGIC:  # a multi-member gzip file
                             decompressor = zlib.decompressobj(wbits=31)
                             data = rest
@@ -110,10 +121,38 @@ class BlockStream:
                                 "end of file after the gzip stream (found trailing data)",
                             )
                 offset += len(chunk)
-                if pending_size >= self.block_size:
-                    yield b"".join(pending)
-                    pending, pending_size = [], 0
         if pending:
             yield b"".join(pending)
         if not decompressor.eof:
             self.truncation = f"the gzip stream ends early at compressed byte {offset}"
+
+    def _bomb(self, at: int, limit: int) -> TraceFormatError:
+        return TraceFormatError(
+            str(self.path),
+            f"compressed byte {at}",
+            f"a gzip stream that expands to at most {limit:,} bytes ({max_gzip_ratio()}x its "
+            f"size, at least {GZIP_FLOOR >> 20} MiB; real traces expand 5-25x): this one "
+            "expands further, like a gzip bomb (HPUPROF_MAX_GZIP_RATIO allows more)",
+        )
+
+
+GZIP_FLOOR = 64 << 20
+"""Decompressed bytes any gzip file may expand to, whatever its size."""
+GZIP_RATIO = 100
+"""Default for `HPUPROF_MAX_GZIP_RATIO`: how many times its size a gzip trace may expand to.
+Kineto JSON compresses 5-25x (the shared torch.profiler traces: 7.1-22.6x); a gzip bomb,
+thousands of times. The limit bounds a load's memory and time by the file's size."""
+
+
+def max_gzip_ratio() -> int:
+    """`HPUPROF_MAX_GZIP_RATIO` (a positive integer), else `GZIP_RATIO`."""
+    try:
+        ratio = int(os.environ.get("HPUPROF_MAX_GZIP_RATIO", GZIP_RATIO))
+    except ValueError:
+        return GZIP_RATIO
+    return ratio if ratio > 0 else GZIP_RATIO
+
+
+def expansion_limit(compressed_size: int) -> int:
+    """Decompressed bytes a gzip file of `compressed_size` bytes may expand to."""
+    return max(GZIP_FLOOR, max_gzip_ratio() * compressed_size)

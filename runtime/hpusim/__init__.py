@@ -99,7 +99,15 @@ def enable(mode: str | None = None, device: str = "gaudi2", *, record: bool = Fa
             return
         disable()
 
-    from hpusim import attribution, device_module, dispatch, factories, metrics, transfers
+    from hpusim import (
+        attribution,
+        composites,
+        device_module,
+        dispatch,
+        factories,
+        metrics,
+        transfers,
+    )
     from hpusim.state import Config, Runtime
 
     rt = Runtime(Config(resolved, device, "argument" if mode else "env"), flags, profile)
@@ -114,6 +122,7 @@ def enable(mode: str | None = None, device: str = "gaudi2", *, record: bool = Fa
     device_module.install()
     factories.install()
     transfers.install()
+    composites.install()
     attribution.install()
     state.RT = rt
     shim = str(shim_path())
@@ -136,13 +145,14 @@ def disable() -> None:
         return
     for fn in list(_on_disable):
         fn()
-    from hpusim import attribution, device_module, factories, metrics, transfers
+    from hpusim import attribution, composites, device_module, factories, metrics, transfers
 
     _flush_pending(rt)
     if rt.saver is not None:
         rt.saver.process_exit()
         rt.saver.close()
     attribution.uninstall()
+    composites.uninstall()
     transfers.uninstall()
     factories.uninstall()
     device_module.uninstall()

@@ -64,6 +64,27 @@ def _device_index(device: Any = None, optional: bool = True) -> int:
     )
 
 
+def _get_device_index(device: Any, optional: bool = False, allow_cpu: bool = False) -> int:
+    """The bridge's `hpu._utils._get_device_index` (its signature, errors and `-1` for an allowed
+    cpu device), exported on the module as the bridge's `hpu` package does."""
+    if isinstance(device, torch.device | str):
+        device = torch.device(device)
+        if device.type not in (("hpu", "cpu") if allow_cpu else ("hpu",)):
+            kinds = "a hpu or cpu device" if allow_cpu else "a hpu device"
+            raise ValueError(f"Expected {kinds}, but got: {device}")
+        if device.type == "cpu":
+            return -1
+        if device.index is not None:
+            return int(device.index)
+    elif isinstance(device, int):
+        return device
+    if optional:
+        return current_device()
+    raise ValueError(
+        f"Expected a torch.device with a specified index or an integer, but got:{device}"
+    )
+
+
 def _check(device: Any) -> int:
     idx = _device_index(device)
     if idx < 0 or idx >= device_count():
@@ -753,6 +774,7 @@ def build_module() -> types.ModuleType:
 
     mod.is_lazy = is_lazy  # type: ignore[attr-defined]
     mod.is_lazy_mode = is_lazy()  # type: ignore[attr-defined]
+    mod._get_device_index = _get_device_index  # type: ignore[attr-defined]
     mod.hpu = mod  # type: ignore[attr-defined]  # `from .memory import *` brings the module itself
     mod.torch = torch  # type: ignore[attr-defined]
     for name, value in _extra.items():

@@ -1,14 +1,19 @@
-"""Fixtures: a directory of runs for the dashboard (a two-rank run, lone traces)."""
+"""Shared pieces of the dashboard tests: hostile names and a run directory as `record` writes it."""
 
 from __future__ import annotations
 
-import shutil
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
-import pytest
 
-from tests.conftest import SHARED_TRACES
 from tests.dashboard.synth import synthetic_trace, write_chrome_json
 
 HOSTILE = "<img src=x onerror=alert(1)>aten::evil"
@@ -32,25 +37,34 @@ def write_run(run: Path, n_events: int, ranks: int = 1) -> Path:
     return run
 
 
-def make_runs_dir(root: Path) -> Path:
-    """`root` with a two-rank run directory (run.json), two lone traces and a hostile name."""
-    run = write_run(root / "runs" / "train_2rank", 4_000, ranks=2)
-    (run / "traces" / "train-rank2.pt.trace.incomplete.json").write_text("{}")
-    lone = root / "lone"
-    lone.mkdir()
-    one = synthetic_trace(2_500, ops_per_step=40)
-    ev = one.events
-    ev["name"] = ev["name"].cat.rename_categories(
-        {"aten::relu": HOSTILE} if "aten::relu" in ev["name"].cat.categories else {}
-    )
-    write_chrome_json(one, lone / "eager.pt.trace.json.gz")
-    write_chrome_json(synthetic_trace(600), lone / HOSTILE_FILE)
-    base = SHARED_TRACES / "tests" / "data" / "trace_compare" / "base" / "base.json.gz"
-    if base.is_file():
-        shutil.copy(base, lone / "cuda_base.json.gz")
-    return root
+CLI = [sys.executable, "-c", "from hpuprof.cli.main import run; run()"]
+"""`hpuprof` of this interpreter (the console script may not be on PATH)."""
 
 
-@pytest.fixture(scope="module")
-def runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_runs_dir(tmp_path_factory.mktemp("dash"))
+@contextmanager
+def dashboard_process(root: Path, work: Path, threads: int = 4) -> Iterator[tuple[int, Path]]:
+    """`hpuprof dashboard ROOT` as a user starts it (waitress, its own process) on a free
+    127.0.0.1 port, caches under `work`; yields (port, file of its output)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "server.log"
+    env = os.environ | {"HPUDASH_CACHE_DIR": str(work / "cache")}
+    cmd = [*CLI, "dashboard", str(root), "--port", str(port), "--threads", str(threads)]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield port, log
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -1,333 +1,748 @@
-"""The live dashboard in headless Debian Chromium (Playwright): pages, zoom, compare, safety."""
+"""The live dashboard in headless Debian Chromium (Playwright), as a user sees it.
+
+One server over a directory holding the samples, the real CUDA, AMD and NCCL traces of
+../shared (skipped when absent), a synthetic two-rank run and traces with hostile names. Every
+page of every run is visited (inside the app, as a user clicks, so the JavaScript bundles load
+once) and read: no error, no console error, no dialog, no raw dict, epoch-ns, NaN or None text,
+no Gaudi advice on a non-Gaudi trace; figures equal `hpuprof analyze --format json`; device
+rows have drawn pixels at full zoom-out (in a screenshot of the rendered figure); the timeline's
+zoom, URL, keys, range selection, details and "Open in Perfetto UI" work.
+"""
 
 from __future__ import annotations
 
-import logging
+import base64
+import itertools
+import json
+import re
 import shutil
-import threading
+import subprocess
+import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import orjson
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
-from tests.dashboard.conftest import write_run
+from tests.conftest import SAMPLE_TRACES, SHARED_TRACES
+from tests.dashboard.conftest import HOSTILE, HOSTILE_FILE, dashboard_process, write_run
+from tests.dashboard.synth import synthetic_trace, write_chrome_json
 
 pytest.importorskip("playwright.sync_api")
 pytest.importorskip("dash")
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("dashboard-browser")]
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
 RUN2 = "runs/train_2rank"
+HOSTILE_DIR = '"><img src=x onerror=alert(3)>'
 LONE = "lone/eager.pt.trace.json.gz"
-PAGES = {
-    "runs": ("/", "#runs-grid .ag-row"),
-    "overview": (f"/overview?run={RUN2}", "#overview-kpis"),
-    "timeline": (f"/timeline?run={RUN2}", "#timeline-graph .main-svg"),
-    "ops": (f"/ops?run={LONE}", "#ops-grid .ag-row"),
-    "dynamicity": (f"/dynamicity?run={RUN2}", "#dyn-kpis"),
-    "precision": (f"/precision?run={LONE}", "#prec-dtype .main-svg"),
-    "compare": (f"/compare?run={RUN2}&b={LONE}", "#compare-kpis .ag-row"),
-    "ranks": (f"/ranks?run={RUN2}", "#ranks-graph .main-svg"),
+PAGES = ("overview", "timeline", "ops", "dynamicity", "precision", "ranks", "memory")
+REAL = {
+    "real/cuda": "critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
+    "real/amd": "amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
 }
+CUDA = "real/cuda/benchmark_result_2869224_1695835535_trace.json.gz"
+AMD = "real/amd/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+NCCL = "real/nccl"
+EPOCH_NS = re.compile(r"\b1[5-9]\d{17}\b")
+RAW_DICT = re.compile(r"\{'[^']*': |\{\"[^\"]*\": ")
+NAN = re.compile(r"\bNaN\b|\bnan\b|\bNone\b(?! in this run)")
+HPU_ADVICE = re.compile(
+    r'device_type="hpu"|mark_step\(|wrap_in_hpu_graph|habana_frameworks|htcore|PT_HPU_'
+)
+CUDA_ADVICE = re.compile(r"CUDA graph|torch\.cuda\.")
+PUSH_STATE = "p => { window.history.pushState({}, '', p); window.dispatchEvent(new PopStateEvent('popstate')); }"
+"""A move inside the app (as the back button does): it routes without reloading its bundles."""
+SETTLED = "() => !document.querySelector('._dash-loading, [data-dash-is-loading=\"true\"]')"
 
 
-class _Errors(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.records: list[str] = []
+@dataclass(frozen=True)
+class Server:
+    """`hpuprof dashboard` as a user runs it, in its own process (the production server)."""
 
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(self.format(record))
+    base: str
+    log: Path
+
+    def problems(self) -> list[str]:
+        """Lines of the server's output that report an error or a traceback."""
+        text = self.log.read_text(errors="replace")
+        return [line for line in text.splitlines() if re.search(r"Traceback|ERROR|Exception", line)]
 
 
-@contextmanager
-def _serving(root: Path) -> Iterator[str]:
-    """The dashboard over `root` on 127.0.0.1 (a free port), in a thread; yields its URL."""
-    from hpudash import create_app
-    from werkzeug.serving import make_server
-
-    srv = make_server("127.0.0.1", 0, create_app(root).server, threaded=True)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_port}"
-    finally:
-        srv.shutdown()
-        thread.join(5)
+def _hostile_trace(n: int) -> Any:
+    """A synthetic trace whose op, process and thread names would run script as HTML."""
+    trace = synthetic_trace(n, ops_per_step=40)
+    ev = trace.events
+    ev["name"] = ev["name"].cat.rename_categories({"aten::relu": HOSTILE})
+    trace.processes["name"] = ["<script>alert(4)</script>", "/device:HPU:0"]
+    trace.threads["name"] = ['"><svg onload=alert(5)>', "MME 0", "TPC 0", "DMA 0"]
+    return trace
 
 
 @pytest.fixture(scope="module")
-def server_url(runs_dir: Path) -> Iterator[tuple[str, _Errors]]:
-    """The live server and every warning or error logged in this process while it runs."""
-    handler = _Errors()
-    logging.getLogger().addHandler(handler)
-    try:
-        with _serving(runs_dir) as url:
-            yield url, handler
-    finally:
-        logging.getLogger().removeHandler(handler)
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("dash")
+    write_run(root / "runs" / "train_2rank", 4_000, ranks=2)
+    (root / "runs" / "train_2rank" / "traces" / "train-rank2.pt.trace.incomplete.json").write_text(
+        "{}"
+    )
+    hostile_run = root / "runs" / HOSTILE_DIR / "traces"
+    hostile_run.mkdir(parents=True)
+    write_chrome_json(_hostile_trace(900), hostile_run / "t.pt.trace.json")
+    (hostile_run.parent / "run.json").write_bytes(
+        orjson.dumps({"traces": ["traces/t.pt.trace.json"]})
+    )
+    (root / "lone").mkdir()
+    write_chrome_json(_hostile_trace(2_500), root / "lone" / "eager.pt.trace.json.gz")
+    write_chrome_json(synthetic_trace(600), root / "lone" / HOSTILE_FILE)
+    if SAMPLE_TRACES.is_dir():
+        shutil.copytree(
+            SAMPLE_TRACES,
+            root / "samples",
+            ignore=shutil.ignore_patterns(
+                "*.hpuprof-cache", ".*", "__pycache__", "workloads", "*.py", "*.md"
+            ),
+        )
+    data = SHARED_TRACES / "tests" / "data"
+    if data.is_dir():
+        for key, rel in REAL.items():
+            (root / key).mkdir(parents=True)
+            shutil.copy(data / rel, root / key / Path(rel).name)
+        shutil.copytree(data / "trace_filter", root / NCCL)
+    return root
 
 
 @pytest.fixture(scope="module")
-def browser_page(server_url: tuple[str, _Errors]) -> Iterator[tuple[Any, list[str]]]:
+def server(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The dashboard over `root` on 127.0.0.1 (a free port) in its own process."""
+    work = tmp_path_factory.mktemp("dash-server")
+    with dashboard_process(root, work) as (port, log):
+        yield Server(f"http://127.0.0.1:{port}", log)
+
+
+@dataclass
+class Browser:
+    page: Any
+    context: Any
+    base: str
+    console: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def goto(self, path: str, selector: str = "#page-content > *") -> None:
+        """A full page load (a user typing the address)."""
+        self.page.goto(self.base + path)
+        self.page.wait_for_selector(selector, state="attached")
+        self.page.wait_for_function(SETTLED)
+
+    def visit(self, path: str, title: str) -> None:
+        """Navigate inside the app (no reload of the bundles); wait for the page titled `title`."""
+        self.page.evaluate(PUSH_STATE, path)
+        self.page.wait_for_function(
+            "t => { const h = document.querySelector('#page-content h2'); const m = document.querySelector('#page-content .msg-error');"
+            " return (h && h.innerText === t) || m; }",
+            arg=title,
+        )
+        self.page.wait_for_function(SETTLED)
+
+    def text(self, selector: str = "#page-content") -> str:
+        return str(self.page.locator(selector).inner_text())
+
+
+@pytest.fixture(scope="module")
+def browser(server: Server) -> Iterator[Browser]:
     if not CHROMIUM.exists():
         pytest.skip("/usr/bin/chromium is not installed (make test installs it)")
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    console: list[str] = []
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.on(
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        context = chromium.new_context(viewport={"width": 1600, "height": 1000})
+        b = Browser(context.new_page(), context, server.base)
+        b.page.on(
             "console",
-            lambda m: console.append(f"{m.type}: {m.text}") if m.type == "error" else None,
+            lambda m: b.console.append(f"{m.type}: {m.text}") if m.type == "error" else None,
         )
-        page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
-        page.on("dialog", lambda d: (console.append(f"dialog opened: {d.message}"), d.dismiss()))
-        page.set_default_timeout(60_000)
-        yield page, console
-        browser.close()
+        b.page.on("pageerror", lambda e: b.console.append(f"pageerror: {e}"))
+        b.page.on("dialog", lambda d: (b.dialogs.append(d.message), d.dismiss()))
+        b.page.set_default_timeout(90_000)
+        b.goto("/", "#runs-grid .ag-row")
+        yield b
+        chromium.close()
 
 
-def _scan(root: Path) -> list[Any]:
+def _keys(root: Path) -> list[str]:
     from hpudash.catalog import scan
 
-    return scan(root)
+    return [e.key for e in scan(root)]
 
 
-def _goto(page: Any, base: str, path: str, selector: str) -> None:
-    page.goto(base + path)
-    page.wait_for_selector(selector, state="attached")
-    _settled(page)
+def _runs_text(b: Browser) -> str:
+    b.visit("/", "Runs")
+    b.page.wait_for_function(
+        "() => !document.querySelector('#runs-grid').innerText.includes('pending')"
+    )
+    return b.text("#runs-grid")
 
 
-def _settled(page: Any) -> None:
-    """The app has loaded and no callback output is waiting for an answer."""
-    page.wait_for_function(
-        "() => !document.querySelector('._dash-loading, [data-dash-is-loading=\"true\"]')"
+def _device_kind(root: Path, key: str) -> str:
+    if key.startswith("real/"):
+        return "cpu" if "cpu" in key else "gpu"
+    if key.startswith(("samples/cpu", "samples/cpu_torch")):
+        return "cpu"
+    return "hpu"
+
+
+# --- every page of every run ---------------------------------------------------------------------
+
+
+def test_runs_page_lists_every_run_in_words(browser: Browser, root: Path) -> None:
+    text = _runs_text(browser)
+    keys = _keys(root)
+    for key in keys:
+        assert key in text, key
+    assert "incomplete" not in text
+    assert browser.page.locator("#runs-count").inner_text().startswith(f"{len(keys)} runs")
+    # a hostile file or directory name is a row like any other, as text
+    assert "onerror" in text and browser.page.locator("#runs-grid img").count() == 0
+    headers = browser.page.locator("#runs-grid .ag-header-cell-text").all_inner_texts()
+    assert "Steps per rank" in headers and not [h for h in headers if "_" in h]
+    if (root / NCCL).is_dir():  # two rank files in one directory: one run with two ranks
+        row = next(r for r in _grid_rows(browser, "#runs-grid") if r["Run"] == NCCL)
+        assert row["Kind"] == "rank files" and row["Ranks"] == "2"
+    assert browser.dialogs == []
+
+
+@dataclass(frozen=True)
+class Tour:
+    """What every page of every sample and real trace showed: text and grid headers."""
+
+    texts: dict[tuple[str, str], str]
+    errors: dict[tuple[str, str], list[str]]
+    headers: dict[tuple[str, str], list[str]]
+
+
+@pytest.fixture(scope="module")
+def tour(browser: Browser, root: Path) -> Tour:
+    """Every page of every sample and real trace, visited once (the hostile traces have
+    their own test)."""
+    texts: dict[tuple[str, str], str] = {}
+    errors: dict[tuple[str, str], list[str]] = {}
+    headers: dict[tuple[str, str], list[str]] = {}
+    keys = [k for k in _keys(root) if k.startswith(("samples/", "real/"))] or [RUN2]
+    for key in keys:
+        for name in PAGES:
+            browser.visit(f"/{name}?run={quote(key)}", f"{name.capitalize()}: {key}")
+            texts[(key, name)] = browser.text()
+            errors[(key, name)] = browser.page.locator(".msg-error").all_inner_texts()
+            headers[(key, name)] = browser.page.locator(".ag-header-cell-text").all_inner_texts()
+    browser.visit(f"/compare?run={quote(RUN2)}&b={quote(LONE)}", "Compare runs")
+    errors[(RUN2, "compare")] = browser.page.locator(".msg-error").all_inner_texts()
+    headers[(RUN2, "compare")] = browser.page.locator(".ag-header-cell-text").all_inner_texts()
+    texts[(RUN2, "compare")] = browser.text()
+    browser.page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
+    return Tour(texts, errors, headers)
+
+
+def _around(text: str, found: re.Match[str]) -> str:
+    return repr(text[max(0, found.start() - 80) : found.end() + 60])
+
+
+def test_every_page_of_every_run_reads_well(tour: Tour, browser: Browser, server: Server) -> None:
+    problems = [f"{name} of {key}: error {e}" for (key, name), e in tour.errors.items() if e]
+    for (key, name), text in tour.texts.items():
+        for label, pattern in (("epoch ns", EPOCH_NS), ("raw dict", RAW_DICT), ("NaN/None", NAN)):
+            if found := pattern.search(text):
+                problems.append(f"{name} of {key}: {label} {_around(text, found)}")
+    for (key, name), headers in tour.headers.items():
+        if bad := [h for h in headers if "_" in h]:
+            problems.append(f"{name} of {key}: raw column names {bad}")
+    assert problems == [], "\n".join(problems)
+    assert browser.console == [], browser.console
+    assert browser.dialogs == [], browser.dialogs
+    assert server.problems() == [], server.problems()
+
+
+def test_advice_fits_the_device(tour: Tour, root: Path) -> None:
+    """No Gaudi advice (autocast to "hpu", mark_step, HPU graphs) on CUDA, ROCm or CPU
+    traces; no CUDA advice on a Gaudi trace; on every page."""
+    problems = []
+    for (key, name), text in tour.texts.items():
+        kind = _device_kind(root, key)
+        if kind != "hpu" and (found := HPU_ADVICE.search(text)):
+            problems.append(
+                f"{name} of {key}: Gaudi advice on a {kind} trace: {_around(text, found)}"
+            )
+        if kind == "hpu" and (found := CUDA_ADVICE.search(text)):
+            problems.append(
+                f"{name} of {key}: CUDA advice on a Gaudi trace: {_around(text, found)}"
+            )
+    assert problems == [], "\n".join(problems)
+
+
+# --- the same figures everywhere ------------------------------------------------------------------
+
+
+def _analyze_json(path: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from hpuprof.cli.main import run; run()",
+            "analyze",
+            str(path),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return dict(json.loads(done.stdout))
+
+
+def _grid_rows(b: Browser, selector: str) -> list[dict[str, str]]:
+    """The rows a grid shows, header -> cell text (AG Grid may draw pinned columns apart)."""
+    return list(
+        b.page.evaluate(
+            """sel => { const g = document.querySelector(sel); const heads = {};
+        for (const h of g.querySelectorAll('.ag-header-cell')) heads[h.getAttribute('col-id')] = h.innerText.trim();
+        const rows = {};
+        for (const c of g.querySelectorAll('.ag-row .ag-cell')) {
+            const r = c.closest('.ag-row').getAttribute('row-index'); (rows[r] = rows[r] || {})[heads[c.getAttribute('col-id')]] = c.innerText.trim(); }
+        return Object.keys(rows).sort((a, b) => a - b).map(k => rows[k]); }""",
+            selector,
+        )
     )
 
 
-def _zoom(page: Any, lo_ms: float, hi_ms: float) -> None:
-    """Zoom the timeline to [lo_ms, hi_ms] as a drag-zoom does, once dcc.Graph listens, and
-    wait for the zoom callback's answer (the status line names the new window)."""
+def test_figures_equal_analyze_json(browser: Browser, root: Path) -> None:
+    """Runs, Overview and Ops show what `hpuprof analyze --format json` says, to the digit
+    their units show."""
+    from hpuprof.render.tables import KEY_FIGURES, fmt_column
+
+    runs = [k for k in (RUN2, "samples/emulated_two_ranks", NCCL, CUDA) if (root / k).exists()]
+    rows = {r["Run"]: r for r in (_runs_text(browser) and _grid_rows(browser, "#runs-grid"))}
+    header = {c.key: c.header for c in KEY_FIGURES}
+    for key in runs:
+        report = _analyze_json(root / key)
+        figs = report["meta"]["key_figures"]
+        row = rows[key]
+        # Runs page: the report's key figures (ms to 3 decimals)
+        step = figs["step_time_ns"]
+        assert step == report["ranks"]["mean_step_ns"], key
+        step_header = header["step_time_ns"][:-1] + ", ms)"
+        assert row[step_header] == ("" if step is None else f"{round(step / 1e6, 3):g}"), key
+        steps = report["ranks"]["steps_per_rank"]
+        assert row[header["steps_per_rank"]] == ("" if steps is None else str(steps)), key
+        assert row[header["compilations"]] == (
+            "" if figs["compilations"] is None else str(figs["compilations"])
+        ), key
+        assert row[header["fallbacks"]] == str(report["fallback"]["total"]), key
+        assert row["Events"] == str(report["meta"]["events"]) and row["Ranks"] == str(
+            len(report["meta"]["ranks"])
+        ), key
+        # Overview: the same figures as the reports print them
+        browser.visit(f"/overview?run={quote(key)}", f"Overview: {key}")
+        kpis = browser.text("#overview-kpis")
+        for c in KEY_FIGURES:
+            value = figs.get(c.key)
+            if (
+                value not in (None, "", [], ())
+                and c.key != "lazy_port_estimate"
+                and not isinstance(value, list)
+            ):
+                assert fmt_column(c, value) in kpis, (key, c.key, kpis)
+        # Ops: every op the grid shows is the report's, same calls and times
+        browser.visit(f"/ops?run={quote(key)}", f"Ops: {key}")
+        shown = {r["Name"]: r for r in _grid_rows(browser, "#ops-grid")}
+        expected = {o["name"]: o for o in report["ops"]["ops"]}
+        assert shown and set(shown) <= set(expected), key
+        for name, r in shown.items():
+            op = expected[name]
+            assert r["Calls"] == str(op["calls"]), (key, name)
+            for col, field_ in (
+                ("Self time (ms)", "self_ns"),
+                ("Device total time (ms)", "device_total_ns"),
+            ):
+                assert float(r[col] or 0) == pytest.approx(op[field_] / 1e6, rel=5e-4, abs=5e-4), (
+                    key,
+                    name,
+                    col,
+                )
+
+
+def test_kernel_view_finds_nccl_kernels(browser: Browser, root: Path) -> None:
+    """Ops' search filters the kernel view too: "nccl" finds the NCCL pair's NCCL kernels."""
+    if not (root / NCCL).is_dir():
+        pytest.skip("the NCCL pair is not in this checkout")
+    b = browser
+    b.visit(f"/ops?run={quote(NCCL)}", f"Ops: {NCCL}")
+    b.page.fill("#ops-search", "nccl")
+    b.page.keyboard.press("Enter")
+    b.page.wait_for_function(
+        "() => { const rows = {}; for (const r of document.querySelectorAll('#ops-kernels .ag-row'))"
+        " rows[r.getAttribute('row-index')] = (rows[r.getAttribute('row-index')] || '') + r.innerText;"
+        " const t = Object.values(rows); return t.length > 0 && t.every(x => /nccl/i.test(x)); }"
+    )
+    names = [r["Name"] for r in _grid_rows(b, "#ops-kernels")]
+    assert names and all("nccl" in n.lower() for n in names), names
+    assert b.console == [] and b.dialogs == []
+
+
+# --- the timeline ----------------------------------------------------------------------------------
+
+
+def _lane_pixels(b: Browser) -> dict[str, int]:
+    """Drawn (non-background) pixels in each lane of the rendered timeline, read from a
+    screenshot of the plot area decoded in the page's own canvas."""
+    b.page.wait_for_function(
+        "() => { const gd = document.querySelector('#timeline-graph .js-plotly-plot'); return gd && gd._fullLayout && gd._fullLayout.yaxis; }"
+    )
+    b.page.wait_for_timeout(300)  # plotly's heatmap images paint after layout
+    area = b.page.locator("#timeline-graph .nsewdrag").bounding_box()
+    # the plot may be taller than the window: shoot the whole page, clipped in page coordinates
+    sx, sy = b.page.evaluate("() => [window.scrollX, window.scrollY]")
+    png = b.page.screenshot(full_page=True, clip={**area, "x": area["x"] + sx, "y": area["y"] + sy})
+    lanes = b.page.evaluate(
+        """() => { const gd = document.querySelector('#timeline-graph .js-plotly-plot'); const ya = gd._fullLayout.yaxis;
+        return gd.layout.yaxis.ticktext.map((t, i) => [t, ya.l2p(i)]); }"""
+    )
+    counts = b.page.evaluate(
+        """async ([b64, lanes, height]) => { const img = new Image(); img.src = 'data:image/png;base64,' + b64; await img.decode();
+        const c = document.createElement('canvas'); c.width = img.width; c.height = img.height;
+        const ctx = c.getContext('2d'); ctx.drawImage(img, 0, 0);
+        const out = {}; const scale = img.height / height;
+        for (const [label, y] of lanes) { let n = 0;
+            const y0 = Math.max(0, Math.round((y - 3) * scale)), y1 = Math.min(img.height, Math.round((y + 3) * scale));
+            const d = ctx.getImageData(0, y0, img.width, Math.max(1, y1 - y0)).data;
+            for (let i = 0; i < d.length; i += 4) if (d[i] < 235 || d[i + 1] < 235 || d[i + 2] < 235) n++;
+            out[label + '@' + Math.round(y)] = n; }
+        return out; }""",
+        [base64.b64encode(png).decode(), lanes, area["height"]],
+    )
+    return {k: int(v) for k, v in counts.items()}
+
+
+GAUDI_LANE, GPU_LANE = r"^(MME|TPC|DMA) \d", r"^stream \d+"
+
+
+@pytest.mark.parametrize(
+    "key, device_lane",
+    [
+        ("samples/emulated_lazy", GAUDI_LANE),
+        (NCCL, GPU_LANE),
+        ("samples/emulated_two_ranks", GAUDI_LANE),
+        (AMD, GPU_LANE),
+    ],
+)
+def test_device_rows_are_drawn_at_full_zoom_out(
+    browser: Browser, root: Path, key: str, device_lane: str
+) -> None:
+    if not (root / key).exists():
+        pytest.skip(f"{key} is not in this checkout")
+    browser.visit(f"/timeline?run={quote(key)}", f"Timeline: {key}")
+    pixels = _lane_pixels(browser)
+    device = {k: v for k, v in pixels.items() if re.match(device_lane, k)}
+    browser.page.screenshot(
+        path=str(ARTIFACTS / f"timeline-{key.replace('/', '_')}.png"), full_page=True
+    )
+    assert device, pixels
+    blank = [k for k, v in device.items() if v < 4]
+    assert blank == [], f"device rows with nothing drawn: {blank} ({pixels})"
+    # zoomed in around the device activity nearest the middle, down to a thousandth of the
+    # trace: every lane with activity in the window (bars or busy cells in the figure's data)
+    # has drawn pixels
+    seen = browser.page.evaluate(LANES_SEEN)
+    lo, hi = seen["range"]
+    labels = browser.page.evaluate(
+        "() => document.querySelector('#timeline-graph .js-plotly-plot').layout.yaxis.ticktext"
+    )
+    busy = [x for i, xs in enumerate(seen["busy"]) if re.match(device_lane, labels[i]) for x in xs]
+    mid = min(busy, key=lambda x: abs(x - (lo + hi) / 2))
+    device_shown = 0
+    for part in (10, 100, 1000):
+        a = max(lo, mid - (hi - lo) / part / 2)
+        _zoom(browser, a, a + (hi - lo) / part)
+        blank, seen = _blank_active_lanes(browser)
+        if blank:
+            browser.page.screenshot(
+                path=str(ARTIFACTS / f"blank-{key.replace('/', '_')}-{part}.png"), full_page=True
+            )
+        assert blank == [], f"1/{part} of {key}: lanes with activity drawn blank: {blank}"
+        labels = browser.page.evaluate(
+            "() => document.querySelector('#timeline-graph .js-plotly-plot').layout.yaxis.ticktext"
+        )
+        device_shown += sum(
+            1 for i, on in enumerate(seen["active"]) if on and re.match(device_lane, labels[i])
+        )
+    assert device_shown, f"{key}: no device activity in any zoomed window"
+
+
+LANES_SEEN = """() => { const gd = document.querySelector('#timeline-graph .js-plotly-plot');
+    const n = gd.layout.yaxis.ticktext.length; const active = new Array(n).fill(false);
+    const bars = new Array(n).fill(null).map(() => []); const busy = new Array(n).fill(null).map(() => []);
+    for (const t of gd.data) {
+        if (t.type === 'bar') t.y.forEach((y, i) => { active[y] = true; bars[y].push([t.base[i], t.x[i]]);
+            busy[y].push(t.base[i] + t.x[i] / 2); });
+        if (t.type === 'heatmap') t.y.forEach((y, i) => t.z[i].forEach((v, j) => {
+            if (v !== null && v > 0) { active[y] = true; busy[y].push(t.x[j]); } }));
+    }
+    const r = gd._fullLayout.xaxis.range; return {active, bars, busy, range: r}; }"""
+"""Per lane of the drawn figure: whether its data holds activity in the window (a bar, or a
+busy cell of the density), the bars (start, width in ms), the times of its activity (bar
+middles, busy cells; ms) and the x range shown."""
+
+
+def _blank_active_lanes(b: Browser) -> tuple[list[str], dict[str, Any]]:
+    """Lanes whose figure data holds activity in the window but whose pixels in a screenshot
+    of the plot are all background."""
+    pixels = _lane_pixels(b)
+    seen = b.page.evaluate(LANES_SEEN)
+    blank = [
+        lane for (lane, n), on in zip(pixels.items(), seen["active"], strict=True) if on and n < 4
+    ]
+    return blank, seen
+
+
+def _zoom(b: Browser, lo_ms: float, hi_ms: float) -> str:
+    """Zoom as a drag does once dcc.Graph listens; returns the status line after the answer."""
     graph = "document.querySelector('#timeline-graph .js-plotly-plot')"
-    # Ready = dcc.Graph listens for plotly_relayout AND its first responsive resize is done.
-    # That resize (plotly's 100 ms debounced Plots.resize) emits relayout {autosize: true};
-    # emitted after our zoom, it would make Dash drop the zoom's answer as superseded.
-    # plotly sets gd._redrawTimer when the resize starts and deletes gd._resolveResize when
-    # its relayout has been emitted and settled.
-    page.wait_for_function(
+    b.page.wait_for_function(
         f"() => {{ const gd = {graph}; return !!(gd && gd._ev && gd._ev._events"
         " && gd._ev._events.plotly_relayout && gd._redrawTimer !== undefined"
         " && gd._resolveResize === undefined); }"
     )
-    before = page.locator("#timeline-status").inner_text()
-    page.evaluate(
-        f"([a, b]) => Plotly.relayout({graph}, {{'xaxis.range[0]': a, 'xaxis.range[1]': b}})",
+    before = b.text("#timeline-status")
+    b.page.evaluate(
+        f"([a, c]) => Plotly.relayout({graph}, {{'xaxis.range[0]': a, 'xaxis.range[1]': c}})",
         [lo_ms, hi_ms],
     )
-    page.wait_for_function(
-        "(b) => document.querySelector('#timeline-status').innerText !== b", arg=before
+    b.page.wait_for_function(
+        "(t) => document.querySelector('#timeline-status').innerText !== t", arg=before
     )
-    _settled(page)
+    b.page.wait_for_function(SETTLED)
+    return b.text("#timeline-status")
 
 
-@pytest.mark.parametrize("name", list(PAGES))
-def test_page_renders(
-    name: str, browser_page: tuple[Any, list[str]], server_url: tuple[str, _Errors]
-) -> None:
-    page, console = browser_page
-    base, log = server_url
-    path, selector = PAGES[name]
-    _goto(page, base, path, selector)
-    if name == "runs":
-        _wait_runs_filled(page)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-    errors = page.locator(".msg-error").all_inner_texts()
-    assert errors == [], errors
-    assert console == [], console
-    assert log.records == [], log.records
-    assert page.locator("#nav").inner_text().count("Timeline") == 1
-
-
-def test_runs_lists_every_run_with_figures(
-    browser_page: tuple[Any, list[str]], server_url: tuple[str, _Errors], runs_dir: Path
-) -> None:
-    page, _ = browser_page
-    text = _runs_text(page, server_url[0])
-    assert RUN2 in text and LONE in text
-    assert "incomplete" not in text
-    count = len(_scan(runs_dir))
-    assert page.locator("#runs-count").inner_text().startswith(f"{count} runs")
-    # a hostile file name is a row like any other, as text
-    assert "onerror" in text and page.locator("#runs-grid img").count() == 0
-
-
-def _runs_text(page: Any, base: str) -> str:
-    """The Runs grid's text once every row has its figures."""
-    _goto(page, base, "/", "#runs-grid .ag-row")
-    _wait_runs_filled(page)
-    return str(page.locator("#runs-grid").inner_text())
-
-
-def _wait_runs_filled(page: Any) -> None:
-    page.wait_for_function(
-        "() => !document.querySelector('#runs-grid').innerText.includes('pending')"
+def _press(b: Browser, key: str) -> str:
+    before = b.text("#timeline-status")
+    b.page.locator("#timeline-status").click()  # focus on the page, not an input
+    b.page.keyboard.press(key)
+    b.page.wait_for_function(
+        "(t) => document.querySelector('#timeline-status').innerText !== t", arg=before
     )
+    b.page.wait_for_function(SETTLED)
+    return b.text("#timeline-status")
 
 
-def test_timeline_zoom_then_click_shows_details(
-    browser_page: tuple[Any, list[str]], server_url: tuple[str, _Errors]
-) -> None:
-    page, console = browser_page
-    base, log = server_url
-    _goto(page, base, PAGES["timeline"][0], "#timeline-graph .main-svg")
-    _zoom(page, 1.0, 1.4)
-    after = page.locator("#timeline-status").inner_text()
-    assert "exact slices" in after and "0.400 ms" in after
-    assert page.locator("#timeline-graph .bars path").count() > 0
-    page.screenshot(path=str(ARTIFACTS / "timeline-zoomed.png"), full_page=True)
-    # then a real mouse click on the widest drawn slice: plotly turns it into clickData
-    box = page.evaluate(
-        """() => {
-        // the widest slice drawn whole inside the plot (longer ones are clipped to it)
-        const area = document.querySelector('#timeline-graph .nsewdrag').getBoundingClientRect();
-        let best = null;
-        for (const q of document.querySelectorAll('#timeline-graph .bars path')) {
-            const r = q.getBoundingClientRect();
-            const inside = r.left >= area.left && r.right <= area.right
-                && r.top >= area.top && r.bottom <= area.bottom;
-            if (inside && r.width > 4 && r.height > 4 && (!best || r.width > best.w))
-                best = {x: r.left + r.width / 2, y: r.top + r.height / 2, w: r.width};
-        }
-        return best;
-    }"""
+def test_timeline_zoom_url_keys_selection_and_details(browser: Browser) -> None:
+    b = browser
+    b.goto(f"/timeline?run={quote(RUN2)}", "#timeline-graph .main-svg")
+    status = _zoom(b, 1.0, 1.4)
+    assert "every slice" in status and "400.0 us" in status
+    assert "t0=1.000000" in b.page.url and "t1=1.400000" in b.page.url
+    ticks = b.page.locator("#timeline-graph .xtick text").all_text_contents()
+    assert ticks and all(t.endswith((" us", " ms", " s")) for t in ticks), ticks
+    assert b.page.locator("#timeline-graph .bars path").count() > 0
+    # the zoom is in the URL: opening it shows the same window
+    url = b.page.url
+    b.page.goto(url)
+    b.page.wait_for_selector("#timeline-graph .main-svg")
+    b.page.wait_for_function(SETTLED)
+    assert "400.0 us" in b.text("#timeline-status")
+    # W zooms in, S out, A / D pan
+    zoomed_in = _press(b, "w")
+    assert "240.0 us" in zoomed_in
+    panned = _press(b, "d")
+    assert "240.0 us" in panned and panned != zoomed_in
+    assert "400.0 us" not in _press(b, "s")
+    _zoom(b, 1.0, 1.4)
+    # launch -> device-op arrows when zoomed in
+    assert b.page.evaluate(
+        "() => document.querySelector('#timeline-graph .js-plotly-plot').data.some(t => t.name === 'launch → device op')"
+    )
+    # a real click on the widest slice: its details, as a table, without placeholders
+    box = b.page.evaluate(
+        """() => { const area = document.querySelector('#timeline-graph .nsewdrag').getBoundingClientRect(); let best = null;
+        for (const q of document.querySelectorAll('#timeline-graph .bars path')) { const r = q.getBoundingClientRect();
+            const inside = r.left >= area.left && r.right <= area.right && r.top >= area.top && r.bottom <= area.bottom;
+            if (inside && r.width > 4 && r.height > 4 && (!best || r.width > best.w)) best = {x: r.left + r.width / 2, y: r.top + r.height / 2, w: r.width}; }
+        return best; }"""
     )
     assert box is not None
-    page.mouse.move(box["x"], box["y"])
-    page.mouse.click(box["x"], box["y"])
-    page.wait_for_selector("#timeline-details pre")
-    details = page.locator("#timeline-details").inner_text()
-    assert '"ts_ns"' in details and '"dur_ns"' in details
-    assert any(f'"name": "{n}' in details for n in ("aten::", "hpu_", "mm_", "add_", "relu_", "softmax_", "copy__", "mul_")), details  # fmt: skip
-    page.screenshot(path=str(ARTIFACTS / "timeline-details.png"), full_page=True)
-    assert console == [] and log.records == []
+    b.page.mouse.move(box["x"], box["y"])
+    b.page.mouse.click(box["x"], box["y"])
+    b.page.wait_for_selector("#timeline-details table")
+    details = b.text("#timeline-details")
+    assert "after the first event" in details and "Duration" in details
+    assert not re.search(r"\t-1\b|\t\"\"|\t$", details, re.M) and not EPOCH_NS.search(details)
+    # box select: totals per name over the range
+    b.page.click("#timeline-graph .modebar-btn[data-val='select']")
+    area = b.page.locator("#timeline-graph .nsewdrag").bounding_box()
+    b.page.mouse.move(area["x"] + area["width"] * 0.2, area["y"] + 4)
+    b.page.mouse.down()
+    b.page.mouse.move(area["x"] + area["width"] * 0.7, area["y"] + area["height"] - 4, steps=8)
+    b.page.mouse.up()
+    b.page.wait_for_selector("#timeline-range .ag-row")
+    totals = b.text("#timeline-range")
+    assert "Wall time in range (ms)" in totals and "Occurrences" in totals and "aten::" in totals
+    b.page.screenshot(path=str(ARTIFACTS / "timeline-selected.png"), full_page=True)
+    # collapsing a group folds its rows into one; the rank filter shows one rank's groups
+    lanes_before = len(
+        b.page.evaluate(
+            "() => document.querySelector('#timeline-graph .js-plotly-plot').layout.yaxis.ticktext"
+        )
+    )
+    before = b.text("#timeline-status")
+    b.page.locator("#timeline-groups input").first.uncheck()
+    b.page.wait_for_function(
+        "(n) => document.querySelector('#timeline-graph .js-plotly-plot').layout.yaxis.ticktext.length < n",
+        arg=lanes_before,
+    )
+    labels = b.page.evaluate(
+        "() => document.querySelector('#timeline-graph .js-plotly-plot').layout.yaxis.ticktext"
+    )
+    assert labels[0].startswith("▸ rank 0") and before
+    assert b.console == [] and b.dialogs == []
 
 
-def test_compare_shows_deltas(
-    browser_page: tuple[Any, list[str]], server_url: tuple[str, _Errors]
-) -> None:
-    page, _ = browser_page
-    base, _ = server_url
-    _goto(page, base, PAGES["compare"][0], "#compare-ops .ag-row")
-    kpis = page.locator("#compare-kpis").inner_text()
-    assert "step_ms" in kpis and "delta" in kpis.lower()
-    assert "aten::mm" in page.locator("#compare-ops").inner_text()
+@pytest.mark.parametrize("key", ["samples/emulated_lazy", RUN2])
+def test_one_row_per_nesting_depth(browser: Browser, root: Path, key: str) -> None:
+    """Zoomed until every slice is drawn: nested slices sit on rows of their own (a track's
+    deeper rows carry no label), and no bar in a row covers another beyond a pixel."""
+    if not (root / key).exists():
+        pytest.skip(f"{key} is not in this checkout")
+    b = browser
+    b.visit(f"/timeline?run={quote(key)}", f"Timeline: {key}")
+    lo, hi = b.page.evaluate(LANES_SEEN)["range"]
+    status = _zoom(b, lo + (hi - lo) * 0.3, lo + (hi - lo) * 0.32)
+    assert "every slice" in status, status
+    seen = b.page.evaluate(LANES_SEEN)
+    labels = b.page.evaluate(
+        "() => document.querySelector('#timeline-graph .js-plotly-plot').layout.yaxis.ticktext"
+    )
+    pixel = (seen["range"][1] - seen["range"][0]) / 1000
+    covered = []
+    for y, bars in enumerate(seen["bars"]):
+        bars.sort()
+        for (a0, w0), (a1, _) in itertools.pairwise(bars):
+            if a1 < a0 + w0 - pixel:
+                covered.append((labels[y] or f"row {y}", a0, w0, a1))
+    assert covered == [], f"bars drawn over others in one row: {covered[:5]}"
+    nested = [y for y, bars in enumerate(seen["bars"]) if bars and labels[y] == ""]
+    assert nested, f"no slice on a nested row of {key}: {labels}"
+    assert b.console == [] and b.dialogs == []
 
 
-def test_hostile_names_are_text(
-    browser_page: tuple[Any, list[str]], server_url: tuple[str, _Errors]
-) -> None:
-    page, console = browser_page
-    base, _ = server_url
-    _goto(page, base, PAGES["ops"][0], "#ops-grid .ag-row")
-    page.fill("#ops-search", "evil")
-    page.keyboard.press("Enter")
-    page.wait_for_function(
+def test_open_in_perfetto_posts_the_trace(browser: Browser, root: Path) -> None:
+    """Up to the message: ui.perfetto.dev is answered by a stand-in that speaks its documented
+    protocol (PONG to PING, then it receives {perfetto: {buffer, title, fileName}})."""
+    stand_in = """<html><body><script>
+    window.got = null;
+    window.addEventListener('message', (e) => {
+      if (e.data === 'PING') { window.opener.postMessage('PONG', '*'); return; }
+      if (e.data && e.data.perfetto) window.got = {bytes: e.data.perfetto.buffer.byteLength,
+          title: e.data.perfetto.title, fileName: e.data.perfetto.fileName, from: e.origin,
+          isBuffer: e.data.perfetto.buffer instanceof ArrayBuffer};
+    });</script></body></html>"""
+    b = browser
+    b.context.route(
+        "https://ui.perfetto.dev/**",
+        lambda route: route.fulfill(status=200, content_type="text/html", body=stand_in),
+    )
+    try:
+        b.visit(f"/timeline?run={quote(RUN2)}", f"Timeline: {RUN2}")
+        with b.context.expect_page() as popup_info:
+            b.page.click("#timeline-perfetto")
+        popup = popup_info.value
+        popup.wait_for_function("() => window.got !== null")
+        got = popup.evaluate("() => window.got")
+        trace = root / RUN2 / "traces" / "train-rank0.pt.trace.json"
+        assert got == {
+            "bytes": trace.stat().st_size,
+            "title": f"{RUN2}: {trace.name}",
+            "fileName": trace.name,
+            "from": b.base,
+            "isBuffer": True,
+        }
+        b.page.wait_for_function(
+            "() => document.querySelector('#perfetto-status').innerText.startsWith('Sent')"
+        )
+        popup.close()
+    finally:
+        b.context.unroute("https://ui.perfetto.dev/**")
+
+
+# --- hostile input -----------------------------------------------------------------------------
+
+
+def test_hostile_names_never_run_script(browser: Browser, root: Path) -> None:
+    b = browser
+    hostile = [k for k in _keys(root) if "onerror" in k or k == LONE]
+    assert len(hostile) == 3
+    for key in hostile:
+        for name in ("overview", "timeline", "ops", "dynamicity"):
+            b.visit(f"/{name}?run={quote(key)}", f"{name.capitalize()}: {key}")
+    b.visit(f"/ops?run={quote(LONE)}", f"Ops: {LONE}")
+    b.page.fill("#ops-search", "evil")
+    b.page.keyboard.press("Enter")
+    b.page.wait_for_function(
         "() => document.querySelector('#ops-grid').innerText.includes('onerror')"
     )
-    assert page.locator("#ops-grid img").count() == 0
-    assert not any("dialog" in c for c in console)
+    assert (
+        b.page.locator("#page-content img, #page-content script, #page-content svg[onload]").count()
+        == 0
+    )
+    b.visit(f"/timeline?run={quote(LONE)}", f"Timeline: {LONE}")
+    assert "<script>alert(4)</script>" in b.page.evaluate(
+        "() => document.querySelector('#timeline-graph').innerText"
+    )  # as text
+    assert b.dialogs == [], b.dialogs
 
 
-def test_downloads_and_traversal(server_url: tuple[str, _Errors]) -> None:
+def test_downloads_and_traversal(server: Server) -> None:
     import urllib.error
     import urllib.request
 
-    base, _ = server_url
-    with urllib.request.urlopen(f"{base}/files/{LONE}") as r:
+    base = server.base
+    with urllib.request.urlopen(f"{base}/files/{quote(LONE)}") as r:
         assert r.status == 200 and len(r.read()) > 100
     for bad in (
         "../etc/passwd",
         "..%2F..%2Fetc%2Fpasswd",
-        "runs/train_2rank/run.json",
+        f"{RUN2}/run.json",
         "%2Fetc%2Fpasswd",
+        "runs/%2E%2E/%2E%2E/etc/passwd",
     ):
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(f"{base}/files/{bad}")
         assert err.value.code == 404
-    with urllib.request.urlopen(f"{base}/report.html?run={RUN2}") as r:
+    with urllib.request.urlopen(f"{base}/report.html?run={quote(RUN2)}") as r:
         assert r.status == 200 and b"<html" in r.read().lower()
         assert "default-src 'none'" in r.headers["Content-Security-Policy"]
 
 
-def test_new_run_appears_without_restart(
-    browser_page: tuple[Any, list[str]], server_url: tuple[str, _Errors], runs_dir: Path
-) -> None:
+def test_new_run_appears_without_restart(browser: Browser, root: Path, server: Server) -> None:
     """Last in the module: it adds a run to the served directory."""
-    page, console = browser_page
-    base, log = server_url
-    assert "fresh_run" not in _runs_text(page, base)
-    write_run(runs_dir / "runs" / "fresh_run", 900)
-    page.reload()
-    page.wait_for_selector("#runs-grid .ag-row")
-    _wait_runs_filled(page)
-    assert "runs/fresh_run" in page.locator("#runs-grid").inner_text()
-    assert page.locator("#runs-count").inner_text().startswith(f"{len(_scan(runs_dir))} runs")
-    _goto(page, base, "/overview?run=runs/fresh_run", "#overview-kpis")
-    assert page.locator(".msg-error").all_inner_texts() == []
-    assert console == [] and log.records == []
-
-
-@pytest.fixture(scope="module")
-def samples_url(
-    tmp_path_factory: pytest.TempPathFactory, server_url: tuple[str, _Errors]
-) -> Iterator[tuple[str, list[str]]]:
-    """The dashboard over a copy of sample_traces/ (so no cache is written into the repo)."""
-    from hpudash.catalog import is_trace_name
-
-    if not SAMPLE_TRACES.is_dir() or not any(
-        is_trace_name(p.name) for p in SAMPLE_TRACES.rglob("*") if ".hpuprof-cache" not in str(p)
-    ):
-        pytest.skip("sample_traces/ has no traces yet (make samples)")
-    root = tmp_path_factory.mktemp("samples") / "sample_traces"
-    shutil.copytree(
-        SAMPLE_TRACES, root, ignore=shutil.ignore_patterns("*.hpuprof-cache", ".*", "__pycache__")
-    )
-    with _serving(root) as url:
-        yield url, [e.key for e in _scan(root)]
-
-
-def test_every_page_renders_with_the_sample_traces(
-    browser_page: tuple[Any, list[str]],
-    server_url: tuple[str, _Errors],
-    samples_url: tuple[str, list[str]],
-) -> None:
-    page, console = browser_page
-    _, log = server_url
-    base, keys = samples_url
-    first, second = keys[0], keys[-1]
-    visits = [("/", "#runs-grid .ag-row")] + [
-        (f"/{name}?run={first}", PAGES[name][1])
-        for name in ("timeline", "ops", "dynamicity", "precision", "ranks")
-    ]
-    for k in keys:
-        visits += [(f"/overview?run={k}", "#overview-kpis")]
-        visits += [(f"/timeline?run={k}", PAGES["timeline"][1])]
-    visits.append((f"/compare?run={first}&b={second}", "#compare-kpis .ag-row"))
-    for path, selector in visits:
-        _goto(page, base, path, selector)
-        assert page.locator(".msg-error").all_inner_texts() == [], path
-        assert console == [] and log.records == [], path
-    page.screenshot(path=str(ARTIFACTS / "samples-compare.png"), full_page=True)
+    assert "fresh_run" not in _runs_text(browser)
+    write_run(root / "runs" / "fresh_run", 900)
+    browser.goto("/", "#runs-grid .ag-row")
+    text = _runs_text(browser)
+    assert "runs/fresh_run" in text
+    browser.visit("/overview?run=runs/fresh_run", "Overview: runs/fresh_run")
+    assert browser.page.locator(".msg-error").all_inner_texts() == []
+    assert browser.console == [] and server.problems() == []

@@ -1,9 +1,13 @@
-"""Catalog scanning and the safe file routes, without a browser."""
+"""Catalog scanning (runs, rank directories, lone traces) and the safe routes, no browser."""
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
+import time
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 import orjson
 import pytest
@@ -11,13 +15,24 @@ import pytest
 pytest.importorskip("dash")
 
 from hpudash import catalog
-from hpudash.server import safe_path
+from hpudash.data import DataStore
+from hpudash.server import download_name, safe_path
+
+from tests.conftest import SHARED_TRACES
 
 
 def _touch(p: Path, data: bytes = b"{}") -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_bytes(data)
     return p
+
+
+def _kineto(rank: int | None, world: int | None = None) -> bytes:
+    doc: dict[str, object] = {"schemaVersion": 1}
+    if rank is not None:
+        doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": world}
+    doc["traceEvents"] = []
+    return orjson.dumps(doc)
 
 
 @pytest.fixture()
@@ -27,30 +42,72 @@ def tree(tmp_path: Path) -> Path:
     _touch(run / "traces" / "a-rank1.pt.trace.json")
     _touch(run / "traces" / "a-rank2.pt.trace.incomplete.json")
     _touch(run / "perfetto" / "a.perfetto-trace")
+    _touch(run / "metrics" / "a-rank0.json")
+    _touch(run / "metrics" / "a-rank1.json")
     manifest = {
-        "traces": ["traces/a-rank0.pt.trace.json", "traces/a-rank1.pt.trace.json", "../../x.json"],
+        "traces": ["traces/a-rank0.pt.trace.json", "traces/a-rank1.pt.trace.json", "../../x.json", "/etc/passwd"],
         "perfetto": ["perfetto/a.perfetto-trace"],
-    }
+        "metrics": ["metrics/a-rank0.json", "metrics/a-rank1.json"],
+    }  # fmt: skip
     _touch(run / "run.json", orjson.dumps(manifest))
     _touch(tmp_path / "x.json")
     _touch(tmp_path / "lone" / "t.json.gz", b"\x1f\x8b")
     _touch(tmp_path / "lone" / "notes.txt", b"hi")
-    _touch(tmp_path / "lone" / "t.json.gz.hpuprof-cache" / "k.parquet", b"PAR1")
     _touch(tmp_path / ".hidden" / "h.json")
     _touch(tmp_path / "lone" / "package.json")
+    # two rank files in one directory, no run.json: one run with two ranks
+    _touch(tmp_path / "nccl" / "sampled_rank-0.json.gz", gzip.compress(_kineto(0, 2)))
+    _touch(tmp_path / "nccl" / "sampled_rank-1.json.gz", gzip.compress(_kineto(1, 2)))
+    # the same, told by distributedInfo only (torch's default host_pid file names)
+    _touch(tmp_path / "ddp" / "host_41.1700.pt.trace.json", _kineto(1, 2))
+    _touch(tmp_path / "ddp" / "host_40.1700.pt.trace.json", _kineto(0, 2))
+    # separate single-GPU profiles that happen to be rank 0 twice: not one run
+    _touch(tmp_path / "solo" / "a.pt.trace.json", _kineto(0, 1))
+    _touch(tmp_path / "solo" / "b.pt.trace.json", _kineto(0, 1))
     return tmp_path
 
 
-def test_scan_finds_runs_and_lone_traces(tree: Path) -> None:
+def test_scan_finds_runs_rank_directories_and_lone_traces(tree: Path) -> None:
     entries = {e.key: e for e in catalog.scan(tree)}
-    assert sorted(entries) == ["exp/run1", "lone/t.json.gz", "x.json"]
+    assert sorted(entries) == [
+        "ddp", "exp/run1", "lone/t.json.gz", "nccl",
+        "solo/a.pt.trace.json", "solo/b.pt.trace.json", "x.json",
+    ]  # fmt: skip
     run = entries["exp/run1"]
     assert run.kind == "run"
     assert [p.name for p in run.traces] == ["a-rank0.pt.trace.json", "a-rank1.pt.trace.json"]
     assert [p.name for p in run.perfetto] == ["a.perfetto-trace"]
     assert run.size == 4 and run.mtime_ns > 0
-    # the manifest's "../../x.json" is outside the run: not part of it, still its own entry
+    # the manifest's "../../x.json" and "/etc/passwd" are outside the run: not part of it
     assert entries["x.json"].kind == "trace"
+    nccl = entries["nccl"]
+    assert nccl.kind == "ranks"
+    assert [p.name for p in nccl.traces] == ["sampled_rank-0.json.gz", "sampled_rank-1.json.gz"]
+    ddp = entries["ddp"]
+    assert ddp.kind == "ranks"
+    assert [p.name for p in ddp.traces] == ["host_40.1700.pt.trace.json", "host_41.1700.pt.trace.json"]  # rank order  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, rank",
+    [("sampled_rank-1.json.gz", 1), ("rank-34.Jul_15.pt.trace.json.gz", 34), ("x_rank3.json", 3),
+     ("train-rank12.pt.trace.json", 12), ("frank1.json", None), ("ranking.json", None), ("a.json", None)],
+)  # fmt: skip
+def test_rank_from_name(name: str, rank: int | None) -> None:
+    assert catalog.rank_from_name(name) == rank
+
+
+def test_real_nccl_pair_is_one_run_with_two_ranks(tmp_path: Path) -> None:
+    pair = SHARED_TRACES / "tests" / "data" / "trace_filter"
+    if not pair.is_dir():
+        pytest.skip("../shared/traces is not present")
+    import shutil
+
+    shutil.copytree(pair, tmp_path / "pair")
+    (entry,) = catalog.scan(tmp_path)
+    assert entry.key == "pair" and entry.kind == "ranks" and len(entry.traces) == 2
+    store = DataStore(tmp_path, disk=False)
+    assert sorted(store.trace("pair").events["rank"].unique()) == [0, 1]
 
 
 def test_scan_sees_changes_and_new_runs(tree: Path) -> None:
@@ -63,15 +120,26 @@ def test_scan_sees_changes_and_new_runs(tree: Path) -> None:
     assert "new/b.pt.trace.json" in after
     assert after["exp/run1"].mtime_ns > before["exp/run1"].mtime_ns
     assert after["exp/run1"].size > before["exp/run1"].size
+    # the cached catalog finds a new run by name at once
+    cat = catalog.Catalog(tree, ttl_s=3600)
+    cat.entries()
+    _touch(tree / "newer" / "c.pt.trace.json")
+    time.sleep(catalog.RESCAN_UNKNOWN_S)  # (no sooner: a flood of bad names is no flood of walks)
+    assert cat.find("newer/c.pt.trace.json") is not None
 
 
-def test_scan_skips_symlinks_and_find_names_only_entries(tree: Path, tmp_path: Path) -> None:
+def test_symlinks_are_never_followed(tree: Path, tmp_path: Path) -> None:
     outside = _touch(tmp_path.parent / f"{tmp_path.name}-outside" / "secret.json")
     (tree / "lone" / "link.json").symlink_to(outside)
-    keys = [e.key for e in catalog.scan(tree)]
-    assert "lone/link.json" not in keys
-    assert catalog.find(tree, "lone/t.json.gz") is not None
-    for bad in ("lone/notes.txt", "../x.json", "/etc/passwd", "", "exp"):
+    (tree / "linkdir").symlink_to(outside.parent, target_is_directory=True)
+    run = tree / "exp" / "run2"
+    _touch(run / "traces" / "ok.json")
+    (run / "traces" / "out.json").symlink_to(outside)
+    _touch(run / "run.json", orjson.dumps({"traces": ["traces/ok.json", "traces/out.json"]}))
+    entries = {e.key: e for e in catalog.scan(tree)}
+    assert "lone/link.json" not in entries and not any(k.startswith("linkdir") for k in entries)
+    assert [p.name for p in entries["exp/run2"].traces] == ["ok.json"]
+    for bad in ("lone/notes.txt", "../x.json", "/etc/passwd", "", "exp", "lone/link.json"):
         assert catalog.find(tree, bad) is None
 
 
@@ -87,27 +155,64 @@ def test_is_trace_name(name: str, ok: bool) -> None:
 def test_safe_path_refuses_everything_outside_root(tree: Path, tmp_path: Path) -> None:
     outside = _touch(tmp_path.parent / f"{tmp_path.name}-out2" / "secret.json")
     (tree / "lone" / "out.json").symlink_to(outside)
+    (tree / "outdir").symlink_to(outside.parent, target_is_directory=True)
     assert safe_path(tree, "lone/t.json.gz") == (tree / "lone" / "t.json.gz").resolve()
     for bad in (
         "../" + tmp_path.name + "-out2/secret.json", "lone/../../x.json", "/etc/passwd",
-        "lone\\t.json.gz", "lone/out.json", "lone/notes.txt", "exp/run1/run.json",
-        "lone/t.json.gz\x00", "", "lone/missing.json", "lone",
+        "lone\\t.json.gz", "lone/out.json", "outdir/secret.json", "lone/t.json.gz\x00", "",
+        "lone/missing.json", "lone", "./x.json", "lone//t.json.gz",
     ):  # fmt: skip
         assert safe_path(tree, bad) is None, bad
 
 
-def test_routes_serve_only_traces_under_root(tree: Path, tmp_path: Path) -> None:
+TRAVERSAL = (
+    "../x.json", "..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", "/etc/passwd", "%2e%2e/%2e%2e/etc/passwd",
+    "exp/run1/run.json", "lone/notes.txt", "lone/%2E%2E/%2E%2E/etc/passwd", "", "lone/out.json",
+    "outdir/secret.json", "outdir%2Fsecret.json", "exp/run1/metrics/a-rank0.json", "..%252F..%252Fetc%252Fpasswd",
+    "lone/t.json.gz%00", ".hidden/h.json",
+)  # fmt: skip
+
+
+def test_routes_serve_only_listed_files(tree: Path, tmp_path: Path) -> None:
     from hpudash import create_app
 
+    outside = _touch(tmp_path.parent / f"{tmp_path.name}-out3" / "secret.json", b"SECRET")
+    (tree / "lone" / "out.json").symlink_to(outside)
+    (tree / "outdir").symlink_to(outside.parent, target_is_directory=True)
     client = create_app(tree).server.test_client()
     ok = client.get("/files/lone/t.json.gz")
     assert ok.status_code == 200
     assert ok.headers["X-Content-Type-Options"] == "nosniff"
     assert "attachment" in ok.headers["Content-Disposition"]
-    for bad in (
-        "../x.json", "..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", "/etc/passwd",
-        "exp/run1/run.json", "lone/notes.txt", "lone/%2E%2E/%2E%2E/etc/passwd", "",
-    ):  # fmt: skip
-        assert client.get("/files/" + bad).status_code == 404, bad
+    for bad in TRAVERSAL:
+        got = client.get("/files/" + bad)
+        assert got.status_code == 404, bad
+        assert (
+            b"SECRET" not in got.data and b"root:" not in got.data and b"Traceback" not in got.data
+        )
     assert client.get("/report.html?run=../../etc").status_code == 404
     assert client.get("/report.html").status_code == 404
+    assert client.get("/report.html?run=" + quote(str(outside))).status_code == 404
+
+
+def test_hostile_file_names_in_headers(tmp_path: Path) -> None:
+    from hpudash import create_app
+
+    from tests.dashboard.synth import synthetic_trace, write_chrome_json
+
+    name = 'x"; filename=evil.exe; a="<b>.pt.trace.json'
+    write_chrome_json(synthetic_trace(300), tmp_path / name)
+    client = create_app(tmp_path).server.test_client()
+    got = client.get("/files/" + quote(name))
+    assert got.status_code == 200
+    header = got.headers["Content-Disposition"]
+    # a plain ASCII filename (no quote or separator survives) and the exact name, encoded
+    found = re.fullmatch(
+        r"attachment; filename=\"([A-Za-z0-9._-]+)\"; filename\*=UTF-8''(\S+)", header
+    )
+    assert found is not None, header
+    assert found.group(1).endswith(".pt.trace.json") and unquote(found.group(2)) == name
+    report = client.get("/report.html?run=" + quote(name))
+    assert report.status_code == 200
+    assert report.headers["Content-Disposition"] == 'attachment; filename="x_filename_evil-report.html"'  # fmt: skip
+    assert download_name(catalog.scan(tmp_path)[0]).endswith("-report.html")

@@ -142,6 +142,13 @@ def test_one_hpu_module_with_the_bridge_surface(hpu: Any) -> None:
     missing = [n for n in BRIDGE_HPU_NAMES if not hasattr(hthpu, n)]
     assert missing == []
     assert hthpu.get_device_name() == "GAUDI2" and hthpu.device_count() == 1
+    index = hthpu._get_device_index  # the bridge's test_habanaframework_api uses it
+    assert (index("hpu:1"), index(torch.device("hpu:2")), index(3)) == (1, 2, 3)
+    assert index("hpu", optional=True) == 0 and index("cpu", allow_cpu=True) == -1
+    with pytest.raises(ValueError, match="Expected a hpu device, but got: cpu"):
+        index("cpu")
+    with pytest.raises(ValueError, match="with a specified index"):
+        index(torch.device("hpu"))
 
 
 def test_hpu_module_identity_survives_disable_and_enable(hpu: Any) -> None:
@@ -378,6 +385,10 @@ def test_what_the_emulator_cannot_provide_says_so(hpu: Any) -> None:
         torch.ops.hpu.cast_to_fp8_v2(torch.ones(2, device="hpu"))
     with pytest.raises(NotImplementedError, match="utilization"):
         torch.hpu.utilization()
+    import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+
+    assert te.fp8.is_fp8_enabled() is False  # status queries answer; fp8 work is declined
+    assert te.fp8.is_fp8_available() == (False, te.fp8.REASON)
 
 
 def test_gaudi_installation_parts_exist_only_while_emulating(hpu: Any) -> None:

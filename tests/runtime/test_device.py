@@ -89,6 +89,24 @@ def test_mixed_devices_raise_like_a_real_device(hpu: Any) -> None:
         h.numpy()
 
 
+def test_one_hot_of_hpu_labels_stays_on_the_device(hpu: Any) -> None:
+    """torch's C++ one_hot allocates with the input's (CPU) options: the emulator redoes it."""
+    import hpusim
+
+    hpu()
+    labels = torch.tensor([[0, 3], [4, 1]])
+    for n in (-1, 7):
+        out = torch.nn.functional.one_hot(labels.to("hpu"), n)
+        assert out.device.type == "hpu" and out.dtype == torch.long
+        assert torch.equal(out.cpu(), torch.nn.functional.one_hot(labels, n))
+    empty = torch.nn.functional.one_hot(torch.zeros(0, 16, dtype=torch.long, device="hpu"), 50)
+    assert empty.shape == (0, 16, 50) and empty.device.type == "hpu"
+    with pytest.raises(RuntimeError, match="LongTensor"):
+        torch.nn.functional.one_hot(torch.zeros(2, dtype=torch.int32, device="hpu"), 3)
+    hpusim.disable()
+    assert torch.nn.functional.one_hot(labels, 5).shape == (2, 2, 5)  # torch's own again
+
+
 def test_autograd_crosses_devices(hpu: Any) -> None:
     hpu()
     x = torch.randn(4, requires_grad=True)

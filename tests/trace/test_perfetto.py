@@ -45,7 +45,7 @@ def gaudi_like_trace() -> Trace:
          "kind": "hpu_runtime", "depth": 2, "parent": 1, "step": 3, "hpu_event": "launch",
          "mode": "lazy", "graph_id": "17", "correlation": 9},
         {**mme, "name": "gemm ☃ ünï", "cat": "kernel", "ts_ns": 10_000, "dur_ns": 20_000,
-         "kind": "kernel", "correlation": 9, "step": 3, "stream": 1000, "args": b"\xff\xfe"},
+         "kind": "kernel", "correlation": 9, "step": 3, "stream": 1000, "args": b'{"grid": [1, 1, 1]}'},
         {**mme, "name": "gemm2", "cat": "kernel", "ts_ns": 25_000, "dur_ns": 20_000,
          "kind": "kernel", "step": 3, "stream": 1000, "fallback": True, "phase": "bwd"},
         {**host, "name": "[memory]", "cat": "cpu_instant_event", "ph": "i", "ts_ns": 4_000,

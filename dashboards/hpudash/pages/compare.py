@@ -1,51 +1,58 @@
-"""Compare: two runs side by side, deltas of key figures and per-op time, regressions flagged."""
+"""Compare: run B against run A (`hpuprof.analysis.compare`): metrics, per-op and per-kernel
+changes per step, regressions only beyond the steps' run-to-run noise (the report's rule)."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import dash
 from dash import Input, Output, html
 
-from hpudash import figures
-from hpudash.data import DataStore
+from hpudash.data import DataStore, log
 from hpudash.ids import Id
-from hpudash.pages.common import Context, grid, message, run_picker
+from hpudash.pages.common import Context, finding_card, message, notes, report_grid, run_picker
+from hpudash.reportview import findings, section
+from hpuprof.errors import HpuprofError
 
 PATH = "/compare"
 TITLE = "Compare"
 NEEDS_RUN = False
+BODY = "compare-body"
+OP_COLUMNS = (
+    "name", "status", "regression", "a_calls", "b_calls", "a_host_ns", "b_host_ns", "diff_host_ns",
+    "a_device_ns", "b_device_ns", "diff_device_ns",
+)  # fmt: skip
 
 
-def comparison(
-    store: DataStore, a: str, b: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(key-figure deltas, per-op deltas) of run B against run A."""
-
-    deltas = figures.compare_figures(store.key_figures(a), store.key_figures(b))
-    kpi = [dataclasses.asdict(d) for d in deltas]
-    ops_a = store.derived(a, "op_table", figures.op_table)
-    ops_b = store.derived(b, "op_table", figures.op_table)
-    ops = figures.compare_ops(ops_a, ops_b).to_dict("records")
-    return kpi, [{str(k): v for k, v in r.items()} for r in ops]
-
-
-def body(store: DataStore, a: str | None, b: str | None) -> list[Any]:
-    if not a or not b:
+def body(store: DataStore, a: Any, b: Any) -> list[Any]:
+    """The comparison of B against A, or why there is none."""
+    if not isinstance(a, str) or not isinstance(b, str) or not a or not b:
         return [message("Pick two runs.")]
-    kpi, ops = comparison(store, a, b)
-    regressions = [r["metric"] for r in kpi if r["regression"]] + [
-        r["name"] for r in ops if r["regression"]
-    ]
+    try:
+        doc = store.comparison(a, b)
+    except HpuprofError as error:
+        return [message(str(error), "error")]
+    except Exception as error:
+        log.exception("comparison of %r and %r", a, b)
+        return [message(f"These runs could not be compared ({type(error).__name__}); the server log has the details.", "error")]  # fmt: skip
+    regressions = findings(doc)
+    steps = f"{section(doc, 'compare', 'a_steps') or 0} steps of A, {section(doc, 'compare', 'b_steps') or 0} of B"  # fmt: skip
     return [
-        message(f"Regressions of B against A: {', '.join(map(str, regressions[:12]))}" if regressions else "No regressions of B against A.",
-                "warning" if regressions else "info"),
-        html.H3("Key figures (delta = B - A)"),
-        grid(Id.CMP_KPIS, kpi, height=300),
-        html.H3("Per-op time (host + device), largest increase first"),
-        grid(Id.CMP_OPS, ops, height=420),
-    ]  # fmt: skip
+        html.Div(f"B ({b}) against A ({a}), per step: {steps}.", className="small"),
+        *(
+            [finding_card(f) for f in regressions]
+            or [
+                message("No regressions of B against A beyond the run-to-run noise of their steps.")
+            ]
+        ),
+        *notes(doc, "compare"),
+        html.H3("Metrics"),
+        report_grid(Id.CMP_KPIS, doc, "compare_metrics", height=360, wide=("label",)),
+        html.H3("Per-op changes (per step: host self time, device time counted once)"),
+        report_grid(Id.CMP_OPS, doc, "compare_ops", OP_COLUMNS, height=420),
+        html.H3("Per-kernel changes (device time per step)"),
+        report_grid("compare-kernels", doc, "compare_kernels", height=360),
+    ]
 
 
 def layout(ctx: Context) -> Any:
@@ -55,18 +62,26 @@ def layout(ctx: Context) -> Any:
     return html.Div(
         [
             html.H2("Compare runs"),
-            html.Div([html.Span("A "), run_picker(ctx, Id.CMP_A, a), html.Span(" B "), run_picker(ctx, Id.CMP_B, b)], className="pickers"),
-            html.Div(body(ctx.store, a, b), id="compare-body"),
+            html.Div(
+                [
+                    html.Span("A (baseline)"),
+                    run_picker(ctx, Id.CMP_A, a),
+                    html.Span("B"),
+                    run_picker(ctx, Id.CMP_B, b),
+                ],
+                className="pickers",
+            ),
+            html.Div(body(ctx.store, a, b), id=BODY),
         ]
-    )  # fmt: skip
+    )
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
     @app.callback(
-        Output("compare-body", "children"),
+        Output(BODY, "children"),
         Input(Id.CMP_A, "value"),
         Input(Id.CMP_B, "value"),
         prevent_initial_call=True,
     )
-    def update(a: str | None, b: str | None) -> list[Any]:
+    def update(a: Any, b: Any) -> list[Any]:
         return body(store, a, b)

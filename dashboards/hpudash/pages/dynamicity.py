@@ -1,7 +1,13 @@
-"""Dynamicity: compilations over time, recompile causes, shape histograms, bucketing."""
+"""Dynamicity: compilations (recorded, or what a Gaudi port would see), causes, shapes, buckets.
+
+On a trace without compile events (CUDA, ROCm, CPU) nothing here is called a compilation of
+the run: the counts are "not recorded" and the report's estimate for a Gaudi lazy-mode port
+is shown as one, in its own words.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import dash
@@ -10,39 +16,99 @@ from dash import dcc, html
 from hpudash import figures
 from hpudash.data import DataStore
 from hpudash.ids import Id
-from hpudash.pages.common import Context, grid, kpis, message, section_errors
+from hpudash.pages.common import (  # fmt: skip
+    Context,
+    errors_of,
+    kv_table,
+    message,
+    notes,
+    report_grid,
+    run_meta,
+)
+from hpudash.reportview import facts, section
 
 PATH = "/dynamicity"
 TITLE = "Dynamicity"
 NEEDS_RUN = True
+RECOMPILE_KEYS = ("step", "graph", "call_site", "module", "cause_kind", "cause_text", "dur_ns", "recompile")  # fmt: skip
+
+
+def natural(text: Any) -> tuple[Any, ...]:
+    """Sort key reading numbers as numbers ("graph 2" before "graph 10")."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(text)))
+
+
+def bucketing_text(doc: dict[str, Any]) -> str:
+    """The report's bucketing plan in one sentence ('' when the report has none)."""
+    plan = section(doc, "dynamicity", "bucketing")
+    if not isinstance(plan, dict):
+        return ""
+    target = section(doc, "dynamicity", "bucketing_target") or "the dynamic dimension"
+    bounds = ", ".join(str(x) for x in plan.get("boundaries") or [])
+    saved = plan.get("compilations_saved")
+    if not saved:
+        return f"Bucketing {target} would not save compilations here ({plan.get('distinct_sizes')} distinct sizes)."  # fmt: skip
+    return (
+        f"Pad {target} to the buckets [{bounds}]: {plan.get('distinct_sizes')} distinct sizes "
+        f"become {len(plan.get('boundaries') or [])} graphs, saving {saved} compilations for "
+        f"{plan.get('padding_pct')} % padding."
+    )
 
 
 def layout(ctx: Context) -> Any:
-    analysis = ctx.store.analysis(ctx.run)
-    report = analysis.data
-    dyn = figures.section(report, "dynamicity") or {}
-    bucket = figures.bucketing_text(report)
+    entry = ctx.store.entry(ctx.run)
+    doc = ctx.store.view(entry)
+    estimate = section(doc, "dynamicity", "port_estimate")
+    label = estimate.get("label") if isinstance(estimate, dict) else None
+    graphs = section(doc, "dynamicity", "by_graph") or []
+    bucket = bucketing_text(doc)
+    doc_sorted = _with_sorted(doc, "compiles_by_graph", "key")
     return html.Div(
         [
-            html.H2(f"Dynamicity: {ctx.run}"),
-            *section_errors({k: v for k, v in analysis.errors.items() if k == "dynamicity"}),
-            kpis(
-                [
-                    ("compilations", str(dyn.get("compilations", "n/a"))),
-                    ("recompilations", str(dyn.get("recompilations", "n/a"))),
-                    ("compile time", f"{float(dyn.get('compile_time_ns') or 0) / 1e6:.3f} ms"),
-                ],
-                Id.DYN_KPIS,
+            html.H2(f"Dynamicity: {entry.key}"),
+            run_meta(doc),
+            *errors_of(doc, "dynamicity"),
+            kv_table(facts(doc, "dynamicity"), id_=Id.DYN_KPIS),
+            message(str(label)) if label else None,
+            *notes(doc, "dynamicity"),
+            dcc.Graph(id=Id.DYN_COMPILES, figure=figures.compiles_figure(doc)),
+            html.H3(f"Compilations by graph ({len(graphs)})"),
+            report_grid(
+                "dyn-graphs",
+                doc_sorted,
+                "compiles_by_graph",
+                ("key", "compilations", "recompilations", "time_ns"),
+                height=320,
             ),
-            dcc.Graph(id=Id.DYN_COMPILES, figure=figures.compiles_figure(report)),
-            dcc.Graph(id=Id.DYN_CAUSES, figure=figures.causes_figure(report)),
-            html.H3("Recompiles by graph"),
-            grid("dyn-graphs", figures.causes_rows(report), height=260),
-            dcc.Graph(id=Id.DYN_SHAPES, figure=figures.shapes_figure(report)),
-            html.H3("Bucketing recommendation"),
-            html.Div(message(bucket) if bucket else message("No bucketing recommendation: shapes are static or too few."), id=Id.DYN_BUCKETING),
+            html.H3("Each compilation and its cause"),
+            report_grid(
+                Id.DYN_CAUSES, doc, "compilations", RECOMPILE_KEYS, height=320, wide=("cause_text",)
+            ),
+            dcc.Graph(id=Id.DYN_SHAPES, figure=figures.shapes_figure(doc)),
+            html.H3("Input shapes per op"),
+            report_grid(
+                "dyn-shape-table", doc, "shape_histograms", height=320, wide=("op", "shape")
+            ),
+            html.H3("Data-dependent-shape ops"),
+            report_grid("dyn-dynamic-ops", doc, "dynamic_ops", height=240),
+            html.H3("Bucketing"),
+            html.Div(
+                message(bucket)
+                if bucket
+                else message("No bucketing recommendation: it would not save compilations here."),
+                id=Id.DYN_BUCKETING,
+            ),
         ]
-    )  # fmt: skip
+    )
+
+
+def _with_sorted(doc: dict[str, Any], name: str, key: str) -> dict[str, Any]:
+    """`doc` with the rows of table `name` in natural order of `key` (graph 2 before 10)."""
+    spec = (doc.get("tables") or {}).get(name)
+    if not isinstance(spec, dict):
+        return doc
+    rows = sorted(spec.get("rows") or [], key=lambda r: natural(r.get(key)))
+    return doc | {"tables": (doc.get("tables") or {}) | {name: spec | {"rows": rows}}}
 
 
 def register(app: dash.Dash, store: DataStore) -> None:

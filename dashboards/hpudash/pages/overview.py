@@ -1,4 +1,4 @@
-"""Overview of one run: findings first, KPIs, per-step breakdown, host/device ratio, downloads."""
+"""Overview of one run: findings first, key figures, time per step, host/device, downloads."""
 
 from __future__ import annotations
 
@@ -11,67 +11,69 @@ from dash import dcc, html
 from hpudash import figures
 from hpudash.data import DataStore
 from hpudash.ids import Id
-from hpudash.pages.common import Context, kpis, message, section_errors
+from hpudash.pages.common import (
+    Context,
+    finding_card,
+    key_figure_items,
+    kpis,
+    message,
+    run_meta,
+    section_errors,
+)
+from hpudash.reportview import findings
+from hpudash.server import file_href
 
 PATH = "/overview"
 TITLE = "Overview"
 NEEDS_RUN = True
 
 
-def finding_card(f: dict[str, Any]) -> html.Div:
-    evidence = ", ".join(f"{k}: {v}" for k, v in f["evidence"].items())
-    return html.Div(
-        [
-            html.Span(str(f["severity"]).upper(), className=f"sev sev-{f['severity']}"),
-            html.B(str(f["title"])),
-            html.Div(f"{f['metric']} = {f['value']} (threshold {f['threshold']})", className="small"),
-            html.Div(f"evidence: {evidence}", className="small") if evidence else None,
-            html.Div(f"advice: {f['advice']}") if f.get("advice") else None,
-        ],
-        className="finding",
-    )  # fmt: skip
-
-
 def layout(ctx: Context) -> Any:
-    store, key = ctx.store, ctx.run
-    analysis = store.analysis(key)
-    report = analysis.data
-    entry = store.entry(key)
-    figs = store.key_figures(key, entry)
-    found = figures.findings(report)
-    downloads = [
+    store = ctx.store
+    entry = store.entry(ctx.run)
+    doc = store.view(entry)
+    figs = store.key_figures(entry)
+    downloads: list[Any] = [
         html.A(
-            f"Download trace {p.name} (open in ui.perfetto.dev)",
-            href="/files/" + quote(p.relative_to(store.root).as_posix()),
+            f"Download {p.name}",
+            href=file_href(store, p),
             id=Id.OVERVIEW_DOWNLOAD_TRACE if i == 0 else f"{Id.OVERVIEW_DOWNLOAD_TRACE}-{i}",
             className="button",
         )
-        for i, p in enumerate((*entry.perfetto, *entry.traces))
+        for i, p in enumerate(entry.files())
     ]
-    if analysis.report is not None:
+    if doc.get("data"):
         downloads.append(
-            html.A("Download HTML report", href=f"/report.html?run={quote(key)}", id=Id.OVERVIEW_DOWNLOAD_REPORT, className="button")
-        )  # fmt: skip
-    modeled = figs.get("device_time") == "modeled"
+            html.A(
+                "Download the HTML report",
+                href=f"/report.html?run={quote(entry.key)}",
+                id=Id.OVERVIEW_DOWNLOAD_REPORT,
+                className="button",
+            )
+        )
+    estimate = figs.get("lazy_port_estimate")
+    found = findings(doc)
     return html.Div(
         [
-            html.H2(f"Overview: {key}"),
-            message("Device times in this trace are modeled by the emulator, not measured.")
-            if modeled else None,
-            *section_errors(analysis.errors),
+            html.H2(f"Overview: {entry.key}"),
+            run_meta(doc),
+            *section_errors(doc.get("errors") or {}),
             html.H3("Findings"),
             html.Div(
-                [finding_card(f) for f in found] or [message("No findings: nothing above threshold.")],
+                [finding_card(f) for f in found]
+                or [message("No findings: nothing above its threshold.")],
                 id=Id.OVERVIEW_FINDINGS,
             ),
             html.H3("Key figures"),
-            kpis(figures.kpi_items(figs), Id.OVERVIEW_KPIS),
-            dcc.Graph(id=Id.OVERVIEW_STEPS, figure=figures.steps_figure(report)),
-            dcc.Graph(id=Id.OVERVIEW_RATIO, figure=figures.host_device_figure(report)),
+            kpis(key_figure_items(figs), Id.OVERVIEW_KPIS),
+            message(f"Compilations: {estimate}.", "info") if estimate else None,
+            dcc.Graph(id=Id.OVERVIEW_STEPS, figure=figures.steps_figure(doc)),
+            dcc.Graph(id=Id.OVERVIEW_RATIO, figure=figures.host_device_figure(doc)),
+            html.H3("Files"),
             html.Div(downloads, className="downloads"),
         ]
-    )  # fmt: skip
+    )
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
-    """No callbacks: the page is built once per visit from cached data."""
+    """No callbacks: the page is built once per visit from the run's analysed view."""

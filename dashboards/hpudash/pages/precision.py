@@ -1,4 +1,4 @@
-"""Precision: time and FLOPs by dtype, casts, the missed-bf16 and fp32-risk lists."""
+"""Precision: device time by dtype, casts, and the op lists of the autocast analysis."""
 
 from __future__ import annotations
 
@@ -10,26 +10,48 @@ from dash import dcc, html
 from hpudash import figures
 from hpudash.data import DataStore
 from hpudash.ids import Id
-from hpudash.pages.common import Context, grid, message, section_errors
+from hpudash.pages.common import (
+    Context,
+    errors_of,
+    finding_card,
+    kv_table,
+    notes,
+    report_grid,
+    run_meta,
+)
+from hpudash.reportview import facts, findings, table
 
 PATH = "/precision"
 TITLE = "Precision"
 NEEDS_RUN = True
+TABLES: tuple[str, ...] = (
+    "precision_by_op", "precision_by_module", "casts", "missed_lower_precision",
+    "fp32_list_in_low_precision",
+)  # fmt: skip
 
 
 def layout(ctx: Context) -> Any:
-    analysis = ctx.store.analysis(ctx.run)
-    report = analysis.data
-    tables: list[Any] = []
-    for i, (title, rows) in enumerate(figures.precision_tables(report)):
-        tables.append(html.H3(f"{title} ({len(rows)})"))
-        tables.append(grid(f"prec-table-{i}", rows, height=220) if rows else message("none"))
+    entry = ctx.store.entry(ctx.run)
+    doc = ctx.store.view(entry)
+    parts: list[Any] = []
+    for i, name in enumerate(TABLES):
+        spec = table(doc, name)
+        title = spec["title"] if spec else name.replace("_", " ").capitalize()
+        count = len(spec["rows"]) if spec else 0
+        parts += [
+            html.H3(f"{title} ({count})"),
+            report_grid(f"prec-table-{i}", doc, name, height=260),
+        ]
     return html.Div(
         [
-            html.H2(f"Precision: {ctx.run}"),
-            *section_errors({k: v for k, v in analysis.errors.items() if k == "precision"}),
-            dcc.Graph(id=Id.PREC_DTYPE, figure=figures.dtype_figure(report)),
-            html.Div(tables, id=Id.PREC_TABLES),
+            html.H2(f"Precision: {entry.key}"),
+            run_meta(doc),
+            *errors_of(doc, "precision"),
+            kv_table(facts(doc, "precision"), id_="prec-facts"),
+            *[finding_card(f) for f in findings(doc, "precision")],
+            *notes(doc, "precision"),
+            dcc.Graph(id=Id.PREC_DTYPE, figure=figures.dtype_figure(doc)),
+            html.Div(parts, id=Id.PREC_TABLES),
         ]
     )
 

@@ -1,4 +1,8 @@
-"""Ranks: per-rank step times and stragglers (multi-rank runs)."""
+"""Ranks: step time per rank and step as a heat map, where each rank's time goes, stragglers.
+
+Everything is the ranks report of `hpuprof.analysis`; stragglers are its findings (a rank
+slower than the median rank beyond the steps' own noise), shown as findings.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,17 @@ from dash import dcc, html
 from hpudash import figures
 from hpudash.data import DataStore
 from hpudash.ids import Id
-from hpudash.pages.common import Context, grid, message
+from hpudash.pages.common import (
+    Context,
+    errors_of,
+    finding_card,
+    kv_table,
+    message,
+    notes,
+    report_grid,
+    run_meta,
+)
+from hpudash.reportview import facts, findings, section
 
 PATH = "/ranks"
 TITLE = "Ranks"
@@ -18,19 +32,30 @@ NEEDS_RUN = True
 
 
 def layout(ctx: Context) -> Any:
-    steps = ctx.store.derived(ctx.run, "steps", figures.step_durations)
-    table = figures.stragglers(steps)
-    slow = [r["rank"] for r in table if r["straggler"]]
-    note = (
-        f"Stragglers (> {figures.STRAGGLER_PCT:g} % slower than the median rank): {slow}"
-        if slow else "No stragglers." if len(table) > 1 else "Single-rank run."
-    )  # fmt: skip
+    entry = ctx.store.entry(ctx.run)
+    doc = ctx.store.view(entry)
+    ranks = section(doc, "meta", "ranks") or []
+    stragglers = findings(doc, "ranks")
+    if stragglers:
+        verdict: list[Any] = [finding_card(f) for f in stragglers]
+    elif len(ranks) > 1:
+        verdict = [message("No stragglers: no rank is slower than the median rank beyond its steps' noise.")]  # fmt: skip
+    else:
+        verdict = [message("A single-rank run: nothing to compare across ranks.")]
     return html.Div(
         [
-            html.H2(f"Ranks: {ctx.run}"),
-            message(note, "warning" if slow else "info"),
-            dcc.Graph(id=Id.RANKS_GRAPH, figure=figures.rank_steps_figure(steps)),
-            html.Div(grid("ranks-table", table, height=240), id=Id.RANKS_STRAGGLERS),
+            html.H2(f"Ranks: {entry.key}"),
+            run_meta(doc),
+            *errors_of(doc, "ranks"),
+            html.Div(verdict, id=Id.RANKS_STRAGGLERS),
+            kv_table(facts(doc, "ranks"), id_="ranks-facts"),
+            *notes(doc, "ranks"),
+            dcc.Graph(id=Id.RANKS_GRAPH, figure=figures.rank_heatmap(doc)),
+            dcc.Graph(id="ranks-split", figure=figures.rank_split_figure(doc)),
+            html.H3("Per rank"),
+            report_grid("ranks-table", doc, "rank_summary", height=280),
+            html.H3("Per rank and step"),
+            report_grid("ranks-steps", doc, "rank_steps", height=320),
         ]
     )
 

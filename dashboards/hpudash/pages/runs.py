@@ -1,7 +1,7 @@
 """Runs: every run and trace under the directory with its key figures (rescanned live).
 
 Opening the page never waits for every trace to be analysed: figures already known (in
-memory or in the sidecar cache, `hpudash.figcache`) are shown at once, others are computed
+memory or in the dashboard's disk cache, `hpudash.diskcache`) are shown at once, others are computed
 within a time budget per request and the rest marked pending; a fast interval keeps filling
 them in, then slows to a periodic rescan so new runs appear without a restart.
 """
@@ -17,7 +17,7 @@ from dash import Input, Output, State, dcc, html
 from hpudash.catalog import Entry
 from hpudash.data import DataStore, log
 from hpudash.ids import Id
-from hpudash.pages.common import Context, grid, href
+from hpudash.pages.common import Context, grid, grid_rows, href, key_columns, key_figure_row
 from hpuprof.errors import HpuprofError
 
 PATH = "/"
@@ -28,22 +28,24 @@ FILL_MS = 1_000
 LAYOUT_BUDGET_S = 1.0
 FILL_BUDGET_S = 2.0
 PENDING = "pending"
-COLUMNS: tuple[str, ...] = (
-    "run", "status", "step_ms", "steps", "device_util_pct", "compilations", "recompilations",
-    "fallbacks", "bf16_pct", "ranks", "events", "device_time", "kind", "MB",
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run", "Run"), ("status", "Status"), ("device", "Device"), ("ranks", "Ranks"),
+    *key_columns(), ("events", "Events"), ("kind", "Kind"), ("MB", "Size (MB)"),
 )  # fmt: skip
+FIELDS: tuple[str, ...] = tuple(f for f, _ in COLUMNS)
+KINDS = {"run": "run directory", "ranks": "rank files", "trace": "trace file"}
 
 
 def _compute(store: DataStore, e: Entry) -> tuple[dict[str, Any], str]:
     """(figures, "ok") of an entry not yet known, or ({}, why it failed), remembered."""
     try:
-        return store.key_figures(e.key, e), "ok"
+        return store.key_figures(e), "ok"
     except HpuprofError as error:
         status = f"unreadable: {error}"
     except Exception as error:
         log.exception("key figures of %s", e.key)
         status = f"error: {type(error).__name__}: {error}"
-    store.figures.fail(e, status)
+    store.fail(e, status)
     return {}, status
 
 
@@ -59,14 +61,15 @@ def run_rows(store: DataStore, budget_s: float = LAYOUT_BUDGET_S) -> list[dict[s
     for e in store.entries():
         figs, status = store.cached_key_figures(e), "ok"
         if figs is None:
-            failed = store.figures.error(e)
+            failed = store.failure(e)
             figs, status = {}, failed or PENDING
             if not failed and budget_s > 0 and (not computed or time.monotonic() < deadline):
                 figs, status = _compute(store, e)
                 computed += 1
-        row: dict[str, Any] = dict.fromkeys(COLUMNS)
-        row |= {k: v for k, v in figs.items() if k in row}
-        row |= {"run": e.key, "status": status, "kind": e.kind, "MB": round(e.size / 1e6, 2)}
+        row: dict[str, Any] = dict.fromkeys(FIELDS)
+        if figs:
+            row |= key_figure_row(figs) | {k: figs.get(k) for k in ("device", "ranks", "events")}
+        row |= {"run": e.key, "status": status, "kind": KINDS[e.kind], "MB": round(e.size / 1e6, 2)}
         out.append(row)
     return out
 
@@ -120,7 +123,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
     )
     def rescan(_clicks: int, _ticks: int) -> tuple[list[dict[str, Any]], str, int]:
         rows = run_rows(store, FILL_BUDGET_S)
-        return rows, _count(store, rows), _interval(rows)
+        return grid_rows(rows, COLUMNS), _count(store, rows), _interval(rows)
 
     @app.callback(
         Output(Id.URL, "href", allow_duplicate=True),

@@ -8,6 +8,12 @@ def is_fp8_available() -> tuple[bool, str]:
     return False, REASON
 
 
+def is_fp8_enabled() -> bool:
+    """Module-level status query of Intel's Gaudi transformer_engine (lightning-habana's
+    precision tests call `tengine.fp8.is_fp8_enabled()`): never enabled on the emulated card."""
+    return False
+
+
 class FP8GlobalStateManager:
     """fp8 global state: fp8 is never enabled on the emulated card."""
 

@@ -1,0 +1,45 @@
+"""Memory: memory in use over time per device, its peak, and the ops that allocated most.
+
+From the trace's allocator events (`profile_memory=True`) or the emulator's allocator counter
+(modeled bookkeeping, said so); a trace with neither says it has no memory data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash
+from dash import dcc, html
+
+from hpudash import figures
+from hpudash.data import DataStore
+from hpudash.pages.common import Context, errors_of, kv_table, notes, report_grid, run_meta
+from hpudash.reportview import facts
+
+PATH = "/memory"
+TITLE = "Memory"
+NEEDS_RUN = True
+GRAPH = "memory-graph"
+
+
+def layout(ctx: Context) -> Any:
+    entry = ctx.store.entry(ctx.run)
+    doc = ctx.store.view(entry)
+    return html.Div(
+        [
+            html.H2(f"Memory: {entry.key}"),
+            run_meta(doc),
+            *errors_of(doc, "memory"),
+            kv_table(facts(doc, "memory"), id_="memory-facts"),
+            *notes(doc, "memory"),
+            dcc.Graph(id=GRAPH, figure=figures.memory_figure(doc)),
+            html.H3("Peak per device"),
+            report_grid("memory-devices", doc, "memory_devices", height=240),
+            html.H3("Top allocating ops"),
+            report_grid("memory-top-ops", doc, "memory_top_ops", height=360),
+        ]
+    )
+
+
+def register(app: dash.Dash, store: DataStore) -> None:
+    """No callbacks."""

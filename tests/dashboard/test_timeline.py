@@ -1,0 +1,317 @@
+"""The timeline's index, lanes, level of detail and figure as pure functions (no browser)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dash")
+
+from hpudash import fmt
+from hpudash import timeline as tl
+from hpudash.details import event_rows
+from hpudash.pages.timeline import window_from_query, window_from_relayout
+from hpudash.timeline_index import TimelineIndex
+
+from hpuprof.trace.model import Trace
+from tests.conftest import SHARED_TRACES
+from tests.dashboard.conftest import HOSTILE
+from tests.dashboard.synth import synthetic_trace
+
+
+def _fig(*args: Any, **kw: Any) -> Any:
+    """The figure as plotly objects: validates every property the dashboard sends."""
+    import plotly.graph_objects as go
+
+    return go.Figure(tl.figure(*args, **kw))
+
+
+@pytest.fixture(scope="module")
+def trace() -> Trace:
+    return synthetic_trace(3_000, ranks=2)
+
+
+@pytest.fixture(scope="module")
+def index(trace: Trace) -> TimelineIndex:
+    return tl.build_index(trace)
+
+
+def _nccl_pair() -> Trace:
+    import hpuprof
+
+    pair = SHARED_TRACES / "tests" / "data" / "trace_filter"
+    if not pair.is_dir():
+        pytest.skip("../shared/traces is not present")
+    return hpuprof.load(pair)
+
+
+# --- index ------------------------------------------------------------------------------------
+
+
+def test_groups_tracks_and_rows(index: TimelineIndex, trace: Trace) -> None:
+    labels = [g.label for g in index.groups]
+    # per rank: the host process, then the device; names from the trace's metadata
+    assert labels == ["rank 0 · python 100", "rank 0 · /device:HPU:0",
+                      "rank 1 · python 100", "rank 1 · /device:HPU:0"]  # fmt: skip
+    device = [t.label for t in index.tracks if index.groups[t.group].is_device]
+    assert device == ["DMA 0", "MME 0", "TPC 0"] * 2  # natural order of the engine names
+    # one row per nesting depth: ProfilerStep (0) > op (1) > launch (2)
+    host = [t for t in index.tracks if not t.is_device]
+    assert [t.depths for t in host] == [3, 3]
+    assert int(index.row_depth.max()) == 2
+    slices = trace.events[(trace.events["ph"] == "X") & (trace.events["kind"] != "span")]
+    assert index.slices == len(slices) and index.ts.min() == 0
+    # every slice sits on the row of its own depth
+    depth_of_slice = index.row_depth[
+        np.searchsorted(index.offsets, np.arange(index.slices), side="right") - 1
+    ]
+    assert (depth_of_slice == trace.events["depth"].to_numpy()[index.event]).all()
+
+
+def test_track_names_come_from_the_trace_and_axis_from_the_first_event() -> None:
+    """Kineto's process_labels ("GPU 0"), not "pyper:trainer:0:0 / stream 7"; the profiler's
+    own span (seconds before anything happens) does not start the axis."""
+    trace = _nccl_pair()
+    idx = tl.build_index(trace)
+    labels = [g.label for g in idx.groups]
+    assert labels == ["rank 0 · pyper:trainer:0:0 4037", "rank 0 · GPU 0",
+                      "rank 1 · pyper:trainer:0:1 4045", "rank 1 · GPU 1"]  # fmt: skip
+    assert [t.label for t in idx.tracks if t.group == 1][:2] == ["stream 7", "stream 23"]
+    ev = trace.events
+    real = ev[(ev["kind"] != "span")]
+    assert idx.t0_ns == int(real["ts_ns"].min())
+    span = ev[ev["kind"] == "span"]
+    assert int(span["ts_ns"].min()) < idx.t0_ns - 500_000_000  # the span starts 0.85 s early
+    assert idx.span_ns == int((real["ts_ns"] + real["dur_ns"]).max()) - idx.t0_ns
+
+
+def test_index_round_trips_through_arrays(index: TimelineIndex, tmp_path: Path) -> None:
+    path = tmp_path / "index.npz"
+    np.savez(path, **index.to_arrays())  # type: ignore[arg-type]
+    with np.load(path, allow_pickle=False) as npz:
+        back = TimelineIndex.from_arrays({k: npz[k] for k in npz.files})
+    assert back is not None
+    assert back.groups == index.groups and back.tracks == index.tracks
+    assert back.names == index.names and back.t0_ns == index.t0_ns
+    assert np.array_equal(back.ts, index.ts) and np.array_equal(back.flow_dst, index.flow_dst)
+    stale = index.to_arrays() | {"version": np.asarray(-1)}
+    assert TimelineIndex.from_arrays(stale) is None
+
+
+def test_flows_join_launches_to_device_ops(index: TimelineIndex, trace: Trace) -> None:
+    ev = trace.events
+    n_device = int(ev["is_device"].sum())
+    assert len(index.flow_src) == n_device  # every synthetic device op has its launch
+    src_rows, dst_rows = index.event[index.flow_src], index.event[index.flow_dst]
+    assert (ev["correlation"].to_numpy()[src_rows] == ev["correlation"].to_numpy()[dst_rows]).all()
+    assert not ev["is_device"].to_numpy()[src_rows].any()
+    assert ev["is_device"].to_numpy()[dst_rows].all()
+
+
+# --- lanes and level of detail -----------------------------------------------------------------
+
+
+def test_lanes_collapse_and_filter_ranks(index: TimelineIndex) -> None:
+    full = tl.lanes(index)
+    assert [lane.kind for lane in full[:5]] == ["summary", "row", "row", "row", "summary"]
+    assert full[0].label.startswith("▾ ")
+    collapsed = tl.lanes(index, expanded=[1, 3])
+    assert next(lane.label for lane in collapsed if lane.kind == "summary").startswith("▸ ")
+    assert len(collapsed) == len(full) - 6  # both host groups folded to one row each
+    rank1 = tl.lanes(index, ranks=[1])
+    assert {index.groups[lane.group].rank for lane in rank1} == {1}
+
+
+def test_zoomed_out_is_density_zoomed_in_is_exact(index: TimelineIndex) -> None:
+    shown = tl.lanes(index)
+    whole = tl.query(index, shown, exact_limit=1_000)
+    assert whole.mode == "aggregated"
+    assert whole.busy.shape == (len(shown), tl.DEFAULT_BUCKETS)
+    assert np.all((whole.busy >= 0) & (whole.busy <= 1))
+    zoom = tl.query(index, shown, 1_000_000, 1_400_000)
+    assert zoom.mode == "exact" and len(zoom.bar_lane) == zoom.total > 0
+    assert np.all((zoom.bar_end >= 1_000_000) & (zoom.bar_ts <= 1_400_000))
+    assert (
+        tl.query(index, shown, 1_000_000, 1_400_000, exact_limit=zoom.total - 1).mode
+        == "aggregated"
+    )
+
+
+def test_exact_window_holds_exactly_the_overlapping_slices(index: TimelineIndex) -> None:
+    lo, hi = 2_000_000, 2_600_000
+    w = tl.query(index, tl.lanes(index), lo, hi)
+    got = sorted(int(e) for e in w.bar_event if e >= 0)
+    brute = np.flatnonzero((index.ts <= hi) & (index.end >= lo))
+    assert got == sorted(index.event[brute].tolist())
+
+
+def test_busy_fraction_matches_brute_force(index: TimelineIndex) -> None:
+    shown = tl.lanes(index)
+    w = tl.query(index, shown, buckets=50, exact_limit=0)
+    y = next(i for i, lane in enumerate(shown) if lane.kind == "row" and lane.is_device)
+    r = shown[y].ref
+    a, b = int(index.offsets[r]), int(index.offsets[r + 1])
+    ts, end = index.ts[a:b], index.end[a:b]
+    for k in (0, 17, 49):
+        lo, hi = w.edges[k], w.edges[k + 1]
+        busy = np.clip(np.minimum(end, hi) - np.maximum(ts, lo), 0, None).sum() / (hi - lo)
+        want = max(busy, 0.01) if ((ts >= lo) & (ts < hi)).any() else busy
+        assert w.busy[y, k] == pytest.approx(want, abs=1e-9)
+
+
+def test_device_rows_are_never_blank_when_zoomed_out() -> None:
+    """A device busy 0.1 % of the time (slices far narrower than a pixel) still shows."""
+    trace = synthetic_trace(6_000)
+    ev = trace.events
+    dev = ev["is_device"].to_numpy()
+    ev.loc[dev, "dur_ns"] = 50  # 50 ns kernels over a trace of tens of ms
+    idx = tl.build_index(trace)
+    shown = tl.lanes(idx)
+    w = tl.query(idx, shown, exact_limit=0)
+    for y, lane in enumerate(shown):
+        if lane.kind == "row" and lane.is_device:
+            assert (w.busy[y] >= 0.01).sum() > 10, lane.label
+    exact = tl.query(idx, shown, 0, idx.span_ns, exact_limit=10**9)
+    fig = _fig(exact)
+    px_ms = (exact.t1 - exact.t0) / tl.PLOT_PX / 1e6
+    device = next(t for t in fig.data if t.name == "device slice")
+    assert min(device.x) >= px_ms * 0.999  # at least a pixel wide
+
+
+def test_markers_and_marked_slices(index: TimelineIndex, trace: Trace) -> None:
+    kinds = {tl.MARKS[k] for k in np.unique(index.mark_kind)}
+    assert kinds == {"compile", "sync", "fallback", "graph_replay"}
+    ev = trace.events
+    for kind, hpu in (("compile", "compile"), ("graph_replay", "graph_replay"), ("sync", "sync")):
+        assert (index.mark_kind == tl.MARKS.index(kind)).sum() == (ev["hpu_event"] == hpu).sum()
+    shown = tl.lanes(index)
+    dense = _fig(tl.query(index, shown, exact_limit=0))
+    assert {"compile", "sync", "CPU fallback", "HPU graph replay"} <= {t.name for t in dense.data}
+    exact = tl.query(index, shown, 0, 3_000_000)
+    assert exact.mode == "exact" and exact.marked > 0
+    # a marked slice is a coloured bar; its marker is not drawn on top of it
+    drawn = set(exact.bar_event[exact.bar_mark > 0].tolist())
+    assert drawn and not drawn & set(exact.mark_event.tolist())
+
+
+def test_flow_arrows_when_zoomed_in(index: TimelineIndex) -> None:
+    shown = tl.lanes(index)
+    w = tl.query(index, shown, 1_000_000, 1_400_000)
+    assert len(w.flow_x0) > 0 and (w.flow_x1 >= w.flow_x0).all()
+    host_lanes = {i for i, lane in enumerate(shown) if lane.kind == "row" and not lane.is_device}
+    assert set(w.flow_y0.tolist()) <= host_lanes and not set(w.flow_y1.tolist()) & host_lanes
+    fig = _fig(w)
+    arrows = next(t for t in fig.data if t.name == "launch → device op")
+    assert arrows.marker.symbol == "arrow"
+    assert not len(tl.query(index, shown, 1_000_000, 1_400_000, flows=False).flow_x0)
+
+
+def test_counter_tracks(tmp_path: Path) -> None:
+    import pandas as pd
+
+    trace = synthetic_trace(1_200)
+    n = 5_000
+    counters = pd.DataFrame(
+        {
+            "name": pd.Categorical(["hpu.memory_in_use_bytes"] * n),
+            "series": pd.Categorical(["bytes"] * n),
+            "cat": pd.Categorical(["hpuprof"] * n),
+            "pid": pd.Categorical(["100"] * n),
+            "tid": pd.Categorical(["0"] * n),
+            "rank": np.zeros(n, dtype=np.int32),
+            "ts_ns": np.linspace(1_000_000, 9_000_000, n).astype(np.int64),
+            "value": np.r_[np.arange(n - 1) * 1024.0, 5e9],
+        }
+    )
+    from dataclasses import replace
+
+    idx = tl.build_index(replace(trace, counters=counters))
+    shown = tl.lanes(idx)
+    lanes_c = [i for i, lane in enumerate(shown) if lane.kind == "counter"]
+    assert [shown[i].label for i in lanes_c] == ["hpu.memory_in_use_bytes (bytes)"]
+    w = tl.query(idx, shown, buckets=100)
+    assert 0 < len(w.ctr_ts) <= 200  # thinned to the buckets
+    assert w.ctr_value.max() == 5e9  # the peak survives the thinning
+    fig = _fig(w)
+    line = next(t for t in fig.data if t.name == "counters")
+    assert any("GiB" in h for h in line.hovertext)
+    assert tl.counter_text(3 * 2**20, "memory (bytes)") == "3.00 MiB"
+
+
+def test_figure_reads_in_units_with_legend_outside(index: TimelineIndex) -> None:
+    w = tl.query(index, tl.lanes(index), 1_000_000, 1_400_000)
+    fig = _fig(w, revision="run")
+    ticks = list(fig.layout.xaxis.ticktext)
+    assert ticks and all(t.endswith((" us", " ms", " s")) for t in ticks)
+    assert fig.layout.legend.y == 1 and fig.layout.legend.yanchor == "bottom"
+    assert fig.layout.uirevision == "run" and fig.layout.clickmode == "event"
+    labelled = [t for t in fig.data if t.type == "bar" and any(t.text)]
+    assert labelled  # slices wide enough carry their name
+    assert fig.layout.uniformtext.mode == "hide"  # and names that do not fit are hidden
+
+
+def test_hostile_names_are_inert_in_the_figure() -> None:
+    trace = synthetic_trace(600)
+    ev = trace.events
+    ev["name"] = ev["name"].cat.rename_categories({"aten::relu": HOSTILE})
+    idx = tl.build_index(trace)
+    fig = _fig(tl.query(idx, tl.lanes(idx), exact_limit=10**9))
+    text = fig.to_json()
+    assert "<img" not in text and "&lt;img" in text
+
+
+@pytest.mark.parametrize(
+    "relayout, want",
+    [(None, None), ({"autosize": True}, None), ({"xaxis.autorange": True}, (None, None)),
+     ({"xaxis.range[0]": 2, "xaxis.range[1]": 1}, (1e6, 2e6)),
+     ({"xaxis.range": [0.5, 1.5]}, (5e5, 1.5e6)), ({"xaxis.range[0]": "x", "xaxis.range[1]": 1}, None),
+     ({"xaxis.range[0]": float("nan"), "xaxis.range[1]": 1}, None), ("junk", None)],
+)  # fmt: skip
+def test_window_from_relayout(relayout: Any, want: Any) -> None:
+    assert window_from_relayout(relayout) == want
+
+
+def test_window_from_query() -> None:
+    assert window_from_query({"t0": "1.5", "t1": "2"}) == (1.5e6, 2e6)
+    for bad in ({}, {"t0": "x", "t1": "1"}, {"t0": "2", "t1": "1"}, {"t0": "inf", "t1": "1"}):
+        assert window_from_query(bad) == (None, None)
+
+
+def test_ticks_and_durations_read_with_units() -> None:
+    assert fmt.axis_ticks(0, 54e6)[1][:3] == ["0 ms", "10 ms", "20 ms"]
+    assert fmt.axis_ticks(20.64e6, 21.84e6)[1][0] == "20.8 ms"
+    assert fmt.axis_ticks(0, 40e9)[1][-1] == "40 s"
+    assert [fmt.duration(v) for v in (0, 1234, 999_999, 1.5e9)] == ["0 ns", "1.234 us", "1.000 ms", "1.500 s"]  # fmt: skip
+    assert fmt.duration(float("nan")) == "n/a"
+
+
+def test_slice_details_have_no_placeholders(trace: Trace, index: TimelineIndex) -> None:
+    ev = trace.events
+    row = int(np.flatnonzero((ev["kind"] == "cpu_op").to_numpy())[0])
+    rows = dict(event_rows(trace, row, index.t0_ns))
+    assert rows["Name"] == str(ev["name"].iat[row])
+    assert rows["Start"].endswith("after the first event")
+    assert "Correlation id" not in rows and "Engine" not in rows  # -1 and "" are left out
+    text = " ".join(f"{k} {v}" for k, v in rows.items())
+    assert " -1" not in text and '""' not in text and str(int(ev["ts_ns"].iat[row])) not in text
+    kernel = int(np.flatnonzero(ev["is_device"].to_numpy())[0])
+    krows = dict(event_rows(trace, kernel, index.t0_ns))
+    assert krows["Engine"] in ("MME", "TPC", "DMA") and int(krows["Correlation id"]) > 0
+    assert event_rows(trace, -1, 0) == [] and event_rows(trace, 10**9, 0) == []
+
+
+def test_overlapping_siblings_get_a_row_of_their_own() -> None:
+    """A slice that overlaps another of its depth without nesting in it (a lazy graph's
+    window crossing ops) is drawn on the first free row below: nothing is hidden."""
+    from hpudash.timeline_index import free_rows
+
+    track = np.zeros(5, dtype=np.int64)
+    depth = np.array([0, 1, 1, 1, 2])
+    ts = np.array([0, 10, 30, 40, 12])
+    end = np.array([100, 50, 60, 45, 20])  # 30-60 overlaps 10-50 at depth 1; 40-45 nests in 30-60
+    rows = free_rows(track, depth, ts, end)
+    assert rows.tolist() == [0, 1, 2, 3, 2]
+    assert free_rows(track[:2], depth[:2], ts[:2], end[:2]).tolist() == [0, 1]  # nested: kept

@@ -1,0 +1,63 @@
+"""The seeds of a fuzz run: real torch.profiler traces (../shared), our sample traces and run
+directories, and the Perfetto and Parquet files made from them."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+from tests.fuzz.mutate import Seed
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "sample_traces"
+SHARED = REPO.parent / "shared" / "traces" / "kineto"
+GAUDI = REPO / "tests" / "trace" / "data" / "gaudi_merged.json"
+
+
+def collect(scratch: Path, *, max_json_bytes: int) -> list[Seed]:
+    """Every seed whose (decompressed) JSON is at most `max_json_bytes`; writes the made ones
+    (Parquet, the bait trace) under `scratch`."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    seeds: list[Seed] = []
+    json_files = sorted(SAMPLES.glob("*/traces/*.pt.trace.json"))
+    json_files += [*sorted(SAMPLES.glob("*/*.pt.trace.json")), GAUDI]
+    for path in json_files:
+        data = path.read_bytes()
+        if len(data) <= max_json_bytes:
+            seeds.append(Seed(f"sample/{path.name}", "json", path, data))
+    if SHARED.is_dir():
+        for path in sorted(SHARED.rglob("*.json.gz")):
+            data = gzip.decompress(path.read_bytes())
+            if len(data) > max_json_bytes:
+                continue
+            name = f"shared/{path.relative_to(SHARED)}"
+            seeds.append(Seed(name, "json", path.with_suffix(""), data))
+            seeds.append(Seed(name, "gzip", path, data))
+    for path in sorted(SAMPLES.glob("*/perfetto/*.perfetto-trace")):
+        seeds.append(Seed(f"sample/{path.name}", "perfetto", path, path.read_bytes()))
+    for path in sorted(SAMPLES.glob("*/run.json")):
+        seeds.append(Seed(f"sample/{path.parent.name}", "rundir", path.parent))
+    seeds += _parquet_seeds(scratch)
+    return seeds
+
+
+def _parquet_seeds(scratch: Path) -> list[Seed]:
+    import hpuprof
+
+    made = []
+    for path in (GAUDI, SAMPLES / "emulated_lazy" / "traces" / "gaudi_train-rank0.pt.trace.json"):
+        if not path.is_file():
+            continue
+        target = scratch / f"{path.name}.parquet"
+        hpuprof.load(path, cache=False).save(target)
+        made.append(Seed(f"parquet/{path.name}", "parquet", target, target.read_bytes()))
+    return made
+
+
+def bait(scratch: Path) -> Path:
+    """A valid trace outside every run directory: a manifest naming it must be refused."""
+    target = scratch / "outside" / "secret.pt.trace.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(GAUDI, target)
+    return target

@@ -1,0 +1,70 @@
+"""A load leaves the process as it found it: glibc's mmap threshold stays dynamic (it cannot be
+read back, so only hpuprof's own command-line process tunes it), the cyclic GC and numpy's
+huge-page switch are back as they were, also after loads from several threads at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SAMPLE = Path(__file__).parent / "data" / "gaudi_merged.json"
+
+# glibc raises its dynamic mmap threshold to the size of a freed mmapped block: after a 4 MiB
+# block is freed, a 2 MiB one comes from the heap. A fixed threshold (mallopt) stops that for
+# good, and the 2 MiB block is mmapped: mallinfo2().hblks counts mmapped blocks.
+_PROBE = textwrap.dedent(
+    """
+    import ctypes, gc, sys, threading
+    libc = ctypes.CDLL("libc.so.6")
+    if not hasattr(libc, "mallinfo2"):
+        print("skip"); sys.exit()
+    class Info(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in
+                    "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+    libc.mallinfo2.restype = Info
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.free(libc.malloc(4 << 20))  # raises the dynamic threshold to 4 MiB
+    import numpy as np
+    switch = np._core.multiarray._set_madvise_hugepage
+    switch(True); gc.enable()
+    import hpuprof
+    if sys.argv[2] == "tuned":
+        from hpuprof.trace.heap import tune_process
+        tune_process()
+    threads = [threading.Thread(target=hpuprof.load, args=(sys.argv[1],), kwargs={"cache": False})
+               for _ in range(3)]
+    [t.start() for t in threads]; [t.join() for t in threads]
+    hpuprof.load(sys.argv[1], cache=False)
+    before = libc.mallinfo2().hblks
+    block = libc.malloc(2 << 20)
+    mmapped = libc.mallinfo2().hblks - before
+    libc.free(block)
+    print(mmapped, gc.isenabled(), switch(True))
+    """
+)
+
+
+def _probe(mode: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(SAMPLE), mode],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    if done.stdout.strip() == "skip":
+        pytest.skip("no glibc mallinfo2")
+    return done.stdout.strip()
+
+
+def test_a_library_load_leaves_the_process_as_it_found_it() -> None:
+    assert _probe("library") == "0 True True"  # heap threshold dynamic, GC on, huge pages on
+
+
+def test_the_command_line_process_tunes_its_heap() -> None:
+    assert _probe("tuned") == "1 True True"  # fixed at 1 MiB: the 2 MiB block is mmapped

@@ -1,0 +1,337 @@
+"""The reproducers of issue 13's fuzzing: each hostile input loads correctly or gives one
+TraceFormatError naming the file, a position and what was expected, on both scan paths
+(compiled scanner and pure Python); never another exception, never a value silently zeroed."""
+
+from __future__ import annotations
+
+import gzip
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+import hpuprof
+from hpuprof.errors import TraceFormatError
+from hpuprof.trace import fastscan
+
+OK_EVENT = b'{"ph": "X", "name": "a", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 1, "dur": 2}'
+
+
+@pytest.fixture(params=["compiled", "pure"])
+def scan_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    if request.param == "compiled" and not fastscan.available():
+        pytest.skip("_kineto_scan is not built")
+    monkeypatch.setenv("HPUPROF_PURE_PYTHON", "1" if request.param == "pure" else "0")
+    fastscan._module.cache_clear()
+    yield request.param
+    fastscan._module.cache_clear()
+
+
+def _file(tmp_path: Path, events: list[bytes], name: str = "t.json", head: bytes = b"") -> Path:
+    path = tmp_path / name
+    path.write_bytes(b"{" + head + b'"traceEvents": [' + b",\n".join(events) + b"]}")
+    return path
+
+
+def _refused(path: Path, position: str, expected: str) -> TraceFormatError:
+    with pytest.raises(TraceFormatError) as caught:
+        hpuprof.load(path, cache=False)
+    error = caught.value
+    assert error.path == str(path)
+    assert position in str(error.position), error
+    assert expected in error.expected, error
+    assert "\n" not in str(error) and len(str(error)) < 600
+    return error
+
+
+# --- JSON, both scan paths ------------------------------------------------------------------
+
+HOSTILE_EVENTS = {
+    "flow id object (the 48-byte reproducer)": (
+        b'{"ph":"s","id":{},"ts":1,"pid":1,"tid":1}',
+        "flow 'id'",
+    ),
+    "flow id array": (
+        b'{"ph": "f", "id": [1], "ts": 1, "pid": 1, "tid": 1, "bp": "e"}',
+        "flow 'id'",
+    ),
+    "hpuprof key holding a list": (
+        b'{"ph": "X", "ts": 1, "dur": 1, "args": {"hpuprof.mode": ["lazy"]}}',
+        "hpuprof.mode",
+    ),
+    "hpuprof flag not a bool": (
+        b'{"ph": "X", "ts": 1, "dur": 1, "args": {"hpuprof.fallback": "yes"}}',
+        "true, false or null",
+    ),
+    "correlation past 64 bits": (
+        b'{"ph": "X", "ts": 1, "dur": 1, "args": {"correlation": 100000000000000000000}}',
+        "within 64 bits",
+    ),
+    "correlation a fraction": (
+        b'{"ph": "X", "ts": 1, "dur": 1, "args": {"correlation": 1.5}}',
+        "an integer id",
+    ),
+    "Input Dims a number": (
+        b'{"ph": "X", "ts": 1, "dur": 1, "args": {"Input Dims": 1.5}}',
+        "an array as args 'Input Dims'",
+    ),
+    "ts past int64 ns": (b'{"ph": "X", "ts": 1e308, "dur": 1}', "'ts' within int64"),
+    "dur past int64 ns": (
+        b'{"ph": "X", "ts": 1, "dur": 9223372036854775807}',
+        "'dur' within int64",
+    ),
+    "step number past int32": (
+        b'{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#99999999999999999999999",'
+        b' "ts": 1, "dur": 5, "pid": 1, "tid": 1}',
+        "step number within int32",
+    ),
+    "counter past float64": (
+        b'{"ph": "C", "name": "mem", "ts": 1, "pid": 1, "args": {"bytes": 1' + b"0" * 400 + b"}}",
+        "counter value within float64",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_EVENTS), ids=list(HOSTILE_EVENTS))
+def test_hostile_event_is_one_clean_error(tmp_path: Path, scan_path: str, case: str) -> None:
+    event, expected = HOSTILE_EVENTS[case]
+    _refused(_file(tmp_path, [OK_EVENT, event]), "event 1", expected)
+
+
+@pytest.mark.parametrize(
+    ("head", "position", "expected"),
+    [
+        (b'"baseTimeNanoseconds": 9223372036854775808,', "baseTimeNanoseconds", "within int64"),
+        (b'"baseTimeNanoseconds": "soon",', "baseTimeNanoseconds", "integer number"),
+        (b'"distributedInfo": {"rank": 100000000000000000000},', "metadata", "rank within int32"),
+        (b'"deviceProperties": [{"mem": 1e400}],', "deviceProperties", "JSON value"),
+    ],
+)
+def test_out_of_range_metadata(
+    tmp_path: Path, scan_path: str, head: bytes, position: str, expected: str
+) -> None:
+    _refused(_file(tmp_path, [OK_EVENT], head=head), position, expected)
+
+
+@pytest.mark.parametrize("where", ["args", "event", "metadata"])
+def test_deep_nesting_is_refused_where_it_is(tmp_path: Path, scan_path: str, where: str) -> None:
+    deep = b"[" * 5000 + b"]" * 5000
+    if where == "args":
+        path = _file(tmp_path, [OK_EVENT, b'{"ph": "X", "ts": 1, "args": {"d": ' + deep + b"}}"])
+    elif where == "event":
+        path = _file(tmp_path, [OK_EVENT, deep])
+    else:
+        path = _file(tmp_path, [OK_EVENT], head=b'"deep": ' + deep + b",")
+    error = _refused(path, "byte", "nested at most")
+    start = path.read_bytes().index(b"[[[")
+    assert start <= int(str(error.position).split()[-1]) < start + 1000
+
+
+def test_invalid_utf8_in_args_is_refused_at_its_byte(tmp_path: Path, scan_path: str) -> None:
+    path = _file(tmp_path, [OK_EVENT, b'{"ph": "X", "ts": 1, "args": {"note": "a\xff"}}'])
+    error = _refused(path, "byte", "UTF-8")
+    bad = path.read_bytes().index(b"\xff")
+    assert str(error.position) == f"byte {bad}"
+
+
+def test_tid_past_int64_keeps_its_text(tmp_path: Path, scan_path: str) -> None:
+    path = _file(
+        tmp_path, [b'{"ph": "X", "ts": 1, "dur": 1, "pid": 1, "tid": -9223372036854775809}']
+    )
+    events = hpuprof.load(path, cache=False).events
+    assert events["tid"].astype(str).tolist() == ["-9223372036854775809"]
+
+
+def test_null_input_dims_are_absent(tmp_path: Path, scan_path: str) -> None:
+    path = _file(tmp_path, [b'{"ph": "X", "ts": 1, "dur": 1, "args": {"Input Dims": null}}'])
+    assert hpuprof.load(path, cache=False).events["input_dims"].astype(str).tolist() == [""]
+
+
+def test_negative_duration_warns_and_counts_zero(tmp_path: Path, scan_path: str) -> None:
+    path = _file(tmp_path, [OK_EVENT, b'{"ph": "X", "name": "b", "ts": 5, "dur": -3}'])
+    with pytest.warns(UserWarning, match="negative duration"):
+        events = hpuprof.load(path, cache=False).events
+    assert events.set_index("name").loc["b", "dur_ns"] == 0
+
+
+def test_utf8_bom_is_skipped_and_utf16_refused(tmp_path: Path, scan_path: str) -> None:
+    body = b'{"traceEvents": [' + OK_EVENT + b"]}"
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + body)
+    assert len(hpuprof.load(tmp_path / "bom.json", cache=False).events) == 1
+    (tmp_path / "utf16.json").write_bytes(b"\xff\xfe" + body.decode().encode("utf-16-le"))
+    _refused(tmp_path / "utf16.json", "byte 0", "UTF-16")
+
+
+# --- gzip: bounded time and memory --------------------------------------------------------
+
+
+def test_gzip_bomb_fails_fast(tmp_path: Path) -> None:
+    member = gzip.compress(b" " * (1 << 20), compresslevel=9)
+    path = tmp_path / "bomb.json.gz"
+    path.write_bytes(gzip.compress(b"[") + member * 800 + gzip.compress(b"]"))  # 800 MB of spaces
+    start = time.perf_counter()
+    _refused(path, "compressed byte", "gzip bomb")
+    assert time.perf_counter() - start < 20
+
+
+def test_long_whitespace_is_skipped_in_bounded_time(tmp_path: Path) -> None:
+    path = tmp_path / "spaces.json"
+    path.write_bytes(b"[" + b" " * (64 << 20) + OK_EVENT + b" " * (64 << 20) + b"]")
+    start = time.perf_counter()
+    assert len(hpuprof.load(path, cache=False).events) == 1
+    assert time.perf_counter() - start < 20
+
+
+def test_garbage_early_in_a_large_file_fails_fast(
+    tmp_path: Path, scan_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A corrupt byte is no truncation: the loader names it after a few decodes, not one per
+    candidate cut (256 decodes of the file: a minute for 50 MB)."""
+    import hpuprof.trace.kineto_json as kineto_json
+
+    decodes = []
+    real = kineto_json._Reader._try_decode
+
+    def counting(self: object, pos: int, end: int, *, final: bool = False) -> bool:
+        decodes.append(end - pos)
+        return real(self, pos, end, final=final)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kineto_json._Reader, "_try_decode", counting)
+    body = b",\n".join([OK_EVENT] * 20_000)
+    at = len(body) // 10
+    path = tmp_path / "garbage.json"
+    path.write_bytes(b'{"traceEvents": [' + body[:at] + b"@@" + body[at:] + b"]}")
+    error = _refused(path, "byte", "valid JSON")
+    assert str(error.position) == f"byte {path.read_bytes().index(b'@@')}"
+    assert "(byte" not in error.expected
+    assert len(decodes) <= 3, decodes
+
+
+def test_identical_nested_slices_load_in_bounded_time(tmp_path: Path) -> None:
+    path = tmp_path / "same.json"
+    path.write_bytes(b"[" + b",".join([OK_EVENT] * 100_000) + b"]")
+    start = time.perf_counter()
+    events = hpuprof.load(path, cache=False).events
+    assert time.perf_counter() - start < 30
+    assert int(events["parent"].iloc[-1]) == len(events) - 2
+
+
+# --- Perfetto and Parquet ---------------------------------------------------------------------
+
+
+def _perfetto(tmp_path: Path) -> Path:
+    from hpuprof.trace.perfetto_write import write_perfetto
+
+    trace = hpuprof.load(Path(__file__).parent / "data" / "gaudi_merged.json", cache=False)
+    return write_perfetto(trace, tmp_path / "t.perfetto-trace")
+
+
+def _packets(path: Path) -> object:
+    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace as TraceProto
+
+    proto = TraceProto()
+    proto.ParseFromString(path.read_bytes())
+    return proto
+
+
+def test_perfetto_timestamp_past_int64(tmp_path: Path) -> None:
+    path = _perfetto(tmp_path)
+    proto = _packets(path)
+    event = next(p for p in proto.packet if p.HasField("track_event"))  # type: ignore[attr-defined]
+    event.timestamp = 2**64 - 1
+    path.write_bytes(proto.SerializeToString())  # type: ignore[attr-defined]
+    _refused(path, "packet", "timestamp within int64")
+
+
+def test_perfetto_damaged_metadata_blob(tmp_path: Path) -> None:
+    path = _perfetto(tmp_path)
+    proto = _packets(path)
+    for packet in proto.packet:  # type: ignore[attr-defined]
+        for entry in packet.chrome_events.metadata:
+            if entry.name == "hpuprof.trace":
+                blob = orjson.loads(entry.json_value)
+                del blob["counter_tracks"]
+                entry.json_value = orjson.dumps(blob).decode()
+    path.write_bytes(proto.SerializeToString())  # type: ignore[attr-defined]
+    _refused(path, "hpuprof.trace", "tables hpuprof wrote")
+
+
+@pytest.mark.parametrize("damage", ["key", "truncated", "column", "parent", "cycle", "op_row"])
+def test_damaged_parquet(tmp_path: Path, damage: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "t.parquet"
+    hpuprof.load(Path(__file__).parent / "data" / "gaudi_merged.json", cache=False).save(path)
+    table = pq.read_table(path)
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:-100])
+        _refused(path, "file structure", "Parquet file written by hpuprof")
+        return
+    if damage == "key":
+        meta = dict(table.schema.metadata)
+        del meta[b"hpuprof.sources"]
+        table = table.replace_schema_metadata(meta)
+        where, expected = "hpuprof.sources", "metadata"
+    elif damage == "column":
+        index = table.column_names.index("step")
+        table = table.set_column(index, "step", pa.array(["x"] * len(table)))
+        where, expected = "column step", "int32"
+    elif damage == "parent":
+        index = table.column_names.index("parent")
+        table = table.set_column(index, "parent", pa.array([10**9] * len(table), pa.int64()))
+        where, expected = "events row 0", "earlier row as parent"
+    elif damage == "op_row":  # analyses index the events by it
+        index = table.column_names.index("op_row")
+        table = table.set_column(index, "op_row", pa.array([len(table)] * len(table), pa.int64()))
+        where, expected = "events row 0", "op_row"
+    else:  # two slices each the other's parent: analyses walking parents would never end
+        index = table.column_names.index("parent")
+        parents = [1, 0] + [-1] * (len(table) - 2)
+        table = table.set_column(index, "parent", pa.array(parents, pa.int64()))
+        where, expected = "events row 0", "earlier row as parent"
+    pq.write_table(table, path)
+    _refused(path, where, expected)
+
+
+V1_PARQUET = Path(__file__).parents[1] / "analysis" / "data" / "schema_v1" / "v1_hpu_graph.parquet"
+
+
+@pytest.mark.parametrize("damage", ["cycle", "version", "derived"])
+def test_damaged_parquet_of_schema_1(tmp_path: Path, damage: str) -> None:
+    """A schema-1 file is checked as schema 1 before its derived columns are computed: a cycle
+    of parents is refused where it is (op_row is never derived from it); a version past ours,
+    or schema 1's columns with one of schema 2's, is refused."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(V1_PARQUET)
+    path = tmp_path / "v1.parquet"
+    if damage == "cycle":
+        index = table.column_names.index("parent")
+        parents = [1, 0] + [-1] * (len(table) - 2)
+        table = table.set_column(index, "parent", pa.array(parents, pa.int64()))
+        where, expected = "events row 0", "earlier row as parent"
+    elif damage == "version":
+        meta = dict(table.schema.metadata)
+        meta[b"hpuprof.schema_version"] = b"99999999999999999999999"
+        table = table.replace_schema_metadata(meta)
+        where, expected = "file metadata", "schema version 1 to"
+    else:  # schema 1 with a column of schema 2: neither version's columns
+        table = table.append_column("op_row", pa.array([-1] * len(table), pa.int64()))
+        where, expected = "columns", "event columns"
+    pq.write_table(table, path)
+    _refused(path, where, expected)
+    pq.write_table(pq.read_table(V1_PARQUET), path)  # the undamaged file loads, derived
+    assert "op_row" in hpuprof.load(path, cache=False).events.columns
+
+
+def test_loaded_traces_never_warn_silently(tmp_path: Path, scan_path: str) -> None:
+    """A plain valid file loads without a warning (warnings keep a load out of the cache)."""
+    path = _file(tmp_path, [OK_EVENT])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(hpuprof.load(path, cache=False).events) == 1

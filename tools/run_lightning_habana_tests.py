@@ -1,0 +1,97 @@
+"""Run lightning-habana's own test suite under the hpusim emulator; print pass/fail counts.
+
+    python tools/run_lightning_habana_tests.py --repo PATH [--ref 1.6.0]
+        [--files tests/test_pytorch/test_accelerator.py,...] [--before REF] [--timeout 300]
+
+PATH is a checkout (or bare git directory) of Lightning-AI/lightning-Habana; `--ref` picks the
+release whose `tests/` match the installed lightning-habana (1.6.0, pinned in pyproject's
+`[clients]` extra). Nothing of lightning-habana is copied into this repository: its `tests/` is
+extracted into a temporary folder and run there with `runtime/shim` first on `PYTHONPATH`, so
+`import habana_frameworks.torch` (and `lightning_habana`'s own imports) reach the emulator.
+
+`--before REF` runs the same tests a second time with the shim and emulator of this repository's
+commit REF (extracted with `git archive`, placed before the installed hpusim on `PYTHONPATH`), and
+prints both tallies: the baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from run_bridge_tests import REPO, Tally, emulator_env, extract_suite, parse_junit
+
+DEFAULT_FILES = (
+    "tests/test_pytorch/test_accelerator.py",
+    "tests/test_pytorch/test_profiler.py",
+    "tests/test_pytorch/test_hpu_graphs.py",
+)
+
+
+def run_suite(suite_root: Path, files: list[str], env: dict[str, str], timeout: int) -> Tally:
+    junit = suite_root / f"junit-{time.monotonic_ns()}.xml"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
+    cmd += ["--junitxml", str(junit), "-o", "junit_family=xunit1", "--timeout", str(timeout)]
+    cmd += files
+    subprocess.run(cmd, cwd=suite_root, env=env, check=False, stdout=subprocess.DEVNULL)
+    return parse_junit(junit) if junit.is_file() else Tally()
+
+
+def before_env(ref: str, tmp: Path, env: dict[str, str]) -> dict[str, str]:
+    """`env` with the shim and hpusim of this repository's commit `ref` in front."""
+    extract_suite(REPO, tmp, "runtime", ref)
+    old = dict(env)
+    shim, runtime = tmp / "runtime" / "shim", tmp / "runtime"
+    rest = [p for p in env.get("PYTHONPATH", "").split(":") if p and "runtime/shim" not in p]
+    old["PYTHONPATH"] = ":".join([str(shim), str(runtime), *rest])
+    return old
+
+
+def describe(label: str, tally: Tally) -> None:
+    counts = Counter(tally.outcomes.values())
+    print(
+        f"  {label}: {counts['passed']} passed, {counts['failure']} failed, "
+        f"{counts['error']} errors, {counts['skipped']} skipped"
+    )
+    by_file: dict[str, Counter[str]] = {}
+    for test_id, outcome in tally.outcomes.items():
+        by_file.setdefault(test_id.split("::", 1)[0], Counter())[outcome] += 1
+    for name, per in sorted(by_file.items()):
+        print(f"    {name}: " + ", ".join(f"{v} {k}" for k, v in per.most_common()))
+    for reason, n in tally.reasons.most_common(8):
+        print(f"    {n:4d}  {reason}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repo", required=True, help="lightning-Habana checkout or git dir")
+    p.add_argument("--ref", default="1.6.0", help="release tag whose tests/ to run")
+    p.add_argument("--files", default=",".join(DEFAULT_FILES), help="test files, comma-separated")
+    p.add_argument("--before", default="", help="also run with this repository's commit REF")
+    p.add_argument("--timeout", type=int, default=300, help="seconds per test")
+    args = p.parse_args()
+    files = [f for f in args.files.split(",") if f]
+    with tempfile.TemporaryDirectory(prefix="lightning-habana-tests-") as tmp:
+        tmp_path = Path(tmp)
+        extract_suite(Path(args.repo).expanduser(), tmp_path, "tests", args.ref)
+        env = emulator_env(tmp_path)
+        print(f"lightning-habana {args.ref} tests under hpusim ({len(files)} files)")
+        started = time.monotonic()
+        now = run_suite(tmp_path, files, env, args.timeout)
+        print(f"  ran in {time.monotonic() - started:.0f} s")
+        describe("now", now)
+        if args.before:
+            old_root = tmp_path / "before"
+            old_root.mkdir()
+            old = run_suite(tmp_path, files, before_env(args.before, old_root, env), args.timeout)
+            describe(f"before ({args.before})", old)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
