@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # would pull several GB of CUDA packages. pyproject.toml states the supported range.
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: demo test lint typecheck pytest bare fuzz samples bench calibrate browser clean
+.PHONY: demo test lint typecheck pytest bare fuzz samples bench calibrate soak browser clean
 
 $(STAMP): pyproject.toml constraints.txt setup.py hpuprof/trace/_kineto_scan.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -69,6 +69,11 @@ bench: $(STAMP)
 # the device model against published Gaudi 2 / Gaudi 3 results (docs/device-model.md), ~20 min
 calibrate: $(STAMP)
 	$(PY) bench/calibration/run.py --json bench/calibration/results.json --update-docs
+
+# Crash trials at length: 200 of each ending (exception, os._exit, SIGINT/SIGTERM/SIGKILL) per
+# backend, instead of the 20 that `make test` runs.
+soak: $(STAMP)
+	HPUPROF_KILL_TRIALS=200 $(PY) -m pytest tests/capture/test_kill_trials.py -p no:cacheprovider --timeout 7200
 
 clean:
 	rm -rf $(VENV) $(BARE) .mypy_cache .ruff_cache .pytest_cache

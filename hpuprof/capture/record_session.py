@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from hpuprof.capture.profiler import HPUProfiler, analysis_summary, format_counts
-from hpuprof.capture.runner import run_command, split_command
+from hpuprof.capture.profiler import (
+    DEFAULT_WINDOW_S,
+    HPUProfiler,
+    analysis_summary,
+    format_counts,
+)
+from hpuprof.capture.run_end import RunEnd, from_exception, from_exit_code
+from hpuprof.capture.runner import ScriptOutcome, run_script, split_command
 from hpuprof.capture.schedule import parse_schedule
 from hpuprof.errors import UsageError
 
@@ -50,15 +57,19 @@ def enable_emulator(
         hpusim.enable(mode=mode, device=device, timeline=timeline, compute=compute, cards=cards)
 
 
-def report(prof: HPUProfiler, out: Callable[[str], None] = print) -> None:
-    """Where the run went, and a one-screen summary."""
-    out(f"hpuprof: run written to {prof.dirpath} ({prof.status})")
+def report(prof: HPUProfiler, out: Callable[[str], None] = print, *, summary: bool = True) -> None:
+    """Where the run went, and a one-screen summary (or only the event counts)."""
+    end = prof.end
+    ended = prof.status if end is None else end.state
+    if end is not None and end.detail:
+        ended += f": {end.detail}"  # failed: exit code 1, exception: RuntimeError: boom
+    out(f"hpuprof: run written to {prof.dirpath} ({ended})")
     for key, paths in prof.files.items():
         for rel in paths:
             out(f"  {key:<9} {prof.dirpath / rel}")
     for warning in prof.warnings:
         out(f"  warning: {warning}")
-    text = analysis_summary(prof.paths.trace) if prof.paths.trace.is_file() else None
+    text = analysis_summary(prof.paths.trace) if summary and prof.paths.trace.is_file() else None
     out(text if text is not None else format_counts(prof.event_counts, prof.backend))
 
 
@@ -74,6 +85,9 @@ def record_command(
     record_shapes: bool = True,
     with_stack: bool = False,
     timeline: str = "projected",
+    window_s: float | None = DEFAULT_WINDOW_S,
+    window_steps: int | None = None,
+    summary: bool = True,
 ) -> int:
     """Profile `command` (`python script.py args`); returns the script's exit code."""
     if not command:
@@ -90,29 +104,31 @@ def record_command(
         record_shapes=record_shapes,
         with_stack=with_stack,
         step_on_optimizer=True,
+        window_s=window_s,
+        window_steps=window_steps,
     )
-    prof.start()
-    code = 1
     try:
-        code = run_command(command)
+        prof.start()
+        outcome = run_script(command)
+    except BaseException as error:  # not the script's own exceptions: those are in outcome
+        prof.stop(end=from_exception(error, signal_seen=prof.signal_seen))
+        raise
     finally:
-        prof.stop()
         sys.stdout.flush()
-        _mark_script_status(prof, code)
+    prof.stop(end=script_end(outcome, prof.signal_seen))
     _note_compile_backends(prof)
-    report(prof)
-    return code
+    report(prof, summary=summary)
+    return outcome.exit_code
 
 
-def _mark_script_status(prof: HPUProfiler, code: int) -> None:
-    """A script that failed (non-zero exit, exception at import) makes the run `failed: exit
-    code N` in run.json and in what `record` prints (130, Ctrl-C, is `interrupted`)."""
-    if code == 0 or prof.status != "complete":
-        return
-    from hpuprof.capture.run_dir import update_manifest
-
-    prof.status = "interrupted" if code == 130 else f"failed: exit code {code}"
-    update_manifest(prof.dirpath, {"status": prof.status})
+def script_end(outcome: ScriptOutcome, signal_seen: str | None) -> RunEnd:
+    """The run's ending from the script's: completed, failed (exit code), exception, signal."""
+    if outcome.error is None:
+        return from_exit_code(outcome.exit_code)
+    end = from_exception(outcome.error, signal_seen=signal_seen)
+    if end.exit_code is None:  # the exit status `python script.py` would have had
+        end = dataclasses.replace(end, exit_code=outcome.exit_code)
+    return end
 
 
 def _note_compile_backends(prof: HPUProfiler) -> None:

@@ -10,6 +10,16 @@ Layout (paths in the manifest are relative to the run directory):
 
 Several ranks (processes) may share one run directory: each merges its own entries into
 `run.json` under an advisory file lock, and the file is replaced atomically.
+
+`run.json` is written when a rank starts, already naming the trace it streams to (the
+`.incomplete.json` file, listed in both `traces` and `incomplete`), so a run killed at any
+moment loads; when the rank finishes, one atomic update swaps in the final file. How each
+rank ended is under `ends`, the run's summary in `end_state` / `end_detail`
+(`hpuprof.capture.run_end` defines the vocabulary: running, completed, failed, exception,
+signal, killed). `status` is the older free-text form of the same, kept for older readers.
+
+Scratch space (`.scratch-<pid>-*`) and temporary files (`.<name>.*.tmp`) are dot-named, which
+every reader skips; a new run in the directory removes those a dead process left behind.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -29,6 +40,7 @@ from typing import Any
 
 import orjson
 
+from hpuprof.capture.run_end import RunEnd, pid_alive, summarize
 from hpuprof.capture.stream_writer import check_writable_dir
 from hpuprof.errors import HpuprofError
 from hpuprof.trace.atomic_write import write_bytes_atomic
@@ -89,13 +101,26 @@ class RunPaths:
             check_writable_dir(self.root / sub)
 
 
+_HELD: set[tuple[int, int, str]] = set()
+"""(pid, thread, lock path) of the manifest locks this process holds now."""
+
+
 @contextlib.contextmanager
 def _locked(root: Path) -> Iterator[None]:
+    """The run directory's manifest lock. Taken again on a thread that holds it (a SIGTERM
+    handler writing the run while the interrupted code was inside an update), it is not
+    taken twice: a second `flock` of the same file would wait on itself forever."""
+    key = (os.getpid(), threading.get_ident(), str(root / ".run.json.lock"))
+    if key in _HELD:
+        yield
+        return
     with open(root / ".run.json.lock", "a+b") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        _HELD.add(key)
         try:
             yield
         finally:
+            _HELD.discard(key)
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
@@ -128,6 +153,9 @@ def base_manifest(
         "start_ns": time.time_ns(),
         "end_time": None,
         "status": "running",
+        "end_state": "running",
+        "end_detail": "",
+        "ends": {str(rank): RunEnd("running").to_json()},
         "host": socket.gethostname(),
         "pids": {str(rank): os.getpid()},
         "ranks": [rank],
@@ -152,8 +180,8 @@ def _merge(old: dict[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in new.items():
         if key in (*FILE_KEYS, "incomplete", "ranks"):
             merged[key] = sorted({*old.get(key, []), *value})
-        elif key == "pids":
-            merged[key] = {**old.get(key, {}), **value}
+        elif key in ("pids", "ends"):
+            merged[key] = {**(old.get(key) or {}), **value}
         elif key == "start_ns" and old.get(key):
             merged[key] = min(old[key], value)
         elif key == "start_time" and old.get(key):
@@ -189,6 +217,54 @@ def update_manifest(
             merged[key] = [p for p in merged.get(key, []) if p not in set(paths)]
         if merged.get("ranks"):
             merged["world_size"] = max(int(merged.get("world_size") or 1), len(merged["ranks"]))
+        if isinstance(merged.get("ends"), dict):
+            end = summarize({r: RunEnd.from_json(e) for r, e in merged["ends"].items()})
+            merged["end_state"], merged["end_detail"] = end.state, end.detail
         data = orjson.dumps(merged, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
         write_bytes_atomic(root / MANIFEST, data)
     return merged
+
+
+SCRATCH_PREFIX = ".scratch-"
+STALE_TMP_S = 600.0
+"""A dot-named `.tmp` file untouched this long was left by a writer that died."""
+
+
+def scratch_prefix() -> str:
+    """`.scratch-<pid>-`: the owner's pid in the name lets a later run tell it is stale."""
+    return f"{SCRATCH_PREFIX}{os.getpid()}-"
+
+
+def remove_leftovers(root: Path, *, now: float | None = None) -> list[Path]:
+    """Remove what killed writers left in run directory `root`: `.scratch-<pid>-*` folders of
+    processes that are gone, and dot-named `.tmp` files untouched for `STALE_TMP_S`. Returns
+    what was removed. Readers skip dot-named files anyway; this only reclaims the space."""
+    import shutil
+
+    root = Path(root)
+    now = time.time() if now is None else now
+    removed: list[Path] = []
+    for folder in (root, *(root / sub for sub in FILE_KEYS)):
+        try:
+            entries = list(folder.iterdir())
+        except OSError:
+            continue
+        for path in entries:
+            name = path.name
+            try:
+                if name.startswith(SCRATCH_PREFIX) and path.is_dir():
+                    owner = name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
+                    if owner.isdigit() and not pid_alive(int(owner)):
+                        shutil.rmtree(path, ignore_errors=True)
+                        removed.append(path)
+                elif (
+                    name.startswith(".")
+                    and name.endswith(".tmp")
+                    and path.is_file()
+                    and now - path.stat().st_mtime > STALE_TMP_S
+                ):
+                    path.unlink()
+                    removed.append(path)
+            except OSError:
+                continue
+    return removed

@@ -12,8 +12,10 @@ from __future__ import annotations
 import runpy
 import sys
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
+from hpuprof.capture.run_end import exit_code_of
 from hpuprof.errors import UsageError
 
 
@@ -34,8 +36,21 @@ def split_command(command: list[str]) -> tuple[str, str, list[str]]:
     return "script", str(script), args
 
 
-def run_command(command: list[str]) -> int:
-    """Run `python script.py args` / `python -m mod args` in-process; returns its exit code."""
+@dataclass(frozen=True)
+class ScriptOutcome:
+    """How the script ended.
+
+    Args:
+        exit_code: what `python script.py` would have exited with.
+        error: the exception that ended it (SystemExit included), or None when it returned.
+    """
+
+    exit_code: int
+    error: BaseException | None = None
+
+
+def run_script(command: list[str]) -> ScriptOutcome:
+    """Run `python script.py args` / `python -m mod args` in-process (see module doc)."""
     kind, target, argv = split_command(command)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = argv
@@ -47,19 +62,15 @@ def run_command(command: list[str]) -> int:
         else:
             runpy.run_path(target, run_name="__main__")
     except SystemExit as done:
-        code = done.code
-        if code is None:
-            return 0
-        if isinstance(code, int):
-            return code
-        print(code, file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
+        if done.code is not None and not isinstance(done.code, int):
+            print(done.code, file=sys.stderr)
+        return ScriptOutcome(exit_code_of(done), done)
+    except KeyboardInterrupt as error:
         traceback.print_exc()
-        return 130
-    except Exception:
+        return ScriptOutcome(130, error)
+    except Exception as error:
         traceback.print_exc()
-        return 1
+        return ScriptOutcome(1, error)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-    return 0
+    return ScriptOutcome(0)

@@ -4,14 +4,17 @@ The in-progress file `<stem>.incomplete.json` is a complete, valid JSON document
 chunk: the writer keeps the closing `]}` at the end of the file and writes each new chunk over
 it, then writes the closing bytes again and flushes to the OS. A `kill -9` therefore leaves a
 valid file (or, if it lands in the middle of a chunk, a file that `hpuprof.load` recovers up to
-the last complete event). `close()` ends the array, fsyncs and renames the file to its final
-name in one atomic step, so a final-named file is always whole. Top-level keys learnt during
+the last complete event). `close()` ends the array, fsyncs and gives the file its final name
+in one atomic step, so a final-named file is always whole; the `.incomplete.json` name stays
+(a hard link to the same bytes) until `discard_incomplete()`, so a manifest that still names it
+is never left pointing at nothing. Top-level keys learnt during
 the run go into the header of the final file (one sequential copy to a temporary name), so
 `traceEvents` is followed only by `traceName`, as Kineto writes it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -157,14 +160,35 @@ class ChunkedTraceWriter:
             else:
                 os.fsync(self._file.fileno())
                 self._file.close()
-                os.replace(self.path, self.final_path)
+                self._link_final()
         except OSError as error:
             raise self._error(error) from None
         self.closed = True
         return self.final_path
 
+    def _tmp_path(self) -> Path:
+        return self.final_path.with_name(f".{self.final_path.name}.{os.getpid()}.tmp")
+
+    def _link_final(self) -> None:
+        """The final name for the finished bytes, the incomplete name kept (see module doc);
+        where hard links are not possible, a plain rename."""
+        tmp = self._tmp_path()
+        try:
+            tmp.unlink(missing_ok=True)
+            os.link(self.path, tmp)
+        except OSError:
+            os.replace(self.path, self.final_path)
+            return
+        os.replace(tmp, self.final_path)
+
+    def discard_incomplete(self) -> None:
+        """Remove the `.incomplete.json` name once nothing names it any more (after `close`)."""
+        if self.closed:
+            with contextlib.suppress(OSError):
+                self.path.unlink(missing_ok=True)
+
     def _rewrite_with_header(self, header: Mapping[str, Any]) -> None:
-        tmp = self.final_path.with_name(f".{self.final_path.name}.{os.getpid()}.tmp")
+        tmp = self._tmp_path()
         try:
             with open(tmp, "wb") as out:
                 out.write(b"{" + _dump_items(header) + b'"traceEvents":[\n')
@@ -174,7 +198,6 @@ class ChunkedTraceWriter:
                 os.fsync(out.fileno())
             self._file.close()
             os.replace(tmp, self.final_path)
-            self.path.unlink()
         except OSError:
             tmp.unlink(missing_ok=True)
             raise

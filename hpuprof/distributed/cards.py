@@ -108,8 +108,10 @@ def record_cards(
     backend: str | None,
     record_shapes: bool,
     with_stack: bool,
+    card_options: Sequence[str] = (),
 ) -> int:
-    """`hpuprof record --cards N`: check the options, launch the cards, summarize the run."""
+    """`hpuprof record --cards N`: check the options, launch the cards, summarize the run.
+    `card_options`: further `hpuprof record` options every card gets as they are."""
     from hpuprof.capture.profiler import default_run_dir
     from hpuprof.capture.runner import split_command
 
@@ -122,6 +124,7 @@ def record_cards(
     args += ["--record-shapes" if record_shapes else "--no-record-shapes"]
     args += ["--with-stack"] if with_stack else []
     args += ["--schedule", schedule] if schedule else []
+    args += card_options
     out = output or default_run_dir()
     status = launch_cards(cards, args, command, out)
     print(f"hpuprof: {cards} emulated cards written to {out}")

@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from hpuprof.capture.run_dir import read_manifest
+from hpuprof.capture.run_end import run_end
 
 from .helpers import names, read_trace, spawn, try_load
 
@@ -69,6 +70,9 @@ def test_kill_9_leaves_a_loadable_incomplete_trace(tmp_path: Path) -> None:
     assert manifest["status"] == "running"
     [incomplete] = manifest["incomplete"]
     assert incomplete.endswith(".incomplete.json")
+    assert manifest["traces"] == [incomplete]  # named from the start: the run directory loads
+    assert (try_load(tmp_path).events["name"] == "aten::mm").sum() >= 6
+    assert run_end(manifest).state == "killed"
     data = orjson.loads((tmp_path / incomplete).read_bytes())  # valid JSON as left on disk
     steps = [e for e in data["traceEvents"] if e["name"].startswith("ProfilerStep#")]
     assert len(steps) >= 6
@@ -83,7 +87,9 @@ def test_exception_in_child_writes_and_exits_1(tmp_path: Path) -> None:
     assert child.stderr is not None and b"ValueError: boom" in child.stderr.read()  # type: ignore[attr-defined]
     trace = read_trace(_final(tmp_path))  # written at exit by the atexit hook
     assert "aten::mm" in names(trace)
-    assert read_manifest(tmp_path)["status"].startswith("complete")
+    manifest = read_manifest(tmp_path)  # the atexit hook saw the exception that ended it
+    assert manifest["end_state"] == "exception"
+    assert manifest["ends"]["0"]["exception"] == "ValueError"
 
 
 EMULATED_LOOP = """

@@ -84,8 +84,9 @@ def test_record_cpu_script_passes_exit_code_and_schedule(tmp_path: Path) -> None
     steps = sorted(n for n in names(trace) if n.startswith("ProfilerStep#"))
     assert steps == ["ProfilerStep#2", "ProfilerStep#3"]  # optimizer steps drive the schedule
     manifest = read_manifest(out)
-    # the script exited 3: record marks the run failed (issue 9)
+    # the script exited 3: record marks the run failed (issue 9), with the exit code (issue 13)
     assert manifest["backend"] == "cpu" and manifest["status"] == "failed: exit code 3"
+    assert manifest["end_state"] == "failed" and manifest["ends"]["0"]["exit_code"] == 3
     assert manifest["argv"][1] == "record"
 
 

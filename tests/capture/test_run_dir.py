@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,22 @@ def test_remove_incomplete(tmp_path: Path) -> None:
 def test_relevant_env(monkeypatch: pytest.MonkeyPatch) -> None:
     env = {"PT_HPU_LAZY_MODE": "1", "HABANA_PROFILE": "1", "HOME": "/root", "RANK": "2"}
     assert relevant_env(env) == {"HABANA_PROFILE": "1", "PT_HPU_LAZY_MODE": "1", "RANK": "2"}
+
+
+def test_a_manifest_update_inside_an_update_does_not_wait_on_itself(tmp_path: Path) -> None:
+    """A SIGTERM handler writes the run while the code it interrupted holds the manifest lock
+    (found by the crash trials: a second flock of the same file waited forever)."""
+    from hpuprof.capture.run_dir import _locked
+
+    update_manifest(tmp_path, {"status": "running"})
+    done = threading.Event()
+
+    def nested() -> None:
+        with _locked(tmp_path):
+            update_manifest(tmp_path, {"status": "interrupted: SIGTERM"})
+        done.set()
+
+    worker = threading.Thread(target=nested, daemon=True)
+    worker.start()
+    assert done.wait(30), "the nested update waited on its own lock"
+    assert read_manifest(tmp_path)["status"] == "interrupted: SIGTERM"

@@ -29,7 +29,11 @@ def test_valid_json_after_every_chunk_and_rename(tmp_path: Path) -> None:
         assert data["hpuprof"] == {"mode": "lazy"}
     assert not final.exists()
     assert writer.close({"deviceProperties": [{"name": "GAUDI2"}]}) == final
+    # the incomplete name stays, whole and valid, until the manifest no longer names it
+    assert orjson.loads(writer.path.read_bytes())["traceEvents"][-1]["name"] == "op29"
+    writer.discard_incomplete()
     assert not writer.path.exists()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     data = orjson.loads(final.read_bytes())
     assert [e["name"] for e in data["traceEvents"]] == [f"op{i}" for i in range(30)]
     assert list(data)[-2:] == ["traceEvents", "traceName"]
@@ -44,6 +48,9 @@ def test_empty_chunks_and_double_close(tmp_path: Path) -> None:
     path = writer.close()
     assert writer.close() == path
     assert orjson.loads(path.read_bytes())["traceEvents"] == []
+    assert orjson.loads(writer.path.read_bytes()) == orjson.loads(path.read_bytes())  # a link
+    writer.discard_incomplete()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
     with pytest.raises(OutputError):
         writer.write([_ev(1)])
 

@@ -277,5 +277,8 @@ def test_record_marks_a_failed_script_as_failed(tmp_path: Path) -> None:
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
     assert out.returncode == 1
-    assert f"run written to {run} (failed: exit code 1)" in out.stdout
-    assert json.loads((run / "run.json").read_text())["status"] == "failed: exit code 1"
+    # issue 13: run.json says how it failed -- the exception's type, and the exit code
+    assert f"run written to {run} (exception: ValueError: boom)" in out.stdout
+    manifest = json.loads((run / "run.json").read_text())
+    assert manifest["end_state"] == "exception" and manifest["status"] == "error: ValueError"
+    assert manifest["ends"]["0"]["exit_code"] == 1

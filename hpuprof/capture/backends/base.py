@@ -54,13 +54,14 @@ class BackendContext(Protocol):
 class Backend(abc.ABC):
     """A source of trace events.
 
-    `handles_schedule` backends (torch.profiler based) run the schedule themselves and call
-    `ctx.window_ready()`; for the others the profiler calls `set_recording` per step.
+    A backend that `handles_schedule` (torch.profiler with the user's schedule) runs the
+    schedule itself and calls `ctx.window_ready()`; for the others the profiler calls
+    `set_recording` per step, writes the step spans and ends windows with `end_window`.
     """
 
     name: ClassVar[str]
     device_time: ClassVar[str]  # schema.DeviceTimeSource
-    handles_schedule: ClassVar[bool] = False
+    handles_schedule: bool = False  # decided at `start` (torch backends: a schedule was given)
 
     @abc.abstractmethod
     def start(self, ctx: BackendContext) -> None: ...
@@ -75,6 +76,17 @@ class Backend(abc.ABC):
 
     def poll(self) -> None:
         """Emit what was recorded so far (called on the thread that runs the model)."""
+        return None
+
+    def end_window(self) -> None:
+        """End the current recording window and stream all of it, recording on in a new one
+        (called on the thread that started the profiler, at a step boundary or a tick), so a
+        process killed later loses at most the window after this one."""
+        self.poll()
+
+    def drop_unstreamed(self) -> None:
+        """Forget what was recorded but not streamed yet: the process is being stopped by a
+        signal inside the code that records it, so that part may be half-written."""
         return None
 
     def set_recording(self, on: bool) -> None:

@@ -12,6 +12,7 @@ import datetime as dt
 from typing import Any
 
 from hpuprof.capture.backends.base import Backend, BackendContext
+from hpuprof.errors import HpuprofError
 
 
 class EmulatedBackend(Backend):
@@ -55,13 +56,22 @@ class EmulatedBackend(Backend):
 
         batch = self._sink.drain()
         if len(batch):
-            events = to_chrome_events(batch, pid=self._ctx.pid, base_ns=self._ctx.base_ns)
+            try:
+                events = to_chrome_events(batch, pid=self._ctx.pid, base_ns=self._ctx.base_ns)
+            except (IndexError, KeyError, ValueError, TypeError) as error:
+                raise HpuprofError(  # e.g. an exception left an event half-appended
+                    f"{len(batch)} emulated events dropped: the sink is inconsistent ({error!r})"
+                ) from None
             for ev in events:  # hpu_backend records its dynamo compiles itself
                 if ev.get("cat") == "hpuprof":
                     cid = ev["args"].get("hpuprof.compile_id")
                     if cid is not None:
                         self._compile_ids.add(str(cid))
             self._ctx.emit(events)
+
+    def drop_unstreamed(self) -> None:
+        if self._sink is not None:
+            self._sink.drain()  # swaps the column lists; a half-appended event goes with them
 
     def dynamo_compile_ids(self) -> frozenset[str]:
         return frozenset(self._compile_ids)

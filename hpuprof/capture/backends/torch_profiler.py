@@ -1,4 +1,13 @@
-"""The torch.profiler-based backends' shared part: run it, export each window, stream it."""
+"""The torch.profiler-based backends' shared part: run it, export each window, stream it.
+
+With the user's schedule, torch runs it and each of its windows is streamed when torch hands it
+over. Without one, torch would hold the whole run in memory until stop (a `kill -9` would keep
+nothing), so the profiler ends windows itself (`end_window`): the running torch.profiler is
+stopped, its events exported and streamed, and a fresh one started, at step boundaries or on a
+timer (see `HPUProfiler(window_s=..., window_steps=...)`). A span the user opened with
+`record_function` across a window's end is cut there (torch ends open spans at stop); ops,
+which never straddle a Python bytecode boundary, are never cut, and step spans are ours.
+"""
 
 from __future__ import annotations
 
@@ -21,11 +30,10 @@ _OWN_KEYS = frozenset(
 class TorchProfilerBackend(Backend):
     """torch.profiler with `activities()`, each window exported and streamed to our writer."""
 
-    handles_schedule = True
-
     def __init__(self) -> None:
         self._prof: Any = None
         self._ctx: BackendContext | None = None
+        self._kwargs: dict[str, Any] = {}
         self._windows = 0
         self._stopped = False
 
@@ -37,8 +45,6 @@ class TorchProfilerBackend(Backend):
         return {}
 
     def start(self, ctx: BackendContext) -> None:
-        import torch.profiler
-
         self._ctx = ctx
         opts = ctx.options
         kwargs: dict[str, Any] = {
@@ -50,33 +56,57 @@ class TorchProfilerBackend(Backend):
             "with_flops": opts.with_flops,
             **self.profiler_kwargs(),
         }
+        self.handles_schedule = opts.schedule is not None
         if opts.schedule is not None:
             sched = opts.schedule
             kwargs["schedule"] = sched.to_torch() if isinstance(sched, Schedule) else sched
             kwargs["on_trace_ready"] = self._on_trace_ready
+        self._kwargs = kwargs
+        self._prof = self._started_profile()
+
+    def _started_profile(self) -> Any:
+        import torch.profiler
+
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*is not available.*")
             warnings.filterwarnings("ignore", message=".*clears events at the end of each cycle")
-            self._prof = torch.profiler.profile(**kwargs)
-            self._prof.start()
+            prof = torch.profiler.profile(**self._kwargs)
+            prof.start()
+        return prof
 
     def step(self) -> None:
         if self._prof is not None and not self._stopped:
             self._prof.step()
 
+    def end_window(self) -> None:
+        """Without a user schedule: stop torch.profiler, stream its window, start a new one."""
+        if self.handles_schedule or self._prof is None or self._stopped:
+            return
+        finished, self._prof = self._prof, None
+        try:
+            finished.stop()
+            self._export(finished)
+        finally:
+            release_results(finished)
+            self._prof = self._started_profile()
+
     def stop(self) -> None:
         if self._prof is None or self._stopped:
             return
         self._stopped = True
-        windows_before = self._windows
         self._prof.stop()
-        if self._ctx is not None and self._ctx.options.schedule is None:
-            self._export(self._prof)
-        elif self._windows == windows_before and self._windows == 0:
-            pass  # a schedule whose window never closed: torch recorded nothing to save
+        try:
+            if not self.handles_schedule:
+                self._export(self._prof)
+            # with a schedule, a window that never closed recorded nothing torch would save
+        finally:
+            release_results(self._prof)
 
     def _on_trace_ready(self, prof: Any) -> None:
-        self._export(prof)
+        try:
+            self._export(prof)
+        finally:
+            release_results(prof)  # torch starts the next window's session right after this
         assert self._ctx is not None
         self._ctx.window_ready()
 
@@ -114,6 +144,20 @@ class TorchProfilerBackend(Backend):
             events = [ev for ev in events if ev.get("ph") != "M"]
         ctx.set_trace_keys({k: v for k, v in data.items() if k not in _OWN_KEYS})
         ctx.emit(events)
+
+
+def release_results(prof: Any) -> None:
+    """Free a stopped torch.profiler's Kineto results now, while no profiling session runs.
+
+    The profile object sits in reference cycles, so without this its results are freed by a
+    later garbage collection -- and freeing them while another session runs (the next window,
+    or the user's own torch.profiler) crashes in Kineto's MemoryTraceLogger destructor
+    (torch 2.13: SIGSEGV in `libkineto::MemoryTraceLogger::~MemoryTraceLogger`).
+    """
+    inner = getattr(prof, "profiler", None)
+    if inner is not None:
+        inner.kineto_results = None
+        inner._function_events = None
 
 
 def split_kineto_export(raw: bytes) -> tuple[dict[str, Any], bytes] | None:

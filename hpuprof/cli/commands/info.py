@@ -30,6 +30,22 @@ def _render_text(summary: Any) -> str:
     return "\n".join(lines)
 
 
+def _run_end(path: Any) -> Any:
+    """How the run ended, for a run directory (`run.json`); None for anything else."""
+    from hpuprof.capture.run_dir import MANIFEST, read_manifest
+    from hpuprof.capture.run_end import run_end
+    from hpuprof.errors import HpuprofError
+
+    try:
+        return run_end(read_manifest(path)) if (path / MANIFEST).is_file() else None
+    except HpuprofError:  # a damaged manifest: the loader has said what it could read
+        return None
+
+
+def _end_text(end: Any) -> str:
+    return f"{end.state} ({end.detail})" if end.detail else end.state
+
+
 def register(app: typer.Typer) -> None:
     @app.command("info")
     def info(
@@ -50,7 +66,12 @@ def register(app: typer.Typer) -> None:
         with delayed_progress(total, f"loading {source.name}") as progress:
             trace = load(source, cache=cache, progress=progress)
         summary = summarize(trace)
+        end = _run_end(source) if source.is_dir() else None
         if as_json:
-            typer.echo(json.dumps(summary.to_dict(), indent=2))
+            data = summary.to_dict()
+            if end is not None:
+                data["run_end"] = {**end.to_json(), "detail": end.detail}
+            typer.echo(json.dumps(data, indent=2))
         else:
-            typer.echo(_render_text(summary))
+            text = _render_text(summary)
+            typer.echo(text if end is None else f"run ended:   {_end_text(end)}\n{text}")

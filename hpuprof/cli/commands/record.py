@@ -46,6 +46,19 @@ def register(app: typer.Typer) -> None:
             help="Emulated cards: N processes (one rank each, hccl over gloo) into one run "
             "directory, as torchrun would (needs --emulate).",
         ),
+        window_s: float = typer.Option(
+            10.0,
+            "--window-s",
+            help="Stream the recording to disk at least every this many seconds (at a step "
+            "boundary, or on a timer where there are no steps; the first windows are shorter: "
+            "1, 2, 4, 8 s): a killed run loses at most its last window. 0: only at the end.",
+        ),
+        window_steps: int = typer.Option(
+            0, "--window-steps", help="Also stream every this many steps (0: by time only)."
+        ),
+        summary: bool = typer.Option(
+            True, "--summary/--no-summary", help="Analyse the run and print a summary at the end."
+        ),
     ) -> int:
         from hpuprof.capture.record_session import record_command
 
@@ -55,6 +68,11 @@ def register(app: typer.Typer) -> None:
             return record_cards(
                 cards, list(ctx.args), emulate, mode, device, output, schedule, backend,
                 record_shapes, with_stack,
+                card_options=[
+                    "--timeline", timeline, "--window-s", str(window_s),
+                    "--window-steps", str(window_steps),
+                    "--summary" if summary else "--no-summary",
+                ],
             )  # fmt: skip
 
         return record_command(
@@ -68,4 +86,7 @@ def register(app: typer.Typer) -> None:
             backend=backend,
             record_shapes=record_shapes,
             with_stack=with_stack,
+            window_s=window_s or None,
+            window_steps=window_steps or None,
+            summary=summary,
         )
