@@ -77,7 +77,7 @@ def predict_command(
     import sys
 
     from hpuprof.capture.record_session import enable_emulator
-    from hpuprof.capture.runner import run_command, split_command
+    from hpuprof.capture.runner import run_script, split_command
     from hpuprof.errors import UsageError
 
     if fmt not in FORMATS:
@@ -106,7 +106,7 @@ def predict_command(
         # the script's prints go to stderr, so stdout holds only the prediction
         with contextlib.redirect_stdout(sys.stderr):
             try:
-                code = run_command(command)
+                code = run_script(command).exit_code
             except StopPrediction:
                 code = 0
     finally:
