@@ -136,6 +136,19 @@ def read_manifest(root: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def read_run_end(root: Path) -> RunEnd | None:
+    """How the run in directory `root` ended, as a reader finds it now; None when `root` has no
+    readable `run.json` (not a run directory, or a damaged manifest the loader reports itself)."""
+    from hpuprof.capture.run_end import run_end
+
+    if not (Path(root) / MANIFEST).is_file():
+        return None
+    try:
+        return run_end(read_manifest(root))
+    except HpuprofError:
+        return None
+
+
 def base_manifest(
     *, rank: int, world_size: int, mode: str, device_profile: str, backend: str, device_time: str
 ) -> dict[str, Any]:

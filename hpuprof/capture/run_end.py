@@ -74,6 +74,11 @@ class RunEnd:
     rank: str | None = field(default=None, compare=False)
 
     @property
+    def summary(self) -> str:
+        """The state and its detail in one line: "exception (ValueError: boom)", "completed"."""
+        return f"{self.state} ({self.detail})" if self.detail else self.state
+
+    @property
     def detail(self) -> str:
         """One line for people: "ValueError: boom", "SIGTERM", "exit code 3", ..."""
         text = self._detail()

@@ -149,3 +149,23 @@ def _hpuprof(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=300,
     )
+
+
+def test_the_dashboards_runs_page_shows_how_the_run_ended(tmp_path: Path) -> None:
+    pytest.importorskip("dash")
+    from hpudash.data import DataStore
+    from hpudash.pages import runs
+
+    from hpuprof.capture.profiler import HPUProfiler
+
+    with (
+        pytest.raises(RuntimeError),
+        HPUProfiler(tmp_path / "crashed", backend="cpu", perfetto=False),
+    ):
+        torch.mm(torch.ones(4, 4), torch.ones(4, 4))
+        raise RuntimeError("boom")
+    (tmp_path / "plain.json").write_bytes(b'{"traceEvents": []}')  # a trace file: no ending
+    rows = {r["run"]: r for r in runs.run_rows(DataStore(tmp_path, disk=False), budget_s=0)}
+    assert rows["crashed"]["ended"] == "exception (RuntimeError: boom)"  # as `hpuprof info` says
+    assert rows["plain.json"]["ended"] is None
+    assert ("ended", "Run ended") in runs.COLUMNS

@@ -18,6 +18,7 @@ from hpudash.catalog import Entry
 from hpudash.data import DataStore, log
 from hpudash.ids import Id
 from hpudash.pages.common import Context, grid, grid_rows, href, key_columns, key_figure_row
+from hpuprof.capture.run_dir import read_run_end
 from hpuprof.errors import HpuprofError
 
 PATH = "/"
@@ -29,7 +30,8 @@ LAYOUT_BUDGET_S = 1.0
 FILL_BUDGET_S = 2.0
 PENDING = "pending"
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run", "Run"), ("status", "Status"), ("device", "Device"), ("ranks", "Ranks"),
+    ("run", "Run"), ("status", "Status"), ("ended", "Run ended"), ("device", "Device"),
+    ("ranks", "Ranks"),
     *key_columns(), ("events", "Events"), ("kind", "Kind"), ("MB", "Size (MB)"),
 )  # fmt: skip
 FIELDS: tuple[str, ...] = tuple(f for f, _ in COLUMNS)
@@ -47,6 +49,15 @@ def _compute(store: DataStore, e: Entry) -> tuple[dict[str, Any], str]:
         status = f"error: {type(error).__name__}: {error}"
     store.fail(e, status)
     return {}, status
+
+
+def _ended(e: Entry) -> str | None:
+    """How a recorded run ended (`run.json`: completed, failed, exception, signal, killed), as
+    `hpuprof info` says it; None for rank directories and trace files."""
+    if e.kind != "run":
+        return None
+    end = read_run_end(e.path)
+    return None if end is None else end.summary
 
 
 def run_rows(store: DataStore, budget_s: float = LAYOUT_BUDGET_S) -> list[dict[str, Any]]:
@@ -70,6 +81,7 @@ def run_rows(store: DataStore, budget_s: float = LAYOUT_BUDGET_S) -> list[dict[s
         if figs:
             row |= key_figure_row(figs) | {k: figs.get(k) for k in ("device", "ranks", "events")}
         row |= {"run": e.key, "status": status, "kind": KINDS[e.kind], "MB": round(e.size / 1e6, 2)}
+        row["ended"] = _ended(e)
         out.append(row)
     return out
 

@@ -30,22 +30,6 @@ def _render_text(summary: Any) -> str:
     return "\n".join(lines)
 
 
-def _run_end(path: Any) -> Any:
-    """How the run ended, for a run directory (`run.json`); None for anything else."""
-    from hpuprof.capture.run_dir import MANIFEST, read_manifest
-    from hpuprof.capture.run_end import run_end
-    from hpuprof.errors import HpuprofError
-
-    try:
-        return run_end(read_manifest(path)) if (path / MANIFEST).is_file() else None
-    except HpuprofError:  # a damaged manifest: the loader has said what it could read
-        return None
-
-
-def _end_text(end: Any) -> str:
-    return f"{end.state} ({end.detail})" if end.detail else end.state
-
-
 def register(app: typer.Typer) -> None:
     @app.command("info")
     def info(
@@ -57,6 +41,7 @@ def register(app: typer.Typer) -> None:
         import json
         from pathlib import Path
 
+        from hpuprof.capture.run_dir import read_run_end
         from hpuprof.trace.load import load
         from hpuprof.trace.progress import delayed_progress
         from hpuprof.trace.summary import summarize
@@ -66,7 +51,7 @@ def register(app: typer.Typer) -> None:
         with delayed_progress(total, f"loading {source.name}") as progress:
             trace = load(source, cache=cache, progress=progress)
         summary = summarize(trace)
-        end = _run_end(source) if source.is_dir() else None
+        end = read_run_end(source) if source.is_dir() else None
         if as_json:
             data = summary.to_dict()
             if end is not None:
@@ -74,4 +59,4 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(data, indent=2))
         else:
             text = _render_text(summary)
-            typer.echo(text if end is None else f"run ended:   {_end_text(end)}\n{text}")
+            typer.echo(text if end is None else f"run ended:   {end.summary}\n{text}")
