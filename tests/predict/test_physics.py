@@ -78,7 +78,7 @@ def test_bf16_is_faster_than_fp32(predict: Any) -> None:
 
 
 def test_fp8_linear_layers_are_faster_than_bf16(predict: Any) -> None:
-    args = ("--model", "llama2-7b", "--layers", "2", "--seq", "4096")
+    args = ("--model", "llama2-7b", "--layers", "2", "--seq", "8192")
     bf16 = _decoder(predict, *args)
     fp8 = _decoder(predict, *args, "--fp8")
     assert fp8["step_time_s"] < 0.9 * bf16["step_time_s"]
@@ -117,7 +117,7 @@ def test_a_toy_is_host_bound_and_a_7b_layer_stack_device_bound(
 
 
 def test_data_parallel_cards_add_overlapped_communication(predict: Any) -> None:
-    args = ("--model", "llama2-7b", "--layers", "2", "--seq", "1024")
+    args = ("--model", "llama2-7b", "--layers", "2", "--seq", "4096")
     one = _decoder(predict, *args)
     eight = _decoder(predict, *args, options=("--cards", "8"))
     assert eight["cards"] == 8 and one["comm_pct"] == 0
