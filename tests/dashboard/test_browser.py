@@ -741,6 +741,8 @@ def test_new_run_appears_without_restart(browser: Browser, root: Path, server: S
     assert "fresh_run" not in _runs_text(browser)
     write_run(root / "runs" / "fresh_run", 900)
     browser.goto("/", "#runs-grid .ag-row")
+    # the catalog rescans on its own clock (scan TTL, page interval): wait for the row, bounded
+    browser.page.locator("#runs-grid").get_by_text("runs/fresh_run").first.wait_for(timeout=20_000)
     text = _runs_text(browser)
     assert "runs/fresh_run" in text
     browser.visit("/overview?run=runs/fresh_run", "Overview: runs/fresh_run")
