@@ -203,17 +203,35 @@ def _from_allocator(trace: Trace, options: AnalysisOptions) -> MemoryReport | No
             )
             for op, r in per.iterrows()
         ]
+    return _report(
+        trace,
+        frame,
+        devices,
+        ops,
+        "allocator events (profile_memory)",
+        "an allocation belongs to the op around it; live at peak: bytes it allocated that "
+        "were not yet freed when the device's memory peaked",
+    )
+
+
+def _report(
+    trace: Trace,
+    frame: pd.DataFrame,
+    devices: list[DeviceMemory],
+    ops: list[OpMemory],
+    source: str,
+    note: str,
+) -> MemoryReport:
+    """The report of one memory source: its decimated timeline and its ops by bytes allocated."""
     points = _decimate(frame[["rank", "device", "ts_ns", "allocated_bytes", "reserved_bytes"]])
+    start = _start(trace)
     return MemoryReport(
-        source="allocator events (profile_memory)",
+        source=source,
         devices=tuple(devices),
-        start_ns=_start(trace),
-        timeline=_points(points, _start(trace)),
+        start_ns=start,
+        timeline=_points(points, start),
         top_ops=tuple(sorted(ops, key=lambda o: -o.allocated_bytes)),
-        notes=(
-            "an allocation belongs to the op around it; live at peak: bytes it allocated that "
-            "were not yet freed when the device's memory peaked",
-        ),
+        notes=(note,),
     )
 
 
@@ -276,17 +294,14 @@ def _from_counter(trace: Trace, options: AnalysisOptions) -> MemoryReport | None
             )
             for op, r in per.head(options.top_n).iterrows()
         ]
-    points = _decimate(frame[["rank", "device", "ts_ns", "allocated_bytes", "reserved_bytes"]])
-    return MemoryReport(
-        source="emulator counter hpu.memory_in_use_bytes (modeled bookkeeping of live tensors)",
-        devices=tuple(devices),
-        start_ns=_start(trace),
-        timeline=_points(points, _start(trace)),
-        top_ops=tuple(sorted(ops, key=lambda o: -o.allocated_bytes)),
-        notes=(
-            "memory samples, not allocations: a rise is attributed to the host slice running "
-            "when it was sampled",
-        ),
+    return _report(
+        trace,
+        frame,
+        devices,
+        ops,
+        "emulator counter hpu.memory_in_use_bytes (modeled bookkeeping of live tensors)",
+        "memory samples, not allocations: a rise is attributed to the host slice running "
+        "when it was sampled",
     )
 
 
