@@ -518,17 +518,25 @@ def _blank_active_lanes(b: Browser) -> tuple[list[str], dict[str, Any]]:
     return blank, seen
 
 
-def _zoom(b: Browser, lo_ms: float, hi_ms: float) -> str:
-    """Zoom as a drag does once dcc.Graph listens; returns the status line after the answer."""
-    graph = "document.querySelector('#timeline-graph .js-plotly-plot')"
+TIMELINE_PLOT = "document.querySelector('#timeline-graph .js-plotly-plot')"
+
+
+def _wait_graph_listens(b: Browser) -> None:
+    """Wait until dcc.Graph has bound its relayout handler: a zoom made before that (by a drag,
+    a key or Plotly.relayout) moves the view but never reaches the server."""
     b.page.wait_for_function(
-        f"() => {{ const gd = {graph}; return !!(gd && gd._ev && gd._ev._events"
+        f"() => {{ const gd = {TIMELINE_PLOT}; return !!(gd && gd._ev && gd._ev._events"
         " && gd._ev._events.plotly_relayout && gd._redrawTimer !== undefined"
         " && gd._resolveResize === undefined); }"
     )
+
+
+def _zoom(b: Browser, lo_ms: float, hi_ms: float) -> str:
+    """Zoom as a drag does once dcc.Graph listens; returns the status line after the answer."""
+    _wait_graph_listens(b)
     before = b.text("#timeline-status")
     b.page.evaluate(
-        f"([a, c]) => Plotly.relayout({graph}, {{'xaxis.range[0]': a, 'xaxis.range[1]': c}})",
+        f"([a, c]) => Plotly.relayout({TIMELINE_PLOT}, {{'xaxis.range[0]': a, 'xaxis.range[1]': c}})",
         [lo_ms, hi_ms],
     )
     b.page.wait_for_function(
@@ -539,6 +547,8 @@ def _zoom(b: Browser, lo_ms: float, hi_ms: float) -> str:
 
 
 def _press(b: Browser, key: str) -> str:
+    """Press a timeline key once dcc.Graph listens; returns the status line after the answer."""
+    _wait_graph_listens(b)
     before = b.text("#timeline-status")
     b.page.locator("#timeline-status").click()  # focus on the page, not an input
     b.page.keyboard.press(key)
