@@ -2,7 +2,8 @@
 
 Three kinds of entry:
 - *run*: a directory with a `run.json` manifest (written by `hpuprof record`): its traces are
-  the relative paths under the manifest's `traces` key that stay inside the directory.
+  the files `hpuprof analyze` loads from it (`hpuprof.trace.run_manifest`: the listed traces,
+  the stream of a rank killed before its trace was final, else the files in `traces/`).
 - *ranks*: a directory without a manifest holding two or more trace files of distinct ranks
   of one job (`...rank-0...`, `...rank1...` in the file names, or the same `world_size` with
   distinct ranks in each file's `distributedInfo`): one run with several ranks, as
@@ -28,7 +29,9 @@ from typing import Literal
 
 import orjson
 
-MANIFEST = "run.json"
+from hpuprof.errors import TraceFormatError
+from hpuprof.trace.run_manifest import MANIFEST, run_trace_files
+
 TRACE_SUFFIXES: tuple[str, ...] = (
     ".json",
     ".json.gz",
@@ -66,7 +69,9 @@ class Entry:
         traces: the trace files to load, absolute, in rank order for "ranks".
         perfetto: Perfetto exports of a run, absolute.
         mtime_ns: newest modification time among the traces (cache key part).
-        size: total bytes of the traces.
+        size: total bytes of the traces (of `run.json` for a refused run).
+        refused: why `hpuprof analyze` refuses the run (its manifest names a file outside it,
+            or no trace at all), shown where its figures would be; "" for a loadable entry.
     """
 
     key: str
@@ -76,6 +81,7 @@ class Entry:
     perfetto: tuple[Path, ...] = ()
     mtime_ns: int = 0
     size: int = 0
+    refused: str = ""
 
     @property
     def version(self) -> tuple[str, int, int]:
@@ -121,15 +127,28 @@ def _inside(path: Path, root: Path) -> bool:
     return path.is_file()
 
 
-def _manifest_files(run: Path, key: str) -> tuple[Path, ...]:
+def _run_traces(run: Path) -> tuple[tuple[Path, ...], str]:
+    """The traces `hpuprof analyze RUN` loads, those reached through no symbolic link, or
+    none and why the run is refused (a manifest entry outside the run, no trace at all)."""
+    try:
+        files = run_trace_files(run)
+    except TraceFormatError as error:
+        return (), str(error)
+    return tuple(p for p in files if _inside(p, run)), ""
+
+
+def _read_manifest(run: Path) -> dict[str, object]:
     try:
         data = orjson.loads((run / MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
-        return ()
-    if not isinstance(data, dict):
-        return ()
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _listed_files(run: Path, manifest: dict[str, object], key: str) -> tuple[Path, ...]:
+    """The files under the manifest's `key` (Perfetto exports, metrics) that lie inside `run`."""
     out: list[Path] = []
-    items = data.get(key) or []
+    items = manifest.get(key) or []
     for rel in items if isinstance(items, list) else []:
         if not isinstance(rel, str) or not rel or "\x00" in rel or os.path.isabs(rel):
             continue
@@ -213,11 +232,16 @@ def rank_group(files: list[Path], headers: _HeaderMemo | None = None) -> dict[in
 
 
 def _entry(
-    root: Path, here: Path, kind: EntryKind, traces: tuple[Path, ...], perfetto: tuple[Path, ...]
+    root: Path,
+    here: Path,
+    kind: EntryKind,
+    traces: tuple[Path, ...],
+    perfetto: tuple[Path, ...],
+    refused: str = "",
 ) -> Entry:
-    mtime, size = _stat(traces)
+    mtime, size = _stat(traces or ((here / MANIFEST),))
     key = here.relative_to(root).as_posix()
-    return Entry(key, here, kind, traces, perfetto, mtime, size)
+    return Entry(key, here, kind, traces, perfetto, mtime, size, refused)
 
 
 def scan(root: Path, headers: _HeaderMemo | None = None) -> list[Entry]:
@@ -236,11 +260,12 @@ def scan(root: Path, headers: _HeaderMemo | None = None) -> list[Entry]:
             if is_trace_name(n) and not (here / n).is_symlink() and (here / n).is_file()
         ]
         if MANIFEST in filenames and not (here / MANIFEST).is_symlink():
-            traces = _manifest_files(here, "traces")
-            perfetto = _manifest_files(here, "perfetto")
-            claimed.update((*traces, *perfetto, *_manifest_files(here, "metrics")))
-            if traces:
-                entries.append(_entry(root, here, "run", traces, perfetto))
+            manifest = _read_manifest(here)
+            traces, refused = _run_traces(here)
+            perfetto = _listed_files(here, manifest, "perfetto")
+            claimed.update((*traces, *perfetto, *_listed_files(here, manifest, "metrics")))
+            if traces or refused:
+                entries.append(_entry(root, here, "run", traces, perfetto, refused))
         elif len(free := [p for p in lone if p not in claimed]) >= 2:
             group = rank_group(free, headers)
             if group:

@@ -42,6 +42,10 @@ class UnknownRunError(HpuprofError):
     """A run key that names no run or trace under the dashboard's directory."""
 
 
+class RefusedRunError(HpuprofError):
+    """A run directory whose manifest `hpuprof analyze` refuses (`Entry.refused` says why)."""
+
+
 def default_loader(path: Path) -> Trace:
     import hpuprof
 
@@ -182,6 +186,8 @@ class DataStore:
 
     def _load_entry(self, entry: Entry) -> Trace:
         """The entry's trace files, loaded one by one and combined (a run's ranks)."""
+        if entry.refused:
+            raise RefusedRunError(entry.refused)
         traces = [self._loader(p) for p in entry.traces]
         if len(traces) == 1:
             return traces[0]

@@ -15,10 +15,10 @@ import pytest
 pytest.importorskip("dash")
 
 from hpudash import catalog
-from hpudash.data import DataStore
+from hpudash.data import DataStore, RefusedRunError
 from hpudash.server import download_name, safe_path
 
-from tests.conftest import SHARED_TRACES
+from tests.conftest import SAMPLE_TRACES, SHARED_TRACES
 
 
 def _touch(p: Path, data: bytes = b"{}") -> Path:
@@ -45,11 +45,15 @@ def tree(tmp_path: Path) -> Path:
     _touch(run / "metrics" / "a-rank0.json")
     _touch(run / "metrics" / "a-rank1.json")
     manifest = {
-        "traces": ["traces/a-rank0.pt.trace.json", "traces/a-rank1.pt.trace.json", "../../x.json", "/etc/passwd"],
+        "traces": ["traces/a-rank0.pt.trace.json", "traces/a-rank1.pt.trace.json"],
         "perfetto": ["perfetto/a.perfetto-trace"],
         "metrics": ["metrics/a-rank0.json", "metrics/a-rank1.json"],
     }  # fmt: skip
     _touch(run / "run.json", orjson.dumps(manifest))
+    # a manifest that names files outside its run: refused, as `hpuprof analyze` refuses it
+    refused = tmp_path / "exp" / "hostile"
+    _touch(refused / "traces" / "r0.pt.trace.json")
+    _touch(refused / "run.json", orjson.dumps({"traces": ["traces/r0.pt.trace.json", "../../x.json", "/etc/passwd"]}))  # fmt: skip
     _touch(tmp_path / "x.json")
     _touch(tmp_path / "lone" / "t.json.gz", b"\x1f\x8b")
     _touch(tmp_path / "lone" / "notes.txt", b"hi")
@@ -70,15 +74,19 @@ def tree(tmp_path: Path) -> Path:
 def test_scan_finds_runs_rank_directories_and_lone_traces(tree: Path) -> None:
     entries = {e.key: e for e in catalog.scan(tree)}
     assert sorted(entries) == [
-        "ddp", "exp/run1", "lone/t.json.gz", "nccl",
+        "ddp", "exp/hostile", "exp/hostile/traces/r0.pt.trace.json", "exp/run1", "lone/t.json.gz", "nccl",
         "solo/a.pt.trace.json", "solo/b.pt.trace.json", "x.json",
     ]  # fmt: skip
     run = entries["exp/run1"]
     assert run.kind == "run"
     assert [p.name for p in run.traces] == ["a-rank0.pt.trace.json", "a-rank1.pt.trace.json"]
     assert [p.name for p in run.perfetto] == ["a.perfetto-trace"]
-    assert run.size == 4 and run.mtime_ns > 0
-    # the manifest's "../../x.json" and "/etc/passwd" are outside the run: not part of it
+    assert run.size == 4 and run.mtime_ns > 0 and not run.refused
+    # the manifest's "../../x.json" is outside its run: the run is refused, with the reason;
+    # x.json and the refused run's own trace stay traces of their own
+    hostile = entries["exp/hostile"]
+    assert hostile.kind == "run" and hostile.traces == ()
+    assert "run.json at key 'traces', entry 1" in hostile.refused and "'..'" in hostile.refused
     assert entries["x.json"].kind == "trace"
     nccl = entries["nccl"]
     assert nccl.kind == "ranks"
@@ -110,6 +118,27 @@ def test_real_nccl_pair_is_one_run_with_two_ranks(tmp_path: Path) -> None:
     assert sorted(store.trace("pair").events["rank"].unique()) == [0, 1]
 
 
+def test_killed_run_is_listed_and_loads_like_analyze(tmp_path: Path) -> None:
+    """A run killed before any rank's trace was final lists only `incomplete` streams: the
+    dashboard shows it with the files `hpuprof analyze` loads, and a refused run says why."""
+    sample = SAMPLE_TRACES / "emulated_lazy" / "traces" / "gaudi_train-rank0.pt.trace.json"
+    if not sample.is_file():
+        pytest.skip("sample_traces/emulated_lazy is not present")
+    killed = tmp_path / "killed"
+    stream = "traces/train-rank0.pt.trace.incomplete.json"
+    _touch(killed / stream, sample.read_bytes())
+    _touch(killed / "run.json", orjson.dumps({"traces": [], "incomplete": [stream]}))
+    _touch(tmp_path / "bad" / "run.json", orjson.dumps({"traces": ["../killed/" + stream]}))
+    entries = {e.key: e for e in catalog.scan(tmp_path)}
+    assert [p.name for p in entries["killed"].traces] == ["train-rank0.pt.trace.incomplete.json"]
+    store = DataStore(tmp_path, disk=False)
+    import hpuprof
+
+    assert len(store.trace("killed").events) == len(hpuprof.load(killed).events) > 0
+    with pytest.raises(RefusedRunError, match=r"bad/run.json at key 'traces', entry 0"):
+        store.trace("bad")
+
+
 def test_scan_sees_changes_and_new_runs(tree: Path) -> None:
     before = {e.key: e for e in catalog.scan(tree)}
     p = tree / "exp" / "run1" / "traces" / "a-rank0.pt.trace.json"
@@ -138,7 +167,14 @@ def test_symlinks_are_never_followed(tree: Path, tmp_path: Path) -> None:
     _touch(run / "run.json", orjson.dumps({"traces": ["traces/ok.json", "traces/out.json"]}))
     entries = {e.key: e for e in catalog.scan(tree)}
     assert "lone/link.json" not in entries and not any(k.startswith("linkdir") for k in entries)
-    assert [p.name for p in entries["exp/run2"].traces] == ["ok.json"]
+    run2 = entries["exp/run2"]
+    assert run2.traces == () and "'traces/out.json' links to a file outside it" in run2.refused
+    # a link that stays inside the run is loaded by `hpuprof analyze`, never served here
+    (run / "traces" / "out.json").unlink()
+    (run / "traces" / "in.json").symlink_to(run / "traces" / "ok.json")
+    _touch(run / "run.json", orjson.dumps({"traces": ["traces/ok.json", "traces/in.json"]}))
+    rescanned = {e.key: e for e in catalog.scan(tree)}
+    assert [p.name for p in rescanned["exp/run2"].traces] == ["ok.json"]
     for bad in ("lone/notes.txt", "../x.json", "/etc/passwd", "", "exp", "lone/link.json"):
         assert catalog.find(tree, bad) is None
 
