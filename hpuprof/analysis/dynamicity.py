@@ -30,6 +30,7 @@ from hpuprof.analysis.bucketing import BucketPlan, recommend_buckets
 from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.analysis.report import SUMMED_OVER_RANKS
 from hpuprof.trace.model import Trace
 
 DYNAMIC_OP_NAMES = (
@@ -213,11 +214,11 @@ class DynamicityReport:
     """
 
     source: str
-    compilations: int | None
-    recompilations: int | None
-    compile_time_ns: int | None
-    graph_compilations: int | None
-    graph_compile_time_ns: int | None
+    compilations: int | None = field(metadata=SUMMED_OVER_RANKS)
+    recompilations: int | None = field(metadata=SUMMED_OVER_RANKS)
+    compile_time_ns: int | None = field(metadata=SUMMED_OVER_RANKS)
+    graph_compilations: int | None = field(metadata=SUMMED_OVER_RANKS)
+    graph_compile_time_ns: int | None = field(metadata=SUMMED_OVER_RANKS)
     timeline: tuple[StepCompiles, ...]
     events: tuple[Compilation, ...]
     by_graph: tuple[GroupStats, ...]

@@ -21,6 +21,7 @@ from hpuprof.analysis.advice import advise
 from hpuprof.analysis.device import trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.analysis.report import SUMMED_OVER_RANKS
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import NO_ID
 
@@ -53,8 +54,8 @@ class FallbackOp:
 class FallbackReport:
     """Result of `analyze_fallbacks`."""
 
-    total: int
-    host_time_ns: int
+    total: int = field(metadata=SUMMED_OVER_RANKS)
+    host_time_ns: int = field(metadata=SUMMED_OVER_RANKS)
     ops: tuple[FallbackOp, ...]
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)

@@ -47,8 +47,20 @@ class KeyFigures:
     device_time: str
 
 
+def _total(value: Any) -> Any:
+    """A count; summed over ranks where a rank-by-rank report holds one per rank."""
+    return sum(value.values()) if isinstance(value, Mapping) else value
+
+
+def _agreed(value: Any) -> Any:
+    """A figure; None where a rank-by-rank report holds different ones per rank."""
+    return None if isinstance(value, Mapping) else value
+
+
 def key_figures(sections: Mapping[str, Any], meta: Mapping[str, Any]) -> KeyFigures:
-    """The key figures of a report (its sections and trace meta)."""
+    """The key figures of a report (its sections and trace meta). A report merged rank by
+    rank (`hpuprof analyze --workers`) holds per-rank values where ranks differ: counts are
+    summed, other figures are None unless every rank agrees."""
     ranks = sections.get("ranks")
     dyn = sections.get("dynamicity")
     fb = sections.get("fallback")
@@ -57,24 +69,26 @@ def key_figures(sections: Mapping[str, Any], meta: Mapping[str, Any]) -> KeyFigu
     util = None
     if ranks is not None and ranks.ranks:
         util = round(sum(100.0 - r.idle_pct for r in ranks.ranks) / len(ranks.ranks), 2)
-    port = dyn.port_estimate if dyn is not None else None
+    port = _agreed(dyn.port_estimate) if dyn is not None else None
     device = meta.get("device") or {}
-    bf16 = prec.bf16_coverage_pct if prec is not None and prec.matmul_conv_flops else None
+    bf16 = None
+    if prec is not None and _total(prec.matmul_conv_flops):
+        bf16 = _agreed(prec.bf16_coverage_pct)
     return KeyFigures(
         ranks=len(meta.get("ranks") or []),
         events=int(meta.get("events") or 0),
         steps_per_rank=ranks.steps_per_rank if ranks is not None else None,
         step_time_ns=ranks.mean_step_ns if ranks is not None else None,
         device_util_pct=util,
-        compilations=dyn.compilations if dyn is not None else None,
-        recompilations=dyn.recompilations if dyn is not None else None,
-        compile_time_ns=dyn.compile_time_ns if dyn is not None else None,
+        compilations=_total(dyn.compilations) if dyn is not None else None,
+        recompilations=_total(dyn.recompilations) if dyn is not None else None,
+        compile_time_ns=_total(dyn.compile_time_ns) if dyn is not None else None,
         lazy_port_estimate=port.label if port is not None else "",
-        fallbacks=fb.total if fb is not None else None,
+        fallbacks=_total(fb.total) if fb is not None else None,
         bf16_flops_pct=bf16,
-        low_precision_time_pct=prec.low_precision_time_pct if prec is not None else None,
+        low_precision_time_pct=_agreed(prec.low_precision_time_pct) if prec is not None else None,
         stragglers=tuple(ranks.stragglers) if ranks is not None else (),
         device=str(device.get("label", "")),
         timeline=str(meta.get("timeline", "")),
-        device_time=bott.device_time if bott is not None else "",
+        device_time=str(_agreed(bott.device_time) or "") if bott is not None else "",
     )

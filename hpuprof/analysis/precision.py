@@ -31,6 +31,7 @@ from hpuprof.analysis.advice import advise
 from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.analysis.report import SUMMED_OVER_RANKS
 from hpuprof.gaudi_autocast_lists import DEFAULT_FP32_OPS, DEFAULT_LOWER_OPS
 from hpuprof.trace.model import Trace
 from hpuprof.trace.opinfo import (
@@ -92,10 +93,10 @@ class PrecisionReport:
     by_dtype: tuple[DtypeRow, ...]
     by_op: tuple[OpDtypeRow, ...]
     by_module: tuple[OpDtypeRow, ...]
-    matmul_conv_flops: float
+    matmul_conv_flops: float = field(metadata=SUMMED_OVER_RANKS)
     bf16_coverage_pct: float
     casts: tuple[CastRow, ...]
-    to_copy_ops: int
+    to_copy_ops: int = field(metadata=SUMMED_OVER_RANKS)
     missed_lower_precision: tuple[OpDtypeRow, ...]
     fp32_list_in_low_precision: tuple[OpDtypeRow, ...]
     silent_dtype_changes: tuple[CastRow, ...]

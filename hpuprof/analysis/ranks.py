@@ -15,7 +15,9 @@ finding.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -118,41 +120,103 @@ def _mad(values: np.ndarray) -> float:
     return float(np.median(np.abs(values - np.median(values)))) if len(values) else 0.0
 
 
-def analyze_ranks(trace: Trace, options: AnalysisOptions | None = None) -> RanksReport:
-    """Per-rank step times (rank x step), compute / communication / idle split, stragglers."""
-    options = options or AnalysisOptions()
+@dataclass(frozen=True)
+class RankPartial:
+    """One rank's steps and device split, before any comparison with the other ranks: what a
+    worker sends back (`hpuprof analyze --workers`), small and picklable.
+
+    Args:
+        rank: the rank.
+        steps: step numbers (empty when the rank has no steps: then one window, its device
+            span).
+        lo_ns / hi_ns: each window's start and end.
+        split_ns: "compute", "comm", "memory", "idle", "overlap" time inside each window.
+        options: the analysis options (the merge's straggler thresholds).
+    """
+
+    rank: int
+    steps: tuple[int, ...]
+    lo_ns: tuple[int, ...]
+    hi_ns: tuple[int, ...]
+    split_ns: dict[str, tuple[int, ...]]
+    options: AnalysisOptions
+
+
+def _rank_partial(
+    rank: int, rdev: pd.DataFrame, rtype: np.ndarray, w: pd.DataFrame, options: AnalysisOptions
+) -> RankPartial | None:
+    sets = {k: _merged(rdev[rtype == k]) for k in ("COMPUTATION", "COMMUNICATION", "MEMORY")}
+    sets["busy"] = _merged(rdev)
+    if len(w):
+        lo = w["start_ns"].to_numpy(dtype=np.int64)
+        hi = w["end_ns"].to_numpy(dtype=np.int64)
+        steps = w["step"].to_numpy(dtype=np.int64)
+    elif sets["busy"][0].size:
+        lo = sets["busy"][0][:1]
+        hi = sets["busy"][1][-1:]
+        steps = np.zeros(0, dtype=np.int64)
+    else:
+        return None
+    split = _split(sets, lo, hi)
+    return RankPartial(
+        rank,
+        tuple(steps.tolist()),
+        tuple(lo.tolist()),
+        tuple(hi.tolist()),
+        {k: tuple(np.asarray(v, dtype=np.int64).tolist()) for k, v in split.items()},
+        options,
+    )
+
+
+def _partials(trace: Trace, options: AnalysisOptions) -> dict[int, RankPartial | None]:
     ev = without_args(trace.events)
     dev = device_events(ev)
     ktype = kernel_types(dev).to_numpy()
     windows = step_windows(ev)
-    notes: list[str] = []
     ranks = sorted(int(r) for r in pd.unique(ev["rank"])) if len(ev) else []
-    per_rank: dict[int, tuple[np.ndarray, dict[str, np.ndarray]]] = {}
+    out: dict[int, RankPartial | None] = {}
     for rank in ranks:
         mine = dev["rank"].to_numpy() == rank
-        rdev, rtype = dev[mine], ktype[mine]
-        sets = {k: _merged(rdev[rtype == k]) for k in ("COMPUTATION", "COMMUNICATION", "MEMORY")}
-        sets["busy"] = _merged(rdev)
-        w = windows[windows["rank"] == rank]
-        if len(w):
-            lo = w["start_ns"].to_numpy(dtype=np.int64)
-            hi = w["end_ns"].to_numpy(dtype=np.int64)
-            steps = w["step"].to_numpy(dtype=np.int64)
-        elif sets["busy"][0].size:
-            lo = sets["busy"][0][:1]
-            hi = sets["busy"][1][-1:]
-            steps = np.zeros(0, dtype=np.int64)
-        else:
-            continue
-        per_rank[rank] = (steps, _split(sets, lo, hi) | {"lo": lo, "hi": hi})
-    durations = {r: (s["hi"] - s["lo"]) for r, (steps, s) in per_rank.items() if len(steps)}
-    medians = {r: float(np.median(d)) for r, d in durations.items()}
+        out[rank] = _rank_partial(
+            rank, dev[mine], ktype[mine], windows[windows["rank"] == rank], options
+        )
+    return out
+
+
+def partial_of_rank(trace: Trace, options: AnalysisOptions | None = None) -> RankPartial | None:
+    """The partial of a one-rank trace (the registry's `partial`); None without device work."""
+    parts = _partials(trace, options or AnalysisOptions())
+    return next(iter(parts.values()), None)
+
+
+def analyze_ranks(trace: Trace, options: AnalysisOptions | None = None) -> RanksReport:
+    """Per-rank step times (rank x step), compute / communication / idle split, stragglers."""
+    options = options or AnalysisOptions()
+    return merge_ranks(_partials(trace, options), options=options)
+
+
+def merge_ranks(
+    parts: Mapping[int, RankPartial | None],
+    failed: Iterable[Any] = (),
+    options: AnalysisOptions | None = None,
+) -> RanksReport:
+    """The report from each rank's partial (the registry's `merge`): each rank against the
+    median rank. `options` default to those the partials were made with."""
+    kept = [p for _, p in sorted(parts.items()) if p is not None]
+    options = options or (kept[0].options if kept else AnalysisOptions())
+    notes: list[str] = []
+    durations = {
+        p.rank: np.asarray(p.hi_ns, dtype=np.int64) - np.asarray(p.lo_ns, dtype=np.int64)
+        for p in kept
+    }
+    medians = {p.rank: float(np.median(durations[p.rank])) for p in kept if p.steps}
     median_rank = float(np.median(list(medians.values()))) if medians else 0.0
     step_rows: list[RankStep] = []
     summaries: list[RankSummary] = []
-    for rank, (steps, s) in per_rank.items():
-        dur = s["hi"] - s["lo"]
-        for i, step in enumerate(steps.tolist()):
+    for part in kept:
+        rank, s = part.rank, {k: np.asarray(v, dtype=np.int64) for k, v in part.split_ns.items()}
+        dur = durations[rank]
+        for i, step in enumerate(part.steps):
             step_rows.append(
                 RankStep(
                     rank,
@@ -167,7 +231,7 @@ def analyze_ranks(trace: Trace, options: AnalysisOptions | None = None) -> Ranks
             )
         covered = int(dur.sum())
         totals = {k: int(s[k].sum()) for k in ("compute", "comm", "memory", "idle", "overlap")}
-        has_steps = len(steps) > 0
+        has_steps = len(part.steps) > 0
         med = medians.get(rank, 0.0)
         noise = _mad(dur.astype(np.float64)) if has_steps else 0.0
         slower = pct(med - median_rank, median_rank) if has_steps else 0.0
@@ -179,7 +243,7 @@ def analyze_ranks(trace: Trace, options: AnalysisOptions | None = None) -> Ranks
         summaries.append(
             RankSummary(
                 rank=rank,
-                steps=len(steps),
+                steps=len(part.steps),
                 mean_step_ns=round(float(dur.mean()), 1) if has_steps else 0.0,
                 median_step_ns=med,
                 min_step_ns=int(dur.min()) if has_steps else 0,

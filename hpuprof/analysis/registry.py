@@ -300,6 +300,7 @@ def _group_rows(groups: Any) -> list[dict[str, Any]]:
     """Compilation groups with their causes in words (not the raw cause dicts)."""
     return [
         {
+            **({"rank": g.rank} if hasattr(g, "rank") else {}),
             "key": g.key,
             "compilations": g.compilations,
             "recompilations": g.recompilations,
@@ -312,7 +313,11 @@ def _group_rows(groups: Any) -> list[dict[str, Any]]:
 
 
 def _shape_rows(rep: Any) -> list[dict[str, Any]]:
-    return [{"op": h.op, "shape": s, "count": c} for h in rep.shape_histograms for s, c in h.shapes]
+    return [
+        {**({"rank": h.rank} if hasattr(h, "rank") else {}), "op": h.op, "shape": s, "count": c}
+        for h in rep.shape_histograms
+        for s, c in h.shapes
+    ]
 
 
 BUILTIN: tuple[ReportSpec, ...] = (
@@ -540,6 +545,8 @@ BUILTIN: tuple[ReportSpec, ...] = (
             Column("mean_step_ns", "Mean step time"),
             "stragglers",
         ),
+        partial="hpuprof.analysis.ranks:partial_of_rank",
+        merge="hpuprof.analysis.ranks:merge_ranks",
     ),
     ReportSpec(
         "memory",

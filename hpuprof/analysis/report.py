@@ -13,6 +13,15 @@ REPORT_SCHEMA = "hpuprof.report/1"
 """Version of the report's dict/JSON layout. Keys are only added within a version."""
 
 
+ACROSS_RANKS = "across_ranks"
+"""Field metadata key: how a report merged rank by rank (`hpuprof analyze --workers`) combines
+the field's per-rank values; fields without it keep a value every rank agrees on."""
+
+SUMMED_OVER_RANKS: dict[str, str] = {ACROSS_RANKS: "sum"}
+"""`field(metadata=SUMMED_OVER_RANKS)`: a field that adds up over ranks (a count, a time);
+merged rank by rank, the ranks' values are summed, as one analysis of all ranks counts them."""
+
+
 def as_plain(value: Any) -> Any:
     """Dataclasses, tuples and numpy scalars to JSON-ready dicts, lists and numbers."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

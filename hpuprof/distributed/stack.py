@@ -3,22 +3,41 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hpuprof.analysis.findings import Finding
-from hpuprof.analysis.report import as_plain
+from hpuprof.analysis.report import ACROSS_RANKS
+
+
+@functools.cache
+def _ranked(cls: type) -> type:
+    """The row dataclass `cls` with a `rank` field added: a stacked row stays a `cls` (the
+    registry's table functions read its attributes) and says its rank."""
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    return dataclasses.make_dataclass(
+        cls.__name__,
+        [("rank", int, dataclasses.field(default=-1))],
+        bases=(cls,),
+        frozen=params.frozen,
+        namespace={"__module__": cls.__module__},
+    )
+
+
+def _with_rank(rank: int, row: Any) -> Any:
+    if hasattr(row, "rank") or (isinstance(row, Mapping) and "rank" in row):
+        return row
+    if dataclasses.is_dataclass(row) and not isinstance(row, type):
+        values = {f.name: getattr(row, f.name) for f in dataclasses.fields(row) if f.init}
+        return _ranked(type(row))(**values, rank=rank)
+    if isinstance(row, Mapping):
+        return {"rank": rank, **row}
+    return row
 
 
 def _rows(rank: int, rows: tuple[Any, ...]) -> list[Any]:
-    out = []
-    for row in rows:
-        if hasattr(row, "rank") or (isinstance(row, Mapping) and "rank" in row):
-            out.append(row)
-        else:
-            plain = as_plain(row)
-            out.append({"rank": rank, **plain} if isinstance(plain, dict) else row)
-    return out
+    return [_with_rank(rank, row) for row in rows]
 
 
 def _finding(rank: int, finding: Finding) -> Finding:
@@ -35,8 +54,8 @@ def stack_ranks(parts: Mapping[int, Any], failed: Iterable[Any] = ()) -> Any:
     """One section from the same report of several ranks (`{rank: section}`).
 
     Tuple fields (tables) are concatenated in rank order, rows without a `rank` getting one;
-    findings are labelled with their rank; other fields keep their value when every rank
-    agrees, else become `{rank: value}`. A single rank's section is returned as it is.
+    findings are labelled with their rank; fields marked `summed_over_ranks` are summed; other
+    fields keep their value when every rank agrees, else become `{rank: value}`. A single rank's section is returned as it is.
     """
     items = sorted(parts.items())
     if not items:
@@ -56,6 +75,9 @@ def stack_ranks(parts: Mapping[int, Any], failed: Iterable[Any] = ()) -> Any:
             if all(isinstance(x, str) for x in stacked):  # notes: once each
                 stacked = list(dict.fromkeys(stacked))
             values[f.name] = tuple(stacked)
+        elif f.metadata.get(ACROSS_RANKS) == "sum":
+            known = [v for _, v in per_rank if v is not None]
+            values[f.name] = sum(known) if known else None
         elif all(v == per_rank[0][1] for _, v in per_rank):
             values[f.name] = per_rank[0][1]
         else:

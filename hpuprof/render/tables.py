@@ -139,7 +139,7 @@ def report_views(report: Report) -> list[TableView]:
             if not plain:
                 continue
             cols = _columns(columns_of(plain), table.columns)
-            key_cols = table.columns or cols
+            key_cols = _with_rank_column(table.columns or cols, plain)
             out.append(
                 TableView(table.name, table.title, name, cols, key_cols, tuple(plain), table.view)
             )
@@ -148,6 +148,14 @@ def report_views(report: Report) -> list[TableView]:
         cols = _columns(columns_of(rows_f), ())
         out.append(TableView("findings", "Findings", "", cols, cols, tuple(rows_f), "data"))
     return out
+
+
+def _with_rank_column(cols: tuple[Column, ...], rows: list[dict[str, Any]]) -> tuple[Column, ...]:
+    """The columns shown, led by the rank where the rows come from several ranks (a report
+    stacked rank by rank) and the table does not show it already."""
+    if any(c.key == "rank" for c in cols) or len({r.get("rank") for r in rows}) < 2:
+        return cols
+    return (Column("rank"), *cols)
 
 
 def _known(name: str) -> bool:

@@ -20,7 +20,9 @@ import hpuprof
 from hpuprof.analysis.distributed import analyze_distributed
 from hpuprof.analysis.report import as_plain
 from hpuprof.cli.main import main
+from hpuprof.distributed.cli import rank_files
 from hpuprof.distributed.runner import analyze_files
+from tests.conftest import SAMPLE_TRACES
 from tests.multirank.ranks import write_memory_bomb, write_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,8 +51,39 @@ def test_default_merge_stacks_each_ranks_rows(tmp_path: Path) -> None:
     report, _ = analyze_files(files, ["bottleneck"], workers=1)
     bott = report.sections["bottleneck"]
     assert [t.rank for t in bott.temporal] == [0, 1]
-    assert {row["rank"] for row in bott.top_device_ops} == {0, 1}  # rows without a rank got one
+    assert {row.rank for row in bott.top_device_ops} == {0, 1}  # rows without a rank got one
     assert all("rank" in f.evidence for f in bott.findings)
+
+
+def test_ranks_and_key_figures_rank_by_rank_equal_the_in_memory_report(tmp_path: Path) -> None:
+    """The ranks report compares each rank with the median rank: merged from per-rank partials
+    it must equal the analysis of all ranks in one trace (not each rank against itself), and
+    so must the key figures (counts summed over ranks)."""
+    sample = SAMPLE_TRACES / "emulated_two_ranks"
+    if not sample.is_dir():
+        pytest.skip("sample_traces/emulated_two_ranks is not present")
+    write_run(tmp_path / "run", ranks=3, straggler=1)
+    for run in (tmp_path / "run", sample):
+        combined = hpuprof.analyze(hpuprof.load(run))
+        files = rank_files(run)
+        report, _ = analyze_files(files, list(combined.meta["reports"]), workers=1)
+        assert as_plain(report.sections["ranks"]) == as_plain(combined.sections["ranks"])
+        assert report.meta["key_figures"] == combined.meta["key_figures"]
+    # the sample's two ranks differ by about 2%: each is compared with the median of both
+    assert sorted(round(r.vs_median_pct, 1) for r in report.sections["ranks"].ranks) == [-0.9, 0.9]
+
+
+@pytest.mark.parametrize("fmt", ["text", "html", "json", "csv"])
+def test_every_default_report_renders_rank_by_rank(tmp_path: Path, fmt: str) -> None:
+    """Stacked per-rank rows stay the report's own rows (with their rank), so every renderer
+    reads them as it reads the in-memory report's (`--workers` once crashed on dynamicity)."""
+    write_run(tmp_path / "run", ranks=2, straggler=1)
+    out = tmp_path / f"out.{fmt}"
+    assert (
+        main(["analyze", str(tmp_path / "run"), "--workers", "1", "--format", fmt, "-o", str(out)])
+        == 0
+    )
+    assert out.exists() and (out.stat().st_size > 0 or out.is_dir())
 
 
 def test_lazy_rank_set_opens_ranks_on_demand(tmp_path: Path) -> None:
