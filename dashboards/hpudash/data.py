@@ -224,6 +224,38 @@ class DataStore:
             save=(lambda v: disk.write_json(entry, "view", v)) if disk else None,
         )
 
+    def ranks_view(self, key: str | Entry) -> dict[str, Any]:
+        """The Ranks page's view: the `ranks` report merged from per-rank summaries, each rank
+        file loaded and analysed alone, one after another (`hpuprof.distributed.runner`), so a
+        run of 64 ranks opens without holding 64 ranks of events. The run's whole view instead
+        when it is known already, or when the entry is one file."""
+        from hpudash.reportview import VIEW_VERSION, view_doc
+
+        entry = self._entry_of(key)
+        disk = self.disk
+        if len(entry.traces) < 2 or self.memory.get((entry.version, "view")) is not None:
+            return self.view(entry)
+
+        def compute() -> dict[str, Any]:
+            from hpuprof.distributed.runner import analyze_files
+
+            if entry.refused:
+                raise RefusedRunError(entry.refused)
+            report, _ = analyze_files(entry.traces, ["ranks"], workers=1)
+            return view_doc(report)
+
+        def load() -> dict[str, Any] | None:
+            got = disk.read_json(entry, "ranks-view") if disk else None
+            return got if isinstance(got, dict) and got.get("version") == VIEW_VERSION else None
+
+        return self._once(
+            entry,
+            "ranks-view",
+            compute,
+            load=load if disk else None,
+            save=(lambda v: disk.write_json(entry, "ranks-view", v)) if disk else None,
+        )
+
     def report(self, key: str | Entry) -> dict[str, Any]:
         """The report dict of `key` (`Report.to_dict()`: the JSON of `hpuprof analyze`)."""
         data = self.view(key).get("data")

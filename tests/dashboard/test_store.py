@@ -186,3 +186,21 @@ def test_disk_cache_is_trimmed_to_its_size(tmp_path: Path) -> None:
         store.key_figures(f"r{i}.json")
     total = sum(p.stat().st_size for p in (tmp_path / "cache").rglob("*") if p.is_file())
     assert 0 < total <= 2_000
+
+
+def test_ranks_page_reads_rank_files_one_by_one(tmp_path: Path) -> None:
+    """The Ranks page's view of a many-rank run comes from per-rank summaries: the store's
+    whole-run loader is never called, and the figures equal the whole run's report."""
+    from tests.multirank.ranks import write_run
+
+    write_run(tmp_path / "run", ranks=4, straggler=2)
+
+    def whole_run_loader(path: Path) -> Trace:
+        raise AssertionError(f"the Ranks page loaded {path} into the whole run")
+
+    lazy = DataStore(tmp_path, loader=whole_run_loader, disk=False)
+    doc = lazy.ranks_view("run")
+    whole = DataStore(tmp_path, disk=False).view("run")
+    assert doc["data"]["ranks"] == whole["data"]["ranks"]
+    assert doc["data"]["meta"]["key_figures"]["steps_per_rank"] == 3
+    assert [r["rank"] for r in doc["data"]["ranks"]["ranks"]] == [0, 1, 2, 3]

@@ -1,7 +1,9 @@
 """Ranks: step time per rank and step as a heat map, where each rank's time goes, stragglers.
 
 Everything is the ranks report of `hpuprof.analysis`; stragglers are its findings (a rank
-slower than the median rank beyond the steps' own noise), shown as findings.
+slower than the median rank beyond the steps' own noise), shown as findings. A run of several
+rank files is analysed rank by rank (`DataStore.ranks_view`): the page never loads all ranks'
+events together.
 """
 
 from __future__ import annotations
@@ -33,8 +35,12 @@ NEEDS_RUN = True
 
 def layout(ctx: Context) -> Any:
     entry = ctx.store.entry(ctx.run)
-    doc = ctx.store.view(entry)
+    doc = ctx.store.ranks_view(entry)
     ranks = section(doc, "meta", "ranks") or []
+    not_read = [
+        message(f"Rank file not analysed: {f.get('source')}: {f.get('reason')}", "error")
+        for f in section(doc, "meta", "failed") or []
+    ]
     stragglers = findings(doc, "ranks")
     if stragglers:
         verdict: list[Any] = [finding_card(f) for f in stragglers]
@@ -47,6 +53,7 @@ def layout(ctx: Context) -> Any:
             html.H2(f"Ranks: {entry.key}"),
             run_meta(doc),
             *errors_of(doc, "ranks"),
+            *not_read,
             html.Div(verdict, id=Id.RANKS_STRAGGLERS),
             kv_table(facts(doc, "ranks"), id_="ranks-facts"),
             *notes(doc, "ranks"),
