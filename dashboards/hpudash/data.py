@@ -200,39 +200,46 @@ class DataStore:
         entry = self._entry_of(key)
         return self._once(entry, "analysis", lambda: self._analyzer(self.trace(entry)))
 
+    def _view_doc(
+        self, entry: Entry, name: str, compute: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """A view document (`reportview.view_doc`) of `entry` kept as `name`: in memory, and
+        on disk where the store has a disk cache (dropped when its format version changed)."""
+        from hpudash.reportview import VIEW_VERSION
+
+        disk = self.disk
+        if disk is None:
+            return self._once(entry, name, compute)
+
+        def load() -> dict[str, Any] | None:
+            got = disk.read_json(entry, name)
+            return got if isinstance(got, dict) and got.get("version") == VIEW_VERSION else None
+
+        return self._once(
+            entry, name, compute, load=load, save=lambda v: disk.write_json(entry, name, v)
+        )
+
     def view(self, key: str | Entry) -> dict[str, Any]:
         """The run's report as pages show it (`reportview.view_doc`: the report dict, its
         tables, findings and failed sections), from disk when analysed before."""
-        from hpudash.reportview import VIEW_VERSION, view_doc
+        from hpudash.reportview import view_doc
 
         entry = self._entry_of(key)
-        disk = self.disk
 
         def compute() -> dict[str, Any]:
             a = self.analysis(entry)
             return view_doc(a.report, a.errors)
 
-        def load() -> dict[str, Any] | None:
-            got = disk.read_json(entry, "view") if disk else None
-            return got if isinstance(got, dict) and got.get("version") == VIEW_VERSION else None
-
-        return self._once(
-            entry,
-            "view",
-            compute,
-            load=load if disk else None,
-            save=(lambda v: disk.write_json(entry, "view", v)) if disk else None,
-        )
+        return self._view_doc(entry, "view", compute)
 
     def ranks_view(self, key: str | Entry) -> dict[str, Any]:
         """The Ranks page's view: the `ranks` report merged from per-rank summaries, each rank
         file loaded and analysed alone, one after another (`hpuprof.distributed.runner`), so a
         run of 64 ranks opens without holding 64 ranks of events. The run's whole view instead
         when it is known already, or when the entry is one file."""
-        from hpudash.reportview import VIEW_VERSION, view_doc
+        from hpudash.reportview import view_doc
 
         entry = self._entry_of(key)
-        disk = self.disk
         if len(entry.traces) < 2 or self.memory.get((entry.version, "view")) is not None:
             return self.view(entry)
 
@@ -244,17 +251,7 @@ class DataStore:
             report, _ = analyze_files(entry.traces, ["ranks"], workers=1)
             return view_doc(report)
 
-        def load() -> dict[str, Any] | None:
-            got = disk.read_json(entry, "ranks-view") if disk else None
-            return got if isinstance(got, dict) and got.get("version") == VIEW_VERSION else None
-
-        return self._once(
-            entry,
-            "ranks-view",
-            compute,
-            load=load if disk else None,
-            save=(lambda v: disk.write_json(entry, "ranks-view", v)) if disk else None,
-        )
+        return self._view_doc(entry, "ranks-view", compute)
 
     def report(self, key: str | Entry) -> dict[str, Any]:
         """The report dict of `key` (`Report.to_dict()`: the JSON of `hpuprof analyze`)."""
@@ -263,27 +260,12 @@ class DataStore:
 
     def comparison(self, a: str | Entry, b: str | Entry) -> dict[str, Any]:
         """The view of run B against run A (`hpuprof.analysis.compare`), kept like a report."""
-        from hpudash.reportview import VIEW_VERSION, view_doc
+        from hpudash.reportview import view_doc
         from hpuprof.analysis import compare
 
         ea, eb = self._entry_of(a), self._entry_of(b)
-        disk = self.disk
         name = "compare-" + hashlib.sha256(repr(eb.version).encode()).hexdigest()[:16]
-
-        def compute() -> dict[str, Any]:
-            return view_doc(compare(self.trace(ea), self.trace(eb)))
-
-        def load() -> dict[str, Any] | None:
-            got = disk.read_json(ea, name) if disk else None
-            return got if isinstance(got, dict) and got.get("version") == VIEW_VERSION else None
-
-        return self._once(
-            ea,
-            name,
-            compute,
-            load=load if disk else None,
-            save=(lambda v: disk.write_json(ea, name, v)) if disk else None,
-        )
+        return self._view_doc(ea, name, lambda: view_doc(compare(self.trace(ea), self.trace(eb))))
 
     def cached_key_figures(self, entry: Entry) -> dict[str, Any] | None:
         """The key figures of `entry` if already known (memory or disk); never computes."""
