@@ -25,6 +25,7 @@ FULL: tuple[tuple[str, ...], ...] = (
     ("bench_extensions.py",),
     ("bench_capture.py",),
     ("bench_distributed.py", "--ranks", "64", "--mb", "100", "--workers", "2"),
+    ("bench_ranks_page.py", "--ranks", "16", "--mb", "20"),
     ("bench_predict.py",),
     ("bench_capture_windows.py",),
 )
@@ -49,6 +50,7 @@ QUICK: tuple[tuple[str, ...], ...] = (
     ("bench_extensions.py", "--calls", "20", "--repeats", "2"),
     ("bench_capture.py", "--ops", "20000", "--repeat", "2"),
     ("bench_distributed.py", "--ranks", "4", "--mb", "5", "--hta-ranks", "2"),
+    ("bench_ranks_page.py", "--ranks", "4", "--mb", "2"),
     ("bench_predict.py", "--layers", "2", "--seq", "256"),
     ("bench_capture_windows.py", "--steps", "20", "--stepless-ops", "5000", "--repeat", "1"),
 )
