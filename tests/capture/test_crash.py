@@ -16,7 +16,9 @@ from .helpers import names, read_trace, spawn, try_load
 pytest.importorskip("torch")
 
 LOOP = """
-import sys, torch
+import signal, sys, torch
+# a foreground python's SIGINT, however the test runs (a background job inherits it ignored)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from hpuprof.capture.profiler import HPUProfiler
 from hpuprof.capture.schedule import schedule
 prof = HPUProfiler(sys.argv[1] if len(sys.argv) > 1 else {out!r}, backend="cpu",
