@@ -399,17 +399,19 @@ def modeled_collective(kind: str, src: Any, out: Any, cards: int) -> Any:
     src_bytes, out_bytes = _nbytes(src), _nbytes(out)
     nbytes = max(src_bytes, out_bytes)
     dur = tl.collective_ns(kind, nbytes, cards)
+    cost = _CollectiveCost(
+        dur, nbytes, rt, f"{kind.replace('_', '')} (tensor parallel x{cards}, modeled)"
+    )
     if rt.lazy:
-        name = f"{kind.replace('_', '')} (tensor parallel x{cards}, modeled)"
         if not rt.graph:
             rt.graph_start_ns = perf_counter_ns()
-        rt.graph.append(
-            ((f"hpuprof::tp_{kind}", (nbytes, cards)), _CollectiveCost(dur, nbytes, rt, name))
-        )
+        rt.graph.append(((f"hpuprof::tp_{kind}", (nbytes, cards)), cost))
         rt.graph_deps.append((((src._gid, src_bytes),), ((out._gid, out_bytes),)))
-    else:
-        tl.schedule_collective(tl.stream_free, dur)
-        tl.wait_collectives()
+        return out
+    start = tl.schedule_collective(tl.stream_free, dur)  # eager: its input was just written
+    tl.wait_collectives()
+    if rt.sink.recording:
+        rt.sink.device(cost.dev_name, ENGINE_NIC, start, dur, -1, -1, 0, nbytes)
     return out
 
 
