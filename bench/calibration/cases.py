@@ -49,13 +49,21 @@ class Case:
     predict_args: Sequence[str] = field(default_factory=tuple)
 
 
-def _train_rate(runs: Runs, accum: int, tokens_per_micro: int, cards: int) -> float:
-    """Tokens/s of `cards` cards doing `accum` micro-batches per optimizer step, from two
-    predicted steps of 1 and 2 micro-batches (the step time is linear in the micro-batches)."""
-    t1 = float(runs["accum1"]["step_time_s"])
-    t2 = float(runs["accum2"]["step_time_s"])
-    step = t1 + (accum - 1) * (t2 - t1)
-    return cards * accum * tokens_per_micro / step
+def train_step_s(run: dict[str, Any], accum: int) -> float:
+    """The optimizer step of `accum` micro-batches, from ONE predicted run of fewer: its last
+    step's time plus the missing micro-batches, each as long as that step's last micro-batch.
+
+    In lazy mode each micro-batch is one graph launched at its `mark_step`; once the device is
+    the bottleneck, micro-batch k+1 is queued while k runs, so every micro-batch after the first
+    adds its graph's device time (or its host time, were the host slower): the last
+    micro-batch's segment of the step (`micro_step_times_s`, cut at the `mark_step`s) measures
+    exactly that, inside one run. The host time of the first micro-batch, which a loaded
+    machine makes noisy, enters once, not `accum` times."""
+    micro = run["micro_step_times_s"][-1]  # the last (steady) step: micro-batches, optimizer
+    ran = len(micro) - 1
+    if ran < 2:
+        raise ValueError("train_step_s needs a run of at least 2 micro-batches per step")
+    return float(run["step_times_s"][-1]) + (accum - ran) * float(micro[ran - 1])
 
 
 def train_case(
@@ -70,40 +78,51 @@ def train_case(
     micro: int = 1,
     metric: str = "tokens/s",
     note: str = "",
+    tp: int = 1,
+    recompute_attention: bool = False,
 ) -> Case:
-    accum = max(global_batch // (cards * micro), 1)
-    args = ["--model", model, "--seq", str(seq), "--batch", str(micro), "--steps", "3"]
+    """A training row: `cards` cards as `cards / tp` data-parallel groups of `tp`
+    tensor-parallel cards; each group runs `global_batch / (groups x micro)` micro-batches of
+    `micro` x `seq` tokens per optimizer step."""
+    groups = cards // tp
+    accum = max(global_batch // (groups * micro), 1)
+    args = [
+        "--model", model, "--seq", str(seq), "--batch", str(micro), "--steps", "3",
+        "--accum", "2", "--tp", str(tp),
+    ]  # fmt: skip
     if precision == "fp8":
         args.append("--fp8")
-    runs = {"accum1": [*args, "--accum", "1"], "accum2": [*args, "--accum", "2"]}
-    tokens = micro * seq
+    if recompute_attention:
+        args.append("--recompute-attention")
+    tokens = groups * accum * micro * seq  # per optimizer step, all cards
 
     if metric == "tokens/s":
 
         def predict(r: Runs) -> float:
-            return _train_rate(r, accum, tokens, cards)
+            return tokens / train_step_s(r["train"], accum)
 
     else:  # model TFLOP/s per card
 
         def predict(r: Runs) -> float:
-            rate = _train_rate(r, accum, tokens, 1)
+            rate = tokens / train_step_s(r["train"], accum) / cards
             return rate * model_flops_per_token(CONFIGS[model], seq) / 1e12
 
+    parallel = f", TP {tp} x DP {groups}" if tp > 1 else ""
     return Case(
         id,
         "gaudi2",
         cards,
         f"{model} training",
         precision,
-        f"GBS {global_batch}, micro-batch {micro}, seq {seq}",
+        f"GBS {global_batch}, micro-batch {micro}, seq {seq}{parallel}",
         published,
         metric,
         source,
         "train_decoder.py",
-        runs,
+        {"train": args},
         predict,
         note,
-        ("--cards", str(cards)),
+        ("--cards", str(groups)),
     )
 
 
@@ -213,11 +232,15 @@ def latency_case(id: str, model: str, input_len: int, published_ms: float, sourc
 CASES: list[Case] = [
     train_case(
         "g2-train-llama2-7b", "llama2-7b", 8, 4096, 1024, 68464, "fp8", G2_TRAIN,
-        note="Megatron-DeepSpeed, TP1 PP1 DP8 (ZeRO-1); modeled as data parallel",
+        recompute_attention=True,
+        note="Megatron-DeepSpeed 1.18 recipe: TP1 PP1 DP8, ZeRO-1, selective recompute "
+        "(HL_CKP_ACT=2); ZeRO-1 modeled as DDP",
     ),
     train_case(
         "g2-train-llama31-8b", "llama3-8b", 8, 8192, 128, 36309, "fp8", G2_TRAIN,
-        note="parallelism not published; modeled as data parallel over 8 cards",
+        tp=4, recompute_attention=True,
+        note="Megatron-DeepSpeed 1.18 recipe: TP4 (sequence parallel) PP1 DP2, ZeRO-1, "
+        "selective recompute (HL_CKP_ACT=2); ZeRO-1 modeled as DDP",
     ),
     train_case(
         "g2-train-mpt-7b", "mpt-7b", 8, 2048, 256, 260, "bf16", DATABRICKS, micro=4,

@@ -6,6 +6,14 @@ the published models' shapes. Linear layers are `te.Linear` (the bridge's Transf
 when `fp8=True`, so they run at the MME's FP8 rate inside `te.fp8_autocast`. Attention is torch's
 `scaled_dot_product_attention`, which the Gaudi bridge runs as FusedSDPA. Plain PyTorch: these
 scripts run unchanged on a Gaudi or, through `hpuprof predict`, on the emulated one.
+
+`tp > 1` builds ONE card's shard of a Megatron tensor-parallel group with sequence parallelism
+(heads, KV heads, FFN and vocabulary split `tp` ways; norms and residuals on `seq / tp` tokens;
+an all-gather of the sequence before the QKV / FC1 / LM-head projections and a reduce-scatter
+after the output / FC2 projections and the vocab-parallel embedding, the conjugate collective in
+the backward). Its collectives are MODELED by the emulator (`hpusim.predict.modeled_collective`),
+so `tp > 1` runs under `hpuprof predict` only. `recompute_attention` checkpoints the attention
+core (Megatron's `--recompute-granularity selective`): its forward runs again in the backward.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,57 @@ CONFIGS = {
 }
 
 
+def _tp_collective(kind: str, x: torch.Tensor, shape: tuple[int, ...], tp: int) -> torch.Tensor:
+    try:
+        from hpusim.predict import modeled_collective
+    except ImportError as exc:  # a real Gaudi: tensor parallelism needs one process per card
+        raise SystemExit(
+            "--tp > 1 runs under `hpuprof predict` only (modeled collectives)"
+        ) from exc
+    out: torch.Tensor = modeled_collective(kind, x, x.new_empty(shape), tp)
+    return out
+
+
+class _GatherSeq(torch.autograd.Function):
+    """Sequence-parallel all-gather along dim 1; its backward is a reduce-scatter."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, tp: int) -> torch.Tensor:
+        ctx.tp = tp
+        b, s, h = x.shape
+        return _tp_collective("all_gather", x, (b, s * tp, h), tp)
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, None]:
+        b, s, h = g.shape
+        return _tp_collective("reduce_scatter", g, (b, s // ctx.tp, h), ctx.tp), None
+
+
+class _ScatterSeq(torch.autograd.Function):
+    """Sequence-parallel reduce-scatter along dim 1; its backward is an all-gather."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, tp: int) -> torch.Tensor:
+        ctx.tp = tp
+        b, s, h = x.shape
+        return _tp_collective("reduce_scatter", x, (b, s // tp, h), tp)
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, None]:
+        b, s, h = g.shape
+        return _tp_collective("all_gather", g, (b, s * ctx.tp, h), ctx.tp), None
+
+
+def gather_seq(x: torch.Tensor, tp: int) -> torch.Tensor:
+    out: torch.Tensor = _GatherSeq.apply(x, tp) if tp > 1 else x
+    return out
+
+
+def scatter_seq(x: torch.Tensor, tp: int) -> torch.Tensor:
+    out: torch.Tensor = _ScatterSeq.apply(x, tp) if tp > 1 else x
+    return out
+
+
 def linear(cfg_fp8: bool, n_in: int, n_out: int) -> nn.Module:
     """`te.Linear` for FP8 runs, `nn.Linear` otherwise (no bias, as LLaMA)."""
     if cfg_fp8:
@@ -94,49 +154,57 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: DecoderConfig, fp8: bool) -> None:
+    def __init__(self, cfg: DecoderConfig, fp8: bool, tp: int = 1, recompute: bool = False) -> None:
         super().__init__()
         self.cfg = cfg
+        self.tp = tp
+        self.recompute = recompute
         self.head_dim = cfg.hidden // cfg.heads
-        kv = self.head_dim * cfg.kv_heads
-        self.q_proj = linear(fp8, cfg.hidden, cfg.hidden)
+        self.heads, self.kv_heads = cfg.heads // tp, cfg.kv_heads // tp
+        width, kv = self.head_dim * self.heads, self.head_dim * self.kv_heads
+        self.q_proj = linear(fp8, cfg.hidden, width)
         self.k_proj = linear(fp8, cfg.hidden, kv)
         self.v_proj = linear(fp8, cfg.hidden, kv)
-        self.o_proj = linear(fp8, cfg.hidden, cfg.hidden)
+        self.o_proj = linear(fp8, width, cfg.hidden)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        x = gather_seq(x, self.tp)
         b, s, _ = x.shape
-        c = self.cfg
-        q = self.q_proj(x).view(b, s, c.heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(b, s, c.kv_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(b, s, c.kv_heads, self.head_dim).transpose(1, 2)
-        if c.rope:
+        heads, kv_heads, d = self.heads, self.kv_heads, self.head_dim
+        q = self.q_proj(x).view(b, s, heads, d).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, kv_heads, d).transpose(1, 2)
+        v = self.v_proj(x).view(b, s, kv_heads, d).transpose(1, 2)
+        if self.cfg.rope:
             q, k = apply_rotary(q, cos[:s], sin[:s]), apply_rotary(k, cos[:s], sin[:s])
-        if c.kv_heads != c.heads:
-            rep = c.heads // c.kv_heads
-            k = (
-                k[:, :, None]
-                .expand(b, c.kv_heads, rep, s, self.head_dim)
-                .reshape(b, c.heads, s, -1)
-            )
-            v = (
-                v[:, :, None]
-                .expand(b, c.kv_heads, rep, s, self.head_dim)
-                .reshape(b, c.heads, s, -1)
-            )
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.o_proj(out.transpose(1, 2).reshape(b, s, c.hidden))
+        if kv_heads != heads:
+            rep = heads // kv_heads
+            k = k[:, :, None].expand(b, kv_heads, rep, s, d).reshape(b, heads, s, -1)
+            v = v[:, :, None].expand(b, kv_heads, rep, s, d).reshape(b, heads, s, -1)
+        if self.recompute:
+            out = checkpoint(
+                F.scaled_dot_product_attention, q, k, v, is_causal=True,
+                use_reentrant=False, preserve_rng_state=False,
+            )  # fmt: skip
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out = self.o_proj(out.transpose(1, 2).reshape(b, s, heads * d))
+        return scatter_seq(out, self.tp)
 
 
 class MLP(nn.Module):
-    def __init__(self, cfg: DecoderConfig, fp8: bool) -> None:
+    def __init__(self, cfg: DecoderConfig, fp8: bool, tp: int = 1) -> None:
         super().__init__()
+        self.tp = tp
         self.swiglu = cfg.mlp == "swiglu"
-        self.up = linear(fp8, cfg.hidden, cfg.ffn)
-        self.gate = linear(fp8, cfg.hidden, cfg.ffn) if self.swiglu else None
-        self.down = linear(fp8, cfg.ffn, cfg.hidden)
+        ffn = cfg.ffn // tp
+        self.up = linear(fp8, cfg.hidden, ffn)
+        self.gate = linear(fp8, cfg.hidden, ffn) if self.swiglu else None
+        self.down = linear(fp8, ffn, cfg.hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return scatter_seq(self._local(gather_seq(x, self.tp)), self.tp)
+
+    def _local(self, x: torch.Tensor) -> torch.Tensor:
         if self.gate is not None:
             gate = self.gate(x)
             # SiLU as x * sigmoid(x): the emulator's op table (from the bridge's ops list)
@@ -147,7 +215,7 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: DecoderConfig, fp8: bool) -> None:
+    def __init__(self, cfg: DecoderConfig, fp8: bool, tp: int = 1, recompute: bool = False) -> None:
         super().__init__()
         norm = (
             (lambda: RMSNorm(cfg.hidden))
@@ -155,9 +223,9 @@ class Block(nn.Module):
             else (lambda: nn.LayerNorm(cfg.hidden, bias=False))
         )
         self.attn_norm = norm()
-        self.attn = Attention(cfg, fp8)
+        self.attn = Attention(cfg, fp8, tp, recompute)
         self.mlp_norm = norm()
-        self.mlp = MLP(cfg, fp8)
+        self.mlp = MLP(cfg, fp8, tp)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.attn_norm(x), cos, sin)
@@ -165,26 +233,40 @@ class Block(nn.Module):
 
 
 class Decoder(nn.Module):
-    """Embedding, `layers` blocks, final norm, LM head."""
+    """Embedding, `layers` blocks, final norm, LM head (one card's shard when `tp > 1`: its
+    input ids and logits index the card's `vocab_local` slice of the vocabulary)."""
 
-    def __init__(self, cfg: DecoderConfig, seq: int, fp8: bool = False) -> None:
+    def __init__(
+        self,
+        cfg: DecoderConfig,
+        seq: int,
+        fp8: bool = False,
+        tp: int = 1,
+        recompute_attention: bool = False,
+    ) -> None:
         super().__init__()
+        if cfg.heads % tp or cfg.kv_heads % tp or cfg.ffn % tp or cfg.vocab % tp or seq % tp:
+            raise ValueError(f"tp={tp} does not divide the heads, FFN, vocabulary and sequence")
         self.cfg = cfg
-        self.embed = nn.Embedding(cfg.vocab, cfg.hidden)
-        self.blocks = nn.ModuleList(Block(cfg, fp8) for _ in range(cfg.layers))
+        self.tp = tp
+        self.vocab_local = cfg.vocab // tp
+        self.embed = nn.Embedding(self.vocab_local, cfg.hidden)
+        self.blocks = nn.ModuleList(
+            Block(cfg, fp8, tp, recompute_attention) for _ in range(cfg.layers)
+        )
         self.norm = (
             RMSNorm(cfg.hidden) if cfg.norm == "rms" else nn.LayerNorm(cfg.hidden, bias=False)
         )
-        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        self.lm_head = nn.Linear(cfg.hidden, self.vocab_local, bias=False)
         cos, sin = rotary_tables(seq, cfg.hidden // cfg.heads, self.embed.weight.device)
         self.register_buffer("cos", cos, persistent=False)
         self.register_buffer("sin", sin, persistent=False)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        x = self.embed(ids)
+        x = scatter_seq(self.embed(ids), self.tp)  # vocab-parallel: partial sums, reduced
         for block in self.blocks:
             x = block(x, self.cos, self.sin)
-        return self.lm_head(self.norm(x))
+        return self.lm_head(gather_seq(self.norm(x), self.tp))
 
 
 def model_flops_per_token(cfg: DecoderConfig, seq: int, training: bool = True) -> float:

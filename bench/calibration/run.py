@@ -1,6 +1,6 @@
 """Reproduce the calibration table of docs/device-model.md with `hpuprof predict`.
 
-    python bench/calibration/run.py                 # every case (`make calibrate`), ~15 min
+    python bench/calibration/run.py                 # every case (`make calibrate`)
     python bench/calibration/run.py --only g2-lat   # the cases whose id starts with that
     python bench/calibration/run.py --markdown out.md --json out.json
     python bench/calibration/run.py --update-docs   # rewrite the table in docs/device-model.md
@@ -63,6 +63,11 @@ def run_case(case: Case) -> dict[str, object]:
         "note": case.note,
         "wall_s": time.perf_counter() - t0,
         "step_times_s": {k: v.get("step_times_s") for k, v in runs.items()},
+        "last_step_micro_s": {
+            k: micro[-1]
+            for k, v in runs.items()
+            if (micro := v.get("micro_step_times_s")) and micro[-1]
+        },
     }
 
 

@@ -8,7 +8,10 @@ directly on the device (`torch.device("hpu")`), as large models are, so no host 
 Each optimizer step runs `--accum` micro-batches (forward, backward), bf16 autocast, AdamW
 (`capturable=True`: its step and bias corrections stay on the device, so the lazy graph does not
 change between steps), and `mark_step` after the backward and after the optimizer, as Habana's
-examples do. `--fp8` runs the linear layers as `te.Linear` inside `te.fp8_autocast`.
+examples do. `--fp8` runs the linear layers as `te.Linear` inside `te.fp8_autocast`. `--recompute-attention`
+checkpoints the attention core (Megatron's selective recompute). `--tp N` runs one card's shard
+of an N-way tensor-parallel group with sequence parallelism, its collectives modeled (under
+`hpuprof predict` only; models.py).
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--fp8", action="store_true", help="te.Linear under te.fp8_autocast")
     ap.add_argument("--fp32", action="store_true", help="no bf16 autocast")
+    ap.add_argument("--tp", type=int, default=1, help="tensor-parallel shard (predict only)")
+    ap.add_argument(
+        "--recompute-attention", action="store_true", help="checkpoint the attention core"
+    )
     ap.add_argument("--device", default="hpu")
     args = ap.parse_args(argv)
     if args.device == "hpu":
@@ -51,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         cfg = cfg.scaled(args.layers)
     torch.manual_seed(0)
     with torch.device(args.device):
-        model = Decoder(cfg, args.seq, fp8=args.fp8)
+        model = Decoder(
+            cfg, args.seq, fp8=args.fp8, tp=args.tp, recompute_attention=args.recompute_attention
+        )
     opt = torch.optim.AdamW(
         model.parameters(), lr=1e-4, capturable=args.device != "cpu", foreach=False
     )
@@ -69,11 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     for step in range(args.steps):
         for _ in range(args.accum):
-            ids = torch.randint(0, cfg.vocab, (args.batch, args.seq + 1))
+            ids = torch.randint(0, model.vocab_local, (args.batch, args.seq + 1))
             inputs, labels = ids[:, :-1].to(args.device), ids[:, 1:].to(args.device)
             with autocast, fp8():
                 logits = model(inputs)
-            loss = F.cross_entropy(logits.reshape(-1, cfg.vocab).float(), labels.reshape(-1))
+            loss = F.cross_entropy(
+                logits.reshape(-1, model.vocab_local).float(), labels.reshape(-1)
+            )
             (loss / args.accum).backward()
             mark_step()
         opt.step()

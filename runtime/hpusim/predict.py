@@ -16,6 +16,7 @@ import math
 import statistics
 from array import array
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from time import perf_counter_ns
 from typing import Any, Final
 
@@ -48,6 +49,10 @@ class StepRecord:
     samples: int
     device_busy_ns: int
     comm_exposed_ns: int
+    micro_ns: tuple[int, ...] = ()
+    """An optimizer step cut at the `mark_step`s inside it (lazy gradient accumulation: one
+    segment per micro-batch, then the optimizer's): each segment ends when both the host and
+    the device are done with what was launched up to that `mark_step`."""
 
     @property
     def duration_ns(self) -> int:
@@ -81,6 +86,7 @@ class Prediction:
     mode: str = ""
     warmup_steps: int = 0
     step_times_s: tuple[float, ...] = ()
+    micro_step_times_s: tuple[tuple[float, ...], ...] = ()
     samples_per_step: float | None = None
     tokens_per_step: float | None = None
     exit_code: int = 0
@@ -90,6 +96,7 @@ class Prediction:
         out = asdict(self)
         out["assumptions"] = list(self.assumptions)
         out["step_times_s"] = list(self.step_times_s)
+        out["micro_step_times_s"] = [list(m) for m in self.micro_step_times_s]
         out["standins"] = list(self.standins)
         return out
 
@@ -116,6 +123,7 @@ class StepLedger:
             "mark_step": [],
         }
         self._pending: str | None = None
+        self._marks = array("q")  # mark_steps that did not close an optimizer step
         self.compiles = 0
         self.recompiles = 0
         self.compile_ns = 0
@@ -172,8 +180,11 @@ class StepLedger:
             self.recompiles += 1
 
     def on_mark_step(self) -> None:
+        closes_step = self._pending is not None
         self.close_pending()
         self._boundary("mark_step")
+        if not closes_step:
+            self._marks.append(self._bounds["mark_step"][-1][0])
 
     def on_op(self) -> None:
         """A device op after an optimizer step in lazy mode: the step's graph was launched."""
@@ -320,10 +331,13 @@ class StepLedger:
             end = max(tl.at(perf_counter_ns()), tl.idle_at())
             bounds = [(end, self.compiles, self.compile_ns, self.tokens, self.samples, 0)]
         starts = self._sorted_intervals()
+        marks = sorted(self._marks) if self._bounds["optimizer"] else []
         out: list[StepRecord] = []
         prev = (self.origin_ns, 0, 0, 0, 0, 0)
         for i, b in enumerate(bounds):
             lo, hi = prev[0], b[0]
+            cuts = [lo, *(m for m in marks if lo < m < hi), hi]
+            micro = tuple(e - s for s, e in pairwise(cuts)) if marks else ()
             busy, comm, flops = _window(starts, lo, hi)
             tokens = b[3] - prev[3]
             if self.tokens_per_step is not None:
@@ -331,7 +345,7 @@ class StepLedger:
             out.append(
                 StepRecord(
                     i, lo, hi, b[1] - prev[1], b[2] - prev[2], flops, tokens, b[4] - prev[4],
-                    busy, comm,
+                    busy, comm, micro,
                 )
             )  # fmt: skip
             prev = b
@@ -345,23 +359,60 @@ class StepLedger:
 
 
 class _CollectiveCost:
-    """A lazy-graph pseudo op: DDP's bucket all-reduce on the NIC (device_model.run_graph)."""
+    """A lazy-graph pseudo op: a collective on the NIC (device_model.run_graph); DDP's bucket
+    all-reduce unless `name` says otherwise."""
 
     __slots__ = ("dev_name", "dur", "engine", "flops", "fusible", "low", "nbytes")
 
-    def __init__(self, dur: int, nbytes: int, rt: Any) -> None:
+    def __init__(self, dur: int, nbytes: int, rt: Any, name: str = "") -> None:
         self.engine = ENGINE_NIC
         self.dur = dur
         self.nbytes = nbytes
         self.flops = 0
         self.fusible = False
         self.low = False
-        self.dev_name = _ddp_name(rt)
+        self.dev_name = rt.sink.intern(name) if name else _ddp_name(rt)
 
 
 def _ddp_name(rt: Any) -> int:
     sid: int = rt.sink.intern("allreduce (DDP gradients, modeled)")
     return sid
+
+
+GROUP_COLLECTIVES: Final = ("all_gather", "reduce_scatter", "all_reduce")
+
+
+def modeled_collective(kind: str, src: Any, out: Any, cards: int) -> Any:
+    """A collective of this card's group of `cards` cards (tensor parallelism run as one card's
+    shard), MODELED: `out` (an hpu tensor the caller allocated with the result's shape) is
+    written by `kind` on the NIC from `src`, as `DeviceTimeline.collective_ns` times it for the
+    full (larger) of the two tensors. Lazy mode: a node of the pending graph, so whatever reads
+    `out` waits for it and independent work overlaps it; eager: the stream waits for it.
+    Returns `out`. The other cards' shards are not run: every card of the group does the same."""
+    from hpusim import state
+    from hpusim.accounting import _nbytes
+
+    if kind not in GROUP_COLLECTIVES:
+        raise ValueError(f"modeled_collective: kind {kind!r} is not one of {GROUP_COLLECTIVES}")
+    rt = state.require_runtime()
+    tl = rt.timeline
+    src_bytes, out_bytes = _nbytes(src), _nbytes(out)
+    nbytes = max(src_bytes, out_bytes)
+    dur = tl.collective_ns(kind, nbytes, cards)
+    cost = _CollectiveCost(
+        dur, nbytes, rt, f"{kind.replace('_', '')} (tensor parallel x{cards}, modeled)"
+    )
+    if rt.lazy:
+        if not rt.graph:
+            rt.graph_start_ns = perf_counter_ns()
+        rt.graph.append(((f"hpuprof::tp_{kind}", (nbytes, cards)), cost))
+        rt.graph_deps.append((((src._gid, src_bytes),), ((out._gid, out_bytes),)))
+        return out
+    start = tl.schedule_collective(tl.stream_free, dur)  # eager: its input was just written
+    tl.wait_collectives()
+    if rt.sink.recording:
+        rt.sink.device(cost.dev_name, ENGINE_NIC, start, dur, -1, -1, 0, nbytes)
+    return out
 
 
 def _merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -491,6 +542,7 @@ def summarize(
         mode=cfg.mode,
         warmup_steps=warm,
         step_times_s=tuple(s.duration_ns / 1e9 for s in steps),
+        micro_step_times_s=tuple(tuple(m / 1e9 for m in s.micro_ns) for s in steps),
         samples_per_step=per or None,
         tokens_per_step=tok if tokens_known and tok else None,
         exit_code=exit_code,
@@ -512,6 +564,7 @@ __all__ = [
     "StepLedger",
     "StepRecord",
     "StopPrediction",
+    "modeled_collective",
     "summarize",
     "warmup_count",
 ]

@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 CALIB = Path(__file__).resolve().parents[2] / "bench" / "calibration"
 sys.path.insert(0, str(CALIB))
 
-from cases import CASES, _interp, _spans, _train_rate  # noqa: E402
+from cases import CASES, _interp, _spans, train_step_s  # noqa: E402
 
 
 def test_every_case_has_a_source_a_script_and_a_published_figure() -> None:
@@ -28,10 +28,49 @@ def test_every_case_has_a_source_a_script_and_a_published_figure() -> None:
         assert case.runs and all(args for args in case.runs.values())
 
 
-def test_training_extrapolates_linearly_in_micro_batches() -> None:
-    runs = {"accum1": {"step_time_s": 1.5}, "accum2": {"step_time_s": 2.5}}
-    # 1 + 127 micro-batches of 1.0 s after a 0.5 s fixed part: 128 x 4096 tokens in 128.5 s
-    assert _train_rate(runs, 128, 4096, 8) == pytest.approx(8 * 128 * 4096 / 128.5)
+def test_training_extrapolates_the_last_micro_batch_of_one_run() -> None:
+    # the last step: 0.5 s (first micro-batch, with its host time), 0.4 s (an accumulating
+    # one), 0.6 s (the optimizer); 128 micro-batches add 126 more of 0.4 s
+    run = {"step_times_s": [9.0, 1.5], "micro_step_times_s": [[5.0, 3.0, 1.0], [0.5, 0.4, 0.6]]}
+    assert train_step_s(run, 128) == pytest.approx(1.5 + 126 * 0.4)
+    assert train_step_s(run, 2) == pytest.approx(1.5)
+    with pytest.raises(ValueError, match="at least 2 micro-batches"):
+        train_step_s({"step_times_s": [1.0], "micro_step_times_s": [[0.5, 0.5]]}, 8)
+
+
+def _predict_json(capsys: Any, monkeypatch: Any, script: str, *args: str) -> dict[str, Any]:
+    from hpuprof.cli.main import main
+
+    monkeypatch.delenv("PT_HPU_LAZY_MODE", raising=False)
+    code = main(["predict", "--format", "json", "--", "python", str(CALIB / script), *args])
+    import hpusim
+
+    hpusim.disable()
+    assert code == 0
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return data
+
+
+def test_micro_batches_of_a_step_and_a_tensor_parallel_shard(capsys: Any, monkeypatch: Any) -> None:
+    """One run cuts each optimizer step at its mark_steps: the accumulating micro-batch of a
+    device-bound step is its graph's device time, the same in every steady step; a TP-2 shard
+    with sequence parallelism runs half the matmul FLOPs plus modeled collectives."""
+    common = [
+        "--model", "llama2-7b", "--layers", "1", "--seq", "2048", "--batch", "1",
+        "--accum", "3", "--steps", "3",
+    ]  # fmt: skip
+    full = _predict_json(capsys, monkeypatch, "train_decoder.py", *common)
+    micro = full["micro_step_times_s"]
+    assert [len(m) for m in micro] == [4, 4, 4]  # 3 micro-batches, then the optimizer
+    for m, t in zip(micro, full["step_times_s"], strict=True):
+        assert sum(m) == pytest.approx(t, rel=1e-6)
+    assert micro[2][1] == pytest.approx(micro[2][2], rel=1e-9)  # same graph, same device time
+    assert micro[2][1] == pytest.approx(micro[1][2], rel=1e-9)
+    shard = _predict_json(
+        capsys, monkeypatch, "train_decoder.py", *common, "--tp", "2", "--recompute-attention"
+    )
+    assert shard["model_flops_per_step"] < 0.6 * full["model_flops_per_step"]
+    assert shard["comm_pct"] > 0 and full["comm_pct"] == 0
 
 
 def test_decode_positions_one_per_bucket_and_interpolation() -> None:
@@ -45,20 +84,11 @@ def test_decode_positions_one_per_bucket_and_interpolation() -> None:
 
 
 def test_a_tiny_generation_runs_through_predict(capsys: Any, monkeypatch: Any) -> None:
-    from hpuprof.cli.main import main
-
-    monkeypatch.delenv("PT_HPU_LAZY_MODE", raising=False)
     args = [
-        "predict", "--format", "json", "--", "python", str(CALIB / "generate_decoder.py"),
         "--model", "llama2-7b", "--layers", "2", "--batch", "4", "--input-len", "64",
         "--output-len", "64", "--fp8", "--lengths", "65,128",
     ]  # fmt: skip
-    code = main(args)
-    import hpusim
-
-    hpusim.disable()
-    assert code == 0
-    data = json.loads(capsys.readouterr().out)
+    data = _predict_json(capsys, monkeypatch, "generate_decoder.py", *args)
     times = data["step_times_s"]
     assert len(times) == 1 + 3 + 2 * 2  # init, prefill capture + 2 replays, 2 decode pairs
     assert times[3] <= times[2] * 1.01  # the steady replay the cases read
