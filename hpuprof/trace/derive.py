@@ -26,6 +26,7 @@ decode per hit).
 from __future__ import annotations
 
 import re
+from concurrent.futures import Executor
 from typing import Any
 
 import msgspec
@@ -51,22 +52,32 @@ GRAPH_LAUNCHES = {"launch": "graph_build", "graph_replay": "graph_capture"}
 _MAX_CLIMB = 256
 
 
-def with_derived(events: pd.DataFrame) -> pd.DataFrame:
-    """`events` with the derived columns (re)computed, every column in schema order."""
-    derived = derive(events)
+def with_derived(events: pd.DataFrame, pool: Executor | None = None) -> pd.DataFrame:
+    """`events` with the derived columns (re)computed, every column in schema order (the
+    flops in `pool` when given, while this thread derives the rest)."""
+    derived = derive(events, pool)
     columns = {
         name: derived[name] if name in DERIVED_COLUMNS else events[name] for name in EVENT_COLUMNS
     }
     return pd.DataFrame(columns, index=events.index, copy=False)
 
 
-def derive(events: pd.DataFrame) -> dict[str, Any]:
-    """The derived columns of an events table (its other columns per `schema.EVENT_COLUMNS`)."""
+_FLOPS_SOURCES = ("is_device", "engine", "name", "kind", "input_dims", "args")
+
+
+def derive(events: pd.DataFrame, pool: Executor | None = None) -> dict[str, Any]:
+    """The derived columns of an events table (its other columns per `schema.EVENT_COLUMNS`);
+    the flops (mostly Arrow work without the GIL) in `pool` when given."""
     n = len(events)
+    flops: Any = None
+    if pool is not None and set(_FLOPS_SOURCES) <= set(events.columns):
+        # a frame of its own for the other thread (pandas objects are not shared across threads)
+        sources = pd.DataFrame({c: events[c] for c in _FLOPS_SOURCES}, copy=False)
+        flops = pool.submit(_flops, sources)
     parent = _parent_positions(events)
     op_pos = _op_positions(events, parent)
     dtype = _dtypes(events, op_pos)
-    flops = _flops(events)
+    flops = _flops(events) if flops is None else flops.result()
     call_site, cause_kind, cause = _runtime_keys(events)
     labels = events.index.to_numpy()
     op_row = np.full(n, NO_ID, dtype=np.int64)
