@@ -217,8 +217,10 @@ class Coded:
     codes: NDArray[np.int32]
     categories: list[str]
 
-    def values(self) -> NDArray[np.object_]:
-        return np.asarray(self.categories, dtype=object)[self.codes]
+    def values(self, rows: NDArray[np.int64] | None = None) -> NDArray[np.object_]:
+        """The text of every row, or of `rows` only (no object per row of the others)."""
+        codes = self.codes if rows is None else self.codes[rows]
+        return np.asarray(self.categories, dtype=object)[codes]
 
 
 def text(value: Any) -> str:

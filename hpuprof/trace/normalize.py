@@ -323,9 +323,9 @@ class _Normalizer:
         raw = self.raw
         procs: dict[str, dict[str, Any]] = {}
         threads: dict[tuple[str, str], dict[str, Any]] = {}
-        names: list[Any] = raw.name.values()[rows].tolist()
-        pids: list[Any] = raw.pid.values()[rows].tolist()
-        tids: list[Any] = raw.tid.values()[rows].tolist()
+        names: list[Any] = raw.name.values(rows).tolist()
+        pids: list[Any] = raw.pid.values(rows).tolist()
+        tids: list[Any] = raw.tid.values(rows).tolist()
         for row, name, pid, tid in zip(rows.tolist(), names, pids, tids, strict=True):
             args = self._side_args(row)
             if name.startswith("process_"):
@@ -695,7 +695,7 @@ class _Normalizer:
     ) -> pd.DataFrame:
         raw = self.raw
         record: dict[str, list[Any]] = {c: [] for c in COUNTER_COLUMNS}
-        names: list[Any] = raw.name.values()[rows].tolist()
+        names: list[Any] = raw.name.values(rows).tolist()
         for row, name in zip(rows.tolist(), names, strict=True):
             args = self._side_args(row)
             for series, value in args.items():
