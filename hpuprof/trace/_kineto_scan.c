@@ -13,7 +13,10 @@
  *   key: 'i' int64 id (NO_ID when absent), 'r' raw JSON bytes, 't' tagged text, 'f' flag.
  *   The tuple: (n, ph, ts, dur, name, cat, pid, tid, flow_id, bp, args, *per-key columns)
  *   where ph is n uint8, ts/dur n float64 (NaN when absent or null), id and flag columns are
- *   n int64 / int8, and every other column is a pair (offsets: n+1 int64, data: bytes).
+ *   n int64 / int8, args is a pair (offsets: n+1 int64, data: bytes), and every other column
+ *   is dictionary-encoded as it is scanned: None when no row has a value, else a triple
+ *   (offsets: k+1 int64, data: bytes) of its k distinct values in order of first appearance
+ *   (b"" among them when some row has none) and indices: n int32 into them.
  *   Tagged text values start with a tag byte: 's' a string (its UTF-8 follows), 'i' an
  *   integer (its decimal digits follow), 'n' absent or null.
  */
@@ -81,6 +84,122 @@ static inline int var_end(VarCol *c, size_t row) {
         if (var_start(c, row)) return -1;
     }
     return buf_put(&c->off, &end, sizeof end);
+}
+
+/* A dictionary-encoded column. A row's value is appended to `data` after its distinct
+ * values (from `base`); at the row's end it is looked up among them (open addressing over
+ * `slots`, which hold distinct index + 1): a value seen before is dropped from `data` again,
+ * a new one stays and becomes the next distinct value. Until the first row with a value
+ * (`started`) nothing is written per row. */
+typedef struct {
+    Buf data, off, idx; /* distinct values; their k+1 int64 offsets; n int32 indices */
+    uint32_t *slots;
+    size_t nslots, count, base;
+    int started;
+} DictCol;
+
+static inline uint64_t hash_bytes(const unsigned char *s, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
+}
+
+static int dict_rehash(DictCol *d) {
+    size_t nslots = d->nslots ? d->nslots * 2 : 64;
+    uint32_t *slots = calloc(nslots, sizeof *slots);
+    if (!slots) return -1;
+    const int64_t *off = (const int64_t *)d->off.p;
+    for (size_t k = 0; k < d->count; k++) {
+        size_t j = hash_bytes((const unsigned char *)d->data.p + off[k], (size_t)(off[k + 1] - off[k]));
+        for (j &= nslots - 1; slots[j]; j = (j + 1) & (nslots - 1)) {
+        }
+        slots[j] = (uint32_t)(k + 1);
+    }
+    free(d->slots);
+    d->slots = slots;
+    d->nslots = nslots;
+    return 0;
+}
+
+/* The index of the value data[base:len] (the row's), added when new. -1 on no memory. */
+static int dict_intern(DictCol *d, int32_t *out) {
+    if (!d->off.len) { /* the first offset */
+        int64_t zero = 0;
+        if (buf_reserve(&d->off, 64 * sizeof zero)) return -1;
+        memcpy(d->off.p, &zero, sizeof zero);
+        d->off.len = sizeof zero;
+    }
+    if (2 * (d->count + 1) > d->nslots && dict_rehash(d)) return -1;
+    const unsigned char *value = (const unsigned char *)d->data.p + d->base;
+    size_t len = d->data.len - d->base;
+    const int64_t *off = (const int64_t *)d->off.p;
+    size_t mask = d->nslots - 1, j = hash_bytes(value, len) & mask;
+    for (; d->slots[j]; j = (j + 1) & mask) {
+        size_t k = d->slots[j] - 1;
+        if ((size_t)(off[k + 1] - off[k]) == len && !memcmp(d->data.p + off[k], value, len)) {
+            d->data.len = d->base; /* seen before: dropped */
+            *out = (int32_t)k;
+            return 0;
+        }
+    }
+    if (d->count >= INT32_MAX) return -1;
+    int64_t end = (int64_t)d->data.len;
+    if (buf_put(&d->off, &end, sizeof end)) return -1;
+    d->slots[j] = (uint32_t)(d->count + 1);
+    d->base = d->data.len;
+    *out = (int32_t)d->count++;
+    return 0;
+}
+
+/* Close row `row` (0-based) of the column. */
+static int dict_end(DictCol *d, size_t row) {
+    int32_t k;
+    if (!d->started) {
+        if (d->data.len == d->base) return 0; /* no value yet in any row */
+        if (buf_reserve(&d->idx, (row + 1) * sizeof k)) return -1;
+        if (row) { /* the rows before had none: b"" is the first distinct value */
+            size_t len = d->data.len;
+            d->data.len = d->base;
+            if (dict_intern(d, &k)) return -1;
+            d->data.len = len;
+            memset(d->idx.p, 0, row * sizeof k); /* (k is 0) */
+        }
+        d->idx.len = row * sizeof k;
+        d->started = 1;
+    }
+    if (dict_intern(d, &k)) return -1;
+    return buf_put(&d->idx, &k, sizeof k);
+}
+
+static void dict_clear(DictCol *d, int free_memory) {
+    Buf *bufs[] = {&d->data, &d->off, &d->idx};
+    for (size_t k = 0; k < 3; k++) {
+        bufs[k]->len = 0;
+        if (free_memory) {
+            free(bufs[k]->p);
+            bufs[k]->p = NULL;
+            bufs[k]->cap = 0;
+        }
+    }
+    if (free_memory) {
+        free(d->slots);
+        d->slots = NULL;
+        d->nslots = 0;
+    } else if (d->slots) {
+        memset(d->slots, 0, d->nslots * sizeof *d->slots);
+    }
+    d->count = d->base = 0;
+    d->started = 0;
 }
 
 typedef struct {
@@ -491,14 +610,15 @@ static int event_key(const unsigned char *k, size_t n) {
 
 typedef struct {
     Buf ph, ts, dur;
-    VarCol name, cat, pid, tid, fid, bp, args;
+    DictCol name, cat, pid, tid, fid, bp;
+    VarCol args;
     int nkeys;
     const char *keys[MAX_KEYS];
     Py_ssize_t keylen[MAX_KEYS];
     char kinds[MAX_KEYS];
     uint32_t bylen[KEY_LENS + 1]; /* bit k: keys[k] has this length */
-    Buf fixed[MAX_KEYS]; /* 'i' int64, 'f' int8 */
-    VarCol var[MAX_KEYS];  /* 'r' raw, 't' tagged */
+    Buf fixed[MAX_KEYS];    /* 'i' int64, 'f' int8 */
+    DictCol dict[MAX_KEYS]; /* 'r' raw, 't' tagged */
     size_t row; /* the event being scanned */
 } Scan;
 
@@ -508,27 +628,24 @@ typedef struct {
 static Scan slots[SCAN_SLOTS];
 static int slot_busy[SCAN_SLOTS];
 
-#define SCAN_VARS(sc) \
-    {&(sc)->name, &(sc)->cat, &(sc)->pid, &(sc)->tid, &(sc)->fid, &(sc)->bp, &(sc)->args}
+#define SCAN_DICTS(sc) {&(sc)->name, &(sc)->cat, &(sc)->pid, &(sc)->tid, &(sc)->fid, &(sc)->bp}
+#define N_DICTS 6
 
 /* Every buffer of the scan (free: released; else emptied, its memory kept for the next). */
 static void scan_clear(Scan *sc, int free_memory) {
-    VarCol *vars[] = SCAN_VARS(sc);
-    Buf *bufs[2 * 7 + 3 + 3 * MAX_KEYS];
+    DictCol *dicts[] = SCAN_DICTS(sc);
+    Buf *bufs[2 + 3 + MAX_KEYS];
     size_t nb = 0;
     bufs[nb++] = &sc->ph;
     bufs[nb++] = &sc->ts;
     bufs[nb++] = &sc->dur;
-    for (size_t k = 0; k < 7; k++) {
-        bufs[nb++] = &vars[k]->off;
-        bufs[nb++] = &vars[k]->data;
-        vars[k]->started = 0;
-    }
+    bufs[nb++] = &sc->args.off;
+    bufs[nb++] = &sc->args.data;
+    sc->args.started = 0;
+    for (size_t k = 0; k < N_DICTS; k++) dict_clear(dicts[k], free_memory);
     for (int k = 0; k < MAX_KEYS; k++) {
         bufs[nb++] = &sc->fixed[k];
-        bufs[nb++] = &sc->var[k].off;
-        bufs[nb++] = &sc->var[k].data;
-        sc->var[k].started = 0;
+        dict_clear(&sc->dict[k], free_memory);
     }
     for (size_t k = 0; k < nb; k++) {
         bufs[k]->len = 0;
@@ -638,9 +755,9 @@ static int parse_args(Cur *c, Scan *sc) {
                     size_t vstart = c->i;
                     /* an array; null and other types: left to msgspec (absent, or an error) */
                     if (ch != '[' || skip_value(c, 1)) return -1;
-                    if (buf_put(&sc->var[which].data, c->s + vstart, c->i - vstart)) return -1;
+                    if (buf_put(&sc->dict[which].data, c->s + vstart, c->i - vstart)) return -1;
                 } else {
-                    Buf *data = &sc->var[which].data;
+                    Buf *data = &sc->dict[which].data;
                     size_t before = data->len;
                     if (tagged_value(c, data, 1)) return -1;
                     if (data->len == before + 1 && data->p[before] == 'n') data->len = before;
@@ -692,13 +809,13 @@ static int parse_event(Cur *c, Scan *sc) {
                 }
                 case K_NAME:
                 case K_CAT: {
-                    VarCol *col = key == K_NAME ? &sc->name : &sc->cat;
+                    DictCol *col = key == K_NAME ? &sc->name : &sc->cat;
                     if (ch != '"' || parse_string(c, &col->data, NULL)) return -1;
                     break;
                 }
                 case K_PID:
                 case K_TID: {
-                    VarCol *col = key == K_PID ? &sc->pid : &sc->tid;
+                    DictCol *col = key == K_PID ? &sc->pid : &sc->tid;
                     if (ch == 'n' || tagged_value(c, &col->data, 1)) return -1;
                     if (key == K_PID)
                         has_pid = 1;
@@ -753,28 +870,27 @@ static int parse_event(Cur *c, Scan *sc) {
     }
     if (buf_put(&sc->ph, &ph, 1) || buf_put(&sc->ts, &ts, 8) || buf_put(&sc->dur, &dur, 8))
         return -1;
-    VarCol *vars[] = SCAN_VARS(sc);
+    DictCol *dicts[] = SCAN_DICTS(sc);
     size_t row = sc->row++;
-    for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++)
-        if (var_end(vars[k], row)) return -1;
+    for (size_t k = 0; k < N_DICTS; k++)
+        if (dict_end(dicts[k], row)) return -1;
+    if (var_end(&sc->args, row)) return -1;
     for (int k = 0; k < sc->nkeys; k++)
-        if ((sc->kinds[k] == 'r' || sc->kinds[k] == 't') && var_end(&sc->var[k], row)) return -1;
+        if ((sc->kinds[k] == 'r' || sc->kinds[k] == 't') && dict_end(&sc->dict[k], row)) return -1;
     return 0;
 }
 
 static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
 
-/* (offsets, data) of a column of n rows; a column that never started is (b"", b"") unless
- * `full` asks for its n+1 zero offsets. */
-static PyObject *pair_of(VarCol *c, Py_ssize_t n, int full) {
+/* (offsets, data) of the args column of n rows (n+1 zero offsets when it never started). */
+static PyObject *pair_of(VarCol *c, Py_ssize_t n) {
     PyObject *off;
     if (c->started)
         off = bytes_of(&c->off);
-    else if (full) {
+    else {
         off = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
         if (off) memset(PyBytes_AS_STRING(off), 0, (size_t)(n + 1) * 8);
-    } else
-        off = PyBytes_FromStringAndSize("", 0);
+    }
     PyObject *data = off ? bytes_of(&c->data) : NULL;
     if (!data) {
         Py_XDECREF(off);
@@ -784,6 +900,17 @@ static PyObject *pair_of(VarCol *c, Py_ssize_t n, int full) {
     Py_DECREF(off);
     Py_DECREF(data);
     return pair;
+}
+
+/* (offsets, data, indices) of a dictionary-encoded column, None when no row had a value. */
+static PyObject *dict_of(DictCol *d) {
+    if (!d->started) Py_RETURN_NONE;
+    PyObject *off = bytes_of(&d->off), *data = bytes_of(&d->data), *idx = bytes_of(&d->idx);
+    PyObject *triple = off && data && idx ? PyTuple_Pack(3, off, data, idx) : NULL;
+    Py_XDECREF(off);
+    Py_XDECREF(data);
+    Py_XDECREF(idx);
+    return triple;
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
@@ -829,7 +956,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         Py_ssize_t len = sc->keylen[k];
         sc->bylen[len < KEY_LENS ? len : KEY_LENS] |= 1u << k;
     }
-    VarCol *vars[] = SCAN_VARS(sc);
+    DictCol *dicts[] = SCAN_DICTS(sc);
     int failed = 0;
     Py_ssize_t n = 0;
     if (!failed) {
@@ -867,7 +994,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     items[1] = bytes_of(&sc->ph);
     items[2] = bytes_of(&sc->ts);
     items[3] = bytes_of(&sc->dur);
-    for (int k = 0; k < 7; k++) items[4 + k] = pair_of(vars[k], n, vars[k] == &sc->args);
+    for (int k = 0; k < N_DICTS; k++) items[4 + k] = dict_of(dicts[k]);
+    items[10] = pair_of(&sc->args, n);
     for (int k = 0; k < 11; k++) {
         if (!items[k]) {
             Py_CLEAR(result);
@@ -879,7 +1007,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     for (int k = 0; k < sc->nkeys; k++) {
         char kind = sc->kinds[k];
         PyObject *col =
-            (kind == 'i' || kind == 'f') ? bytes_of(&sc->fixed[k]) : pair_of(&sc->var[k], n, 0);
+            (kind == 'i' || kind == 'f') ? bytes_of(&sc->fixed[k]) : dict_of(&sc->dict[k]);
         if (!col) {
             Py_CLEAR(result);
             goto done;
@@ -990,7 +1118,7 @@ static struct PyModuleDef module = {
 
 /* Bump KINETO_SCAN_ABI whenever scan/gather/release change their arguments or results;
    fastscan.py ignores a built module of another ABI (a stale .so from an older checkout). */
-#define KINETO_SCAN_ABI 1
+#define KINETO_SCAN_ABI 2
 
 PyMODINIT_FUNC PyInit__kineto_scan(void) {
     init_plain();

@@ -217,8 +217,10 @@ class Coded:
     codes: NDArray[np.int32]
     categories: list[str]
 
-    def values(self) -> NDArray[np.object_]:
-        return np.asarray(self.categories, dtype=object)[self.codes]
+    def values(self, rows: NDArray[np.int64] | None = None) -> NDArray[np.object_]:
+        """The text of every row, or of `rows` only (no object per row of the others)."""
+        codes = self.codes if rows is None else self.codes[rows]
+        return np.asarray(self.categories, dtype=object)[codes]
 
 
 def text(value: Any) -> str:
@@ -431,47 +433,6 @@ def _untag_ints(distinct: pa.LargeBinaryArray) -> list[Any] | None:
     return values
 
 
-# --- a scanned chunk's text columns, dictionary-encoded where it was scanned ------------------
-
-
-@dataclass(frozen=True)
-class EncodedSpans:
-    """A text column of one chunk as its distinct values and each row's index into them."""
-
-    distinct: pa.LargeBinaryArray
-    indices: NDArray[Any]
-
-
-def encode_spans(n: int, pair: tuple[bytes, bytes]) -> EncodedSpans | None:
-    """The `EncodedSpans` of a scanned column (offsets, data) of `n` rows; None when empty."""
-    offsets, data = pair
-    if not data:
-        return None
-    array = pa.LargeBinaryArray.from_buffers(
-        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-    ).dictionary_encode()
-    return EncodedSpans(array.dictionary, array.indices.to_numpy(zero_copy_only=False))
-
-
-_SCANNED_TEXT = (4, 5, 6, 7, 8, 9)  # name, cat, pid, tid, flow id, binding in a scan's tuple
-
-
-def prepare_scanned(scanned: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
-    """A chunk's scan (`fastscan.scan`) with its text columns dictionary-encoded: the first
-    part of `ColumnBuilder.add_scanned`, which needs no builder (pyarrow runs it without the
-    GIL), so that the thread that scanned the chunk does it while another adds chunks."""
-    if scanned is None:
-        return None
-    n = scanned[0]
-    out = list(scanned)
-    for i in _SCANNED_TEXT:
-        out[i] = encode_spans(n, scanned[i])
-    for k, field in enumerate(ARG_FIELDS):
-        if field not in ID_ARGS and field != "fallback":
-            out[11 + k] = encode_spans(n, scanned[11 + k])
-    return tuple(out)
-
-
 # --- the raw columns of one file ---------------------------------------------------------------
 
 
@@ -570,7 +531,8 @@ class ColumnBuilder:
 
     def add_scanned(self, scanned: Sequence[Any]) -> None:
         """Append one chunk's columns from the compiled scanner (`fastscan.scan`): the same
-        pieces `add` makes from the decoded events, built from buffers (no object per event)."""
+        pieces `add` makes from the decoded events, built from buffers (no object per event;
+        the text columns come dictionary-encoded: one Python value per distinct value)."""
         n, ph, ts, dur, name, cat, pid, tid, fid, bp, args, *arg_columns = scanned
         if not n:
             return
@@ -603,20 +565,20 @@ class ColumnBuilder:
         self.rows += n
 
     def _intern_spans(
-        self, field: str, n: int, spans: Any, value: Callable[[bytes], Any]
+        self, field: str, n: int, encoded: Any, value: Callable[[bytes], Any]
     ) -> NDArray[np.int32]:
-        """Codes of a column given as (offsets, data), or as its `EncodedSpans`: its distinct
-        values found by pyarrow, each turned into the interned value (`value`) once."""
-        encoded = (
-            spans if isinstance(spans, EncodedSpans) or spans is None else encode_spans(n, spans)
-        )
+        """Codes of a column as the scanner encodes it (None: no value in any row; else the
+        offsets and data of its distinct values and each row's index into them), each
+        distinct value turned into the interned value (`value`) once."""
         if encoded is None:
             return np.zeros(n, dtype=np.int32)
-        values = _untag_ints(encoded.distinct) if value is _untag else None
+        offsets, data, indices = encoded
+        distinct = _binary_piece(len(offsets) // 8 - 1, offsets, data)
+        values = _untag_ints(distinct) if value is _untag else None
         if values is None:
-            values = list(map(value, encoded.distinct.to_pylist()))
+            values = list(map(value, distinct.to_pylist()))
         remap = self.interners[field].codes(values)
-        return remap[encoded.indices]
+        return remap[np.frombuffer(indices, dtype=np.int32)]
 
     def _rows_with(self, ph_codes: NDArray[np.int32], phases: tuple[str, ...]) -> NDArray[Any]:
         index = self.interners["ph"].index

@@ -26,6 +26,7 @@ decode per hit).
 from __future__ import annotations
 
 import re
+from concurrent.futures import Executor
 from typing import Any
 
 import msgspec
@@ -35,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from hpuprof.trace.columns import take_binary
 from hpuprof.trace.opinfo import (
     MATMUL_CONV,
     first_float_dtype,
@@ -51,22 +53,32 @@ GRAPH_LAUNCHES = {"launch": "graph_build", "graph_replay": "graph_capture"}
 _MAX_CLIMB = 256
 
 
-def with_derived(events: pd.DataFrame) -> pd.DataFrame:
-    """`events` with the derived columns (re)computed, every column in schema order."""
-    derived = derive(events)
+def with_derived(events: pd.DataFrame, pool: Executor | None = None) -> pd.DataFrame:
+    """`events` with the derived columns (re)computed, every column in schema order (the
+    flops in `pool` when given, while this thread derives the rest)."""
+    derived = derive(events, pool)
     columns = {
         name: derived[name] if name in DERIVED_COLUMNS else events[name] for name in EVENT_COLUMNS
     }
     return pd.DataFrame(columns, index=events.index, copy=False)
 
 
-def derive(events: pd.DataFrame) -> dict[str, Any]:
-    """The derived columns of an events table (its other columns per `schema.EVENT_COLUMNS`)."""
+_FLOPS_SOURCES = ("is_device", "engine", "name", "kind", "input_dims", "args")
+
+
+def derive(events: pd.DataFrame, pool: Executor | None = None) -> dict[str, Any]:
+    """The derived columns of an events table (its other columns per `schema.EVENT_COLUMNS`);
+    the flops (mostly Arrow work without the GIL) in `pool` when given."""
     n = len(events)
+    flops: Any = None
+    if pool is not None and set(_FLOPS_SOURCES) <= set(events.columns):
+        # a frame of its own for the other thread (pandas objects are not shared across threads)
+        sources = pd.DataFrame({c: events[c] for c in _FLOPS_SOURCES}, copy=False)
+        flops = pool.submit(_flops, sources)
     parent = _parent_positions(events)
     op_pos = _op_positions(events, parent)
     dtype = _dtypes(events, op_pos)
-    flops = _flops(events)
+    flops = _flops(events) if flops is None else flops.result()
     call_site, cause_kind, cause = _runtime_keys(events)
     labels = events.index.to_numpy()
     op_row = np.full(n, NO_ID, dtype=np.int64)
@@ -284,22 +296,33 @@ def _graph_ops(
 # --- dtype and flops ------------------------------------------------------------------------------
 
 
-def _arg_matches(events: pd.DataFrame, rows: NDArray[np.int64], pattern: str) -> Any:
+def _arg_matches(
+    events: pd.DataFrame, rows: NDArray[np.int64], pattern: str, literal: bytes
+) -> Any:
     """Regex capture `v` in the raw args of `rows` as an Arrow string array (null where
-    absent), one vectorized pass."""
+    absent), one vectorized pass. `literal` is text every match holds: when the rows' args
+    hold none, no row matches and the regex is not run (most traces have no such key)."""
     col = events["args"]
     arrow = getattr(col.array, "__arrow_array__", None)
     arr = arrow() if arrow is not None else pa.array(col.to_numpy(dtype=object), type=pa.binary())
-    taken = arr.take(pa.array(rows, type=pa.int64()))
+    if arr.type == pa.large_binary():  # the loader's: gathered in C, one exact-size buffer
+        taken: Any = take_binary(arr, rows)
+        data = taken.buffers()[2]
+        if data is None or re.search(re.escape(literal), memoryview(data)) is None:
+            return pa.nulls(len(rows), pa.large_string())
+    else:
+        taken = arr.take(pa.array(rows, type=pa.int64()))
     text = pc.cast(taken, pa.large_string() if "large" in str(taken.type) else pa.string())
     return pc.struct_field(pc.extract_regex(text, pattern), "v")
 
 
-def _arg_values(events: pd.DataFrame, rows: NDArray[np.int64], pattern: str) -> NDArray[Any]:
+def _arg_values(
+    events: pd.DataFrame, rows: NDArray[np.int64], pattern: str, literal: bytes
+) -> NDArray[Any]:
     """The captures of `_arg_matches` as Python strings ("" where absent)."""
     if len(rows) == 0 or "args" not in events.columns:
         return np.zeros(0, dtype=object)
-    got = _arg_matches(events, rows, pattern)
+    got = _arg_matches(events, rows, pattern, literal)
     return np.asarray(got.to_pandas().fillna("").to_numpy(dtype=object), dtype=object)
 
 
@@ -308,7 +331,7 @@ def _arg_floats(events: pd.DataFrame, rows: NDArray[np.int64], key: str) -> NDAr
     if len(rows) == 0 or "args" not in events.columns:
         return np.zeros(0, dtype=np.float64)
     pattern = '"' + re.escape(key) + r'":\s*(?P<v>-?[0-9][0-9.eE+-]*)'
-    got = _arg_matches(events, rows, pattern)
+    got = _arg_matches(events, rows, pattern, f'"{key}":'.encode())
     try:
         values = pc.cast(got, pa.float64())
     except pa.ArrowInvalid:
@@ -333,7 +356,7 @@ def _dtypes(events: pd.DataFrame, op_pos: NDArray[np.int64]) -> pd.Categorical:
     dtype = per_cat[np.where(codes_in >= 0, codes_in, len(cats))]
     dtype[~_is(events["kind"], {"cpu_op"})] = 0
     keyed = _keyed_device_rows(events)
-    given = _arg_values(events, keyed, r'"dataType":\s*"(?P<v>[^"]*)"')
+    given = _arg_values(events, keyed, r'"dataType":\s*"(?P<v>[^"]*)"', b'"dataType":')
     if len(keyed):
         uniq, inv = np.unique(given.astype(str), return_inverse=True)
         dtype[keyed] = np.array([code(norm_dtype(u)) if u else 0 for u in uniq])[inv]
@@ -383,7 +406,7 @@ def _runtime_keys(events: pd.DataFrame) -> tuple[pd.Categorical, pd.Categorical,
     kinds: tuple[list[int], list[str]] = ([], [])
     causes: tuple[list[int], list[str]] = ([], [])
     rows = np.flatnonzero(_is(events["kind"], {"hpu_runtime"}))
-    hits = _arg_values(events, rows, r'(?P<v>"hpuprof\.(?:cause|call_site)")')
+    hits = _arg_values(events, rows, r'(?P<v>"hpuprof\.(?:cause|call_site)")', b'"hpuprof.')
     rows = rows[hits != ""] if len(rows) else rows
     raw = events["args"].iloc[rows].tolist() if len(rows) else []
     for row, blob in zip(rows.tolist(), raw, strict=True):

@@ -16,7 +16,7 @@ from typing import Any
 
 from hpuprof.trace.schema import ARG_KEYS
 
-ABI = 1
+ABI = 2
 """The interface version of `_kineto_scan.c` this module speaks (its `KINETO_SCAN_ABI`)."""
 
 SCANNED_ARGS: tuple[tuple[str, bytes, bytes], ...] = (

@@ -31,7 +31,7 @@ import msgspec
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace import fastscan
-from hpuprof.trace.columns import BadValue, ColumnBuilder, Event, RawColumns, prepare_scanned
+from hpuprof.trace.columns import BadValue, ColumnBuilder, Event, RawColumns
 from hpuprof.trace.heap import (
     DECODE_MMAP_THRESHOLD,
     MMAP_THRESHOLD,
@@ -315,7 +315,7 @@ class _Reader:
                     if match is None:
                         break
                     view = memoryview(self.buf)[start : match.start() + 1]
-                    scan = self.pool.submit(_scan_and_prepare, view)
+                    scan = self.pool.submit(fastscan.scan, view)
                     del view
                     pending.append((match.start() + 1, match.end() - 1, scan))
                     start = match.end() - 1
@@ -525,11 +525,6 @@ class _Reader:
             if "truncated" in str(error):
                 return
             raise self._decode_error(error, offset) from None
-
-
-def _scan_and_prepare(chunk: Any) -> tuple[Any, ...] | None:
-    """What a scanning thread does with a chunk (see `_Reader._scan_ahead`)."""
-    return prepare_scanned(fastscan.scan(chunk))
 
 
 # --- public entry points ----------------------------------------------------------------------

@@ -88,16 +88,23 @@ def build_trace(
 ) -> Trace:
     """Normalize the raw columns of one file into a `Trace` (rank detected unless given).
 
-    With `threads` > 1, the flows table and the events' args (a copy in C without the GIL)
-    are built in other threads while this one builds the rest: the same tables, a little
-    sooner, with the args copy's buffer alive earlier (a higher peak RSS).
+    With `threads` > 1, the parts that do not depend on one another (the flows table, the
+    events' args copied in C, the nesting, the categorical columns, the flops) are built in
+    other threads while this one builds the rest: the same tables, sooner (most of that work
+    runs in numpy, Arrow or C without the GIL), with the args copy's buffer alive earlier (a
+    higher peak RSS).
     """
     normalizer = _Normalizer(raw, metadata, source)
     if threads <= 1:
         return normalizer.build(rank)
-    with ThreadPoolExecutor(2, thread_name_prefix="hpuprof-normalize") as pool:
+    with ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="hpuprof-normalize") as pool:
         normalizer.pool = pool
         return normalizer.build(rank)
+
+
+_POOL_THREADS = 4
+"""Threads of the normalizer's pool: enough that a part never queues behind another (the
+cores are shared with the thread that submits them; the OS interleaves them)."""
 
 
 def categorical(codes: NDArray[Any] | Sequence[int], categories: Sequence[str]) -> pd.Categorical:
@@ -198,6 +205,15 @@ class _Normalizer:
         self.base = _base_ns(metadata.get("baseTimeNanoseconds"), source)
         self.pool: ThreadPoolExecutor | None = None  # builds independent parts meanwhile
 
+    def _soon(self, function: Any, *args: Any) -> Future[Any]:
+        """`function(*args)` in the pool (the caller takes `.result()` when it needs it), or
+        done at once without a pool."""
+        if self.pool is not None:
+            return self.pool.submit(function, *args)
+        done: Future[Any] = Future()
+        done.set_result(function(*args))
+        return done
+
     # --- top level ---------------------------------------------------------------------------
 
     def build(self, rank: int | None) -> Trace:
@@ -233,17 +249,14 @@ class _Normalizer:
         ts, dur, flow_ts = ts_ns[rows], dur_ns[rows], ts_ns[flow_rows]
         del ts_ns, dur_ns  # file-length arrays: gone before the events' temporaries exist
         flow_columns = {f: getattr(raw, f) for f in _FLOW_SOURCES}  # (raw columns get released)
-        if self.pool is not None:
-            flows: Any = self.pool.submit(_flows, flow_columns, flow_rows, flow_ts, rank)
-        else:
-            flows = _flows(flow_columns, flow_rows, flow_ts, rank)
+        flows = self._soon(_flows, flow_columns, flow_rows, flow_ts, rank)
         del flow_columns
         raw.release("bp", "side_args")
         events = self._events(rows, ts, dur, rank, processes, threads, flow_rows, flow_ts)
         return Trace(
             events=events,
             counters=counters,
-            flows=flows.result() if isinstance(flows, Future) else flows,
+            flows=flows.result(),
             metadata={rank: dict(self.metadata)},
             processes=processes,
             threads=threads,
@@ -310,9 +323,9 @@ class _Normalizer:
         raw = self.raw
         procs: dict[str, dict[str, Any]] = {}
         threads: dict[tuple[str, str], dict[str, Any]] = {}
-        names: list[Any] = raw.name.values()[rows].tolist()
-        pids: list[Any] = raw.pid.values()[rows].tolist()
-        tids: list[Any] = raw.tid.values()[rows].tolist()
+        names: list[Any] = raw.name.values(rows).tolist()
+        pids: list[Any] = raw.pid.values(rows).tolist()
+        tids: list[Any] = raw.tid.values(rows).tolist()
         for row, name, pid, tid in zip(rows.tolist(), names, pids, tids, strict=True):
             args = self._side_args(row)
             if name.startswith("process_"):
@@ -402,22 +415,25 @@ class _Normalizer:
         columns["external_id"] = raw.external_id[rows].astype(np.int64)
         columns["fallback"] = raw.fallback[rows] == 1
         raw.release("external_id", "fallback")
+        taken: dict[str, Future[pd.Categorical]] = {}
         for field in ("input_dims", "input_types", "mode", "module", "phase", "flush_reason"):
-            columns[field] = self._take_categorical(field, rows)
+            taken[field] = self._soon(self._take_categorical, field, rows)
         pid_codes = raw.pid.codes[rows]  # int32: the int64 lane key is the only wide copy
         tid_codes = raw.tid.codes[rows]
         lane = pid_codes.astype(np.int64)
         lane *= max(len(raw.tid.categories), 1)
         lane += tid_codes
         instant = _code_mask(raw.ph, {"i", "I"})[rows]
+        by_lane = lane_order(lane)
+        nested = self._soon(nest, lane[by_lane], ts[by_lane], (ts + dur)[by_lane])
 
         kind, engine, device, stream = self._device_columns(
             rows, pid_codes, tid_codes, instant, processes, threads
         )
         is_device = _DEVICE_KIND[kind]
 
-        by_lane = lane_order(lane)
-        depth_l, parent_l = nest(lane[by_lane], ts[by_lane], (ts + dur)[by_lane])
+        depth_l, parent_l = nested.result()
+        del nested
         depth = np.empty(n, dtype=np.int64)
         depth[by_lane] = depth_l
         parent = np.full(n, NO_ID, dtype=np.int64)
@@ -434,7 +450,7 @@ class _Normalizer:
         columns["graph_id"] = self._graph_ids(rows)
         raw.release("graph_id", "recipe_id")
         for field in ("name", "cat", "pid", "tid", "hpu_event"):
-            columns[field] = self._take_categorical(field, rows)
+            taken[field] = self._soon(self._take_categorical, field, rows)
         columns["ph"] = categorical(instant.astype(np.int8), ["X", "i"])
         raw.release("ph")
         columns["ts_ns"] = ts
@@ -452,6 +468,8 @@ class _Normalizer:
         columns["parent"] = parent
         columns["step"] = step.astype(np.int32)
         del step
+        columns.update((field, part.result()) for field, part in taken.items())
+        del taken
         # last, when every other raw column is gone: the args, into a buffer of their exact size
         # (the heap's free pages go back first: the load peaks here, with both args buffers)
         release_free_memory()
@@ -461,7 +479,7 @@ class _Normalizer:
         frame = pd.DataFrame(
             {name: columns.pop(name) for name in EVENT_COLUMNS if name in columns}, copy=False
         )
-        return with_derived(frame)
+        return with_derived(frame, self.pool)
 
     def _take_categorical(self, field: str, rows: NDArray[np.int64]) -> pd.Categorical:
         """The raw coded column `field` at `rows` as a categorical; the raw column is freed."""
@@ -677,7 +695,7 @@ class _Normalizer:
     ) -> pd.DataFrame:
         raw = self.raw
         record: dict[str, list[Any]] = {c: [] for c in COUNTER_COLUMNS}
-        names: list[Any] = raw.name.values()[rows].tolist()
+        names: list[Any] = raw.name.values(rows).tolist()
         for row, name in zip(rows.tolist(), names, strict=True):
             args = self._side_args(row)
             for series, value in args.items():

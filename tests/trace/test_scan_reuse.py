@@ -4,6 +4,7 @@ in a fresh scanner; and the load switches numpy's huge pages off only while it r
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -56,9 +57,50 @@ def test_empty_columns_and_flow_ids() -> None:
     assert scanned is not None
     n, _, _, _, name, _, _, _, flow_id, bp, args = scanned[:11]
     assert n == 2
-    assert flow_id == (b"", b"") and bp == (b"", b"")  # no flow rows: nothing per row
-    assert np.frombuffer(name[0], dtype=np.int64).tolist() == [0, 1, 2]
+    assert flow_id is None and bp is None  # no flow rows: nothing per row
+    offsets, data, indices = name  # dictionary-encoded: distinct values, an index per row
+    assert np.frombuffer(offsets, dtype=np.int64).tolist() == [0, 1, 2] and data == b"km"
+    assert np.frombuffer(indices, dtype=np.int32).tolist() == [0, 1]
     assert len(np.frombuffer(args[0], dtype=np.int64)) == n + 1  # args: always every row
+
+
+def _distinct(column: Any) -> list[bytes]:
+    offsets, data, _ = column
+    return [data[a:b] for a, b in itertools.pairwise(np.frombuffer(offsets, np.int64).tolist())]
+
+
+def _rows(column: Any, n: int) -> list[bytes]:
+    """Each row's value of a dictionary-encoded scanned column (b"" for none)."""
+    if column is None:
+        return [b""] * n
+    distinct = _distinct(column)
+    assert len(set(distinct)) == len(distinct), "a distinct value twice"
+    return [distinct[i] for i in np.frombuffer(column[2], dtype=np.int32).tolist()]
+
+
+@pytest.mark.skipif(not fastscan.available(), reason="_kineto_scan is not built")
+def test_dictionary_encoding_in_the_scanner() -> None:
+    """Values absent in the first rows, repeated, and thousands of distinct ones (the hash
+    table grows several times): every row reads back its own value, in first-seen order."""
+    rng = np.random.default_rng(7)
+    events = []
+    for i in range(3000):
+        event: dict[str, Any] = {"ph": "X", "ts": i, "pid": 1, "tid": 1}
+        if i >= 5:
+            event["name"] = f"op{int(rng.integers(0, 2500))}" if i % 3 else "same"
+        if i % 7 == 0:
+            event["name"] = ""
+        if i >= 1000:
+            event["args"] = {"hpuprof.mode": "lazy" if i % 2 else "eager"}
+        events.append(event)
+    scanned = fastscan.scan(_chunk(events))
+    assert scanned is not None and scanned[0] == len(events)
+    names = _rows(scanned[4], len(events))
+    assert names == [e.get("name", "").encode() for e in events]
+    assert _distinct(scanned[4]) == list(dict.fromkeys(names))  # in first-seen order
+    column = [key for _, key, _ in fastscan.SCANNED_ARGS].index(b"hpuprof.mode")
+    mode = _rows(scanned[11 + column], len(events))
+    assert mode == [b"" if i < 1000 else (b"slazy" if i % 2 else b"seager") for i in range(3000)]
 
 
 def test_small_pages_switch_restored() -> None:
