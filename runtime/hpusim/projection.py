@@ -113,15 +113,18 @@ class HostClock:
     def __len__(self) -> int:
         return len(self._m)
 
-    def _point(self, t: int, p: int) -> None:
+    def _point(self, t: int, p: int, cpu: bool = True) -> None:
+        """Append the point (`t`, `p`), both clamped monotone; outside a bracket, also note the
+        thread's CPU time (`cpu=False` where a bracket opens at once: the exit notes it)."""
         m = self._m
         if t < m[-1]:
             t = m[-1]
-        if p < self._p[-1]:
-            p = self._p[-1]
+        pp = self._p
+        if p < pp[-1]:
+            p = pp[-1]
         m.append(t)
-        self._p.append(p)
-        if self._depth == 0:
+        pp.append(p)
+        if cpu and self._depth == 0:
             self._cpu = thread_time_ns()
 
     def _gap(self, t: int, mode: str) -> int:
@@ -131,6 +134,8 @@ class HostClock:
         wall = t - self._m[-1]
         if mode == "wall":
             return max(wall - self.gap_overhead_ns, 0)
+        if wall < self.glue_ns:
+            return 0  # the CPU time used is at most the wall time: glue, no need to read it
         used = min(thread_time_ns() - self._cpu, wall)
         return used - self.gap_overhead_ns if used >= self.glue_ns else 0
 
@@ -152,7 +157,14 @@ class HostClock:
         """Start removing measured time at `t`; the open gap before it counts by `gap` mode
         (class doc), never less than what was already handed out (a step span's end...)."""
         if self._depth == 0:
-            self._point(t, max(self._p[-1] + self._gap(t, gap), min(self._floor, self.at(t))))
+            last = self._p[-1]
+            kept = self._gap(t, "cpu")  # one reading serves `gap` and `at(t)`
+            at = last + kept
+            floor = self._floor
+            if at > floor:
+                self._floor = at
+            p = last + (kept if gap == "cpu" else self._gap(t, gap))
+            self._point(t, max(p, min(floor, at)), cpu=False)
         self._depth += 1
 
     def exit(self, t: int) -> None:
