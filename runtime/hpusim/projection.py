@@ -92,6 +92,7 @@ class HostClock:
     """
 
     projected: Final = True
+    __slots__ = ("_cpu", "_depth", "_floor", "_m", "_muted", "_p", "gap_overhead_ns", "glue_ns")
 
     def __init__(
         self, origin_ns: int | None = None, gap_overhead_ns: int = 0, glue_ns: int = 0
@@ -157,7 +158,16 @@ class HostClock:
         """Start removing measured time at `t`; the open gap before it counts by `gap` mode
         (class doc), never less than what was already handed out (a step span's end...)."""
         if self._depth == 0:
-            last = self._p[-1]
+            m, pp = self._m, self._p
+            last = pp[-1]
+            if t - m[-1] < self.glue_ns and gap != "wall":
+                # the common case, a short gap: nothing kept whether "cpu" or "drop"
+                if last > self._floor:
+                    self._floor = last
+                m.append(t if t > m[-1] else m[-1])
+                pp.append(last)
+                self._depth = 1
+                return
             kept = self._gap(t, "cpu")  # one reading serves `gap` and `at(t)`
             at = last + kept
             floor = self._floor
@@ -168,17 +178,26 @@ class HostClock:
         self._depth += 1
 
     def exit(self, t: int) -> None:
-        self._depth -= 1
-        if self._depth == 0:
-            self._point(t, self._p[-1])
-        elif self._depth < 0:
+        depth = self._depth - 1
+        if depth == 0:
             self._depth = 0
+            m = self._m
+            m.append(t if t > m[-1] else m[-1])
+            self._p.append(self._p[-1])
+            self._cpu = thread_time_ns()
+        else:
+            self._depth = depth if depth > 0 else 0
 
     def op(self, t1: int, cost_ns: int) -> None:
         """Inside `enter`: the op that ran up to measured `t1` costs `cost_ns` of host time
         (nothing inside `mute`, whose whole span is modeled by its caller)."""
         if not self._muted:
-            self._point(t1, self._p[-1] + cost_ns)
+            m, pp = self._m, self._p
+            m.append(t1 if t1 > m[-1] else m[-1])
+            last = pp[-1]
+            pp.append(last + cost_ns if cost_ns > 0 else last)
+            if not self._depth:  # outside a bracket (no caller does this today)
+                self._cpu = thread_time_ns()
 
     def advance(self, t: int, dur_ns: int) -> None:
         """The host is busy for a modeled `dur_ns` at measured `t`."""
