@@ -80,9 +80,18 @@ def after_op(
     t1: int,
     graphed: bool,
     fallback: bool,
+    out_bytes: int = -1,
 ) -> None:
-    """Storages, lazy dataflow and host cost of one dispatched device op (see module doc)."""
-    outs = account_outputs(rt, info, args, kwargs, result)
+    """Storages, lazy dataflow and host cost of one dispatched device op (see module doc).
+
+    `out_bytes` >= 0: `result` is the op's one output of that many bytes, a new wrapper of a
+    plain op or the `self` an in-place op wrote (the common cases, known to dispatch without
+    walking the schema's aliasing)."""
+    if out_bytes >= 0:
+        gid = rt.alloc.alloc(result, out_bytes, info.label) if info.plain_out else result._gid
+        outs: Storages = ((gid, out_bytes),)
+    else:
+        outs = account_outputs(rt, info, args, kwargs, result)
     ledger = rt.ledger
     if ledger is not None and ledger._pending is not None:
         ledger.on_op()

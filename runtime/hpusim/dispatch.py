@@ -132,12 +132,14 @@ class OpInfo:
         "alias",
         "base",
         "bool_index",
+        "call",
         "collective",
         "cross_ok",
         "dtype_cols",
         "engine",
         "func",
         "fused",
+        "inplace_self",
         "is_copy",
         "is_view",
         "label",
@@ -147,11 +149,15 @@ class OpInfo:
         "plain_out",
         "scalar_args",
         "sync_reason",
+        "to_host",
     )
 
     def __init__(self, func: Any, name_id: int) -> None:
         schema = func._schema
         self.func = func
+        # a plain OpOverload's __call__ only forwards to its C++ `_op`: call that directly
+        # (subclasses such as TorchBindOpOverload do more in __call__)
+        self.call = func._op if type(func) is torch._ops.OpOverload else func
         self.label: str = schema.name  # "aten::add" (the Kineto cpu_op name)
         self.overload = fb.overload_name(func)
         self.name_id = name_id
@@ -182,8 +188,10 @@ class OpInfo:
         # views and the scalar read launch nothing on the device
         self.is_view = view or self.label == "aten::_local_scalar_dense"
         self.cross_ok = self.label in _CROSS_DEVICE_OK
+        self.to_host = self.label in _COMPLEX_TO_HOST
         self.is_copy = self.label == "aten::copy_"
         self.plain_out = len(alias) == 1 and alias[0][0] == -1
+        self.inplace_self = self.alias == ((0, None, True),)  # add_, mul_...: returns `self`
         self.sync_reason = SYNC_REASON.get(self.label)
         # boolean-mask indexing: index() computes nonzero (a sync after), index_put flushes first
         self.bool_index = (
@@ -549,21 +557,24 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     bridge's modeled host cost replaces it, accounting.after_op); dynamo/AOT tracing on fake
     tensors is host work a Gaudi host does too, so its time is kept."""
     rt = state.RT
-    if rt is None or not rt.clock.projected or _fake_mode(_FAKE) is not None:
-        return _dispatch(func, args, kwargs)
+    faking = _fake_mode(_FAKE) is not None
+    if rt is None or faking or not rt.clock.projected:
+        return _dispatch(func, args, kwargs, rt, faking)
     clock = rt.clock
     t = perf_counter_ns()
     clock.enter(t, gap_mode(clock, t, _current_node() is not None))
     try:
-        return _dispatch(func, args, kwargs)
+        return _dispatch(func, args, kwargs, rt, False)
     finally:
         clock.exit(perf_counter_ns())
 
 
-def _dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _dispatch(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], rt: state.Runtime | None, faking: bool
+) -> Any:
+    """One op (`faking`: dynamo / AOT tracing on fake tensors, no device work)."""
     H = HpuTensor
     info = getattr(func, "_hpusim_info", None) or op_info(func)
-    rt = state.RT
     if rt is None:
         raise RuntimeError("hpusim: an hpu tensor was used after hpusim.disable()")
     t0 = perf_counter_ns()
@@ -591,8 +602,8 @@ def _dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         sig, ksig = _scalars_as_tensors(sig, ksig, info.scalar_args)
     key = (info.overload, sig + tuple(ksig)) if ksig else (info.overload, sig)
 
-    if _fake_mode(_FAKE) is not None:  # dynamo / AOT tracing on fake tensors: no device work
-        return wrap(func(*uargs, **ukw), info, args, kwargs, H)
+    if faking:
+        return wrap(info.call(*uargs, **ukw), info, args, kwargs, H)
     if info.is_copy:
         copied = _cross_device_copy(args, uargs, t0)
         if copied is not None:
@@ -619,12 +630,24 @@ def _dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
         flush(rt, "index_put_frontend_impl_hpu_lazy")
 
-    out = func(*uargs, **ukw) if rt.fake is None else run_fake(rt, func, info, uargs, ukw, ckey)
+    out = (
+        info.call(*uargs, **ukw) if rt.fake is None else run_fake(rt, func, info, uargs, ukw, ckey)
+    )
     t1 = perf_counter_ns()
-    if info.label in _COMPLEX_TO_HOST:
+    if info.to_host:
         return out  # the bridge's complex_hpu computes on the host and returns a cpu tensor
+    out_bytes = -1  # the bytes of a plain op's new output or an in-place op's `self`
     if info.plain_out and type(out) is torch.Tensor:
         result: Any = H(out)
+        out_bytes = out.numel() * out.element_size()
+    elif (
+        info.inplace_self
+        and type(out) is torch.Tensor
+        and type(args[0]) is H
+        and args[0].shape == out.shape  # else wrap() raises the emulator's resize error
+    ):
+        result = args[0]
+        out_bytes = out.numel() * out.element_size()
     elif info.is_view and _inference_enabled() and _views_normal_tensor(args):
         # a view of a normal tensor made inside inference_mode is a normal tensor (autograd
         # sets its version counter): build its wrapper outside inference mode
@@ -634,7 +657,7 @@ def _dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         result = wrap(out, info, args, kwargs, H)
 
     if cost is None:
-        if _is_complex(out) and info.label not in _COMPLEX_TO_HOST:
+        if _is_complex(out):
             raise RuntimeError(COMPLEX_ERROR)
         cost = _COST[ckey] = make_cost(info, ckey, out)
         cost.fallback = fallback
@@ -651,6 +674,7 @@ def _dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         t1,
         rt.lazy and not (fallback or info.is_view),
         fallback,
+        out_bytes,
     )
     sink = rt.sink
     rec = sink.recording
@@ -965,7 +989,7 @@ def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int, rec: bool) -> tuple[
             )
     else:
         comp = 0
-    ready = tl.at(t1 + 1) + rt.profile.launch_latency_ns + (0 if tl.clock.projected else comp)
+    ready = tl.clock.at(t1 + 1) + rt.profile.launch_latency_ns + (0 if tl.clock.projected else comp)
     corr = rt.next_corr
     rt.next_corr += 1
     start = tl.schedule(cost.engine, ready, cost.dur, cost.flops)

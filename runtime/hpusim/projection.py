@@ -92,6 +92,7 @@ class HostClock:
     """
 
     projected: Final = True
+    __slots__ = ("_cpu", "_depth", "_floor", "_m", "_muted", "_p", "gap_overhead_ns", "glue_ns")
 
     def __init__(
         self, origin_ns: int | None = None, gap_overhead_ns: int = 0, glue_ns: int = 0
@@ -113,15 +114,18 @@ class HostClock:
     def __len__(self) -> int:
         return len(self._m)
 
-    def _point(self, t: int, p: int) -> None:
+    def _point(self, t: int, p: int, cpu: bool = True) -> None:
+        """Append the point (`t`, `p`), both clamped monotone; outside a bracket, also note the
+        thread's CPU time (`cpu=False` where a bracket opens at once: the exit notes it)."""
         m = self._m
         if t < m[-1]:
             t = m[-1]
-        if p < self._p[-1]:
-            p = self._p[-1]
+        pp = self._p
+        if p < pp[-1]:
+            p = pp[-1]
         m.append(t)
-        self._p.append(p)
-        if self._depth == 0:
+        pp.append(p)
+        if cpu and self._depth == 0:
             self._cpu = thread_time_ns()
 
     def _gap(self, t: int, mode: str) -> int:
@@ -131,6 +135,8 @@ class HostClock:
         wall = t - self._m[-1]
         if mode == "wall":
             return max(wall - self.gap_overhead_ns, 0)
+        if wall < self.glue_ns:
+            return 0  # the CPU time used is at most the wall time: glue, no need to read it
         used = min(thread_time_ns() - self._cpu, wall)
         return used - self.gap_overhead_ns if used >= self.glue_ns else 0
 
@@ -152,21 +158,46 @@ class HostClock:
         """Start removing measured time at `t`; the open gap before it counts by `gap` mode
         (class doc), never less than what was already handed out (a step span's end...)."""
         if self._depth == 0:
-            self._point(t, max(self._p[-1] + self._gap(t, gap), min(self._floor, self.at(t))))
+            m, pp = self._m, self._p
+            last = pp[-1]
+            if t - m[-1] < self.glue_ns and gap != "wall":
+                # the common case, a short gap: nothing kept whether "cpu" or "drop"
+                if last > self._floor:
+                    self._floor = last
+                m.append(t if t > m[-1] else m[-1])
+                pp.append(last)
+                self._depth = 1
+                return
+            kept = self._gap(t, "cpu")  # one reading serves `gap` and `at(t)`
+            at = last + kept
+            floor = self._floor
+            if at > floor:
+                self._floor = at
+            p = last + (kept if gap == "cpu" else self._gap(t, gap))
+            self._point(t, max(p, min(floor, at)), cpu=False)
         self._depth += 1
 
     def exit(self, t: int) -> None:
-        self._depth -= 1
-        if self._depth == 0:
-            self._point(t, self._p[-1])
-        elif self._depth < 0:
+        depth = self._depth - 1
+        if depth == 0:
             self._depth = 0
+            m = self._m
+            m.append(t if t > m[-1] else m[-1])
+            self._p.append(self._p[-1])
+            self._cpu = thread_time_ns()
+        else:
+            self._depth = depth if depth > 0 else 0
 
     def op(self, t1: int, cost_ns: int) -> None:
         """Inside `enter`: the op that ran up to measured `t1` costs `cost_ns` of host time
         (nothing inside `mute`, whose whole span is modeled by its caller)."""
         if not self._muted:
-            self._point(t1, self._p[-1] + cost_ns)
+            m, pp = self._m, self._p
+            m.append(t1 if t1 > m[-1] else m[-1])
+            last = pp[-1]
+            pp.append(last + cost_ns if cost_ns > 0 else last)
+            if not self._depth:  # outside a bracket (no caller does this today)
+                self._cpu = thread_time_ns()
 
     def advance(self, t: int, dur_ns: int) -> None:
         """The host is busy for a modeled `dur_ns` at measured `t`."""

@@ -70,6 +70,7 @@ COLUMNS: Final = (
     "nbytes",
     "payload",
 )
+NCOL: Final = len(COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -141,26 +142,10 @@ class Sink:
         self._reset()
 
     def _reset(self) -> None:
-        self._cols: list[list[int]] = [[] for _ in COLUMNS]
-        (
-            self._kind,
-            self._hev,
-            self._name,
-            self._ts,
-            self._dur,
-            self._tid,
-            self._module,
-            self._phase,
-            self._mode,
-            self._dims,
-            self._types,
-            self._engine,
-            self._graph,
-            self._corr,
-            self._flops,
-            self._nbytes,
-            self._payload,
-        ) = (c.append for c in self._cols)
+        # one flat row-major list, NCOL values per event: a writer is one `list.extend` of a
+        # tuple (the hot path), `drain` slices it into columns
+        self._flat: list[Any] = []
+        self._put = self._flat.extend
         self._payloads: list[dict[str, Any]] = []
 
     # --- interning ---------------------------------------------------------------------------
@@ -180,9 +165,9 @@ class Sink:
         return self._strings[sid]
 
     def __len__(self) -> int:
-        return len(self._cols[0])
+        return len(self._flat) // NCOL
 
-    # --- writers -----------------------------------------------------------------------------
+    # --- writers (each puts one row of COLUMNS, in order) -----------------------------------
     def op(
         self,
         name: int,
@@ -198,23 +183,10 @@ class Sink:
         corr: int,
     ) -> None:
         """A host op on the emulated device (Kineto `cpu_op`)."""
-        self._kind(KIND_OP)
-        self._hev(EV_OP)
-        self._name(name)
-        self._ts(ts)
-        self._dur(dur)
-        self._tid(tid)
-        self._module(module)
-        self._phase(phase)
-        self._mode(mode)
-        self._dims(dims)
-        self._types(types)
-        self._engine(0)
-        self._graph(graph)
-        self._corr(corr)
-        self._flops(0)
-        self._nbytes(0)
-        self._payload(-1)
+        self._put(
+            (KIND_OP, EV_OP, name, ts, dur, tid, module, phase, mode, dims, types, 0, graph, corr,
+             0, 0, -1)
+        )  # fmt: skip
 
     def op_and_device(
         self,
@@ -237,27 +209,18 @@ class Sink:
         nbytes: int,
     ) -> None:
         """A host op and the device op it launched (eager), in one call (the hot path)."""
-        kind, hev, nm, tsa, du = self._kind, self._hev, self._name, self._ts, self._dur
-        ti, mo, ph, md, di, ty = (
-            self._tid,
-            self._module,
-            self._phase,
-            self._mode,
-            self._dims,
-            self._types,
-        )
-        en, gr, co, fl, nb, pl = (
-            self._engine,
-            self._graph,
-            self._corr,
-            self._flops,
-            self._nbytes,
-            self._payload,
-        )
-        kind(KIND_OP), hev(EV_OP), nm(name), tsa(ts), du(dur), ti(tid), mo(module), ph(phase)
-        md(mode), di(dims), ty(types), en(0), gr(graph), co(corr), fl(0), nb(0), pl(-1)
-        kind(KIND_DEVICE), hev(0), nm(dev_name), tsa(dev_ts), du(dev_dur), ti(0), mo(0), ph(0)
-        md(0), di(0), ty(0), en(engine), gr(graph), co(corr), fl(flops), nb(nbytes), pl(-1)
+        self._put(
+            (KIND_OP, EV_OP, name, ts, dur, tid, module, phase, mode, dims, types, 0, graph, corr,
+             0, 0, -1,
+             KIND_DEVICE, 0, dev_name, dev_ts, dev_dur, 0, 0, 0, 0, 0, 0, engine, graph, corr,
+             flops, nbytes, -1)
+        )  # fmt: skip
+
+    def _payload_id(self, payload: dict[str, Any] | None) -> int:
+        if payload is None:
+            return -1
+        self._payloads.append(payload)
+        return len(self._payloads) - 1
 
     def runtime(
         self,
@@ -279,27 +242,11 @@ class Sink:
         This is the documented hook for extensions (HPU graphs, autocast, torch.compile) to
         record their own events: `get_sink().runtime("graph_replay", "HPUGraph.replay", ts)`.
         """
-        self._kind(KIND_RUNTIME)
-        self._hev(EV[hpu_event])
-        self._name(self.intern(name))
-        self._ts(ts)
-        self._dur(dur)
-        self._tid(tid or threading.get_native_id())
-        self._module(module)
-        self._phase(phase)
-        self._mode(mode)
-        self._dims(0)
-        self._types(0)
-        self._engine(0)
-        self._graph(graph)
-        self._corr(corr)
-        self._flops(0)
-        self._nbytes(0)
-        if payload is None:
-            self._payload(-1)
-        else:
-            self._payload(len(self._payloads))
-            self._payloads.append(payload)
+        self._put(
+            (KIND_RUNTIME, EV[hpu_event], self.intern(name), ts, dur,
+             tid or threading.get_native_id(), module, phase, mode, 0, 0, 0, graph, corr, 0, 0,
+             self._payload_id(payload))
+        )  # fmt: skip
 
     def device(
         self,
@@ -314,45 +261,17 @@ class Sink:
         payload: dict[str, Any] | None = None,
     ) -> None:
         """A modeled device op on an engine lane (`ENGINES` index), optional extra args."""
-        self._kind(KIND_DEVICE)
-        self._hev(0)
-        self._name(name)
-        self._ts(ts)
-        self._dur(dur)
-        self._tid(0)
-        self._module(0)
-        self._phase(0)
-        self._mode(0)
-        self._dims(0)
-        self._types(0)
-        self._engine(engine)
-        self._graph(graph)
-        self._corr(corr)
-        self._flops(flops)
-        self._nbytes(nbytes)
-        if payload is None:
-            self._payload(-1)
-        else:
-            self._payload(len(self._payloads))
-            self._payloads.append(payload)
+        self._put(
+            (KIND_DEVICE, 0, name, ts, dur, 0, 0, 0, 0, 0, 0, engine, graph, corr, flops, nbytes,
+             self._payload_id(payload))
+        )  # fmt: skip
 
     def counter(self, name: str, ts: int, values: dict[str, float]) -> None:
         """A counter sample (`hpu.recipe_cache_size`, `hpu.memory_in_use_bytes`)."""
-        self._kind(KIND_COUNTER)
-        self._hev(0)
-        self._name(self.intern(name))
-        self._ts(ts)
-        self._dur(0)
-        self._tid(0)
-        for col in (self._module, self._phase, self._mode, self._dims, self._types):
-            col(0)
-        self._engine(0)
-        self._graph(-1)
-        self._corr(-1)
-        self._flops(0)
-        self._nbytes(0)
-        self._payload(len(self._payloads))
-        self._payloads.append(dict(values))
+        self._put(
+            (KIND_COUNTER, 0, self.intern(name), ts, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, 0, 0,
+             self._payload_id(dict(values)))
+        )  # fmt: skip
 
     # --- reader ------------------------------------------------------------------------------
     def drain(self) -> EventBatch:
@@ -360,9 +279,10 @@ class Sink:
         import os
 
         with self._lock:
-            cols, payloads = self._cols, self._payloads
+            flat, payloads = self._flat, self._payloads
             self._reset()
             strings = tuple(self._strings)
+        cols = [flat[i::NCOL] for i in range(NCOL)]
         off = self._clock_offset_ns
         data = dict(zip(COLUMNS, cols, strict=True))
         if self.project is not None:

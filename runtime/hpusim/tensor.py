@@ -16,6 +16,7 @@ from hpusim import state
 
 HPU_DEVICE: Final = torch.device("hpu", 0)
 _CPU: Final = torch.device("cpu")
+_make_wrapper = torch.Tensor._make_wrapper_subclass
 
 
 class HpuTensor(torch.Tensor):
@@ -29,15 +30,19 @@ class HpuTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, elem: torch.Tensor, requires_grad: bool = False) -> HpuTensor:
-        r = torch.Tensor._make_wrapper_subclass(
+        # positional (cls, size, strides, storage_offset, memory_format, dtype, layout, device,
+        # pin_memory, requires_grad): keyword parsing costs a third of the call
+        r = _make_wrapper(
             cls,
             elem.size(),
-            strides=elem.stride(),
-            storage_offset=elem.storage_offset(),
-            dtype=elem.dtype,
-            layout=elem.layout,
-            device=_CPU if elem.is_meta else elem.device,  # fake compute: meta inside
-            requires_grad=requires_grad,
+            elem.stride(),
+            elem.storage_offset(),
+            None,
+            elem.dtype,
+            elem.layout,
+            _CPU if elem.is_cpu or elem.is_meta else elem.device,  # fake compute: meta inside
+            False,
+            requires_grad,
         )
         r._elem = elem
         return r
