@@ -63,10 +63,12 @@ def test_json_has_exactly_the_issue_keys_first(predict: Any) -> None:
 
 def test_doubling_the_layers_doubles_the_step_time(predict: Any) -> None:
     args = ("--model", "llama2-7b", "--seq", "2048")
-    four = _decoder(predict, *args, "--layers", "4", steps=4)["step_time_s"]
     eight = _decoder(predict, *args, "--layers", "8", steps=4)["step_time_s"]
-    ratio = eight / four
-    # the embedding, LM head and loss do not double: the blocks dominate at 7B widths
+    sixteen = _decoder(predict, *args, "--layers", "16", steps=4)["step_time_s"]
+    ratio = sixteen / eight
+    # the embedding, LM head and loss do not double (about 0.65 of a block at 7B widths): at
+    # 8 -> 16 layers the blocks' doubling shows as ~1.93, clear of the 10% bound (at 4 -> 8 it
+    # is ~1.86, and the script's measured host time moved it to the bound on a loaded machine)
     assert 1.8 <= ratio <= 2.2, ratio
 
 
