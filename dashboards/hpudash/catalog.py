@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import orjson
-
-from hpuprof.errors import TraceFormatError
+from hpuprof.capture.run_dir import read_manifest
+from hpuprof.errors import HpuprofError, TraceFormatError
 from hpuprof.trace.run_manifest import MANIFEST, run_trace_files
 
 TRACE_SUFFIXES: tuple[str, ...] = (
@@ -138,11 +137,11 @@ def _run_traces(run: Path) -> tuple[tuple[Path, ...], str]:
 
 
 def _read_manifest(run: Path) -> dict[str, object]:
+    """`run.json` as `hpuprof info` reads it ({} when unreadable: its traces say why)."""
     try:
-        data = orjson.loads((run / MANIFEST).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        return read_manifest(run)
+    except (HpuprofError, OSError):
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _listed_files(run: Path, manifest: dict[str, object], key: str) -> tuple[Path, ...]:
