@@ -14,10 +14,10 @@ from typing import Any
 
 from hpuprof.analysis.filters import EventFilter, apply_filters
 from hpuprof.analysis.findings import Finding, sort_findings
-from hpuprof.analysis.key_figures import key_figures
+from hpuprof.analysis.key_figures import with_key_figures
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.analysis.registry import default_report_names, parse_reports, spec
-from hpuprof.analysis.report import Report, as_plain
+from hpuprof.analysis.report import Report
 from hpuprof.trace.model import Trace
 
 __all__ = [
@@ -65,11 +65,7 @@ def analyze(
     findings: list[Finding] = []
     for sec in sections.values():
         findings += list(getattr(sec, "findings", ()))
-    meta = trace_meta(view) | {"reports": list(names)}
-    bott = sections.get("bottleneck")
-    if bott is not None:
-        meta["device_time"] = bott.device_time
-    meta["key_figures"] = as_plain(key_figures(sections, meta))
+    meta = with_key_figures(sections, trace_meta(view) | {"reports": list(names)})
     return Report(
         source=tuple(view.sources),
         sections=sections,

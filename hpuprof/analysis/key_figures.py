@@ -47,11 +47,6 @@ class KeyFigures:
     device_time: str
 
 
-def _total(value: Any) -> Any:
-    """A count; summed over ranks where a rank-by-rank report holds one per rank."""
-    return sum(value.values()) if isinstance(value, Mapping) else value
-
-
 def _agreed(value: Any) -> Any:
     """A figure; None where a rank-by-rank report holds different ones per rank."""
     return None if isinstance(value, Mapping) else value
@@ -59,8 +54,8 @@ def _agreed(value: Any) -> Any:
 
 def key_figures(sections: Mapping[str, Any], meta: Mapping[str, Any]) -> KeyFigures:
     """The key figures of a report (its sections and trace meta). A report merged rank by
-    rank (`hpuprof analyze --workers`) holds per-rank values where ranks differ: counts are
-    summed, other figures are None unless every rank agrees."""
+    rank (`hpuprof analyze --workers`) has its counts summed (`SUMMED_OVER_RANKS`) and holds
+    per-rank values where ranks differ: such figures are None."""
     ranks = sections.get("ranks")
     dyn = sections.get("dynamicity")
     fb = sections.get("fallback")
@@ -72,7 +67,7 @@ def key_figures(sections: Mapping[str, Any], meta: Mapping[str, Any]) -> KeyFigu
     port = _agreed(dyn.port_estimate) if dyn is not None else None
     device = meta.get("device") or {}
     bf16 = None
-    if prec is not None and _total(prec.matmul_conv_flops):
+    if prec is not None and prec.matmul_conv_flops:
         bf16 = _agreed(prec.bf16_coverage_pct)
     return KeyFigures(
         ranks=len(meta.get("ranks") or []),
@@ -80,11 +75,11 @@ def key_figures(sections: Mapping[str, Any], meta: Mapping[str, Any]) -> KeyFigu
         steps_per_rank=ranks.steps_per_rank if ranks is not None else None,
         step_time_ns=ranks.mean_step_ns if ranks is not None else None,
         device_util_pct=util,
-        compilations=_total(dyn.compilations) if dyn is not None else None,
-        recompilations=_total(dyn.recompilations) if dyn is not None else None,
-        compile_time_ns=_total(dyn.compile_time_ns) if dyn is not None else None,
+        compilations=dyn.compilations if dyn is not None else None,
+        recompilations=dyn.recompilations if dyn is not None else None,
+        compile_time_ns=dyn.compile_time_ns if dyn is not None else None,
         lazy_port_estimate=port.label if port is not None else "",
-        fallbacks=_total(fb.total) if fb is not None else None,
+        fallbacks=fb.total if fb is not None else None,
         bf16_flops_pct=bf16,
         low_precision_time_pct=_agreed(prec.low_precision_time_pct) if prec is not None else None,
         stragglers=tuple(ranks.stragglers) if ranks is not None else (),
@@ -92,3 +87,17 @@ def key_figures(sections: Mapping[str, Any], meta: Mapping[str, Any]) -> KeyFigu
         timeline=str(meta.get("timeline", "")),
         device_time=str(_agreed(bott.device_time) or "") if bott is not None else "",
     )
+
+
+def with_key_figures(sections: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A report's `meta` completed from its sections: how device time is known (where every
+    rank agrees) and the key figures. One place for `analyze` and the rank-by-rank merge."""
+    from hpuprof.analysis.report import as_plain
+
+    out = dict(meta)
+    bott = sections.get("bottleneck")
+    device_time = _agreed(bott.device_time) if bott is not None else None
+    if device_time is not None:
+        out["device_time"] = device_time
+    out["key_figures"] = as_plain(key_figures(sections, out))
+    return out

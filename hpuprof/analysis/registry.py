@@ -296,11 +296,16 @@ def all_tables() -> dict[str, tuple[ReportSpec, Table]]:
 # --- the built-in reports --------------------------------------------------------------------
 
 
+def _rank_of(row: Any) -> dict[str, Any]:
+    """{"rank": r} for a row stacked rank by rank (`hpuprof.distributed.stack`), else {}."""
+    return {"rank": row.rank} if hasattr(row, "rank") else {}
+
+
 def _group_rows(groups: Any) -> list[dict[str, Any]]:
     """Compilation groups with their causes in words (not the raw cause dicts)."""
     return [
         {
-            **({"rank": g.rank} if hasattr(g, "rank") else {}),
+            **_rank_of(g),
             "key": g.key,
             "compilations": g.compilations,
             "recompilations": g.recompilations,
@@ -314,7 +319,7 @@ def _group_rows(groups: Any) -> list[dict[str, Any]]:
 
 def _shape_rows(rep: Any) -> list[dict[str, Any]]:
     return [
-        {**({"rank": h.rank} if hasattr(h, "rank") else {}), "op": h.op, "shape": s, "count": c}
+        {**_rank_of(h), "op": h.op, "shape": s, "count": c}
         for h in rep.shape_histograms
         for s, c in h.shapes
     ]

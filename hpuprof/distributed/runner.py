@@ -19,9 +19,9 @@ from typing import Any
 
 from hpuprof.analysis.distributed import FailedRank
 from hpuprof.analysis.findings import Finding, sort_findings
-from hpuprof.analysis.key_figures import key_figures
+from hpuprof.analysis.key_figures import with_key_figures
 from hpuprof.analysis.options import AnalysisOptions
-from hpuprof.analysis.report import Report, as_plain
+from hpuprof.analysis.report import Report
 from hpuprof.distributed.tasks import RankOutcome, analyze_rank_file, failure
 from hpuprof.errors import TraceFormatError
 
@@ -179,10 +179,7 @@ def _merge(
         "rank_files": len(paths),
         "failed": [asdict(f) for f in failed],
     }
-    bott = sections.get("bottleneck")
-    if bott is not None and not isinstance(bott.device_time, dict):
-        meta["device_time"] = bott.device_time
-    meta["key_figures"] = as_plain(key_figures(sections, meta))
+    meta = with_key_figures(sections, meta)
     by_pid: dict[int, int] = {}
     for r in done:
         by_pid[r.pid] = max(by_pid.get(r.pid, 0), r.peak_rss)

@@ -54,8 +54,9 @@ def stack_ranks(parts: Mapping[int, Any], failed: Iterable[Any] = ()) -> Any:
     """One section from the same report of several ranks (`{rank: section}`).
 
     Tuple fields (tables) are concatenated in rank order, rows without a `rank` getting one;
-    findings are labelled with their rank; fields marked `summed_over_ranks` are summed; other
-    fields keep their value when every rank agrees, else become `{rank: value}`. A single rank's section is returned as it is.
+    findings are labelled with their rank; fields marked `SUMMED_OVER_RANKS` are summed; other
+    fields keep their value when every rank agrees, else become `{rank: value}`. A single
+    rank's section is returned as it is.
     """
     items = sorted(parts.items())
     if not items:
