@@ -132,6 +132,7 @@ def enable(
         composites,
         device_module,
         dispatch,
+        distributed,
         factories,
         metrics,
         transfers,
@@ -170,6 +171,7 @@ def enable(
     transfers.install()
     composites.install()
     attribution.install()
+    distributed.install_data_parallel()
     state.RT = rt
     shim = str(shim_path())
     if shim not in sys.path:
@@ -191,13 +193,22 @@ def disable() -> None:
         return
     for fn in list(_on_disable):
         fn()
-    from hpusim import attribution, composites, device_module, factories, metrics, transfers
+    from hpusim import (
+        attribution,
+        composites,
+        device_module,
+        distributed,
+        factories,
+        metrics,
+        transfers,
+    )
 
     _flush_pending(rt)
     if rt.saver is not None:
         rt.saver.process_exit()
         rt.saver.close()
     attribution.uninstall()
+    distributed.uninstall_data_parallel()
     composites.uninstall()
     transfers.uninstall()
     factories.uninstall()

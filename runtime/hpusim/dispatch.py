@@ -586,7 +586,7 @@ def _dispatch(
             if k == "device":
                 ukw[k] = None if info.label == "aten::_to_copy" else torch.device("cpu")
                 continue
-            if isinstance(v, torch.Tensor):
+            if isinstance(v, (torch.Tensor, list)):  # a tensor or a list of them (out=)
                 u, s, n = unwrap((v,), info.cross_ok, H)
                 ukw[k] = u[0]
                 ksig.append((k, s[0]))
@@ -686,9 +686,10 @@ def _dispatch(
         if rec:
             _record_op(rt, info, cost, t0, t1, -1, -1)
     elif info.collective:
-        from hpusim.distributed import collective_on_device
+        from hpusim.distributed import collective_on_device, hpu_work
 
         collective_on_device(rt, info, cost, uargs, t0, t1)
+        result = hpu_work(result, args)
     elif rt.lazy:
         if not rt.graph:
             rt.graph_start_ns = t0

@@ -5,8 +5,10 @@ One process per emulated card, as on a Gaudi server (`RANK`, `WORLD_SIZE`, `MAST
 `MASTER_PORT`; `hpuprof record --emulate --cards N` starts them). `init_process_group(
 backend="hccl")` creates a gloo process group; collectives called on `hpu` tensors
 (`dist.all_reduce(p.grad)`, DDP's bucket all-reduces) reach `HpuTensor`'s dispatch as `c10d` ops,
-which run them on the inner CPU tensors (exact results) and hand the device side to
-`collective_on_device`:
+which run them on the inner CPU tensors (exact results), return hpu tensors from their Work's
+future (`hpu_work`) and hand the device side to `collective_on_device`. DistributedDataParallel's
+buckets are hpu tensors (`install_reducer`, below), so its bucket all-reduces are device
+collectives as on a Gaudi:
 
 - lazy mode flushes the pending graph first (the collective needs its inputs), as the bridge;
 - the collective is ready on this card when its device work so far is done and its NIC lane is
@@ -29,6 +31,7 @@ exchange; point-to-point ops (send/recv) are timed on their own card only.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import timedelta
 from time import perf_counter_ns
 from typing import Any, Final
@@ -188,3 +191,138 @@ def collective_on_device(rt: Any, info: Any, cost: Any, uargs: list[Any], t0: in
     sink.device(
         sink.intern(dev), ENGINES.index("NIC"), ready, end - ready, -1, corr, 0, nbytes, payload
     )
+
+
+def hpu_work(result: Any, args: tuple[Any, ...]) -> Any:
+    """A `c10d::` op's `(tensors, Work)` with hpu tensors where gloo returned their inner CPU
+    tensors, and a Work whose future yields them too.
+
+    Gloo's Work completes with the inner CPU tensors. Code that reads a collective's result from
+    its future (DDP's reducer copies it into the parameters' gradients; comm hooks such as
+    `allreduce_hook` return `fut.value()[0] / world`) would otherwise get host tensors out of a
+    device collective, and the emulator would record copies no Gaudi makes."""
+    import torch
+    from torch._C import _distributed_c10d as c10d
+
+    if not (isinstance(result, tuple) and result and isinstance(result[-1], torch.ScriptObject)):
+        return result
+    from hpusim.tensor import HpuTensor
+
+    wrappers = {id(t._elem): t for t in _tensors(list(args)) if type(t) is HpuTensor}
+    if not wrappers:
+        return result
+
+    def to_hpu(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return wrappers.get(id(value), value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(to_hpu(v) for v in value)
+        return value
+
+    tensors = to_hpu(list(result[:-1]))
+    work = c10d.Work.unbox(result[-1])
+    try:
+        future = work.get_future().then(lambda done: to_hpu(done.value()))
+    except RuntimeError:  # gloo's coalesced ops have no future: their outputs once done
+        work.wait()
+        future = torch.futures.Future()
+        future.set_result(tensors[0] if tensors else [])
+    device_work = c10d._create_work_from_future(future)  # type: ignore[attr-defined]
+    return (*tensors, device_work.boxed())
+
+
+# --- DistributedDataParallel's buckets -------------------------------------------------------
+# DDP's C++ reducer lays its gradient buckets out with `at::empty(n, params[0].options())`. An
+# hpu tensor is a CPU-keyed wrapper to C++ (tensor.py), so those buckets would be plain CPU
+# tensors and the first backward would copy hpu gradients into them (`mul_out(bucket_view,
+# grad)`: a mixed-device error). On a Gaudi the buckets live in device memory and are all-reduced
+# there by HCCL. While the reducer lays out (or rebuilds) the buckets of hpu parameters, a
+# dispatch mode sends the allocations it places on the parameters' device to the hpu factories,
+# so the buckets, their views and their all-reduces are hpu ops, as on the device; so is the
+# used-parameter map of `find_unused_parameters` (its host copy, allocated with no device, stays
+# on the host and is copied to the device each step, as on a Gaudi).
+
+
+def _buckets_on_hpu() -> Any:
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+    factories = {aten.empty.memory_format, aten.empty_strided.default, aten.zeros.default}
+
+    class BucketsOnHpu(TorchDispatchMode):
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+        ) -> Any:
+            kwargs = kwargs or {}
+            device = kwargs.get("device")
+            if func in factories and device is not None and torch.device(device).type == "cpu":
+                kwargs = {**kwargs, "device": torch.device("hpu"), "pin_memory": None}
+            return func(*args, **kwargs)
+
+    return BucketsOnHpu()
+
+
+def _any_hpu(params: Any) -> bool:
+    from hpusim.tensor import HpuTensor
+
+    return any(type(p) is HpuTensor for p in _tensors(list(params)))
+
+
+def _hpu_reducer_class(base: Any) -> Any:
+    class HpuReducer(base):
+        """`torch.distributed.Reducer` whose buckets of hpu parameters are hpu tensors."""
+
+        def __init__(self, params: Any, *args: Any, **kwargs: Any) -> None:
+            params = list(params)
+            self._hpusim_hpu = _any_hpu(params)
+            with self._laying_out():
+                super().__init__(params, *args, **kwargs)
+
+        def _rebuild_buckets(self) -> bool:
+            with self._laying_out():
+                return bool(super()._rebuild_buckets())
+
+        def _laying_out(self) -> Any:
+            return _buckets_on_hpu() if self._hpusim_hpu else nullcontext()
+
+    HpuReducer.__name__ = HpuReducer.__qualname__ = "Reducer"
+    return HpuReducer
+
+
+_saved: dict[str, Any] = {}
+
+
+def _hpu_accelerator(check: bool = False) -> Any:
+    import torch
+
+    return torch.device("hpu")
+
+
+def install_data_parallel() -> None:
+    """While emulating: DDP's reducer is `HpuReducer`, and the accelerator that torch.distributed
+    and FSDP default to (`torch._C._get_accelerator()`: FSDP2's default device mesh, the default
+    backend of `init_process_group()`, `torch.get_device_module()`) is hpu, as with the bridge.
+    Undone by `uninstall_data_parallel`."""
+    import torch
+    import torch.distributed as dist
+
+    if "accelerator" in _saved:
+        return
+    _saved["accelerator"] = torch._C._get_accelerator
+    torch._C._get_accelerator = _hpu_accelerator
+    if dist.is_available():
+        _saved["reducer"] = dist.Reducer
+        dist.Reducer = _hpu_reducer_class(dist.Reducer)  # type: ignore[misc]
+
+
+def uninstall_data_parallel() -> None:
+    import torch
+    import torch.distributed as dist
+
+    accelerator = _saved.pop("accelerator", None)
+    if accelerator is not None:
+        torch._C._get_accelerator = accelerator
+    reducer = _saved.pop("reducer", None)
+    if reducer is not None:
+        dist.Reducer = reducer  # type: ignore[misc]

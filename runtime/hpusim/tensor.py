@@ -17,6 +17,7 @@ from hpusim import state
 HPU_DEVICE: Final = torch.device("hpu", 0)
 _CPU: Final = torch.device("cpu")
 _make_wrapper = torch.Tensor._make_wrapper_subclass
+_tracing = torch._guards.TracingContext.try_get
 
 
 class HpuTensor(torch.Tensor):
@@ -121,6 +122,18 @@ class HpuTensor(torch.Tensor):
         if self.dim() == 0:
             return format(self.item(), spec)
         return object.__format__(self, spec) if spec else repr(self)
+
+    # --- storage: the inner tensor's. Views of one hpu tensor share it, as on the device, and
+    # FSDP frees and re-allocates its unsharded parameters by resizing it ---------------------
+    # (while dynamo traces, the wrapper's own storage: its fake copies are built from it)
+    def untyped_storage(self) -> torch.UntypedStorage:
+        if _tracing() is not None:
+            return torch.Tensor.untyped_storage(self)
+        return self._elem.untyped_storage()
+
+    def _typed_storage(self) -> torch.TypedStorage:
+        storage = self.untyped_storage()
+        return torch.TypedStorage(wrap_storage=storage, dtype=self.dtype, _internal=True)
 
     def tolist(self) -> Any:
         from hpusim.transfers import note_host_read

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = Path(__file__).with_name("scripts") / "data_parallel_train.py"
+SCRIPTS = Path(__file__).with_name("scripts")
+SCRIPT = SCRIPTS / "data_parallel_train.py"
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
@@ -20,38 +23,51 @@ SLOW_S = 1.5
 """Extra host time of the slow card before each step (seconds)."""
 
 
-def test_three_cards_with_a_slow_host_name_the_straggler(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
-    out = tmp_path / "run"
-    hpuprof = [sys.executable, "-c", "from hpuprof.cli.main import run; run()"]
-    cmd = [*hpuprof, "record", "--emulate", "--cards", "3", "-o", str(out), "--"]
-    cmd += ["python", str(SCRIPT), "--steps", "3", "--slow-rank", "2", "--slow-s", str(SLOW_S)]
+def _hpuprof() -> list[str]:
+    return [sys.executable, "-c", "from hpuprof.cli.main import run; run()"]
+
+
+def _env() -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "runtime")])}
     env.pop("RANK", None)
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    return env
+
+
+def _record(tmp_path: Path, cards: int, script: Path, *args: str) -> tuple[Path, str]:
+    """`hpuprof record --emulate --cards N -- python script args`: (run directory, stdout)."""
+    out = tmp_path / "run"
+    cmd = [*_hpuprof(), "record", "--emulate", "--cards", str(cards), "-o", str(out), "--"]
+    cmd += ["python", str(script), *args]
+    done = subprocess.run(
+        cmd, env=_env(), capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     manifest = json.loads((out / "run.json").read_text())
-    assert manifest["ranks"] == [0, 1, 2] and manifest["world_size"] == 3
-    assert len(manifest["traces"]) == 3
-    for r in range(3):  # every card ran every step
-        assert f"rank {r} step 2 loss" in done.stdout
-    assert f"hpuprof: 3 emulated cards written to {out}" in done.stdout
+    assert manifest["ranks"] == list(range(cards)) and manifest["world_size"] == cards
+    assert len(manifest["traces"]) == cards
+    assert f"hpuprof: {cards} emulated cards written to {out}" in done.stdout
+    return out, done.stdout
 
+
+def _distributed_report(tmp_path: Path, run: Path) -> dict[str, Any]:
     report = tmp_path / "report.json"
-    cmd = [
-        *hpuprof,
-        "analyze",
-        str(out),
-        "--report",
-        "distributed",
-        "-f",
-        "json",
-        "-o",
-        str(report),
-    ]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    cmd = [*_hpuprof(), "analyze", str(run), "--report", "distributed", "-f", "json"]
+    done = subprocess.run(
+        [*cmd, "-o", str(report)], env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    doc = json.loads(report.read_text())
+    doc: dict[str, Any] = json.loads(report.read_text())
+    assert not doc["distributed"]["failed"]
+    return doc
+
+
+def test_three_cards_with_a_slow_host_name_the_straggler(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    args = ["--steps", "3", "--slow-rank", "2", "--slow-s", str(SLOW_S)]
+    out, stdout = _record(tmp_path, 3, SCRIPT, *args)
+    for r in range(3):  # every card ran every step
+        assert f"rank {r} step 2 loss" in stdout
+    doc = _distributed_report(tmp_path, out)
     dist = doc["distributed"]
     assert not dist["failed"]
     # one bucket all-reduce per step, on each card's NIC lane, matched by process group + Seq
@@ -77,3 +93,63 @@ def test_three_cards_with_a_slow_host_name_the_straggler(tmp_path: Path) -> None
     assert dist["critical_path"] and all(r["length_ns"] > 0 for r in dist["critical_path"])
     found = [f for f in doc["findings"] if f["metric"] == "straggler_last_pct"]
     assert found and found[0]["evidence"]["rank"] == 2, found
+
+
+def test_ddp_and_fsdp2_on_two_cards_train_like_explicit_all_reduces_without_host_copies(
+    tmp_path: Path,
+) -> None:
+    """DistributedDataParallel and FSDP2 on emulated cards: DDP's buckets are device tensors,
+    all-reduced by hccl on the NIC lane; FSDP2 all-gathers and reduce-scatters there; every
+    variant trains as explicit gradient all-reduces do."""
+    pytest.importorskip("torch")
+    import hpuprof
+
+    out, stdout = _record(tmp_path, 2, SCRIPTS / "ddp_variants.py")
+    diffs = {
+        (int(m[1]), m[2]): float(m[3])
+        for m in re.finditer(r"rank (\d) (\w+) max_abs_diff ([-+.e0-9]+)", stdout)
+    }
+    variants = ("plain", "gradient_as_bucket_view", "find_unused_parameters", "static_graph")
+    variants += ("allreduce_hook", "fp16_compress_hook", "no_sync", "fully_shard")
+    assert sorted(diffs) == sorted((r, v) for r in range(2) for v in variants), stdout
+    for (rank, variant), diff in diffs.items():  # fp16 compression rounds the gradients
+        assert diff <= (1e-3 if variant == "fp16_compress_hook" else 1e-6), (rank, variant, diff)
+
+    events = hpuprof.load(out).events
+    names = events["name"].astype(str)
+    for rank in range(2):
+        mine = events[events["rank"] == rank]
+        device = mine[mine["is_device"]]
+        copies = device[names[device.index].str.startswith("Memcpy HtoD")]
+        hosts = mine[~mine["is_device"] & mine["correlation"].isin(copies["correlation"])]
+        # the script's own .to("hpu") and the used-parameter map (int, copied each step as on
+        # a Gaudi): no gradient or bucket crosses the host
+        crossings = set(
+            zip(hosts["name"].astype(str), hosts["input_types"].astype(str), strict=True)
+        )
+        assert crossings == {("aten::_to_copy", '["float"]'), ("aten::copy_", '["int"]')}
+        collectives = names[device.index]
+        # 7 DDP variants x 3 steps: one bucket each, plus 4 explicit all-reduces per step of
+        # every reference (8) and one used-parameter map per find_unused_parameters step
+        assert (collectives == "hccl_allreduce").sum() == 7 * 3 + 8 * 3 * 4 + 3
+        # FSDP2: the parameters all-gathered for each forward, the gradients reduce-scattered
+        assert (collectives == "hccl_allgather_base").sum() >= 3
+        assert (collectives == "hccl_reduce_scatter_base").sum() >= 3
+    stragglers = _distributed_report(tmp_path, out)["distributed"]["stragglers"]
+    assert len(stragglers) >= 8 * 3 and all(c["ranks"] == 2 for c in stragglers), stragglers
+
+
+def test_lightning_hpu_ddp_strategy_on_two_cards(tmp_path: Path) -> None:
+    """lightning-habana's HPUDDPStrategy on two emulated cards: each card trains on its own
+    shard, DDP keeps the weights equal, and the bucket all-reduces are on each card's NIC lane."""
+    pytest.importorskip("lightning_habana")
+    import hpuprof
+
+    out, stdout = _record(tmp_path, 2, REPO / "tests" / "runtime" / "clients" / "lightning_ddp.py")
+    sums = dict(re.findall(r"rank (\d) weight_sum ([-+.e0-9]+)", stdout))
+    assert sorted(sums) == ["0", "1"] and sums["0"] == sums["1"], stdout
+    events = hpuprof.load(out).events
+    device = events[events["is_device"]]
+    for rank in range(2):
+        names = device[device["rank"] == rank]["name"].astype(str)
+        assert (names == "hccl_allreduce").sum() >= 2  # one bucket per step (2 steps per card)

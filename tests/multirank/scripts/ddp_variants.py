@@ -1,0 +1,123 @@
+"""DistributedDataParallel and FSDP2 (`fully_shard`) on emulated Gaudi cards, as Gaudi scripts use
+them: each variant trains a model for a few steps and is compared with the same model trained
+with explicit gradient all-reduces (the reference). Prints `rank R VARIANT max_abs_diff D` per
+variant.
+
+Run under `hpuprof record --emulate --cards N -- python ddp_variants.py`.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel
+
+VARIANTS = (
+    "plain",
+    "gradient_as_bucket_view",
+    "find_unused_parameters",
+    "static_graph",
+    "allreduce_hook",
+    "fp16_compress_hook",
+    "no_sync",
+    "fully_shard",
+)
+STEPS = 3
+
+
+class Net(torch.nn.Module):
+    def __init__(self, unused: bool) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(8, 32)
+        self.b = torch.nn.Linear(32, 4)
+        self.unused = torch.nn.Linear(4, 4) if unused else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.nn.functional.gelu(self.a(x)))
+
+
+def batches(rank: int, n: int) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(1000 + rank)
+    return [torch.randn(6, 8, generator=gen) for _ in range(n)]
+
+
+def reference(variant: str, rank: int, world: int) -> list[torch.Tensor]:
+    """The variant's training with one explicit all-reduce per gradient (grads averaged)."""
+    torch.manual_seed(0)
+    model = Net(variant == "find_unused_parameters").to("hpu")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = batches(rank, 2 * STEPS)
+    for step in range(STEPS):
+        if variant == "no_sync":  # a local backward first: its gradients accumulate
+            model(data[2 * step + 1].to("hpu")).sum().backward()
+        model(data[2 * step].to("hpu")).pow(2).mean().backward()
+        for p in model.parameters():
+            if p.grad is not None:
+                dist.all_reduce(p.grad)
+                p.grad /= world
+        opt.step()
+        opt.zero_grad()
+    return [p.detach().cpu() for p in model.parameters()]
+
+
+def with_ddp(variant: str, rank: int) -> list[torch.Tensor]:
+    import habana_frameworks.torch.core as htcore
+
+    torch.manual_seed(0)
+    model = Net(variant == "find_unused_parameters").to("hpu")
+    options = {v: True for v in VARIANTS[1:4] if v == variant}
+    ddp = DistributedDataParallel(model, **options)
+    if variant == "allreduce_hook":
+        ddp.register_comm_hook(None, default_hooks.allreduce_hook)
+    if variant == "fp16_compress_hook":
+        ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    data = batches(rank, 2 * STEPS)
+    for step in range(STEPS):
+        if variant == "no_sync":
+            with ddp.no_sync():
+                ddp(data[2 * step + 1].to("hpu")).sum().backward()
+        ddp(data[2 * step].to("hpu")).pow(2).mean().backward()
+        htcore.mark_step()
+        opt.step()
+        opt.zero_grad()
+        htcore.mark_step()
+    return [p.detach().cpu() for p in model.parameters()]
+
+
+def with_fully_shard(rank: int) -> list[torch.Tensor]:
+    """FSDP2: parameters sharded over the cards, all-gathered for compute, gradients
+    reduce-scattered; compared in full (`full_tensor()`)."""
+    import habana_frameworks.torch.core as htcore
+    from torch.distributed.fsdp import fully_shard
+
+    torch.manual_seed(0)
+    model = Net(False).to("hpu")
+    fully_shard(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = batches(rank, 2 * STEPS)
+    for step in range(STEPS):
+        model(data[2 * step].to("hpu")).pow(2).mean().backward()
+        htcore.mark_step()
+        opt.step()
+        opt.zero_grad()
+        htcore.mark_step()
+    return [p.full_tensor().detach().cpu() for p in model.parameters()]  # type: ignore[operator]
+
+
+def main() -> None:
+    import habana_frameworks.torch.distributed.hccl  # noqa: F401  (registers the backend)
+
+    dist.init_process_group(backend="hccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    for variant in VARIANTS:
+        want = reference(variant, rank, world)
+        got = with_fully_shard(rank) if variant == "fully_shard" else with_ddp(variant, rank)
+        diff = max(float((g - w).abs().max()) for g, w in zip(got, want, strict=True))
+        print(f"rank {rank} {variant} max_abs_diff {diff:.3g}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
