@@ -112,7 +112,14 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
-    return 1 if state.RT is not None else 0
+    """The cards of the emulated server, as the bridge counts the devices of the machine
+    (`synDeviceGetCount`): the cards `hpuprof record --emulate --cards N` started (torchrun's
+    `LOCAL_WORLD_SIZE`), else 1. Clients size their device lists by it (lightning-habana's
+    `HPUFSDPStrategy` indexes its `parallel_devices` by local rank)."""
+    if state.RT is None:
+        return 0
+    local = os.environ.get("LOCAL_WORLD_SIZE", "")
+    return max(1, int(local)) if local.isdigit() else 1
 
 
 def current_device() -> int:

@@ -534,17 +534,23 @@ def _wrap_one(
             else (args[idx] if 0 <= idx < len(args) else None)
         )
         if orig is not None:
-            old_shape = tuple(getattr(orig, "shape", ()))
-            if type(orig) is H and old_shape != tuple(o.shape):
-                raise RuntimeError(
-                    f"emulator: {info.overload} resized an hpu tensor in place "
-                    f"({old_shape} -> {tuple(o.shape)}); wrapper-subclass metadata is "
-                    "immutable, so resize_/set_/out= that must resize are not supported"
-                )
+            if type(orig) is H:
+                w: Any = orig
+                if w._elem is not o or w.shape != o.shape or w.stride() != o.stride():
+                    reshape_wrapper(w, o)
             return orig
     if type(o) is H:
         return o
     return H(o)
+
+
+def reshape_wrapper(wrapper: Any, inner: torch.Tensor) -> None:
+    """An in-place op gave an hpu tensor new metadata (resize_, set_, out= that resizes): the
+    wrapper takes the inner tensor's sizes, strides and dtype through torch's own `.data` setter
+    (which copies a tensor's metadata onto another of the same type), and keeps the inner
+    tensor."""
+    torch.Tensor.data.__set__(wrapper, HpuTensor(inner))  # type: ignore[attr-defined]
+    wrapper._elem = inner
 
 
 # --- the dispatch entry ----------------------------------------------------------------------

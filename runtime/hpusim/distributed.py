@@ -292,6 +292,8 @@ def _hpu_reducer_class(base: Any) -> Any:
 
 _saved: dict[str, Any] = {}
 
+FSDP_INIT_UTILS: Final = "torch.distributed.fsdp._init_utils"
+
 
 def _hpu_accelerator(check: bool = False) -> Any:
     import torch
@@ -299,11 +301,60 @@ def _hpu_accelerator(check: bool = False) -> Any:
     return torch.device("hpu")
 
 
+def _indexed_device_id(original: Any) -> Any:
+    """FSDP1's `_get_device_from_device_id` with `device_id=torch.device("hpu")` given its index
+    first. FSDP turns an index-less device into `torch.device(current_device())`, an int that
+    torch resolves in C++ through the accelerator the bridge registers (stock torch has none).
+    lightning-habana's HPUFSDPStrategy passes exactly that device."""
+    import torch
+
+    def device_from_device_id(device_id: Any, rank: int, device_handle: Any) -> Any:
+        if isinstance(device_id, (str, torch.device)):
+            device = torch.device(device_id)
+            if device.type == "hpu" and device.index is None:
+                device_id = torch.device("hpu", 0)
+        return original(device_id, rank, device_handle)
+
+    return device_from_device_id
+
+
+class _PatchFsdpOnImport:
+    """A meta path finder: when FSDP1's `_init_utils` is imported while emulating, it gets
+    `_indexed_device_id` (FSDP costs about a second to import: it is not imported for this)."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        import sys
+        from importlib.machinery import PathFinder
+
+        if name != FSDP_INIT_UTILS or self not in sys.meta_path:
+            return None
+        spec = PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None:
+            return None
+        exec_module = spec.loader.exec_module
+
+        def exec_and_patch(module: Any) -> None:
+            exec_module(module)
+            _patch_fsdp(module)
+
+        spec.loader.exec_module = exec_and_patch  # type: ignore[method-assign]
+        return spec
+
+
+def _patch_fsdp(module: Any) -> None:
+    original = module._get_device_from_device_id
+    _saved["fsdp_device_id"] = (module, original)
+    module._get_device_from_device_id = _indexed_device_id(original)
+
+
 def install_data_parallel() -> None:
-    """While emulating: DDP's reducer is `HpuReducer`, and the accelerator that torch.distributed
+    """While emulating: DDP's reducer is `HpuReducer`; the accelerator that torch.distributed
     and FSDP default to (`torch._C._get_accelerator()`: FSDP2's default device mesh, the default
-    backend of `init_process_group()`, `torch.get_device_module()`) is hpu, as with the bridge.
-    Undone by `uninstall_data_parallel`."""
+    backend of `init_process_group()`, `torch.get_device_module()`) is hpu, as with the bridge;
+    FSDP1 takes `device_id=torch.device("hpu")` (`_indexed_device_id`). Undone by
+    `uninstall_data_parallel`."""
+    import sys
+
     import torch
     import torch.distributed as dist
 
@@ -314,9 +365,16 @@ def install_data_parallel() -> None:
     if dist.is_available():
         _saved["reducer"] = dist.Reducer
         dist.Reducer = _hpu_reducer_class(dist.Reducer)  # type: ignore[misc]
+        if FSDP_INIT_UTILS in sys.modules:
+            _patch_fsdp(sys.modules[FSDP_INIT_UTILS])
+        else:
+            _saved["finder"] = _PatchFsdpOnImport()
+            sys.meta_path.insert(0, _saved["finder"])
 
 
 def uninstall_data_parallel() -> None:
+    import sys
+
     import torch
     import torch.distributed as dist
 
@@ -326,3 +384,10 @@ def uninstall_data_parallel() -> None:
     reducer = _saved.pop("reducer", None)
     if reducer is not None:
         dist.Reducer = reducer  # type: ignore[misc]
+    finder = _saved.pop("finder", None)
+    if finder in sys.meta_path:
+        sys.meta_path.remove(finder)
+    patched = _saved.pop("fsdp_device_id", None)
+    if patched is not None:
+        module, original = patched
+        module._get_device_from_device_id = original

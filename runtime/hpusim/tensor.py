@@ -98,11 +98,10 @@ class HpuTensor(torch.Tensor):
                 "emulator: cannot assign a cpu tensor to .data of an hpu tensor; move it with "
                 ".to('hpu') first"
             )
-        if new.shape != self.shape or new.dtype != self.dtype or new.stride() != self.stride():
-            raise RuntimeError(
-                "emulator: .data assignment with different metadata is not supported "
-                f"({tuple(self.shape)} {self.dtype} -> {tuple(new.shape)} {new.dtype})"
-            )
+        if new.shape != self.shape or new.stride() != self.stride() or new.dtype != self.dtype:
+            # torch's own setter: the wrapper takes the new one's metadata (FSDP's flat
+            # parameters change shape and dtype as they are sharded and cast)
+            torch.Tensor.data.__set__(self, new)  # type: ignore[attr-defined]
         self._elem = new._elem
 
     def __repr__(self, *, tensor_contents: Any = None) -> Any:  # type: ignore[override]

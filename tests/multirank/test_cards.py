@@ -95,12 +95,12 @@ def test_three_cards_with_a_slow_host_name_the_straggler(tmp_path: Path) -> None
     assert found and found[0]["evidence"]["rank"] == 2, found
 
 
-def test_ddp_and_fsdp2_on_two_cards_train_like_explicit_all_reduces_without_host_copies(
+def test_ddp_and_fsdp_on_two_cards_train_like_explicit_all_reduces_without_host_copies(
     tmp_path: Path,
 ) -> None:
-    """DistributedDataParallel and FSDP2 on emulated cards: DDP's buckets are device tensors,
-    all-reduced by hccl on the NIC lane; FSDP2 all-gathers and reduce-scatters there; every
-    variant trains as explicit gradient all-reduces do."""
+    """DistributedDataParallel, FSDP2 and FSDP1 on emulated cards: DDP's buckets are device
+    tensors, all-reduced by hccl on the NIC lane; FSDP all-gathers and reduce-scatters there;
+    every variant trains as explicit gradient all-reduces do."""
     pytest.importorskip("torch")
     import hpuprof
 
@@ -110,7 +110,8 @@ def test_ddp_and_fsdp2_on_two_cards_train_like_explicit_all_reduces_without_host
         for m in re.finditer(r"rank (\d) (\w+) max_abs_diff ([-+.e0-9]+)", stdout)
     }
     variants = ("plain", "gradient_as_bucket_view", "find_unused_parameters", "static_graph")
-    variants += ("allreduce_hook", "fp16_compress_hook", "no_sync", "fully_shard")
+    variants += ("allreduce_hook", "fp16_compress_hook", "no_sync")
+    variants += ("fully_shard", "FullyShardedDataParallel")
     assert sorted(diffs) == sorted((r, v) for r in range(2) for v in variants), stdout
     for (rank, variant), diff in diffs.items():  # fp16 compression rounds the gradients
         assert diff <= (1e-3 if variant == "fp16_compress_hook" else 1e-6), (rank, variant, diff)
@@ -130,26 +131,37 @@ def test_ddp_and_fsdp2_on_two_cards_train_like_explicit_all_reduces_without_host
         assert crossings == {("aten::_to_copy", '["float"]'), ("aten::copy_", '["int"]')}
         collectives = names[device.index]
         # 7 DDP variants x 3 steps: one bucket each, plus 4 explicit all-reduces per step of
-        # every reference (8) and one used-parameter map per find_unused_parameters step
-        assert (collectives == "hccl_allreduce").sum() == 7 * 3 + 8 * 3 * 4 + 3
-        # FSDP2: the parameters all-gathered for each forward, the gradients reduce-scattered
-        assert (collectives == "hccl_allgather_base").sum() >= 3
-        assert (collectives == "hccl_reduce_scatter_base").sum() >= 3
+        # every reference (9) and one used-parameter map per find_unused_parameters step
+        assert (collectives == "hccl_allreduce").sum() == 7 * 3 + 9 * 3 * 4 + 3
+        # FSDP2 and FSDP1: the parameters all-gathered for each forward, the gradients
+        # reduce-scattered
+        assert (collectives == "hccl_allgather_base").sum() >= 2 * 3
+        assert (collectives == "hccl_reduce_scatter_base").sum() >= 2 * 3
     stragglers = _distributed_report(tmp_path, out)["distributed"]["stragglers"]
-    assert len(stragglers) >= 8 * 3 and all(c["ranks"] == 2 for c in stragglers), stragglers
+    assert len(stragglers) >= 9 * 3 and all(c["ranks"] == 2 for c in stragglers), stragglers
 
 
-def test_lightning_hpu_ddp_strategy_on_two_cards(tmp_path: Path) -> None:
-    """lightning-habana's HPUDDPStrategy on two emulated cards: each card trains on its own
-    shard, DDP keeps the weights equal, and the bucket all-reduces are on each card's NIC lane."""
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_lightning_hpu_data_parallel_strategies_on_two_cards(tmp_path: Path, strategy: str) -> None:
+    """lightning-habana's HPUDDPStrategy and HPUFSDPStrategy (FSDP1, bf16-mixed) on two emulated
+    cards: each card trains on its own shard of the data, the whole weights end equal on both,
+    and the collectives are on each card's NIC lane."""
     pytest.importorskip("lightning_habana")
     import hpuprof
 
-    out, stdout = _record(tmp_path, 2, REPO / "tests" / "runtime" / "clients" / "lightning_ddp.py")
+    script = REPO / "tests" / "runtime" / "clients" / "lightning_data_parallel.py"
+    out, stdout = _record(tmp_path, 2, script, strategy)
     sums = dict(re.findall(r"rank (\d) weight_sum ([-+.e0-9]+)", stdout))
     assert sorted(sums) == ["0", "1"] and sums["0"] == sums["1"], stdout
     events = hpuprof.load(out).events
     device = events[events["is_device"]]
+    # DDP: one bucket all-reduce per step (2 steps per card); FSDP: an all-gather of the flat
+    # parameter per forward and backward, a reduce-scatter of its gradient per step
+    wanted = {
+        "ddp": ["hccl_allreduce"],
+        "fsdp": ["hccl_allgather_base", "hccl_reduce_scatter_base"],
+    }
     for rank in range(2):
         names = device[device["rank"] == rank]["name"].astype(str)
-        assert (names == "hccl_allreduce").sum() >= 2  # one bucket per step (2 steps per card)
+        for name in wanted[strategy]:
+            assert (names == name).sum() >= 2, names.value_counts().head(20)

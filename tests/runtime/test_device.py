@@ -206,3 +206,25 @@ def test_inference_mode_and_no_grad(hpu: Any) -> None:
     with torch.no_grad():
         z, _ = attn(x, x, x)
     torch.testing.assert_close(y.cpu(), z.cpu())  # MHA's fast path differs in the last bits
+
+
+def test_in_place_ops_that_resize_an_hpu_tensor(hpu: Any) -> None:
+    """resize_, set_ and out= that must resize give the hpu tensor the new metadata, as on the
+    device (FSDP's flat parameters and `torch.cat(..., out=empty)` rely on it)."""
+    hpu()
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    out = torch.empty(0, device="hpu")
+    torch.add(a.to("hpu"), b.to("hpu"), out=out)
+    assert out.shape == (2, 3) and out.device.type == "hpu"
+    torch.testing.assert_close(out.cpu(), a + b)
+    t = torch.zeros(4, device="hpu")
+    t.resize_(3, 5)
+    assert t.shape == (3, 5) and t.stride() == (5, 1)
+    src = torch.arange(6.0).reshape(2, 3).to("hpu")
+    t.set_(src)
+    assert t.shape == (2, 3)
+    torch.testing.assert_close(t.cpu(), torch.arange(6.0).reshape(2, 3))
+    p = torch.nn.Parameter(torch.randn(4).to("hpu"))
+    p.data = torch.ones(2, 2).to("hpu").to(torch.bfloat16)  # shape and dtype (FSDP casts)
+    assert p.shape == (2, 2) and p.dtype == torch.bfloat16 and p.device.type == "hpu"
+    assert p.cpu().float().sum().item() == 4.0

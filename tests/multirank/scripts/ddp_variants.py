@@ -1,4 +1,4 @@
-"""DistributedDataParallel and FSDP2 (`fully_shard`) on emulated Gaudi cards, as Gaudi scripts use
+"""DistributedDataParallel, FSDP2 (`fully_shard`) and FSDP1 on emulated Gaudi cards, as Gaudi scripts use
 them: each variant trains a model for a few steps and is compared with the same model trained
 with explicit gradient all-reduces (the reference). Prints `rank R VARIANT max_abs_diff D` per
 variant.
@@ -22,6 +22,7 @@ VARIANTS = (
     "fp16_compress_hook",
     "no_sync",
     "fully_shard",
+    "FullyShardedDataParallel",
 )
 STEPS = 3
 
@@ -106,6 +107,30 @@ def with_fully_shard(rank: int) -> list[torch.Tensor]:
     return [p.full_tensor().detach().cpu() for p in model.parameters()]  # type: ignore[operator]
 
 
+def with_fsdp1(rank: int) -> list[torch.Tensor]:
+    """FSDP1: one flat parameter per wrapped module, sharded over the cards; compared in full
+    (`summon_full_params`)."""
+    import habana_frameworks.torch.core as htcore
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    torch.manual_seed(0)
+    model = Net(False).to("hpu")
+    fsdp = FullyShardedDataParallel(model)
+    opt = torch.optim.SGD(fsdp.parameters(), lr=0.1)
+    data = batches(rank, 2 * STEPS)
+    for step in range(STEPS):
+        fsdp(data[2 * step].to("hpu")).pow(2).mean().backward()
+        htcore.mark_step()
+        opt.step()
+        opt.zero_grad()
+        htcore.mark_step()
+    with FullyShardedDataParallel.summon_full_params(fsdp):
+        return [p.detach().cpu() for p in model.parameters()]
+
+
+TRAIN = {"fully_shard": with_fully_shard, "FullyShardedDataParallel": with_fsdp1}
+
+
 def main() -> None:
     import habana_frameworks.torch.distributed.hccl  # noqa: F401  (registers the backend)
 
@@ -113,7 +138,7 @@ def main() -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     for variant in VARIANTS:
         want = reference(variant, rank, world)
-        got = with_fully_shard(rank) if variant == "fully_shard" else with_ddp(variant, rank)
+        got = TRAIN[variant](rank) if variant in TRAIN else with_ddp(variant, rank)
         diff = max(float((g - w).abs().max()) for g, w in zip(got, want, strict=True))
         print(f"rank {rank} {variant} max_abs_diff {diff:.3g}", flush=True)
     dist.destroy_process_group()
