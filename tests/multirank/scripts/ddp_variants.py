@@ -62,9 +62,24 @@ def reference(variant: str, rank: int, world: int) -> list[torch.Tensor]:
     return [p.detach().cpu() for p in model.parameters()]
 
 
-def with_ddp(variant: str, rank: int) -> list[torch.Tensor]:
+def train(wrapped: torch.nn.Module, rank: int, no_sync: bool = False) -> None:
+    """STEPS steps on this card's data, as a lazy-mode Gaudi script writes them."""
     import habana_frameworks.torch.core as htcore
 
+    opt = torch.optim.SGD(wrapped.parameters(), lr=0.1)
+    data = batches(rank, 2 * STEPS)
+    for step in range(STEPS):
+        if no_sync:  # DDP: a local backward first, its gradients accumulate
+            with wrapped.no_sync():  # type: ignore[operator]
+                wrapped(data[2 * step + 1].to("hpu")).sum().backward()
+        wrapped(data[2 * step].to("hpu")).pow(2).mean().backward()
+        htcore.mark_step()
+        opt.step()
+        opt.zero_grad()
+        htcore.mark_step()
+
+
+def with_ddp(variant: str, rank: int) -> list[torch.Tensor]:
     torch.manual_seed(0)
     model = Net(variant == "find_unused_parameters").to("hpu")
     options = {v: True for v in VARIANTS[1:4] if v == variant}
@@ -73,57 +88,31 @@ def with_ddp(variant: str, rank: int) -> list[torch.Tensor]:
         ddp.register_comm_hook(None, default_hooks.allreduce_hook)
     if variant == "fp16_compress_hook":
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
-    data = batches(rank, 2 * STEPS)
-    for step in range(STEPS):
-        if variant == "no_sync":
-            with ddp.no_sync():
-                ddp(data[2 * step + 1].to("hpu")).sum().backward()
-        ddp(data[2 * step].to("hpu")).pow(2).mean().backward()
-        htcore.mark_step()
-        opt.step()
-        opt.zero_grad()
-        htcore.mark_step()
+    train(ddp, rank, no_sync=variant == "no_sync")
     return [p.detach().cpu() for p in model.parameters()]
 
 
 def with_fully_shard(rank: int) -> list[torch.Tensor]:
     """FSDP2: parameters sharded over the cards, all-gathered for compute, gradients
     reduce-scattered; compared in full (`full_tensor()`)."""
-    import habana_frameworks.torch.core as htcore
     from torch.distributed.fsdp import fully_shard
 
     torch.manual_seed(0)
     model = Net(False).to("hpu")
     fully_shard(model)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    data = batches(rank, 2 * STEPS)
-    for step in range(STEPS):
-        model(data[2 * step].to("hpu")).pow(2).mean().backward()
-        htcore.mark_step()
-        opt.step()
-        opt.zero_grad()
-        htcore.mark_step()
+    train(model, rank)
     return [p.full_tensor().detach().cpu() for p in model.parameters()]  # type: ignore[operator]
 
 
 def with_fsdp1(rank: int) -> list[torch.Tensor]:
     """FSDP1: one flat parameter per wrapped module, sharded over the cards; compared in full
     (`summon_full_params`)."""
-    import habana_frameworks.torch.core as htcore
     from torch.distributed.fsdp import FullyShardedDataParallel
 
     torch.manual_seed(0)
     model = Net(False).to("hpu")
     fsdp = FullyShardedDataParallel(model)
-    opt = torch.optim.SGD(fsdp.parameters(), lr=0.1)
-    data = batches(rank, 2 * STEPS)
-    for step in range(STEPS):
-        fsdp(data[2 * step].to("hpu")).pow(2).mean().backward()
-        htcore.mark_step()
-        opt.step()
-        opt.zero_grad()
-        htcore.mark_step()
+    train(fsdp, rank)
     with FullyShardedDataParallel.summon_full_params(fsdp):
         return [p.detach().cpu() for p in model.parameters()]
 
