@@ -36,6 +36,13 @@ _FAKE = torch._C._TorchDispatchModeKey.FAKE
 MIXED_DEVICE_ERROR: Final = (
     "Expected all tensors to be on the same device, but found at least two devices, hpu:0 and cpu!"
 )
+_NO_DEVICE_WORK: Final = frozenset(
+    {
+        "aten::_local_scalar_dense",  # the scalar read (a host sync)
+        "_c10d_functional::wait_tensor",  # waits for a functional collective (host side)
+        "_c10d_functional::_wrap_tensor_autograd",  # an identity for autograd
+    }
+)
 _CROSS_DEVICE_OK: Final = frozenset(
     {
         "aten::copy_",
@@ -163,7 +170,11 @@ class OpInfo:
         self.name_id = name_id
         self.base = fb.base_name(func)
         self.engine = engine_of(schema.name.split("::", 1)[-1])
-        self.collective = self.label.startswith("c10d::")  # run by hpusim.distributed
+        # run by hpusim.distributed: c10d ops and functional collectives (DTensor, FSDP2's
+        # full_tensor, tensor parallel)
+        self.collective = self.label.startswith("c10d::") or (
+            self.label.startswith("_c10d_functional::") and self.label not in _NO_DEVICE_WORK
+        )
         alias: list[tuple[int, str | None, bool]] = []
         arg_pos = {a.name: i for i, a in enumerate(schema.arguments)}
         kwarg_only = {a.name for a in schema.arguments if a.kwarg_only}
@@ -185,8 +196,8 @@ class OpInfo:
             if not ai.is_write:
                 view = True
         self.alias = tuple(alias)
-        # views and the scalar read launch nothing on the device
-        self.is_view = view or self.label == "aten::_local_scalar_dense"
+        # views, the scalar read and functional collectives' waits launch nothing on the device
+        self.is_view = view or self.label in _NO_DEVICE_WORK
         self.cross_ok = self.label in _CROSS_DEVICE_OK
         self.to_host = self.label in _COMPLEX_TO_HOST
         self.is_copy = self.label == "aten::copy_"

@@ -46,6 +46,23 @@ PHASE_LATENCY_NS: Final = 15_000
 P2P_OPS: Final = frozenset({"send", "recv_", "recv_any_source_"})
 INPUT_ARGS: Final = ("tensors", "input_tensors", "input_tensor", "input", "tensor")
 
+FUNCTIONAL_AS_C10D: Final = {
+    "all_reduce": "allreduce_",
+    "all_reduce_": "allreduce_",
+    "all_reduce_coalesced": "allreduce_coalesced_",
+    "all_reduce_coalesced_": "allreduce_coalesced_",
+    "all_gather_into_tensor": "_allgather_base_",
+    "all_gather_into_tensor_out": "_allgather_base_",
+    "all_gather_into_tensor_coalesced": "allgather_into_tensor_coalesced_",
+    "reduce_scatter_tensor": "_reduce_scatter_base_",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor_coalesced_",
+    "all_to_all_single": "alltoall_base_",
+    "broadcast": "broadcast_",
+    "broadcast_": "broadcast_",
+}
+"""Functional collectives (`_c10d_functional::`, DTensor and tensor parallel) by the name of the
+`c10d::` op that does the same: one device op name per collective whichever API called it."""
+
 _state: dict[str, Any] = {"nic_free": 0, "seq": {}}
 
 
@@ -127,6 +144,19 @@ def _group(uargs: list[Any]) -> Any:
     return None
 
 
+def _named_group(info: Any, uargs: list[Any]) -> Any:
+    """The process group of a functional collective (`group_name`, a string argument)."""
+    names = [a.name for a in info.func._schema.arguments]
+    if "group_name" not in names or names.index("group_name") >= len(uargs):
+        return None
+    try:
+        from torch.distributed.distributed_c10d import _resolve_process_group
+
+        return _resolve_process_group(uargs[names.index("group_name")])
+    except (ImportError, KeyError, RuntimeError, ValueError):
+        return None
+
+
 def _group_name(pg: Any) -> str:
     try:
         import torch.distributed.distributed_c10d as c10d
@@ -156,9 +186,12 @@ def collective_on_device(rt: Any, info: Any, cost: Any, uargs: list[Any], t0: in
     if rt.lazy:
         lazy.flush(rt, "collective")
     op = info.label.split("::", 1)[-1]
+    op = FUNCTIONAL_AS_C10D.get(op, op) if info.label.startswith("_c10d_functional") else op
     tensors = _input(info, uargs)
     nbytes = sum(t.numel() * t.element_size() for t in tensors)
     pg = _group(uargs)
+    if pg is None:
+        pg = _named_group(info, uargs)
     world = pg.size() if pg is not None else 1
     name = _group_name(pg) if pg is not None else ""
     seq = _state["seq"][name] = _state["seq"].get(name, 0) + 1
