@@ -11,7 +11,6 @@ costs per op key, so a repeated op costs a few dict lookups.
 from __future__ import annotations
 
 import json
-import threading
 from time import perf_counter_ns
 from typing import Any, Final
 
@@ -24,12 +23,11 @@ from hpusim.device_model import ENGINE_DMA, engine_of
 from hpusim.fake import run as run_fake
 from hpusim.fused_costs import FUSED_OPS, FusedOpCost, fused_op_cost
 from hpusim.recipe_cache import recipe_name
-from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER
+from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER, THREAD_IDS
 from hpusim.tensor import _DISPATCH, HpuTensor
 
 aten = torch.ops.aten
 _current_node = torch._C._current_autograd_node
-_get_tid = threading.get_native_id
 _fake_mode = torch._C._get_dispatch_mode
 _FAKE = torch._C._TorchDispatchModeKey.FAKE
 
@@ -241,6 +239,8 @@ class OpCost:
         "low",
         "nbytes",
         "out_bytes",
+        "record",
+        "record_host",
         "rule_dtype",
         "types",
     )
@@ -261,6 +261,10 @@ class OpCost:
         self.low = False
         self.fusible = False
         self.demote = False
+        self.record = -1
+        """The sink template of this op's eager host and device events (-1: not made yet)."""
+        self.record_host = (-1, -1)
+        """(mode, sink template) of this op's host event alone (lazy, views, fallbacks)."""
 
 
 _COST: dict[Any, OpCost] = {}
@@ -699,11 +703,13 @@ def _dispatch(
         graph, corr, start = _eager_launch(rt, cost, t1, rec)
         if rec:
             module, phase = module_and_phase(rt)
-            sink.op_and_device(
-                info.name_id, t0, t1 - t0, _get_tid(), module, phase, MODE_EAGER, cost.dims,
-                cost.types, graph, corr, cost.dev_name, cost.engine, start, cost.dur, cost.flops,
-                cost.nbytes,
-            )  # fmt: skip
+            tmpl = cost.record
+            if tmpl < 0:
+                tmpl = cost.record = sink.template(
+                    info.name_id, MODE_EAGER, cost.dims, cost.types, graph, cost.dev_name,
+                    cost.engine, cost.dur, cost.flops, cost.nbytes,
+                )  # fmt: skip
+            sink.put((tmpl, t0, t1 - t0, THREAD_IDS.tid, module, phase, corr, start))
     if rt.lazy:
         if type(result) is H:
             result._epoch = rt.flushes  # written by the pending graph (an H2D into it flushes)
@@ -736,11 +742,17 @@ def _views_normal_tensor(args: tuple[Any, ...]) -> bool:
 def _record_op(
     rt: state.Runtime, info: OpInfo, cost: OpCost, t0: int, t1: int, graph: int, corr: int
 ) -> None:
+    """A host op without its own device op (lazy, views, fallbacks): one sink row."""
     module, phase = module_and_phase(rt)
-    rt.sink.op(
-        info.name_id, t0, t1 - t0, _get_tid(), module, phase, rt.mode_code, cost.dims,
-        cost.types, graph, corr,
-    )  # fmt: skip
+    sink, mode = rt.sink, rt.mode_code
+    cached = cost.record_host
+    if cached[0] == mode and graph == -1:
+        tmpl = cached[1]
+    else:
+        tmpl = sink.template(info.name_id, mode, cost.dims, cost.types, graph)
+        if graph == -1:
+            cost.record_host = (mode, tmpl)
+    sink.put((tmpl, t0, t1 - t0, THREAD_IDS.tid, module, phase, corr, 0))
 
 
 def _cross_device_copy(args: tuple[Any, ...], uargs: list[Any], t0: int) -> Any:
