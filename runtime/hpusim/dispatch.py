@@ -415,9 +415,14 @@ _FWD_MODULE: dict[int, int] = {}
 of the forward op they differentiate (probe design 8)."""
 
 
-def module_and_phase(rt: state.Runtime) -> tuple[int, int]:
-    """(module string id, phase code) of the op being dispatched."""
-    node = _current_node()
+_UNKNOWN: Final[Any] = object()
+
+
+def module_and_phase(rt: state.Runtime, node: Any = _UNKNOWN) -> tuple[int, int]:
+    """(module string id, phase code) of the op being dispatched; `node`: the autograd node
+    running now, where the caller has read it already (`_current_node()`)."""
+    if node is _UNKNOWN:
+        node = _current_node()
     if node is not None:
         return _FWD_MODULE.get(node._sequence_nr(), 0), PHASE_BWD
     phase = PHASE_OPTIMIZER if rt.optimizer_depth else PHASE_FWD
@@ -566,17 +571,24 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         return _dispatch(func, args, kwargs, rt, faking)
     clock = rt.clock
     t = perf_counter_ns()
-    clock.enter(t, gap_mode(clock, t, _current_node() is not None))
+    node = _current_node()
+    clock.enter(t, gap_mode(clock, t, node is not None))
     try:
-        return _dispatch(func, args, kwargs, rt, False)
+        return _dispatch(func, args, kwargs, rt, False, node)
     finally:
         clock.exit(perf_counter_ns())
 
 
 def _dispatch(
-    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], rt: state.Runtime | None, faking: bool
+    func: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    rt: state.Runtime | None,
+    faking: bool,
+    node: Any = _UNKNOWN,
 ) -> Any:
-    """One op (`faking`: dynamo / AOT tracing on fake tensors, no device work)."""
+    """One op (`faking`: dynamo / AOT tracing on fake tensors, no device work; `node`: the
+    autograd node running it, if read already)."""
     H = HpuTensor
     info = getattr(func, "_hpusim_info", None) or op_info(func)
     if rt is None:
@@ -685,10 +697,10 @@ def _dispatch(
     if fallback:
         _after_fallback(info, rt, sig, t0, t1, cost, rec)
         if rec:
-            _record_op(rt, info, cost, t0, t1, -1, -1)
+            _record_op(rt, info, cost, t0, t1, -1, -1, node)
     elif info.is_view:
         if rec:
-            _record_op(rt, info, cost, t0, t1, -1, -1)
+            _record_op(rt, info, cost, t0, t1, -1, -1, node)
     elif info.collective:
         from hpusim.distributed import collective_on_device
 
@@ -698,11 +710,11 @@ def _dispatch(
             rt.graph_start_ns = t0
         rt.graph.append((key, cost))
         if rec:
-            _record_op(rt, info, cost, t0, t1, -1, -1)
+            _record_op(rt, info, cost, t0, t1, -1, -1, node)
     else:
         graph, corr, start = _eager_launch(rt, cost, t1, rec)
         if rec:
-            module, phase = module_and_phase(rt)
+            module, phase = module_and_phase(rt, node)
             tmpl = cost.record
             if tmpl < 0:
                 tmpl = cost.record = sink.template(
@@ -740,10 +752,17 @@ def _views_normal_tensor(args: tuple[Any, ...]) -> bool:
 
 
 def _record_op(
-    rt: state.Runtime, info: OpInfo, cost: OpCost, t0: int, t1: int, graph: int, corr: int
+    rt: state.Runtime,
+    info: OpInfo,
+    cost: OpCost,
+    t0: int,
+    t1: int,
+    graph: int,
+    corr: int,
+    node: Any = _UNKNOWN,
 ) -> None:
     """A host op without its own device op (lazy, views, fallbacks): one sink row."""
-    module, phase = module_and_phase(rt)
+    module, phase = module_and_phase(rt, node)
     sink, mode = rt.sink, rt.mode_code
     cached = cost.record_host
     if cached[0] == mode and graph == -1:
