@@ -131,21 +131,21 @@ def record_path_ns(n: int) -> float:
     """The recording work of one eager op alone (attribution + one sink write of the host op and
     its device op), timed directly: a noise-robust cross-check of the differenced figure."""
     from hpusim import dispatch, state
-    from hpusim.sink import get_sink
+    from hpusim.sink import THREAD_IDS, get_sink
 
     sink, rt = get_sink(), state.RT
     assert rt is not None
     sink.recording = True
     sink.drain()
-    tid = dispatch._get_tid
+    tmpl = sink.template(
+        1, 2, 2, 3, 1 << 20, dev_name=4, engine=2, dev_dur=900, flops=16, nbytes=192
+    )
     now = _CLOCK[0]
     c0 = now()
     t0 = time.perf_counter_ns()
     for i in range(n):
         module, phase = dispatch.module_and_phase(rt)
-        sink.op_and_device(
-            1, t0 + i, 900, tid(), module, phase, 2, 2, 3, 1 << 20, i, 4, 2, t0 + i, 900, 16, 192
-        )
+        sink.put((tmpl, t0 + i, 900, THREAD_IDS.tid, module, phase, i, t0 + i))
     dt = now() - c0
     sink.drain()
     return dt / n
@@ -184,7 +184,7 @@ def main() -> int:
 
     hpusim.enable(mode="eager")
     sink = get_sink()
-    drains: list[tuple[int, int]] = []  # (ns, events) of each drain after a recording round
+    drains: list[tuple[int, int]] = []  # (ns, rows) of each drain after a recording round
 
     def before(name: str) -> None:
         now = _CLOCK[0]
@@ -205,7 +205,7 @@ def main() -> int:
         before,
     )
     before("")
-    add_drain = statistics.median(ns / n for ns, n in drains) * 2  # two events per eager op
+    add_drain = statistics.median(ns / n for ns, n in drains)  # one row per eager op
     drains.clear()
     mlp = _interleaved(
         {

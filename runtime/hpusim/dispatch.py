@@ -11,7 +11,6 @@ costs per op key, so a repeated op costs a few dict lookups.
 from __future__ import annotations
 
 import json
-import threading
 from time import perf_counter_ns
 from typing import Any, Final
 
@@ -24,12 +23,11 @@ from hpusim.device_model import ENGINE_DMA, engine_of
 from hpusim.fake import run as run_fake
 from hpusim.fused_costs import FUSED_OPS, FusedOpCost, fused_op_cost
 from hpusim.recipe_cache import recipe_name
-from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER
+from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER, THREAD_IDS
 from hpusim.tensor import _DISPATCH, HpuTensor
 
 aten = torch.ops.aten
 _current_node = torch._C._current_autograd_node
-_get_tid = threading.get_native_id
 _fake_mode = torch._C._get_dispatch_mode
 _FAKE = torch._C._TorchDispatchModeKey.FAKE
 
@@ -252,6 +250,8 @@ class OpCost:
         "low",
         "nbytes",
         "out_bytes",
+        "record",
+        "record_host",
         "rule_dtype",
         "types",
     )
@@ -272,6 +272,10 @@ class OpCost:
         self.low = False
         self.fusible = False
         self.demote = False
+        self.record = -1
+        """The sink template of this op's eager host and device events (-1: not made yet)."""
+        self.record_host = (-1, -1)
+        """(mode, sink template) of this op's host event alone (lazy, views, fallbacks)."""
 
 
 _COST: dict[Any, OpCost] = {}
@@ -422,9 +426,14 @@ _FWD_MODULE: dict[int, int] = {}
 of the forward op they differentiate (probe design 8)."""
 
 
-def module_and_phase(rt: state.Runtime) -> tuple[int, int]:
-    """(module string id, phase code) of the op being dispatched."""
-    node = _current_node()
+_UNKNOWN: Final[Any] = object()
+
+
+def module_and_phase(rt: state.Runtime, node: Any = _UNKNOWN) -> tuple[int, int]:
+    """(module string id, phase code) of the op being dispatched; `node`: the autograd node
+    running now, where the caller has read it already (`_current_node()`)."""
+    if node is _UNKNOWN:
+        node = _current_node()
     if node is not None:
         return _FWD_MODULE.get(node._sequence_nr(), 0), PHASE_BWD
     phase = PHASE_OPTIMIZER if rt.optimizer_depth else PHASE_FWD
@@ -579,17 +588,24 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         return _dispatch(func, args, kwargs, rt, faking)
     clock = rt.clock
     t = perf_counter_ns()
-    clock.enter(t, gap_mode(clock, t, _current_node() is not None))
+    node = _current_node()
+    clock.enter(t, gap_mode(clock, t, node is not None))
     try:
-        return _dispatch(func, args, kwargs, rt, False)
+        return _dispatch(func, args, kwargs, rt, False, node)
     finally:
         clock.exit(perf_counter_ns())
 
 
 def _dispatch(
-    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], rt: state.Runtime | None, faking: bool
+    func: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    rt: state.Runtime | None,
+    faking: bool,
+    node: Any = _UNKNOWN,
 ) -> Any:
-    """One op (`faking`: dynamo / AOT tracing on fake tensors, no device work)."""
+    """One op (`faking`: dynamo / AOT tracing on fake tensors, no device work; `node`: the
+    autograd node running it, if read already)."""
     H = HpuTensor
     info = getattr(func, "_hpusim_info", None) or op_info(func)
     if rt is None:
@@ -698,10 +714,10 @@ def _dispatch(
     if fallback:
         _after_fallback(info, rt, sig, t0, t1, cost, rec)
         if rec:
-            _record_op(rt, info, cost, t0, t1, -1, -1)
+            _record_op(rt, info, cost, t0, t1, -1, -1, node)
     elif info.is_view:
         if rec:
-            _record_op(rt, info, cost, t0, t1, -1, -1)
+            _record_op(rt, info, cost, t0, t1, -1, -1, node)
     elif info.collective:
         from hpusim.distributed import collective_on_device, hpu_work
 
@@ -712,16 +728,18 @@ def _dispatch(
             rt.graph_start_ns = t0
         rt.graph.append((key, cost))
         if rec:
-            _record_op(rt, info, cost, t0, t1, -1, -1)
+            _record_op(rt, info, cost, t0, t1, -1, -1, node)
     else:
         graph, corr, start = _eager_launch(rt, cost, t1, rec)
         if rec:
-            module, phase = module_and_phase(rt)
-            sink.op_and_device(
-                info.name_id, t0, t1 - t0, _get_tid(), module, phase, MODE_EAGER, cost.dims,
-                cost.types, graph, corr, cost.dev_name, cost.engine, start, cost.dur, cost.flops,
-                cost.nbytes,
-            )  # fmt: skip
+            module, phase = module_and_phase(rt, node)
+            tmpl = cost.record
+            if tmpl < 0:
+                tmpl = cost.record = sink.template(
+                    info.name_id, MODE_EAGER, cost.dims, cost.types, graph, cost.dev_name,
+                    cost.engine, cost.dur, cost.flops, cost.nbytes,
+                )  # fmt: skip
+            sink.put((tmpl, t0, t1 - t0, THREAD_IDS.tid, module, phase, corr, start))
     if rt.lazy:
         if type(result) is H:
             result._epoch = rt.flushes  # written by the pending graph (an H2D into it flushes)
@@ -752,13 +770,26 @@ def _views_normal_tensor(args: tuple[Any, ...]) -> bool:
 
 
 def _record_op(
-    rt: state.Runtime, info: OpInfo, cost: OpCost, t0: int, t1: int, graph: int, corr: int
+    rt: state.Runtime,
+    info: OpInfo,
+    cost: OpCost,
+    t0: int,
+    t1: int,
+    graph: int,
+    corr: int,
+    node: Any = _UNKNOWN,
 ) -> None:
-    module, phase = module_and_phase(rt)
-    rt.sink.op(
-        info.name_id, t0, t1 - t0, _get_tid(), module, phase, rt.mode_code, cost.dims,
-        cost.types, graph, corr,
-    )  # fmt: skip
+    """A host op without its own device op (lazy, views, fallbacks): one sink row."""
+    module, phase = module_and_phase(rt, node)
+    sink, mode = rt.sink, rt.mode_code
+    cached = cost.record_host
+    if cached[0] == mode and graph == -1:
+        tmpl = cached[1]
+    else:
+        tmpl = sink.template(info.name_id, mode, cost.dims, cost.types, graph)
+        if graph == -1:
+            cost.record_host = (mode, tmpl)
+    sink.put((tmpl, t0, t1 - t0, THREAD_IDS.tid, module, phase, corr, 0))
 
 
 def _cross_device_copy(args: tuple[Any, ...], uargs: list[Any], t0: int) -> Any:

@@ -27,7 +27,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from contextlib import contextmanager
 from time import perf_counter_ns, thread_time_ns
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 TIMELINES: Final = ("projected", "measured")
 
@@ -271,6 +271,45 @@ class HostClock:
             return self._p[i]
         return self._interp(i, t)
 
+    def map_many(self, ts: Any, end: bool = False) -> Any:
+        """`map_start` (or with `end`, `map_end`) of every time of an int64 numpy array, the
+        same integers as the one-at-a-time methods (the drain's vectorised path)."""
+        import numpy as np
+
+        m = np.frombuffer(self._m, dtype=np.int64).copy()  # a copy: the arrays may still grow
+        p = np.frombuffer(self._p, dtype=np.int64).copy()
+        n = len(m)
+        if end:
+            j = np.searchsorted(m, ts, side="right") - 1
+            before = j < 0
+            jc = np.maximum(j, 0)
+            exact = ~before & (m[jc] == ts)
+        else:
+            i = np.searchsorted(m, ts, side="left")
+            ic = np.minimum(i, n - 1)
+            exact = (i < n) & (m[ic] == ts)
+            before = ~exact & (i == 0)
+            j = i - 1
+            jc = np.maximum(j, 0)
+        out = np.where(exact, p[jc] if end else p[ic], p[0] - (m[0] - ts))
+        inner = ~exact & ~before  # interpolated between points jc and jc + 1, or the open gap
+        gap = inner & (jc + 1 >= n)
+        seg = inner & ~gap
+        k = jc[seg]
+        k1 = np.minimum(k + 1, n - 1)
+        dm = m[k1] - m[k]
+        dp = p[k1] - p[k]
+        dt = ts[seg] - m[k]
+        # dp * dt // dm in int64 where it cannot overflow (dp, dt >= 0), else in Python ints
+        big = (dp > 0) & (dt > 0) & (dp > np.iinfo(np.int64).max // np.maximum(dt, 1))
+        lin = p[k] + np.where(dm > 0, (np.where(big, 0, dp) * dt) // np.maximum(dm, 1), 0)
+        for x in np.flatnonzero(big & (dm > 0)):
+            lin[x] = int(p[k[x]]) + int(dp[x]) * int(dt[x]) // int(dm[x])
+        out[seg] = lin
+        for x in np.flatnonzero(gap):  # after the last point: the scalar path (reads the clock)
+            out[x] = self._interp(int(jc[x]), int(ts[x]))
+        return out
+
     def forget_before(self, t: int) -> None:
         """Drop points older than measured `t` (keeping one before it): bounded memory."""
         i = bisect_left(self._m, t) - 1
@@ -353,27 +392,28 @@ class BatchProjector:
         self.clock = clock
         self._keep_from: int | None = None
 
-    def __call__(self, data: dict[str, list[int]], payloads: list[object]) -> None:
+    def __call__(self, data: dict[str, Any], payloads: list[object]) -> None:
+        import numpy as np
+
         from hpusim.sink import EV, KIND_DEVICE, KIND_RUNTIME
 
         clock = self.clock
         kinds, hev, ts, dur = data["kind"], data["hpu_event"], data["ts_ns"], data["dur_ns"]
-        measured = list(dur)
-        keep_dur = (EV["compile"], EV["dynamo_compile"])
-        instant = EV["mark_step"]
-        oldest: int | None = None
-        for i, kind in enumerate(kinds):
-            if kind == KIND_DEVICE:
-                continue
-            t, d = ts[i], dur[i]
-            if oldest is None or t < oldest:
-                oldest = t
-            start = clock.map_start(t)
-            ts[i] = start
-            if kind == KIND_RUNTIME and (hev[i] in keep_dur or (hev[i] == instant and d == 0)):
-                continue
-            dur[i] = max(clock.map_end(t + d) - start, 0)
-        data["measured_dur_ns"] = measured
+        data["measured_dur_ns"] = dur.copy()
+        host = np.flatnonzero(kinds != KIND_DEVICE)
+        t, d = ts[host], dur[host]
+        oldest = int(t.min()) if len(t) else None
+        start = clock.map_many(t)
+        # a compile keeps its modeled duration, a zero-length mark_step stays an instant
+        h = hev[host]
+        keep = (kinds[host] == KIND_RUNTIME) & (
+            np.isin(h, (EV["compile"], EV["dynamo_compile"])) | ((h == EV["mark_step"]) & (d == 0))
+        )
+        mapped = ~keep
+        d = d.copy()
+        d[mapped] = np.maximum(clock.map_many(t[mapped] + d[mapped], end=True) - start[mapped], 0)
+        ts[host] = start
+        dur[host] = d
         if self._keep_from is not None:
             clock.forget_before(self._keep_from)
         self._keep_from = oldest
