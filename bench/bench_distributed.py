@@ -4,7 +4,9 @@ Generates a synthetic run (bench/gen_multi_rank.py: NCCL all-reduces, a planted 
 scratch directory, then measures, each in a fresh process with a cold load cache:
 
 1. baseline: one rank's load + analysis (`tasks.analyze_rank_file`, the distributed report),
-   the mean of two ranks;
+   the mean of four ranks (two before the run, two after), each loaded with the threads one
+   worker of the run loads with (`runner.local_load_threads`: this process's cores shared out
+   among the workers); the same on all of this process's cores is printed beside it (two ranks);
 2. `hpuprof analyze DIR --workers 2 --report distributed`: wall time, peak RSS of the client
    and of each worker (sampled every 0.2 s over the process tree), the straggler found;
 3. the same on 8 of the ranks, beside HTA 0.5.0 on those 8 ranks (TraceAnalysis + the same
@@ -142,11 +144,11 @@ def _env(cache: Path) -> dict[str, str]:
     return {**os.environ, "HPUPROF_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
 
 
-def one_rank(path: Path, scratch: Path) -> dict[str, float]:
+def one_rank(path: Path, scratch: Path, threads: int) -> dict[str, float]:
     cache = Path(tempfile.mkdtemp(prefix="cache-one-", dir=scratch))
     done = subprocess.run(
         [sys.executable, "-c", _ONE_RANK, str(path)],
-        env=_env(cache),
+        env={**_env(cache), "HPUPROF_LOAD_THREADS": str(threads)},
         capture_output=True,
         text=True,
         check=True,
@@ -255,6 +257,7 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory (default: temp)")
     parser.add_argument("--keep", action="store_true", help="keep the generated run")
     parser.add_argument("--run", type=Path, default=None, help="an existing run (no generation)")
+    parser.add_argument("--gen-jobs", type=int, default=2, help="processes generating the run")
     a = parser.parse_args()
     sys.path.insert(0, str(BENCH))
     from gen_multi_rank import generate
@@ -272,7 +275,7 @@ def main() -> int:
         run = a.run or scratch / "run"
         if a.run is None:
             t0 = time.perf_counter()
-            total = generate(run, a.ranks, a.mb, straggler, 0, 2)
+            total = generate(run, a.ranks, a.mb, straggler, 0, a.gen_jobs)
             print(
                 f"generated {a.ranks} ranks, {total / 1e6:,.0f} MB in "
                 f"{time.perf_counter() - t0:.0f} s (planted straggler: rank {straggler}) "
@@ -280,15 +283,28 @@ def main() -> int:
                 flush=True,
             )
         files = sorted(run.glob("rank*.pt.trace.json"), key=lambda p: int(p.name[4:].split(".")[0]))
-        singles = [one_rank(files[i], scratch) for i in (0, len(files) // 2)]
+        from hpuprof.distributed.runner import local_load_threads
+        from hpuprof.trace.kineto_json import load_threads
+
+        threads, all_cores = local_load_threads(a.workers), load_threads()
+        singles = [one_rank(files[i], scratch, threads) for i in (0, len(files) // 2)]
         main_run = ours(run, a.workers, scratch)
-        singles += [one_rank(files[i], scratch) for i in (1, len(files) - 1)]  # after, too
+        singles += [one_rank(files[i], scratch, threads) for i in (1, len(files) - 1)]
+        wide = [one_rank(files[i], scratch, all_cores) for i in (0, len(files) // 2)]
         t1 = sum(x["seconds"] for x in singles) / len(singles)
         cpu1 = sum(x["cpu"] for x in singles) / len(singles)
         each = ", ".join(f"{x['seconds']:.1f}" for x in singles)
         print(
-            f"baseline: one rank's load+analysis {t1:.2f} s (2 ranks before and 2 after the "
-            f"run: {each} s; cpu {cpu1:.2f} s; peak {_gb(max(x['peak'] for x in singles))})",
+            f"baseline: one rank's load+analysis {t1:.2f} s with {threads} load thread(s), as "
+            f"each of the {a.workers} workers loads (2 ranks before and 2 after the run: {each} "
+            f"s; cpu {cpu1:.2f} s; peak {_gb(max(x['peak'] for x in singles))})",
+            flush=True,
+        )
+        t_wide = sum(x["seconds"] for x in wide) / len(wide)
+        print(
+            f"  the same rank alone on all {all_cores} core(s) of this process: {t_wide:.2f} s "
+            f"(cpu {sum(x['cpu'] for x in wide) / len(wide):.2f} s); with it the budget "
+            f"would be {1.2 * a.ranks * t_wide / a.workers:.1f} s",
             flush=True,
         )
         dist = main_run["doc"]["distributed"]
@@ -331,6 +347,7 @@ def main() -> int:
         print("targets: " + ", ".join(f"{k}={'yes' if v else 'NO'}" for k, v in ok.items()))
         summary = {
             "ranks": a.ranks, "mb_per_rank": a.mb, "workers": a.workers, "one_rank_s": t1,
+            "load_threads": threads, "one_rank_all_cores_s": t_wide,
             "wall_s": main_run["wall"], "budget_s": budget, "tree_cpu_s": main_run["tree_cpu"],
             "one_rank_cpu_s": cpu1, "client_peak": main_run["client_peak"],
             "worker_peaks": main_run["worker_peaks"], "straggler": top.get("rank"),
