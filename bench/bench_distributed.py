@@ -141,7 +141,8 @@ def _sampled(
 
 
 def _env(cache: Path) -> dict[str, str]:
-    return {**os.environ, "HPUPROF_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "HPUPROF_CACHE_DIR": str(cache), "PYTHONPATH": path}
 
 
 def one_rank(path: Path, scratch: Path, threads: int) -> dict[str, float]:
@@ -264,6 +265,7 @@ def main() -> int:
 
     need = a.ranks * a.mb * 1e6 * 2.2
     base = a.dir or Path(tempfile.gettempdir())
+    base.mkdir(parents=True, exist_ok=True)
     if shutil.disk_usage(base).free < need:
         base = REPO.parent
     if shutil.disk_usage(base).free < need:
