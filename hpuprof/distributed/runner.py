@@ -11,7 +11,6 @@ distributed report's failed table); the others are reported.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -73,8 +72,7 @@ def analyze_files(
 
         with dask_client(workers, scheduler, worker_memory) as client:
             startup = time.perf_counter() - t0
-            threads = None if scheduler else local_load_threads(workers)
-            results = _on_cluster(client, paths, (*args, threads), progress)
+            results = _on_cluster(client, paths, args, progress)
             n_workers = len(client.scheduler_info().get("workers", {}))
     else:
         startup = 0.0
@@ -89,19 +87,6 @@ def analyze_files(
         n_workers = 0
     wall = time.perf_counter() - t0 - startup
     return _merge(paths, reports, results, scheduler or "", n_workers, wall, startup)
-
-
-def local_load_threads(workers: int) -> int:
-    """Threads each of `workers` local worker processes loads a rank file with: the cores this
-    process may use shared out among them (at least one, at most 8), or `$HPUPROF_LOAD_THREADS`
-    when set. The workers already run ranks side by side, so a load threaded over every core
-    would only make them wait for each other's cores."""
-    from hpuprof.trace.kineto_json import load_threads
-
-    if os.environ.get("HPUPROF_LOAD_THREADS"):
-        return load_threads()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min((cores or 1) // max(workers, 1), 8))
 
 
 def _on_cluster(

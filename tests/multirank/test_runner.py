@@ -21,7 +21,7 @@ from hpuprof.analysis.distributed import analyze_distributed
 from hpuprof.analysis.report import as_plain
 from hpuprof.cli.main import main
 from hpuprof.distributed.cli import rank_files
-from hpuprof.distributed.runner import analyze_files, local_load_threads
+from hpuprof.distributed.runner import analyze_files
 from tests.conftest import SAMPLE_TRACES
 from tests.multirank.ranks import write_memory_bomb, write_run
 
@@ -84,17 +84,6 @@ def test_every_default_report_renders_rank_by_rank(tmp_path: Path, fmt: str) -> 
         == 0
     )
     assert out.exists() and (out.stat().st_size > 0 or out.is_dir())
-
-
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
-def test_local_workers_share_the_cores_out_for_their_loads(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("HPUPROF_LOAD_THREADS", raising=False)
-    cores = len(os.sched_getaffinity(0))
-    assert local_load_threads(1) == min(cores, 8)
-    assert local_load_threads(2) == max(1, min(cores // 2, 8))
-    assert local_load_threads(cores + 1) == 1  # more workers than cores: one thread each
-    monkeypatch.setenv("HPUPROF_LOAD_THREADS", "3")  # the user's setting wins
-    assert local_load_threads(2) == 3
 
 
 def test_lazy_rank_set_opens_ranks_on_demand(tmp_path: Path) -> None:
