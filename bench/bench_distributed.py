@@ -236,12 +236,13 @@ def _against_hta(
         f"{_gb(theirs['client_peak'])}, parse worker {_gb(theirs['child_peak'])}, tree "
         f"{_gb(theirs['tree_peak'])}"
     )
-    need = theirs["client_peak"] + per_rank * (a.ranks - k)
+    many = max(a.ranks, 64)
+    need = theirs["client_peak"] + per_rank * (many - k)
     print(
-        f"  HTA at {a.ranks} ranks (not run): its parent keeps every rank's frame, "
+        f"  HTA at {many} ranks (not run): its parent keeps every rank's frame, "
         f"~{_gb(per_rank)} more per rank here, so one process of ~{_gb(need)} "
         f"({need / (3 * GB):.1f}x the 3 GB target; hpuprof's largest process: {_gb(our_peak)}), "
-        f"and its load alone ~{theirs['load'] * a.ranks / k / 60:.0f} min at this machine's load "
+        f"and its load alone ~{theirs['load'] * many / k / 60:.0f} min at this machine's load "
         "(for more than 8 ranks it also parses rank 0 once more under tracemalloc to size its "
         "pool)"
     )
