@@ -4,9 +4,13 @@ Generates a synthetic run (bench/gen_multi_rank.py: NCCL all-reduces, a planted 
 scratch directory, then measures, each in a fresh process with a cold load cache:
 
 1. baseline: one rank's load + analysis (`tasks.analyze_rank_file`, the distributed report),
-   the mean of two ranks;
+   the mean of four ranks (two before the run, two after), each pinned to one core (the
+   ideal split gives each of the workers one core's share); the same on all of this process's
+   cores (threaded load) is printed beside it, with the budget it would give (two ranks);
 2. `hpuprof analyze DIR --workers 2 --report distributed`: wall time, peak RSS of the client
-   and of each worker (sampled every 0.2 s over the process tree), the straggler found;
+   and of each worker (sampled every 0.2 s over the process tree), the straggler found. Each
+   worker's load is threaded over all the cores: one load thread per worker was slower (92.4 s
+   against 81.4 s for 64 ranks on 2 cores of the 16-core device machine);
 3. the same on 8 of the ranks, beside HTA 0.5.0 on those 8 ranks (TraceAnalysis + the same
    analyses: overlap, idle breakdown, queue length, memory bandwidth, launch statistics, and
    the critical path of rank 0's first step: HTA's cost per call), its time and peak RSS.
@@ -37,7 +41,8 @@ REPO = BENCH.parent
 GB = 1 << 30
 
 _ONE_RANK = r"""
-import json, sys, time, resource
+import json, os, sys, time, resource
+os.sched_setaffinity(0, {int(c) for c in sys.argv[2].split(",")})
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.distributed.tasks import analyze_rank_file
 t0, c0 = time.perf_counter(), time.process_time()
@@ -139,13 +144,15 @@ def _sampled(
 
 
 def _env(cache: Path) -> dict[str, str]:
-    return {**os.environ, "HPUPROF_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "HPUPROF_CACHE_DIR": str(cache), "PYTHONPATH": path}
 
 
-def one_rank(path: Path, scratch: Path) -> dict[str, float]:
+def one_rank(path: Path, scratch: Path, cores: list[int]) -> dict[str, float]:
+    """One rank's load + analysis in a fresh process on `cores` (its load threads: as many)."""
     cache = Path(tempfile.mkdtemp(prefix="cache-one-", dir=scratch))
     done = subprocess.run(
-        [sys.executable, "-c", _ONE_RANK, str(path)],
+        [sys.executable, "-c", _ONE_RANK, str(path), ",".join(map(str, cores))],
         env=_env(cache),
         capture_output=True,
         text=True,
@@ -229,12 +236,13 @@ def _against_hta(
         f"{_gb(theirs['client_peak'])}, parse worker {_gb(theirs['child_peak'])}, tree "
         f"{_gb(theirs['tree_peak'])}"
     )
-    need = theirs["client_peak"] + per_rank * (a.ranks - k)
+    many = max(a.ranks, 64)
+    need = theirs["client_peak"] + per_rank * (many - k)
     print(
-        f"  HTA at {a.ranks} ranks (not run): its parent keeps every rank's frame, "
+        f"  HTA at {many} ranks (not run): its parent keeps every rank's frame, "
         f"~{_gb(per_rank)} more per rank here, so one process of ~{_gb(need)} "
         f"({need / (3 * GB):.1f}x the 3 GB target; hpuprof's largest process: {_gb(our_peak)}), "
-        f"and its load alone ~{theirs['load'] * a.ranks / k / 60:.0f} min at this machine's load "
+        f"and its load alone ~{theirs['load'] * many / k / 60:.0f} min at this machine's load "
         "(for more than 8 ranks it also parses rank 0 once more under tracemalloc to size its "
         "pool)"
     )
@@ -255,12 +263,14 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory (default: temp)")
     parser.add_argument("--keep", action="store_true", help="keep the generated run")
     parser.add_argument("--run", type=Path, default=None, help="an existing run (no generation)")
+    parser.add_argument("--gen-jobs", type=int, default=2, help="processes generating the run")
     a = parser.parse_args()
     sys.path.insert(0, str(BENCH))
     from gen_multi_rank import generate
 
     need = a.ranks * a.mb * 1e6 * 2.2
     base = a.dir or Path(tempfile.gettempdir())
+    base.mkdir(parents=True, exist_ok=True)
     if shutil.disk_usage(base).free < need:
         base = REPO.parent
     if shutil.disk_usage(base).free < need:
@@ -272,7 +282,7 @@ def main() -> int:
         run = a.run or scratch / "run"
         if a.run is None:
             t0 = time.perf_counter()
-            total = generate(run, a.ranks, a.mb, straggler, 0, 2)
+            total = generate(run, a.ranks, a.mb, straggler, 0, a.gen_jobs)
             print(
                 f"generated {a.ranks} ranks, {total / 1e6:,.0f} MB in "
                 f"{time.perf_counter() - t0:.0f} s (planted straggler: rank {straggler}) "
@@ -280,15 +290,25 @@ def main() -> int:
                 flush=True,
             )
         files = sorted(run.glob("rank*.pt.trace.json"), key=lambda p: int(p.name[4:].split(".")[0]))
-        singles = [one_rank(files[i], scratch) for i in (0, len(files) // 2)]
+        cores = sorted(os.sched_getaffinity(0))
+        singles = [one_rank(files[i], scratch, cores[:1]) for i in (0, len(files) // 2)]
         main_run = ours(run, a.workers, scratch)
-        singles += [one_rank(files[i], scratch) for i in (1, len(files) - 1)]  # after, too
+        singles += [one_rank(files[i], scratch, cores[:1]) for i in (1, len(files) - 1)]
+        wide = [one_rank(files[i], scratch, cores) for i in (0, len(files) // 2)]
         t1 = sum(x["seconds"] for x in singles) / len(singles)
         cpu1 = sum(x["cpu"] for x in singles) / len(singles)
         each = ", ".join(f"{x['seconds']:.1f}" for x in singles)
         print(
-            f"baseline: one rank's load+analysis {t1:.2f} s (2 ranks before and 2 after the "
-            f"run: {each} s; cpu {cpu1:.2f} s; peak {_gb(max(x['peak'] for x in singles))})",
+            f"baseline: one rank's load+analysis on one core {t1:.2f} s (2 ranks before and 2 "
+            f"after the run: {each} s; cpu {cpu1:.2f} s; peak "
+            f"{_gb(max(x['peak'] for x in singles))})",
+            flush=True,
+        )
+        t_wide = sum(x["seconds"] for x in wide) / len(wide)
+        print(
+            f"  the same rank alone on all {len(cores)} core(s) of this process: {t_wide:.2f} s "
+            f"(cpu {sum(x['cpu'] for x in wide) / len(wide):.2f} s); with it the budget "
+            f"would be {1.2 * a.ranks * t_wide / a.workers:.1f} s",
             flush=True,
         )
         dist = main_run["doc"]["distributed"]
@@ -331,6 +351,7 @@ def main() -> int:
         print("targets: " + ", ".join(f"{k}={'yes' if v else 'NO'}" for k, v in ok.items()))
         summary = {
             "ranks": a.ranks, "mb_per_rank": a.mb, "workers": a.workers, "one_rank_s": t1,
+            "cores": len(cores), "one_rank_all_cores_s": t_wide,
             "wall_s": main_run["wall"], "budget_s": budget, "tree_cpu_s": main_run["tree_cpu"],
             "one_rank_cpu_s": cpu1, "client_peak": main_run["client_peak"],
             "worker_peaks": main_run["worker_peaks"], "straggler": top.get("rank"),
