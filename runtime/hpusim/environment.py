@@ -7,8 +7,11 @@
   launcher's workers) see the `habana-torch-plugin` / `habana-torch-dataloader` distribution
   metadata and `habana_frameworks` too (the shim's import enables the emulator in the child);
 - `HABANA_LOGS` set when unset (Gaudi images set it; the bridge's logs go there);
-- `runtime/shim-fallback` appended at the END of `sys.path` (stand-ins that a real package
-  always beats: `torchvision`).
+- the stand-ins of `runtime/shim-fallback` (`torchvision`) served by a finder at the END of
+  `sys.meta_path`, so a real, importable package always wins, and only to import statements:
+  an availability probe (`importlib.util.find_spec`, as lightning's `RequirementCache` and
+  transformers' `is_*_available` do) still finds nothing, so clients take their documented
+  path for a missing package instead of calling a placeholder.
 The shim folder itself (habana_frameworks, habana_dataloader, the dist-info folders) is put on
 `sys.path` by `enable()`. `uninstall()` puts every variable and path back as it found it.
 Nothing is ever installed into site-packages (it would shadow a real Gaudi installation).
@@ -16,9 +19,13 @@ Nothing is ever installed into site-packages (it would shadow a real Gaudi insta
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType, ModuleType
 from typing import Final
 
 _saved: dict[str, str | None] = {}
@@ -32,8 +39,41 @@ def shim_root() -> Path:
 
 
 def fallback_dir() -> Path:
-    """`runtime/shim-fallback` (stand-ins appended last to sys.path)."""
+    """`runtime/shim-fallback` (the stand-ins' folder)."""
     return shim_root().parent / "shim-fallback"
+
+
+def _probing(frame: FrameType | None) -> bool:
+    """Whether this lookup comes from `importlib.util.find_spec` (a probe), not an import."""
+    probe = importlib.util.find_spec.__code__
+    while frame is not None:
+        if frame.f_code is probe:
+            return True
+        frame = frame.f_back
+    return False
+
+
+class StandinFinder:
+    """Finds the stand-ins of `runtime/shim-fallback` for import statements only.
+
+    It sits last on `sys.meta_path` (after the path finder: a real package always wins) and
+    answers for top-level names only; a stand-in's submodules are found through its `__path__`
+    by the ordinary path finder."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = str(folder)
+        self.names = frozenset(p.name for p in folder.iterdir() if (p / "__init__.py").is_file())
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if path is not None or fullname not in self.names or _probing(sys._getframe(1)):
+            return None
+        return importlib.machinery.PathFinder.find_spec(fullname, [self.folder])
+
+
+def _standin_finders() -> list[StandinFinder]:
+    return [f for f in sys.meta_path if isinstance(f, StandinFinder)]
 
 
 def _prepend(var: str, entry: str) -> None:
@@ -55,19 +95,17 @@ def install() -> None:
         os.environ["HPUSIM_DEVICE"] = rt.profile.name
         os.environ.setdefault("HABANA_LOGS", rt.flags.log_dir)  # a Gaudi image always sets it
     os.environ.setdefault("HPUSIM_CARDS", os.environ.get("WORLD_SIZE", "1") or "1")
-    fallback = str(fallback_dir())
-    if fallback not in sys.path:
-        sys.path.append(fallback)
+    if not _standin_finders():
+        sys.meta_path.append(StandinFinder(fallback_dir()))
 
 
 def uninstall() -> None:
-    """Restore PATH, PYTHONPATH and the HPUSIM_* variables; drop the stand-ins' path."""
+    """Restore PATH, PYTHONPATH and the HPUSIM_* variables; drop the stand-ins' finder."""
     for var, value in _saved.items():
         if value is None:
             os.environ.pop(var, None)
         else:
             os.environ[var] = value
     _saved.clear()
-    fallback = str(fallback_dir())
-    while fallback in sys.path:
-        sys.path.remove(fallback)
+    for finder in _standin_finders():
+        sys.meta_path.remove(finder)
