@@ -4,8 +4,11 @@ An hpu tensor's C++ device is the CPU (probe design item 1), so a CompositeImpli
 that builds its result with `at::zeros(shape, self.options())` gets a plain CPU tensor and then
 mixes it with the hpu input: `F.one_hot(hpu_labels, n)` raised `Expected all tensors to be on
 the same device, but found at least two devices, hpu:0 and cpu!`. On the bridge these are HPU
-kernels (`one_hot` in the 1.19 `scripts/hpu_op.yaml`). Each patch here computes the op from
-device ops for hpu inputs and leaves every other call to torch's own function.
+kernels (`one_hot` in the 1.19 `scripts/hpu_op.yaml`), or the composite's allocations are
+device tensors (the causal mask of `scaled_dot_product_attention`'s math path, which the bridge
+runs: it does not register the fused attention kernels torch would choose instead). Each patch
+here computes the op from device ops for hpu inputs and leaves every other call to torch's own
+function.
 """
 
 from __future__ import annotations
@@ -34,17 +37,47 @@ def _one_hot(tensor: torch.Tensor, num_classes: int = -1) -> torch.Tensor:
     return out.scatter_(-1, tensor.unsqueeze(-1), 1)
 
 
+def _scaled_dot_product_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    """torch's math path, whose causal mask (`at::ones({L, S}, query.options()).tril()`, a
+    host tensor for an hpu query) is built on the device and passed as the mask: the same ops.
+    `nn.Transformer`'s decoder takes this path for every causal `tgt_mask` it recognises."""
+    if is_causal and attn_mask is None and type(query) is HpuTensor:
+        causal = torch.ones(query.size(-2), key.size(-2), dtype=torch.bool, device=query.device)
+        attn_mask, is_causal = causal.tril(), False
+    sdpa = _orig["scaled_dot_product_attention"]
+    return sdpa(
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+    )
+
+
+_PATCHES: dict[str, Any] = {
+    "one_hot": _one_hot,
+    "scaled_dot_product_attention": _scaled_dot_product_attention,
+}
+
+
 def install() -> None:
     """Apply the patches (idempotent)."""
     if _orig:
         return
-    _orig["one_hot"] = F.one_hot
-    F.one_hot = _one_hot
+    for name, patch in _PATCHES.items():
+        _orig[name] = getattr(F, name)
+        setattr(F, name, patch)
 
 
 def uninstall() -> None:
     """Restore torch's originals."""
     if not _orig:
         return
-    F.one_hot = _orig["one_hot"]
+    for name, original in _orig.items():
+        setattr(F, name, original)
     _orig.clear()

@@ -107,6 +107,44 @@ def test_one_hot_of_hpu_labels_stays_on_the_device(hpu: Any) -> None:
     assert torch.nn.functional.one_hot(labels, 5).shape == (2, 2, 5)  # torch's own again
 
 
+@pytest.mark.parametrize("mode", ["eager", "lazy"])
+def test_causal_attention_of_hpu_tensors_matches_the_host(hpu: Any, mode: str) -> None:
+    """`scaled_dot_product_attention`'s math path (torch's choice with attention dropout, as in
+    training) builds its causal mask with the query's C++ (CPU) options; nn.Transformer's decoder
+    takes it for a causal tgt_mask, which failed with the mixed-device error (lightning's
+    Transformer demo). On the emulated card the mask is a device tensor; the numbers are the
+    host's."""
+    import hpusim
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    hpu(mode)
+    torch.manual_seed(0)
+    model = torch.nn.Transformer(16, 2, 1, 1, 32, dropout=0.0, batch_first=True)
+    x = torch.randn(2, 5, 16)
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(5)
+    with sdpa_kernel(SDPBackend.MATH):
+        expected = model(x, x, tgt_mask=mask)
+        expected.sum().backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        model.to("hpu")
+        out = model(x.to("hpu"), x.to("hpu"), tgt_mask=mask.to("hpu"))
+        out.sum().backward()
+    assert out.device.type == "hpu"
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-5)
+    for p, g in zip(model.parameters(), grads, strict=True):
+        torch.testing.assert_close(p.grad.cpu(), g, rtol=1e-4, atol=1e-5)
+    q = torch.randn(1, 2, 4, 8)
+    attention = torch.nn.functional.scaled_dot_product_attention
+    on_card = attention(*[q.to("hpu")] * 3, dropout_p=0.5, is_causal=True)  # the math path
+    assert on_card.device.type == "hpu" and on_card.isfinite().all()
+    hpusim.disable()
+    assert (
+        torch.nn.functional.scaled_dot_product_attention
+        is torch._C._nn.scaled_dot_product_attention
+    )
+
+
 def test_autograd_crosses_devices(hpu: Any) -> None:
     hpu()
     x = torch.randn(4, requires_grad=True)
