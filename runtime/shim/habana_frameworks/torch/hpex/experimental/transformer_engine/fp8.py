@@ -10,12 +10,19 @@ precision tests call `tengine.fp8.is_fp8_enabled()`): True inside `fp8_autocast`
 REASON = (
     "fp8 scaling kernels need the Gaudi's fp8 hardware; not available under the hpusim emulator"
 )
+NO_FP8_DEVICE = "FP8 needs Gaudi 2 or later: the emulated device has no FP8 MME"
 
 
 def is_fp8_available() -> tuple[bool, str]:
-    """`(False, reason)`: the fp8 scaling kernels clients gate on are not emulated (clients
-    that pass this check use them); `te.Linear` under `fp8_autocast` still runs in FP8."""
-    return False, REASON
+    """As Intel's transformer_engine answers on the emulated device: `(True, "")` on a card
+    with an FP8 MME (Gaudi 2 and 3; `te.Linear` under `fp8_autocast` runs in FP8 there, which is
+    what clients that pass this check use, lightning-habana's fp8 training among them)."""
+    from hpusim import state
+
+    rt = state.RT
+    if rt is None or rt.profile.mme_fp8_tflops <= 0:
+        return False, NO_FP8_DEVICE
+    return True, ""
 
 
 class FP8GlobalStateManager:
