@@ -475,6 +475,20 @@ def _sig_value(a: Any) -> Any:
     return a
 
 
+def formula_allocations_on_device(args: Any) -> Any:
+    """`args` with each host tensor (not 0-dim) as a device tensor, for an op that the autograd
+    engine runs: a C++ backward formula allocates with its hpu input's C++ (CPU) options, e.g.
+    `split_with_sizes`' backward fills an undefined gradient with `at::zeros(.., options)` and
+    cats it with the defined ones (FSDP1's padded flat parameter). On a Gaudi that allocation
+    is on the device; a user's host tensor never reaches a backward node this way (its forward
+    op would have failed)."""
+    if isinstance(args, (list, tuple)):
+        return type(args)(formula_allocations_on_device(a) for a in args)
+    if isinstance(args, torch.Tensor) and type(args) is not HpuTensor and args.dim() != 0:
+        return HpuTensor(args)
+    return args
+
+
 def unwrap(
     args: tuple[Any, ...] | list[Any], cross_ok: bool, H: type
 ) -> tuple[list[Any], tuple[Any, ...], int]:
@@ -611,7 +625,13 @@ def _dispatch(
     if rt is None:
         raise RuntimeError("hpusim: an hpu tensor was used after hpusim.disable()")
     t0 = perf_counter_ns()
-    uargs, sig, n_hpu = unwrap(args, info.cross_ok, H)
+    try:
+        uargs, sig, n_hpu = unwrap(args, info.cross_ok, H)
+    except RuntimeError:
+        if _current_node() is None:
+            raise
+        args = formula_allocations_on_device(args)
+        uargs, sig, n_hpu = unwrap(args, info.cross_ok, H)
     ksig: list[Any] = []
     if kwargs:
         ukw = {}

@@ -145,6 +145,21 @@ def test_causal_attention_of_hpu_tensors_matches_the_host(hpu: Any, mode: str) -
     )
 
 
+@pytest.mark.parametrize("mode", ["eager", "lazy"])
+def test_backward_formulas_allocate_on_the_device(hpu: Any, mode: str) -> None:
+    """`split`'s backward fills the gradient of an unused piece with zeros made from its input's
+    C++ (CPU) options and cats them with the others (FSDP1's padded flat parameter in lightning's
+    FSDP demo failed with the mixed-device error); on a Gaudi those zeros are device memory."""
+    hpu(mode)
+    x = torch.arange(5.0).to("hpu").requires_grad_()
+    used, _unused = torch.split(x, [3, 2])
+    (used * 2).sum().backward()
+    assert x.grad is not None and x.grad.device.type == "hpu"
+    assert x.grad.cpu().tolist() == [2.0, 2.0, 2.0, 0.0, 0.0]
+    with pytest.raises(RuntimeError, match="same device"):
+        x.detach() + torch.ones(5)  # outside a backward node, host tensors still do not mix
+
+
 def test_autograd_crosses_devices(hpu: Any) -> None:
     hpu()
     x = torch.randn(4, requires_grad=True)
