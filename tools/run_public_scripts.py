@@ -1,0 +1,359 @@
+"""Run public Gaudi scripts and test files, written by others, under the hpusim emulator.
+
+    python tools/run_public_scripts.py --lightning-habana PATH --optimum-habana PATH
+        --model-references PATH [--only SUBSTRING] [--timeout 900] [--json OUT]
+
+Each PATH is a checkout or a bare git directory of HabanaAI/Model-References,
+Lightning-AI/lightning-Habana or huggingface/optimum-habana; `--lightning-habana-ref` and
+`--optimum-habana-ref` pick the releases matching the installed packages (pyproject's
+`[clients]` extra: lightning-habana 1.6.0; optimum-habana 1.21.2, whose release is not in the
+mirror: its HEAD, 1.21.0.dev0, is the default). Nothing of theirs is copied into this repository: the
+folder of each script is extracted into a temporary directory and run there, unchanged, as its
+documentation runs it, under `hpuprof record --emulate` (scripts) or under pytest with the shim
+first on `PYTHONPATH` (test files).
+
+Scripts that download a dataset get a synthetic one of the same format and shapes, written where
+the download would have put it (`DATA`), so they run without the internet; nothing else is
+changed. Scripts that need what cannot exist here are listed with the reason and not run:
+`torchvision` (PyPI's wheel is a CUDA build that does not import beside this CPU torch), a
+compiled TPC kernel, a dataset of real images. Prints one line per script and the tally.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from run_bridge_tests import emulator_env, extract_suite
+
+HPUPROF = Path(sys.executable).parent / "hpuprof"
+REPOS = {
+    "model-references": "HabanaAI/Model-References",
+    "lightning-habana": "Lightning-AI/lightning-Habana",
+    "optimum-habana": "huggingface/optimum-habana",
+}
+NO_TORCHVISION = (
+    "torchvision's datasets and transforms: PyPI's torchvision is a CUDA build that does not "
+    "import beside this CPU torch (an emulator cannot provide it); also downloads {data}"
+)
+
+
+@dataclass(frozen=True)
+class PublicScript:
+    """One documented run of a public script (or one public test file) and what it needs."""
+
+    name: str
+    repo: str  # a key of REPOS
+    path: str  # the script or test file, inside the repository
+    args: tuple[str, ...] = ()
+    kind: str = "script"  # "script": `hpuprof record --emulate`; "pytest": a test file
+    cards: int = 1
+    env: tuple[tuple[str, str], ...] = ()
+    data: tuple[str, ...] = ()  # keys of DATA: synthetic stand-ins for downloads
+    excluded: str = ""  # why it cannot run here; empty: it runs
+
+
+_LH = "lightning-habana"
+_MR = "model-references"
+_OH = "optimum-habana"
+_MNIST_DEMO = (
+    ("PL_USE_MOCKED_MNIST", "1"),
+)  # lightning's own switch: its MNIST without torchvision
+_TRAINING_RUN_TYPES = (
+    "basic",
+    "autocast",
+    "HPUPrecisionPlugin",
+    "MixedPrecisionPlugin",
+    "recipe_caching",
+    "fp8_training",
+)
+_HELLO = "PyTorch/examples/computer_vision/hello_world"
+
+
+def _mnist_example(name: str, path: str, args: tuple[str, ...]) -> PublicScript:
+    """A lightning-habana example over lightning's demo MNIST (staged, without torchvision)."""
+    return PublicScript(name, _LH, path, args, env=_MNIST_DEMO, data=("lightning-mnist",))
+
+
+SCRIPTS: tuple[PublicScript, ...] = (
+    _mnist_example(
+        "lh hpu_graphs train",
+        "examples/pytorch/hpu_graphs.py",
+        ("train", "--mode", "capture_and_replay", "make_graphed_callables", "modulecacher"),
+    ),
+    _mnist_example(
+        "lh hpu_graphs inference",
+        "examples/pytorch/hpu_graphs.py",
+        ("inference", "--mode", "capture_and_replay", "wrap_in_hpu_graph"),
+    ),
+    _mnist_example(
+        "lh hpu_graphs dynamicity: dynamic control flow",
+        "examples/pytorch/hpu_graphs.py",
+        ("dynamicity", "--mode", "dynamic_control_flow"),
+    ),
+    _mnist_example(
+        "lh hpu_graphs dynamicity: dynamic ops",
+        "examples/pytorch/hpu_graphs.py",
+        ("dynamicity", "--mode", "dynamic_ops"),
+    ),
+    _mnist_example(
+        "lh mnist_trainer, run types but fp8 inference",
+        "examples/pytorch/mnist_trainer.py",
+        ("-r", *_TRAINING_RUN_TYPES),
+    ),
+    _mnist_example(
+        "lh mnist_trainer, fp8 inference",
+        "examples/pytorch/mnist_trainer.py",
+        ("-r", "fp8_inference"),
+    ),
+    _mnist_example(
+        "lh mnist_trainer, multi-tenancy (2 tenants x 2 cards)",
+        "examples/pytorch/mnist_trainer.py",
+        ("-r", "multi_tenancy"),
+    ),
+    PublicScript(
+        "lh language_model FSDP FULL_SHARD, 2 cards",
+        _LH,
+        "examples/pytorch/language_model.py",
+        ("-d", "2", "-s", "FULL_SHARD"),
+        cards=2,
+        data=("wikitext-2",),
+    ),
+    PublicScript(
+        "lh language_model DDP, 2 cards",
+        _LH,
+        "examples/pytorch/language_model.py",
+        ("-d", "2", "-s", "DDP"),
+        cards=2,
+        data=("wikitext-2",),
+    ),
+    PublicScript(
+        "lh fabric image_classifier",
+        _LH,
+        "examples/fabric/image_classifier/train_fabric.py",
+        ("--dry-run",),
+        excluded=NO_TORCHVISION.format(data="MNIST"),
+    ),
+    PublicScript(
+        "oh test_habana_profiler_unit",
+        _OH,
+        "tests/test_habana_profiler_unit.py",
+        kind="pytest",
+    ),
+    PublicScript(
+        "oh test_gaudi_configuration",
+        _OH,
+        "tests/test_gaudi_configuration.py",
+        kind="pytest",
+    ),
+    PublicScript(
+        "mr hello_world example (lazy)",
+        _MR,
+        f"{_HELLO}/example.py",
+        excluded=NO_TORCHVISION.format(data="MNIST"),
+    ),
+    PublicScript(
+        "mr hello_world mnist",
+        _MR,
+        f"{_HELLO}/mnist.py",
+        ("--batch-size=64", "--epochs=1", "--lr=1.0", "--gamma=0.7", "--hpu"),
+        excluded=NO_TORCHVISION.format(data="MNIST"),
+    ),
+    PublicScript(
+        "mr gpu_migration mnist",
+        _MR,
+        "PyTorch/examples/gpu_migration/simple_examples/mnist/main.py",
+        excluded=NO_TORCHVISION.format(data="MNIST"),
+    ),
+    PublicScript(
+        "mr DeepSpeed cifar10",
+        _MR,
+        "PyTorch/examples/DeepSpeed/cifar_example/cifar10_deepspeed.py",
+        excluded="Habana's DeepSpeed fork (not on PyPI) and "
+        + NO_TORCHVISION.format(data="CIFAR-10"),
+    ),
+    PublicScript(
+        "mr custom_op pt2 API",
+        _MR,
+        "PyTorch/examples/custom_op/pt2_custom_op_API/hpu_custom_op_topk_test.py",
+        excluded="a TPC kernel built against Synapse's headers and libraries (a Gaudi SDK build)",
+    ),
+    PublicScript(
+        "mr torchvision classification",
+        _MR,
+        "PyTorch/computer_vision/classification/torchvision/train.py",
+        excluded=NO_TORCHVISION.format(data="ImageNet (a local copy of 150 GB)"),
+    ),
+)
+
+
+def _lightning_mnist(root: Path) -> None:
+    """lightning's demo MNIST (`lightning.pytorch.demos.mnist_datamodule._MNIST`): the two files
+    it would download into ./data/MNIST/complete, (uint8 images [N, 28, 28], int64 labels [N])
+    with MNIST's sizes and its sparsity (about 19% of the pixels lit); random pixels and labels."""
+    import torch
+
+    folder = root / "data" / "MNIST" / "complete"
+    folder.mkdir(parents=True, exist_ok=True)
+    generator = torch.Generator().manual_seed(0)
+    for name, count in (("training.pt", 60_000), ("test.pt", 10_000)):
+        pixels = torch.randint(0, 256, (count, 28, 28), dtype=torch.uint8, generator=generator)
+        lit = torch.rand((count, 28, 28), generator=generator) < 0.19
+        labels = torch.randint(0, 10, (count,), generator=generator)
+        torch.save((pixels * lit, labels), folder / name)
+
+
+def _wikitext2(root: Path) -> None:
+    """lightning's demo WikiText-2 (`lightning.pytorch.demos.WikiText2`): ./data/wikitext-2.txt,
+    lines of words drawn from a vocabulary of 1,000 (the real file: 36,718 lines, 33,278 words)."""
+    import random
+
+    rng = random.Random(0)
+    vocabulary = [f"w{i}" for i in range(1_000)]
+    lines = (" ".join(rng.choices(vocabulary, k=rng.randint(5, 40))) for _ in range(4_000))
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    (root / "data" / "wikitext-2.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
+
+
+DATA: dict[str, Callable[[Path], None]] = {
+    "lightning-mnist": _lightning_mnist,
+    "wikitext-2": _wikitext2,
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    status: str  # completed | failed | timeout | excluded
+    seconds: float = 0.0
+    detail: str = ""
+    counts: dict[str, int] = field(default_factory=dict)  # a test file's pytest tally
+
+
+_EXCEPTION_LINE = re.compile(r"^\w+(?:\.\w+)*(?:Error|Exception|Interrupt)\b.*$", re.M)
+_PYTEST_TALLY = re.compile(r"(\d+) (passed|failed|errors?|skipped)")
+
+
+def why_failed(output: str) -> str:
+    """The last exception line of a failed run's output (else its last line), shortened."""
+    lines = _EXCEPTION_LINE.findall(output) or output.strip().splitlines()[-1:] or [""]
+    return lines[-1][:300]
+
+
+def pytest_counts(output: str) -> dict[str, int]:
+    """pytest's closing tally (`3 passed, 1 failed, 2 errors`) as counts."""
+    return {
+        kind.removesuffix("s") if kind.startswith("error") else kind: int(n)
+        for n, kind in _PYTEST_TALLY.findall(output)
+    }
+
+
+def _command(script: PublicScript, run_dir: Path) -> list[str]:
+    if script.kind == "pytest":
+        pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
+        return [*pytest, script.path]
+    cards = ["--cards", str(script.cards)] if script.cards > 1 else []
+    record = [str(HPUPROF), "record", "--emulate", *cards, "-o", str(run_dir), "--"]
+    return [*record, "python", Path(script.path).name, *script.args]
+
+
+def _run_status(run_dir: Path) -> str:
+    manifest = run_dir / "run.json"
+    if not manifest.is_file():
+        return "no run.json"
+    return str(json.loads(manifest.read_text()).get("end_state", "?"))
+
+
+def run_one(script: PublicScript, checkout: Path, ref: str, timeout: int) -> Outcome:
+    """Extract the script's folder, stage its data, run it; what happened."""
+    if script.excluded:
+        return Outcome(script.name, "excluded", detail=script.excluded)
+    with tempfile.TemporaryDirectory(prefix="public-script-") as tmp_name:
+        tmp = Path(tmp_name)
+        folder = extract_suite(checkout, tmp, str(Path(script.path).parent), ref)
+        for key in script.data:
+            DATA[key](folder)
+        env = emulator_env(tmp)
+        env.update(script.env)
+        run_dir = tmp / "run"
+        started = time.monotonic()
+        try:
+            done = subprocess.run(
+                _command(script, run_dir),
+                cwd=tmp if script.kind == "pytest" else folder,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Outcome(script.name, "timeout", time.monotonic() - started, f"over {timeout} s")
+        seconds = time.monotonic() - started
+        output = done.stdout + done.stderr
+        if script.kind == "pytest":
+            ok = done.returncode == 0
+            detail = "" if ok else why_failed(output)
+            counts = pytest_counts(output)
+            return Outcome(script.name, "completed" if ok else "failed", seconds, detail, counts)
+        recorded = _run_status(run_dir)
+        if done.returncode == 0 and recorded == "completed":
+            return Outcome(script.name, "completed", seconds, "run.json: completed")
+        detail = f"exit {done.returncode}, run.json end_state {recorded}; {why_failed(output)}"
+        return Outcome(script.name, "failed", seconds, detail)
+
+
+def _report(outcomes: list[Outcome]) -> None:
+    for outcome in outcomes:
+        counts = ", ".join(f"{n} {k}" for k, n in outcome.counts.items())
+        extra = f" [{counts}]" if counts else ""
+        print(f"{outcome.status:9} {outcome.seconds:6.1f}s  {outcome.name}{extra}")
+        if outcome.detail and outcome.status != "completed":
+            print(f"{'':18}{outcome.detail}")
+    ran = [o for o in outcomes if o.status != "excluded"]
+    completed = sum(o.status == "completed" for o in ran)
+    print(
+        f"\npublic scripts under emulation: {completed} of {len(ran)} runnable completed; "
+        f"{len(outcomes) - len(ran)} not runnable here (reasons above)"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    for key in REPOS:
+        parser.add_argument(f"--{key}", type=Path, help=f"a checkout or git dir of {REPOS[key]}")
+    parser.add_argument("--lightning-habana-ref", default="1.6.0")
+    parser.add_argument("--optimum-habana-ref", default="HEAD")
+    parser.add_argument("--only", default="", help="run the scripts whose name contains this")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per script")
+    parser.add_argument("--json", type=Path, help="also write the outcomes here")
+    args = parser.parse_args()
+    outcomes = []
+    for script in SCRIPTS:
+        if args.only not in script.name:
+            continue
+        checkout = getattr(args, script.repo.replace("-", "_"))
+        if checkout is None and not script.excluded:
+            outcomes.append(Outcome(script.name, "excluded", detail=f"--{script.repo} not given"))
+            continue
+        ref = getattr(args, f"{script.repo.replace('-', '_')}_ref", "HEAD")
+        outcome = run_one(script, checkout, ref, args.timeout)
+        print(f"{outcome.status:9} {outcome.seconds:6.1f}s  {script.name}", flush=True)
+        outcomes.append(outcome)
+    print()
+    _report(outcomes)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+    return 0 if all(o.status in ("completed", "excluded") for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
