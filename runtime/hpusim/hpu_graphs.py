@@ -26,6 +26,7 @@ mode (`PT_HPU_LAZY_MODE=1`), so in eager mode `ht.hpu.wrap_in_hpu_graph` is an A
 
 from __future__ import annotations
 
+import functools
 import gc
 import inspect
 import os
@@ -672,10 +673,13 @@ def wrap_in_hpu_graph(
     A new signature is captured (returning the capture run's outputs); a known one copies the
     new inputs into the static inputs, replays, and returns the SAME static output tensors. When
     `max_graphs` signatures are cached, new ones run uncaptured. Accepts (and ignores) the 1.23
-    keywords `free_inplace`, `verbose`, `log_frequency`."""
+    keywords `free_inplace`, `verbose`, `log_frequency`. As the bridge's (`@wraps(orig_fwd)`),
+    the new forward carries the original's name, doc and signature: transformers' `generate`
+    validates its keywords against `inspect.signature(model.forward)`."""
     wrapper = _HpuGraphWrapper(
         module.forward, asynchronous, disable_tensor_cache, dry_run, max_graphs
     )
+    functools.update_wrapper(wrapper, module.forward)
     module.forward = wrapper
     module.clear_cache = wrapper.clear_cache
     module.clear_inputs = wrapper.clear_inputs

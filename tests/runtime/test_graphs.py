@@ -4,6 +4,7 @@ ModuleCacher, the documented limitations and their error strings, lazy-mode-only
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import Any
 
 import pytest
@@ -75,6 +76,9 @@ def test_wrap_in_hpu_graph_caches_by_input_hash(hpu: Any) -> None:
 
     ref = _mlp().eval()
     model = ht_hpu.wrap_in_hpu_graph(copy.deepcopy(ref).to("hpu"))
+    # the forward keeps the module's signature (transformers' generate validates against it)
+    assert inspect.signature(model.forward) == inspect.signature(ref.forward)
+    assert model.forward.__name__ == "forward"
     outs = []
     with torch.no_grad():
         for b in (2, 2, 3, 2):
