@@ -22,7 +22,9 @@ compiled TPC kernel, a dataset of real images. Prints one line per script and th
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import random
 import re
 import subprocess
 import sys
@@ -59,6 +61,7 @@ class PublicScript:
     env: tuple[tuple[str, str], ...] = ()
     data: tuple[str, ...] = ()  # keys of DATA: synthetic stand-ins for downloads
     excluded: str = ""  # why it cannot run here; empty: it runs
+    needs: tuple[str, ...] = ()  # modules of pyproject's `examples` extra it imports
 
 
 _LH = "lightning-habana"
@@ -74,6 +77,18 @@ _TRAINING_RUN_TYPES = (
     "MixedPrecisionPlugin",
     "recipe_caching",
     "fp8_training",
+)
+_HF_OFFLINE = (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"))
+_GENERATION = (
+    *("--model_name_or_path", "./tiny-gpt2", "--use_kv_cache", "--bf16"),
+    *("--max_new_tokens", "20", "--batch_size", "1"),
+)
+_CLM = (  # the README's command, on the staged model and text, 8 steps
+    *("--model_name_or_path", "./tiny-gpt2", "--train_file", "./data/train.txt", "--do_train"),
+    *("--per_device_train_batch_size", "4", "--block_size", "64", "--max_steps", "8"),
+    *("--output_dir", "./out", "--overwrite_output_dir", "--report_to", "none"),
+    *("--gaudi_config_name", "./gaudi_config.json", "--use_habana", "--use_lazy_mode"),
+    *("--use_hpu_graphs_for_inference", "--throughput_warmup_steps", "3"),
 )
 _HELLO = "PyTorch/examples/computer_vision/hello_world"
 
@@ -141,6 +156,31 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "examples/fabric/image_classifier/train_fabric.py",
         ("--dry-run",),
         excluded=NO_TORCHVISION.format(data="MNIST"),
+    ),
+    PublicScript(
+        "oh run_clm: train a GPT-2 (lazy, fused AdamW, HPU graphs for inference)",
+        _OH,
+        "examples/language-modeling/run_clm.py",
+        _CLM,
+        env=_HF_OFFLINE,
+        data=("tiny-gpt2",),
+        needs=("datasets", "evaluate"),
+    ),
+    PublicScript(
+        "oh run_generation: bf16, KV cache",
+        _OH,
+        "examples/text-generation/run_generation.py",
+        _GENERATION,
+        env=_HF_OFFLINE,
+        data=("tiny-gpt2",),
+    ),
+    PublicScript(
+        "oh run_generation: bf16, KV cache, HPU graphs",
+        _OH,
+        "examples/text-generation/run_generation.py",
+        (*_GENERATION, "--use_hpu_graphs"),
+        env=_HF_OFFLINE,
+        data=("tiny-gpt2",),
     ),
     PublicScript(
         "oh test_habana_profiler_unit",
@@ -214,8 +254,6 @@ def _lightning_mnist(root: Path) -> None:
 def _wikitext2(root: Path) -> None:
     """lightning's demo WikiText-2 (`lightning.pytorch.demos.WikiText2`): ./data/wikitext-2.txt,
     lines of words drawn from a vocabulary of 1,000 (the real file: 36,718 lines, 33,278 words)."""
-    import random
-
     rng = random.Random(0)
     vocabulary = [f"w{i}" for i in range(1_000)]
     lines = (" ".join(rng.choices(vocabulary, k=rng.randint(5, 40))) for _ in range(4_000))
@@ -223,9 +261,41 @@ def _wikitext2(root: Path) -> None:
     (root / "data" / "wikitext-2.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
 
 
+def _tiny_gpt2(root: Path) -> None:
+    """What optimum-habana's examples would download from the Hub: ./tiny-gpt2, a GPT-2 of 2
+    layers x 64 (random weights; GPT-2's vocabulary size and context, since the examples use its
+    eos id 50256 as padding) with a byte-level BPE tokenizer trained on ./data/train.txt
+    (lines of words drawn from 500), and ./gaudi_config.json (fused AdamW and clip norm, torch
+    autocast: what the Hub's Habana/gpt2 sets)."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+
+    rng = random.Random(0)
+    vocabulary = [f"w{i}" for i in range(500)]
+    lines = [" ".join(rng.choices(vocabulary, k=rng.randint(5, 40))) for _ in range(2_000)]
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    (root / "data" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
+    model_dir = root / "tiny-gpt2"
+    model_dir.mkdir()
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(lines, vocab_size=600, special_tokens=["<|endoftext|>"])
+    bpe.save_model(str(model_dir))
+    tokenizer = GPT2TokenizerFast(
+        vocab_file=str(model_dir / "vocab.json"), merges_file=str(model_dir / "merges.txt")
+    )
+    tokenizer.save_pretrained(model_dir)
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=50257, n_positions=1024, n_embd=64, n_layer=2, n_head=2)
+    GPT2LMHeadModel(config).save_pretrained(model_dir)
+    gaudi = {"use_fused_adam": True, "use_fused_clip_norm": True, "use_torch_autocast": True}
+    (root / "gaudi_config.json").write_text(json.dumps(gaudi))
+
+
 DATA: dict[str, Callable[[Path], None]] = {
     "lightning-mnist": _lightning_mnist,
     "wikitext-2": _wikitext2,
+    "tiny-gpt2": _tiny_gpt2,
 }
 
 
@@ -276,6 +346,10 @@ def run_one(script: PublicScript, checkout: Path, ref: str, timeout: int) -> Out
     """Extract the script's folder, stage its data, run it; what happened."""
     if script.excluded:
         return Outcome(script.name, "excluded", detail=script.excluded)
+    missing = [m for m in script.needs if importlib.util.find_spec(m) is None]
+    if missing:
+        why = f"needs {', '.join(missing)}: pip install -e '.[examples]'"
+        return Outcome(script.name, "not installed", detail=why)
     with tempfile.TemporaryDirectory(prefix="public-script-") as tmp_name:
         tmp = Path(tmp_name)
         folder = extract_suite(checkout, tmp, str(Path(script.path).parent), ref)
@@ -318,11 +392,11 @@ def _report(outcomes: list[Outcome]) -> None:
         print(f"{outcome.status:9} {outcome.seconds:6.1f}s  {outcome.name}{extra}")
         if outcome.detail and outcome.status != "completed":
             print(f"{'':18}{outcome.detail}")
-    ran = [o for o in outcomes if o.status != "excluded"]
+    ran = [o for o in outcomes if o.status not in ("excluded", "not installed")]
     completed = sum(o.status == "completed" for o in ran)
     print(
         f"\npublic scripts under emulation: {completed} of {len(ran)} runnable completed; "
-        f"{len(outcomes) - len(ran)} not runnable here (reasons above)"
+        f"{len(outcomes) - len(ran)} not run (reasons above)"
     )
 
 
@@ -352,7 +426,7 @@ def main() -> int:
     _report(outcomes)
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
-    return 0 if all(o.status in ("completed", "excluded") for o in outcomes) else 1
+    return 0 if all(o.status in ("completed", "excluded", "not installed") for o in outcomes) else 1
 
 
 if __name__ == "__main__":
