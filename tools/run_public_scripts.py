@@ -124,10 +124,15 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "examples/pytorch/mnist_trainer.py",
         ("-r", *_TRAINING_RUN_TYPES),
     ),
-    _mnist_example(
+    PublicScript(
         "lh mnist_trainer, fp8 inference",
+        _LH,
         "examples/pytorch/mnist_trainer.py",
         ("-r", "fp8_inference"),
+        excluded="fails the same on a Gaudi: lightning-habana 1.6.0 names its default HQT config "
+        "str(importlib.resources.path(...)), the repr of a context manager (FileNotFoundError "
+        "'<contextlib._GeneratorContextManager ...>'); HQT itself runs under emulation "
+        "(tests/runtime/test_clients.py)",
     ),
     _mnist_example(
         "lh mnist_trainer, multi-tenancy (2 tenants x 2 cards)",

@@ -51,8 +51,6 @@ SCHEMAS: Final[dict[str, str]] = {
 """Op name (with `.overload`) -> schema without the name, as the bridge registers them."""
 
 FP8_SCHEMAS: Final[dict[str, str]] = {
-    "cast_to_fp8_v2": "(Tensor input, Tensor? scale=None, bool stochastic_rounding=False, bool is_amax=False, ScalarType dtype=None, int[]? scale_shape=None) -> (Tensor, Tensor)",
-    "cast_from_fp8": "(Tensor input, Tensor? scale, ScalarType out_dtype, int[]? scale_shape=None) -> Tensor",
     "conv2d_fp8": "(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, int groups=1, ScalarType? out_dtype=None, Tensor? scale_input=None, Tensor? scale_weight=None) -> Tensor",
     "sum_fp8": "(Tensor self, int[1]? dim=None, bool keepdim=False, ScalarType? out_dtype=None) -> Tensor",
     "softmax_fp8": "(Tensor input, int dim, Tensor? input_scale=None, Tensor? output_scale=None, Tensor? inv_attn_heads=None, Tensor? fused_add=None) -> Tensor",
@@ -61,13 +59,16 @@ FP8_SCHEMAS: Final[dict[str, str]] = {
 }
 """The bridge's fp8 ops: defined with their schemas, but they need the device's fp8 MME and
 scaling hardware, so calling one raises NotImplementedError naming the op and the emulator.
-`fp8_gemm_v2` (`EMULATED_FP8`) is the exception: `te.Linear` multiplies through it."""
+`EMULATED_FP8` are the exceptions: `te.Linear` and Habana's quantization toolkit use them."""
 
 EMULATED_FP8: Final[dict[str, str]] = {
+    "cast_to_fp8_v2": "(Tensor input, Tensor? scale=None, bool stochastic_rounding=False, bool is_amax=False, ScalarType dtype=None, int[]? scale_shape=None) -> (Tensor, Tensor)",
+    "cast_from_fp8": "(Tensor input, Tensor? scale, ScalarType out_dtype, int[]? scale_shape=None) -> Tensor",
     "fp8_gemm_v2": "(Tensor A, bool trans_A, Tensor B, bool trans_B, Tensor? D, ScalarType out_dtype, Tensor? A_scale_inv=None, Tensor? B_scale_inv=None, Tensor? bias=None, bool accumulate=False, int[]? B_scale_shape=None) -> Tensor",
 }
-"""The bridge's FP8 GEMM, emulated (dequantize, then matmul: `hpusim.transformer_engine`); the
-device model runs it at the MME's FP8 rate."""
+"""The bridge's FP8 casts and GEMM, emulated in `hpusim.transformer_engine` (casts saturate to
+the device's FP8 range; the GEMM dequantizes, then multiplies); the device model runs the GEMM
+at the MME's FP8 rate."""
 
 _F32: Final = torch.float32
 
@@ -664,9 +665,9 @@ def install() -> None:
     for name, schema in FP8_SCHEMAS.items():
         lib.define(name + schema)
         lib.impl(name, _fp8_unavailable(name), "CompositeExplicitAutograd")
-    from hpusim.transformer_engine import fp8_gemm_v2
+    from hpusim import transformer_engine
 
     for name, schema in EMULATED_FP8.items():
         lib.define(name + schema)
-        lib.impl(name, fp8_gemm_v2, "CompositeExplicitAutograd")
+        lib.impl(name, getattr(transformer_engine, name), "CompositeExplicitAutograd")
     _LIBS.append(lib)

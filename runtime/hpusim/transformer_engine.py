@@ -113,12 +113,62 @@ def fp8_gemm_v2(
 
 
 _FP8_MAX: Final = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
+_GAUDI2_E4M3_MAX: Final = 240.0
+"""Gaudi 2's E4M3 keeps IEEE specials, so its largest value is 240, not OCP E4M3FN's 448 (the
+range Habana's quantization toolkit computes for Gaudi 2: 2**7 * 1.875); Gaudi 3 uses 448."""
+
+
+def device_fp8_max(dtype: torch.dtype) -> float:
+    """The largest finite value of `dtype` on the emulated device (casts saturate to it)."""
+    from hpusim import state
+
+    rt = state.RT
+    if dtype == torch.float8_e4m3fn and rt is not None and rt.profile.name == "gaudi2":
+        return _GAUDI2_E4M3_MAX
+    return _FP8_MAX[dtype]
+
+
+def cast_to_fp8_v2(
+    input: torch.Tensor,
+    scale: torch.Tensor | None = None,
+    stochastic_rounding: bool = False,
+    is_amax: bool = False,
+    dtype: torch.dtype | None = None,
+    scale_shape: list[int] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The bridge's `hpu::cast_to_fp8_v2`: (`input * scale` saturated to the device's FP8 range
+    and cast, amax of `input` when `is_amax` else an empty tensor). Rounding is to nearest
+    (`stochastic_rounding` is accepted, not emulated)."""
+    dtype = dtype or torch.float8_e4m3fn
+    x = input.to(torch.float32)
+    if scale is not None:
+        x = x * scale.to(torch.float32)
+    limit = device_fp8_max(dtype)
+    out = x.clamp(-limit, limit).to(dtype)
+    amax = (
+        input.detach().abs().amax().float() if is_amax else input.new_empty(0, dtype=torch.float32)
+    )
+    return out, amax
+
+
+def cast_from_fp8(
+    input: torch.Tensor,
+    scale: torch.Tensor | None,
+    out_dtype: torch.dtype,
+    scale_shape: list[int] | None = None,
+) -> torch.Tensor:
+    """The bridge's `hpu::cast_from_fp8`: `input` in `out_dtype`, times `scale` (the inverse of
+    the scale it was cast with)."""
+    out = input.to(torch.float32)
+    if scale is not None:
+        out = out * scale.to(torch.float32)
+    return out.to(out_dtype)
 
 
 def cast_to_fp8(t: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """(FP8 copy of `t`, its inverse scale): scale = FP8 max / amax, on the device."""
     amax = t.detach().abs().amax().float().clamp(min=1e-12)
-    scale = _FP8_MAX[dtype] / amax
+    scale = device_fp8_max(dtype) / amax
     return (t * scale).to(dtype), scale.reciprocal()
 
 
@@ -132,7 +182,7 @@ class _Fp8Linear(torch.autograd.Function):
         fwd_dtype: torch.dtype,
         bwd_dtype: torch.dtype,
     ) -> torch.Tensor:
-        out_dtype = x.dtype if x.dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
+        out_dtype = x.dtype  # Intel's te.Linear: the activation's dtype (fp32 stays fp32)
         x2 = x.reshape(-1, x.shape[-1])
         x8, sx = cast_to_fp8(x2, fwd_dtype)
         w8, sw = cast_to_fp8(weight, fwd_dtype)
@@ -149,7 +199,7 @@ class _Fp8Linear(torch.autograd.Function):
         x8, sx, w8, sw = ctx.saved_tensors
         g2 = grad.reshape(-1, grad.shape[-1])
         g8, sg = cast_to_fp8(g2, ctx.bwd_dtype)
-        out_dtype = grad.dtype if grad.dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
+        out_dtype = grad.dtype
         dx = torch.ops.hpu.fp8_gemm_v2(g8, False, w8, False, None, out_dtype, sg, sw, None, False)
         dw = torch.ops.hpu.fp8_gemm_v2(g8, True, x8, False, None, out_dtype, sg, sx, None, False)
         db = g2.sum(0) if ctx.has_bias else None

@@ -131,6 +131,33 @@ def test_optimum_habana_gaudi_trainer_runs_with_fused_kernels_under_record(
     assert json.loads((run / "run.json").read_text())["status"] == "complete"
 
 
+def test_habana_quantization_toolkit_measures_and_quantizes_to_fp8(tmp_path: Path) -> None:
+    """Habana's HQT (the PyPI wheel, unchanged) on the emulated Gaudi 2: its measurement hooks
+    write their stats, its quantized Linear runs `hpu::cast_to_fp8_v2` and `hpu::fp8_gemm_v2`
+    (one device op each), and the result is an FP8 one: close to fp32, not equal to it."""
+    need("habana_quantization_toolkit")
+    run = tmp_path / "run"
+    out = subprocess.run(
+        [
+            sys.executable, "-c", "from hpuprof.cli.main import run; run()", "record",
+            "--emulate", "-o", str(run),
+            "--", "python", str(CLIENTS / "hqt_fp8_inference.py"), str(tmp_path),
+        ],
+        capture_output=True, text=True, env=_env(tmp_path), timeout=TIMEOUT, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-6000:]
+    assert "stats_hooks_maxabs.json" in out.stdout
+    assert "patched ['PatchedLinear', 'ReLU', 'PatchedLinear']" in out.stdout
+    printed = next(line for line in out.stdout.splitlines() if line.startswith('{"max_abs'))
+    numbers = json.loads(printed)
+    assert 0 < numbers["max_abs_error"] < 0.1 * numbers["reference_max"]
+    trace = next((run / "traces").glob("*.pt.trace.json"))
+    events = json.loads(trace.read_text())["traceEvents"]
+    device = Counter(e["name"] for e in events if e.get("pid") == 0 and e.get("ph") == "X")
+    assert device["fp8_gemm_v2"] == 2  # the two quantized Linears of the one quantized forward
+    assert sum(n for name, n in device.items() if "cast_to_fp8_v2" in name) >= 2
+
+
 @pytest.mark.parametrize("backend", ["emulated", "gaudi"])
 def test_hpuprofiler_writes_one_trace_per_rank_with_custom_actions(
     tmp_path: Path, backend: str
