@@ -83,6 +83,12 @@ _GENERATION = (
     *("--model_name_or_path", "./tiny-gpt2", "--use_kv_cache", "--bf16"),
     *("--max_new_tokens", "20", "--batch_size", "1"),
 )
+_LLAMA_GENERATION = (
+    *("--model_name_or_path", "./tiny-llama", "--use_kv_cache", "--bf16"),
+    *("--max_new_tokens", "20", "--batch_size", "1"),
+)
+_LLAMA_FAST = ("--use_flash_attention", "--flash_attention_recompute", "--reuse_cache")
+_LLAMA_FAST += ("--trim_logits",)
 _CLM = (  # the README's command, on the staged model and text, 8 steps
     *("--model_name_or_path", "./tiny-gpt2", "--train_file", "./data/train.txt", "--do_train"),
     *("--per_device_train_batch_size", "4", "--block_size", "64", "--max_steps", "8"),
@@ -168,7 +174,7 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "examples/language-modeling/run_clm.py",
         _CLM,
         env=_HF_OFFLINE,
-        data=("tiny-gpt2",),
+        data=("tiny-causal-lms",),
         needs=("datasets", "evaluate"),
     ),
     PublicScript(
@@ -177,7 +183,7 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "examples/text-generation/run_generation.py",
         _GENERATION,
         env=_HF_OFFLINE,
-        data=("tiny-gpt2",),
+        data=("tiny-causal-lms",),
     ),
     PublicScript(
         "oh run_generation: bf16, KV cache, HPU graphs",
@@ -185,7 +191,23 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "examples/text-generation/run_generation.py",
         (*_GENERATION, "--use_hpu_graphs"),
         env=_HF_OFFLINE,
-        data=("tiny-gpt2",),
+        data=("tiny-causal-lms",),
+    ),
+    PublicScript(
+        "oh run_generation: LLaMA, bf16, KV cache, HPU graphs",
+        _OH,
+        "examples/text-generation/run_generation.py",
+        (*_LLAMA_GENERATION, "--use_hpu_graphs"),
+        env=_HF_OFFLINE,
+        data=("tiny-causal-lms",),
+    ),
+    PublicScript(
+        "oh run_generation: LLaMA, bf16, HPU graphs, FusedSDPA, reuse cache, trim logits",
+        _OH,
+        "examples/text-generation/run_generation.py",
+        (*_LLAMA_GENERATION, "--use_hpu_graphs", *_LLAMA_FAST),
+        env=_HF_OFFLINE,
+        data=("tiny-causal-lms",),
     ),
     PublicScript(
         "oh test_habana_profiler_unit",
@@ -266,33 +288,52 @@ def _wikitext2(root: Path) -> None:
     (root / "data" / "wikitext-2.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
 
 
-def _tiny_gpt2(root: Path) -> None:
-    """What optimum-habana's examples would download from the Hub: ./tiny-gpt2, a GPT-2 of 2
-    layers x 64 (random weights; GPT-2's vocabulary size and context, since the examples use its
-    eos id 50256 as padding) with a byte-level BPE tokenizer trained on ./data/train.txt
-    (lines of words drawn from 500), and ./gaudi_config.json (fused AdamW and clip norm, torch
-    autocast: what the Hub's Habana/gpt2 sets)."""
+def _tiny_causal_lms(root: Path) -> None:
+    """What optimum-habana's examples would download from the Hub, small and random:
+    - ./tiny-gpt2: GPT-2 of 2 layers x 64 (GPT-2's vocabulary size and context: the examples pad
+      with its eos id 50256) with a byte-level BPE tokenizer trained on ./data/train.txt (lines
+      of words drawn from 500);
+    - ./tiny-llama: LLaMA of 2 layers x 64, 4 heads over 2 KV heads (grouped-query attention,
+      RMSNorm, rotary embeddings: the fused kernels optimum-habana uses on Gaudi), same tokenizer;
+    - ./gaudi_config.json: fused AdamW and clip norm, torch autocast (as the Hub's Habana/gpt2)."""
     import torch
     from tokenizers import ByteLevelBPETokenizer
-    from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+    from transformers import (
+        GPT2Config,
+        GPT2LMHeadModel,
+        GPT2TokenizerFast,
+        LlamaConfig,
+        LlamaForCausalLM,
+        PreTrainedTokenizerFast,
+    )
 
     rng = random.Random(0)
     vocabulary = [f"w{i}" for i in range(500)]
     lines = [" ".join(rng.choices(vocabulary, k=rng.randint(5, 40))) for _ in range(2_000)]
     (root / "data").mkdir(parents=True, exist_ok=True)
     (root / "data" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
-    model_dir = root / "tiny-gpt2"
-    model_dir.mkdir()
+    gpt2, llama = root / "tiny-gpt2", root / "tiny-llama"
+    gpt2.mkdir()
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(lines, vocab_size=600, special_tokens=["<|endoftext|>"])
-    bpe.save_model(str(model_dir))
-    tokenizer = GPT2TokenizerFast(
-        vocab_file=str(model_dir / "vocab.json"), merges_file=str(model_dir / "merges.txt")
-    )
-    tokenizer.save_pretrained(model_dir)
+    bpe.save_model(str(gpt2))
+    files = {"vocab_file": str(gpt2 / "vocab.json"), "merges_file": str(gpt2 / "merges.txt")}
+    GPT2TokenizerFast(**files).save_pretrained(gpt2)
     torch.manual_seed(0)
     config = GPT2Config(vocab_size=50257, n_positions=1024, n_embd=64, n_layer=2, n_head=2)
-    GPT2LMHeadModel(config).save_pretrained(model_dir)
+    GPT2LMHeadModel(config).save_pretrained(gpt2)
+    special = "<|endoftext|>"
+    PreTrainedTokenizerFast(
+        tokenizer_file=str(gpt2 / "tokenizer.json"),
+        bos_token=special,
+        eos_token=special,
+        unk_token=special,
+        model_input_names=["input_ids", "attention_mask"],
+    ).save_pretrained(llama)
+    shape = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2}
+    heads = {"num_attention_heads": 4, "num_key_value_heads": 2}
+    config = LlamaConfig(vocab_size=32000, bos_token_id=0, eos_token_id=0, **shape, **heads)
+    LlamaForCausalLM(config).save_pretrained(llama)
     gaudi = {"use_fused_adam": True, "use_fused_clip_norm": True, "use_torch_autocast": True}
     (root / "gaudi_config.json").write_text(json.dumps(gaudi))
 
@@ -300,7 +341,7 @@ def _tiny_gpt2(root: Path) -> None:
 DATA: dict[str, Callable[[Path], None]] = {
     "lightning-mnist": _lightning_mnist,
     "wikitext-2": _wikitext2,
-    "tiny-gpt2": _tiny_gpt2,
+    "tiny-causal-lms": _tiny_causal_lms,
 }
 
 
