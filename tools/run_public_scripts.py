@@ -104,6 +104,17 @@ def _mnist_example(name: str, path: str, args: tuple[str, ...]) -> PublicScript:
     return PublicScript(name, _LH, path, args, env=_MNIST_DEMO, data=("lightning-mnist",))
 
 
+_LANGUAGE_MODEL_STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD", "DDP")
+"""The choices `language_model.py -s` documents (FSDP's sharding strategies, and DDP)."""
+
+
+def _language_model(strategy: str) -> PublicScript:
+    """lightning-habana's Transformer on lightning's demo WikiText-2, on 2 cards."""
+    path, args = "examples/pytorch/language_model.py", ("-d", "2", "-s", strategy)
+    name = f"lh language_model {strategy}, 2 cards"
+    return PublicScript(name, _LH, path, args, cards=2, data=("wikitext-2",))
+
+
 SCRIPTS: tuple[PublicScript, ...] = (
     _mnist_example(
         "lh hpu_graphs train",
@@ -145,22 +156,7 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "examples/pytorch/mnist_trainer.py",
         ("-r", "multi_tenancy"),
     ),
-    PublicScript(
-        "lh language_model FSDP FULL_SHARD, 2 cards",
-        _LH,
-        "examples/pytorch/language_model.py",
-        ("-d", "2", "-s", "FULL_SHARD"),
-        cards=2,
-        data=("wikitext-2",),
-    ),
-    PublicScript(
-        "lh language_model DDP, 2 cards",
-        _LH,
-        "examples/pytorch/language_model.py",
-        ("-d", "2", "-s", "DDP"),
-        cards=2,
-        data=("wikitext-2",),
-    ),
+    *(_language_model(strategy) for strategy in _LANGUAGE_MODEL_STRATEGIES),
     PublicScript(
         "lh fabric image_classifier",
         _LH,
