@@ -2,7 +2,9 @@
 
 Every device storage the runtime creates (parameters, gradients, optimizer states, activations,
 H2D copies, factory tensors, HPU-graph static tensors) gets a storage id (`gid`) and a size;
-views share their base's id and keep it alive; the storage is freed when its last wrapper dies.
+views share their base's id and keep it alive; the storage is freed when its last wrapper dies,
+or when its storage is resized (FSDP frees unsharded parameters with `untyped_storage()
+.resize_(0)` and re-allocates them by resizing back: `resize`, called by `tensor.py`'s storage).
 The allocator keeps the bytes in use, their peak, and the first op that would not have fitted in
 the card's usable HBM (`oom_at`): the run goes on (the emulator's memory is the host's, or none
 at all with fake compute), the prediction says where a Gaudi would have failed.
@@ -41,6 +43,9 @@ class DeviceAllocator:
         self._size: dict[int, int] = {}
         self._refs: dict[int, int] = {}
         self._next = 1
+        self._emptied: set[int] = set()  # resized to 0 bytes: no block held
+        self._by_storage: dict[int, int] = {}  # inner StorageImpl address -> storage id
+        self._storage_of: dict[int, int] = {}  # storage id -> inner StorageImpl address
         self.oom_at: OomPoint | None = None
         self.peak = 0  # of the whole run (`reset_peak_memory_stats` resets the runtime's only)
         self.peak_op = ""
@@ -60,6 +65,11 @@ class DeviceAllocator:
         size = max(int(nbytes), 0)  # exact bytes: the bridge's rounding is not public
         self._size[gid] = size
         self._refs[gid] = 1
+        self._charge(size, op)
+        return gid
+
+    def _charge(self, size: int, op: str) -> None:
+        """Count an allocation of `size` bytes: in use, peaks, the OOM point."""
         rt = self._rt
         used = rt.memory_in_use + size
         rt.memory_in_use = used
@@ -74,7 +84,42 @@ class DeviceAllocator:
             self.peak_op = op
         if used > self.capacity and self.oom_at is None:
             self.oom_at = OomPoint(op, _module(rt), size, used - size, self.capacity)
-        return gid
+
+    def _uncharge(self, size: int) -> None:
+        rt = self._rt
+        rt.memory_in_use -= size
+        rt.num_frees += 1
+        rt.total_frees += 1
+
+    def resize(self, gid: int, nbytes: int, op: str = "storage resize_") -> None:
+        """Storage `gid` now holds `nbytes` (its storage was resized): the old block is freed
+        and a new one allocated, as the bridge's allocator does (0 bytes: freed only)."""
+        old = self._size.get(gid)
+        size = max(int(nbytes), 0)
+        if old is None or (old == size and (size or gid in self._emptied)):
+            return
+        self._size[gid] = size
+        if gid not in self._emptied:
+            self._uncharge(old)
+        if size:
+            self._emptied.discard(gid)
+            self._charge(size, op)
+        else:
+            self._emptied.add(gid)
+
+    def bind_storage(self, key: int, gid: int) -> None:
+        """The inner storage at address `key` is device storage `gid` (its resizes count)."""
+        old = self._storage_of.get(gid)
+        if old is not None and old != key:
+            self._by_storage.pop(old, None)
+        self._by_storage[key] = gid
+        self._storage_of[gid] = key
+
+    def storage_resized(self, key: int, nbytes: int) -> None:
+        """The inner storage at address `key` was resized to `nbytes`."""
+        gid = self._by_storage.get(key)
+        if gid is not None and gid in self._refs:
+            self.resize(gid, nbytes)
 
     def share(self, t: Any, gid: int) -> None:
         """Wrapper `t` (a view) references storage `gid`."""
@@ -91,10 +136,14 @@ class DeviceAllocator:
             self._refs[gid] = refs - 1
             return
         del self._refs[gid]
-        rt = self._rt
-        rt.memory_in_use -= self._size.pop(gid)
-        rt.num_frees += 1
-        rt.total_frees += 1
+        size = self._size.pop(gid)
+        key = self._storage_of.pop(gid, None)
+        if key is not None and self._by_storage.get(key) == gid:
+            del self._by_storage[key]
+        if gid in self._emptied:  # freed already by a resize to 0
+            self._emptied.discard(gid)
+        else:
+            self._uncharge(size)
 
 
 def _module(rt: Any) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Final
 import torch
 
 from hpusim import fallback as fb
-from hpusim import state
+from hpusim import op_dtypes, state
 from hpusim.accounting import after_op, gap_mode
 from hpusim.device_model import ENGINE_DMA, engine_of
 from hpusim.fake import run as run_fake
@@ -140,7 +140,7 @@ class OpInfo:
         "call",
         "collective",
         "cross_ok",
-        "dtype_cols",
+        "dtype_rules",
         "engine",
         "func",
         "fused",
@@ -207,7 +207,7 @@ class OpInfo:
             2 if self.label in BOOL_INDEX_OPS else (1 if self.label == "aten::index" else 0)
         )
         self.missing = fb.is_missing(func)
-        self.dtype_cols = None if view else fb.dtype_support(func)
+        self.dtype_rules = None if view else op_dtypes.rules(func)
         self.fused = _fused_args(schema) if schema.name in FUSED_OPS else None
         names = SCALAR_AS_TENSOR.get(self.overload)
         self.scalar_args: tuple[frozenset[int], frozenset[str]] | None = (
@@ -284,7 +284,6 @@ _COST: dict[Any, OpCost] = {}
 def reset_caches() -> None:
     """Forget modeled costs and support levels (they depend on the profile and the flags)."""
     _COST.clear()
-    _SUPPORT.clear()
 
 
 def _arg_json(sig: tuple[Any, ...]) -> tuple[str, str]:
@@ -667,7 +666,7 @@ def _dispatch(
     ckey = key if n_hpu < 1000 else (key[0], _no_floats(key[1]))
     cost = _COST.get(ckey)
     if cost is None:
-        fallback, rule_dtype = _support_decision(info, sig, rt)
+        fallback, rule_dtype = _support_decision(info, uargs, ukw, rt)
     else:
         fallback = cost.fallback
         rule_dtype = cost.rule_dtype
@@ -918,47 +917,27 @@ def _eager_key(func: Any, sig: tuple[Any, ...]) -> tuple[Any, ...]:
     return (func, tuple(parts))
 
 
-_SUPPORT: dict[tuple[str, torch.dtype], str] = {}
-
-
 def _support_decision(
-    info: OpInfo, sig: tuple[Any, ...], rt: state.Runtime
+    info: OpInfo, uargs: list[Any], ukw: dict[str, Any], rt: state.Runtime
 ) -> tuple[bool, torch.dtype | None]:
-    """(falls back to CPU, dtype recomputed in fp32 on the device or None) for this signature.
+    """(falls back to CPU, dtype recomputed in fp32 on the device or None) for this call.
 
-    The op table is checked for the op's data dtype: no kernel at all -> fallback; a kernel
-    but not for this dtype -> floating inputs are recomputed in fp32 on the device (a dtype rule),
-    other dtypes fall back (the bridge's unsupported_dtype path, gaudi.md 4.3)."""
+    No kernel at all -> fallback; a kernel but not for these dtypes -> the bridge's
+    unsupported_dtype path (`op_dtypes.decide`: the 1.19 check where the source states one,
+    else the 1.16 table; floating inputs recomputed in fp32 on the device, else the CPU)."""
     if info.missing:
         return True, None
-    if info.dtype_cols is None:
+    if info.dtype_rules is None:
         return False, None
-    dtype = _data_dtype(sig)
-    if dtype is None:
-        return False, None
-    k = (info.overload, dtype)
-    level = _SUPPORT.get(k)
-    if level is None:
-        level = _SUPPORT[k] = fb.support(info.func, dtype, rt.flags.int64_support)
-    if level != fb.UNSUPPORTED_DTYPE:
-        return False, None
-    if dtype.is_floating_point:
-        return False, dtype
-    return True, None
-
-
-def _data_dtype(sig: tuple[Any, ...]) -> torch.dtype | None:
-    """The dtype the op computes in: its first floating tensor input, else its first tensor
-    (so a bool condition or an index tensor does not decide, e.g. `where(cond, x, y)`)."""
-    first: torch.dtype | None = None
-    for a in sig:
-        if type(a) is tuple and len(a) == 5 and a[0] == "T":
-            if a[3].is_floating_point:
-                dtype: torch.dtype = a[3]
-                return dtype
-            if first is None:
-                first = a[3]
-    return first
+    return op_dtypes.decide(
+        info.dtype_rules,
+        info.func,
+        uargs,
+        ukw,
+        rt.config.device_profile,
+        rt.lazy,
+        rt.flags.int64_support,
+    )
 
 
 def _first_dtype(sig: tuple[Any, ...]) -> torch.dtype:

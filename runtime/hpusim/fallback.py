@@ -1,9 +1,8 @@
 """Op support from `data/op_support.json`: which ops run on the device, for which dtypes.
 
-`support(func, dtype)` answers one of the bridge's OpSupportLevel values that matter here:
-`supported`, `unsupported` (no HPU kernel: CPU fallback) or `unsupported_dtype` (kernel exists,
-not for this dtype: the bridge recomputes floating inputs in fp32 on the device, and falls back
-to CPU only when no input is floating).
+`is_missing(func)`: no HPU kernel at all (the CPU fallback, OpSupportLevel `unsupported`);
+`dtype_support(func)`: the 1.16 docs table's dtype columns of the op's python name. The 1.19
+bridge's own dtype checks, and what an unsupported dtype leads to, are in `op_dtypes`.
 """
 
 from __future__ import annotations
@@ -30,11 +29,6 @@ DTYPE_COLUMN: Final[dict[torch.dtype, str]] = {
     torch.bool: "BOOL",
 }
 
-SUPPORTED: Final = "supported"
-UNSUPPORTED: Final = "unsupported"
-UNSUPPORTED_DTYPE: Final = "unsupported_dtype"
-
-
 HANDLED_ELSEWHERE: Final = frozenset({"aten::convolution_backward"})
 """Listed as missing in the bridge's table, yet run on the device: the bridge implements
 convolution through the `convolution_overrideable` / `convolution_backward_overrideable` hooks,
@@ -42,10 +36,17 @@ while the emulator's CPU-keyed tensors reach the plain `aten::convolution_backwa
 
 
 @cache
-def _data() -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+def load_data() -> dict[str, Any]:
+    """`data/op_support.json` as stored."""
     raw: dict[str, Any] = json.loads(
         (Path(__file__).parent / "data" / "op_support.json").read_text()
     )
+    return raw
+
+
+@cache
+def _data() -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+    raw = load_data()
     dtypes = {k: frozenset(v) for k, v in raw["dtypes"].items()}
     return frozenset(raw["missing"]) - HANDLED_ELSEWHERE, dtypes
 
@@ -74,23 +75,6 @@ def dtype_support(func: Any) -> frozenset[str] | None:
     """The dtype columns the op table lists for this op, or None when the table has no row."""
     _, dtypes = _data()
     return dtypes.get(base_name(func))
-
-
-def support(func: Any, dtype: torch.dtype | None, int64_support: bool) -> str:
-    """The support level of `func` for inputs of `dtype`."""
-    if is_missing(func):
-        return UNSUPPORTED
-    cols = dtype_support(func)
-    if cols is None or dtype is None:
-        return SUPPORTED
-    col = DTYPE_COLUMN.get(dtype)
-    if col is None:
-        return SUPPORTED
-    if col == "INT64" and not int64_support:
-        col = "INT32"  # int64 is computed as int32 on the device
-    if col in cols or (col == "INT64" and "INT32" in cols):
-        return SUPPORTED
-    return UNSUPPORTED_DTYPE
 
 
 def dtype_token(dtype: torch.dtype) -> str:

@@ -212,6 +212,42 @@ def _lamb_norm(a: _Args, name: str) -> FusedOpCost:
     return FusedOpCost(name, "TPC", 2 * a.elements(0), a.nbytes(0), 4)
 
 
+def _gemm_dims(a_shape: Shape | None, b_shape: Shape | None) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) of a batched matmul of `a` by `b`, either possibly transposed: K is the
+    dimension they share (the last of `a` when ambiguous); batch is `a`'s leading dims."""
+    if not a_shape or not b_shape or len(a_shape) < 2 or len(b_shape) < 2:
+        return 0, 0, 0, 0
+    (a0, a1), (b0, b1) = a_shape[-2:], b_shape[-2:]
+    k = a1 if a1 in (b0, b1) else a0
+    return numel(a_shape[:-2]), a0 * a1 // max(k, 1), b0 * b1 // max(k, 1), k
+
+
+def _masked_batch_gemm(a: _Args, name: str) -> FusedOpCost:
+    # a, b, mask_a, mask_b -> op(a) @ op(b) + op(mask_a) @ op(mask_b), the masks broadcast over
+    # the output's batch
+    batch, m, n, k = _gemm_dims(a.shape(0), a.shape(1))
+    _, mask_m, mask_n, mask_k = _gemm_dims(a.shape(2), a.shape(3))
+    mme = 2 * batch * (m * n * k + mask_m * mask_n * mask_k)
+    out = batch * m * n * itemsize(a.dtype(0))
+    return FusedOpCost(name, "MME", mme + batch * m * n, a.nbytes(0, 1, 2, 3), out, mme)
+
+
+def _mixture_of_experts(a: _Args, name: str) -> FusedOpCost:
+    # hidden [tokens, H], routing table [tokens, k], router weights, expert weights (w1, w2, w3
+    # or w12, w3; one tensor per expert): three H x F matmuls per routed (token, expert) pair
+    hidden = a.shape(0)
+    h = hidden[-1] if hidden else 0
+    tokens = a.elements(0) // max(h, 1)
+    table = a.shape(1)
+    k = table[-1] if table and len(table) > 1 else 1
+    down = a.tensors(a.count() - 1)
+    ffn = a.elements(a.count() - 1) // max(len(down) * h, 1)
+    mme = 2 * tokens * k * 3 * h * ffn
+    vec = 3 * tokens * k * ffn  # activation, gate product, weighted sum
+    read = a.nbytes(*range(a.count()))
+    return FusedOpCost(name, "MME", mme + vec, read, a.nbytes(0), mme)
+
+
 def _recompute_fwd(a: _Args, name: str) -> FusedOpCost:
     return _sdpa_fwd(a, name, "recompute")
 
@@ -268,6 +304,17 @@ _COSTS: Final[dict[str, Callable[[_Args, str], FusedOpCost]]] = {
     "hpu::optimizer_resource_apply_momentum": _elementwise(3, (0, 1), (0,)),
     "hpu::custom_softmax": _elementwise(5, (0,), (0,)),
     "hpu::scaled_masked_softmax": _elementwise(6, (0, 1), (0,)),
+    "hpu::exp_fast_math": _elementwise(1, (0,), (0,)),
+    "hpu::sqrt_fast_math": _elementwise(1, (0,), (0,)),
+    "hpu::rsqrt_fast_math": _elementwise(1, (0,), (0,)),
+    # scores (, retained 1/sum, max) -> probabilities (the retained rows are [..., 1])
+    "hpu::scaled_triangular_softmax": _elementwise(6, (0, 1, 2), (0,)),
+    "hpu::scaled_triangular_softmax_retain": _elementwise(6, (0,), (0,)),
+    # cache, start, end, packed beam order -> cache (bounded by a full read and write)
+    "hpu::kv_reorder": _elementwise(0, (0, 1, 2, 3), (0,)),
+    "hpu::kv_reorder_": _elementwise(0, (0, 1, 2, 3), (0,)),
+    "hpu::masked_batch_gemm": _masked_batch_gemm,
+    "hpu::mixture_of_experts": _mixture_of_experts,
 }
 
 FUSED_OPS: Final = frozenset(_COSTS)

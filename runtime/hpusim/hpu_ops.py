@@ -659,9 +659,12 @@ def install() -> None:
     if _LIBS:
         return
     lib = torch.library.Library("hpu", "FRAGMENT")
-    for name, schema in SCHEMAS.items():
-        lib.define(name + schema)
-        lib.impl(name, _KERNELS[name], "CompositeExplicitAutograd")
+    from hpusim import custom_ops
+
+    for schemas, kernels in ((SCHEMAS, _KERNELS), (custom_ops.SCHEMAS, custom_ops.KERNELS)):
+        for name, schema in schemas.items():
+            lib.define(name + schema)
+            lib.impl(name, kernels[name], "CompositeExplicitAutograd")
     for name, schema in FP8_SCHEMAS.items():
         lib.define(name + schema)
         lib.impl(name, _fp8_unavailable(name), "CompositeExplicitAutograd")

@@ -123,12 +123,20 @@ class HpuTensor(torch.Tensor):
         return object.__format__(self, spec) if spec else repr(self)
 
     # --- storage: the inner tensor's. Views of one hpu tensor share it, as on the device, and
-    # FSDP frees and re-allocates its unsharded parameters by resizing it ---------------------
+    # FSDP frees and re-allocates its unsharded parameters by resizing it (`DeviceStorage`) ----
     # (while dynamo traces, the wrapper's own storage: its fake copies are built from it)
     def untyped_storage(self) -> torch.UntypedStorage:
         if _tracing() is not None:
             return torch.Tensor.untyped_storage(self)
-        return self._elem.untyped_storage()
+        storage = self._elem.untyped_storage()
+        rt = state.RT
+        if self._gid and rt is not None:
+            if type(storage) is not DeviceStorage:
+                # torch keeps a storage's Python object for the storage's life: the class
+                # stays, for FSDP's next `untyped_storage()` / `_typed_storage()` too
+                storage.__class__ = DeviceStorage
+            rt.alloc.bind_storage(storage._cdata, self._gid)
+        return storage
 
     def _typed_storage(self) -> torch.TypedStorage:
         storage = self.untyped_storage()
@@ -181,6 +189,21 @@ class HpuTensor(torch.Tensor):
             torch._utils._rebuild_device_tensor_from_cpu_tensor,
             (self._elem.detach().clone(), self.dtype, "hpu:0", self.requires_grad),
         )
+
+
+class DeviceStorage(torch.UntypedStorage):
+    """The inner storage of an hpu tensor: resizing it frees (0 bytes) or allocates the
+    device storage on the emulated card's allocator, as the bridge's allocator sees FSDP's
+    `untyped_storage().resize_(0)` and the resize back before the next all-gather."""
+
+    __slots__ = ()
+
+    def resize_(self, size: int) -> Any:
+        out = super().resize_(size)
+        rt = state.RT
+        if rt is not None:
+            rt.alloc.storage_resized(self._cdata, int(size))
+        return out
 
 
 def _not_ready(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

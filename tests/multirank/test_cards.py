@@ -101,7 +101,8 @@ def test_ddp_and_fsdp_on_two_cards_train_like_explicit_all_reduces_without_host_
 ) -> None:
     """DistributedDataParallel, FSDP2 and FSDP1 on emulated cards: DDP's buckets are device
     tensors, all-reduced by hccl on the NIC lane; FSDP all-gathers and reduce-scatters there;
-    every variant trains as explicit gradient all-reduces do."""
+    every variant trains as explicit gradient all-reduces do; the parameters FSDP frees after
+    a forward leave the emulated allocator."""
     pytest.importorskip("torch")
     import hpuprof
 
@@ -116,6 +117,17 @@ def test_ddp_and_fsdp_on_two_cards_train_like_explicit_all_reduces_without_host_
     assert sorted(diffs) == sorted((r, v) for r in range(2) for v in variants), stdout
     for (rank, variant), diff in diffs.items():  # fp16 compression rounds the gradients
         assert diff <= (1e-3 if variant == "fp16_compress_hook" else 1e-6), (rank, variant, diff)
+    # FSDP frees a layer's unsharded parameters after its forward by resizing their storage to
+    # 0: torch.hpu.memory_allocated() drops by their bytes, as the bridge's allocator reports
+    freed = {
+        (int(m[1]), m[2]): (int(m[3]), int(m[4]))
+        for m in re.finditer(r"rank (\d) (\w+) freed_after_forward (-?\d+) unsharded (\d+)", stdout)
+    }
+    assert sorted(freed) == sorted(
+        (r, v) for r in range(2) for v in ("fully_shard", "FullyShardedDataParallel")
+    ), stdout
+    for key, (dropped, unsharded) in freed.items():
+        assert dropped == unsharded > 0, (key, dropped, unsharded)
 
     events = hpuprof.load(out).events
     names = events["name"].astype(str)

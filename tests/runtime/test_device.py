@@ -231,6 +231,29 @@ def test_modeled_memory_bookkeeping(hpu: Any) -> None:
     assert torch.hpu.max_memory_allocated() >= base + 8000
 
 
+def test_storage_resizes_free_and_reallocate_device_memory(hpu: Any) -> None:
+    """FSDP frees an unsharded parameter with `untyped_storage().resize_(0)` (FSDP1:
+    `_typed_storage()._resize_(0)`) and re-allocates it by resizing back: the bridge's
+    allocator sees a free and an allocation, and so does the emulated one."""
+    hpu()
+    stats = torch.hpu.memory_stats
+    base, allocs, frees = (stats()[k] for k in ("InUse", "NumAllocs", "NumFrees"))
+    t = torch.empty(1000, device="hpu")
+    view = t.view(10, 100)  # shares the storage: one block
+    assert torch.hpu.memory_allocated() == base + 4000
+    t.untyped_storage().resize_(0)
+    assert torch.hpu.memory_allocated() == base
+    assert (stats()["NumAllocs"], stats()["NumFrees"]) == (allocs + 1, frees + 1)
+    torch.hpu.reset_peak_memory_stats()
+    view._typed_storage()._resize_(2000)  # FSDP1's spelling, through a view, in elements
+    assert torch.hpu.memory_allocated() == base + 8000 == torch.hpu.max_memory_allocated()
+    assert stats()["NumAllocs"] == allocs + 2 and stats()["MaxAllocSize"] >= 8000
+    t.untyped_storage().resize_(0)
+    del t, view  # already freed: the last wrapper's death frees nothing more
+    assert torch.hpu.memory_allocated() == base
+    assert stats()["NumFrees"] == frees + 2
+
+
 def test_disable_restores_torch(hpu: Any) -> None:
     import hpusim
     import torch.distributed as dist

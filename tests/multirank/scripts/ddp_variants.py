@@ -1,12 +1,16 @@
 """DistributedDataParallel, FSDP2 (`fully_shard`) and FSDP1 on emulated Gaudi cards, as Gaudi scripts use
 them: each variant trains a model for a few steps and is compared with the same model trained
 with explicit gradient all-reduces (the reference). Prints `rank R VARIANT max_abs_diff D` per
-variant.
+variant, and for FSDP2 and FSDP1 `rank R VARIANT freed_after_forward F unsharded U`: the device
+memory a separately wrapped layer frees as its forward ends (its unsharded parameters, freed by
+resizing their storage to 0), against the bytes of that layer's parameters.
 
 Run under `hpuprof record --emulate --cards N -- python ddp_variants.py`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -120,6 +124,35 @@ def with_fsdp1(rank: int) -> list[torch.Tensor]:
 TRAIN = {"fully_shard": with_fully_shard, "FullyShardedDataParallel": with_fsdp1}
 
 
+def freed_after_forward(variant: str, rank: int) -> int:
+    """Device bytes layer `a`, wrapped apart, frees as its forward ends (FSDP's post-forward
+    reshard: FSDP2 `reshard_after_forward=True`, FSDP1 FULL_SHARD on a non-root unit), read by
+    a forward hook before FSDP's and one after it."""
+    from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy, fully_shard
+
+    torch.manual_seed(0)
+    model = Net(False).to("hpu")
+    seen: dict[str, int] = {}
+
+    def reads(key: str) -> Callable[..., None]:
+        return lambda *_: seen.__setitem__(key, torch.hpu.memory_allocated())
+
+    model.a.register_forward_hook(reads("before"))
+    if variant == "fully_shard":
+        for layer in (model.a, model.b):
+            fully_shard(layer, reshard_after_forward=True)
+        model.a.register_forward_hook(reads("after"))
+        fully_shard(model, reshard_after_forward=True)
+    else:  # the root holds `b`: without parameters of its own, FSDP1 would ask
+        # torch.device(current_device()), which the emulator cannot give (no C++ accelerator)
+        full = ShardingStrategy.FULL_SHARD
+        model.a = FullyShardedDataParallel(model.a, sharding_strategy=full)
+        model.a.register_forward_hook(reads("after"))
+        model = FullyShardedDataParallel(model, sharding_strategy=full)
+    model(batches(rank, 1)[0].to("hpu"))
+    return seen["before"] - seen["after"]
+
+
 def main() -> None:
     import habana_frameworks.torch.distributed.hccl  # noqa: F401  (registers the backend)
 
@@ -130,6 +163,10 @@ def main() -> None:
         got = TRAIN[variant](rank) if variant in TRAIN else with_ddp(variant, rank)
         diff = max(float((g - w).abs().max()) for g, w in zip(got, want, strict=True))
         print(f"rank {rank} {variant} max_abs_diff {diff:.3g}", flush=True)
+    unsharded = sum(p.numel() * p.element_size() for p in Net(False).a.parameters())
+    for variant in TRAIN:
+        freed = freed_after_forward(variant, rank)
+        print(f"rank {rank} {variant} freed_after_forward {freed} unsharded {unsharded}")
     dist.destroy_process_group()
 
 
