@@ -143,5 +143,29 @@ def test_the_1_19_table_is_rederived_from_the_bridge_source() -> None:
         pytest.skip("HPUSIM_BRIDGE (a gaudi-pytorch-bridge 1.19 checkout) is not set")
     bridge = Path(path)
     pytest.importorskip("yaml")
-    extract = runpy.run_path(str(DATA / "make_op_support.py"))["extract_dtypes"]
-    assert extract(bridge) == _data()["dtypes_1_19"]
+    script = runpy.run_path(str(DATA / "make_op_support.py"))
+    assert script["extract_dtypes"](bridge) == _data()["dtypes_1_19"]
+    assert script["extract_guids"](bridge) == json.loads(
+        (DATA / "bridge_op_guids.json").read_text()
+    )
+
+
+def test_ops_running_one_kernel_share_its_dtypes(hpu: Any) -> None:
+    """The 1.16 table gives `sub` no int32 or int64 while `add`, which runs the same TPC kernel
+    (`binary_with_alpha_fwd` in the 1.19 `hpu_op.yaml`), has both: the kernel's dtypes are the
+    union, so integer `sub` (optimum-habana's `token_idx - 1` in generation) stays on the
+    device, as the bridge's integral-alpha params say it does."""
+    guids = json.loads((DATA / "bridge_op_guids.json").read_text())
+    data = _data()
+    assert guids["sub"] == guids["add"]
+    assert data["widened_by_kernel"]["sub"] == ["INT64", "INT32"]
+    groups: dict[str, set[tuple[str, ...]]] = {}
+    for op, supported in data["dtypes"].items():
+        if op in guids:
+            groups.setdefault(guids[op], set()).add(tuple(supported))
+    assert all(len(kinds) == 1 for kinds in groups.values())  # one dtype list per kernel
+    hpu()
+    for dtype in (torch.int32, torch.int64):
+        a = torch.arange(6, dtype=dtype)
+        assert torch.equal((a.to("hpu") - 1).cpu(), a - 1)
+    assert "aten::sub.Tensor" not in _fallbacks()

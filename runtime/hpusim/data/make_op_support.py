@@ -19,8 +19,14 @@ re-extracts from the 1.19 source:
   calls `FALLBACK_IF_UNSUPPORTED_OP*`. Ops validated by the shared layer (`op_validator`) are
   decided by the TPC kernel library, outside the bridge source: 1.19 is silent there and the
   1.16 table stays in use.
+- `bridge_op_guids.json`: the TPC kernel (`guid:`) each `hpu_op.yaml` entry runs, by the name
+  the 1.16 table uses (`sub.Tensor` -> `sub`). A kernel's dtypes do not depend on which op
+  launches it, so ops of the 1.16 table that run the same kernel get the union of the dtypes the
+  table gives any of them: the table says `sub` has no int32 while `add` (the same
+  `binary_with_alpha_fwd`, whose params the bridge fills for integral inputs) has it.
 
 Output: {"source", "missing": [overload names], "dtypes": {op: [1.16 dtype columns]},
+"widened_by_kernel": {op: [columns added from its kernel's other ops]},
 "dtypes_1_19": {overload: check}}. `--compare` prints how many op/dtype pairs 1.19 decides
 differently from 1.16.
 """
@@ -38,6 +44,7 @@ from typing import Any
 
 REGISTERED = "bridge_registered_ops.txt"
 BRIDGE_DTYPES = "bridge_op_dtypes.json"
+BRIDGE_GUIDS = "bridge_op_guids.json"
 
 DTYPE_COLUMNS = ("FP32", "BF16", "FP16", "FP8", "INT64", "INT32", "INT16", "INT8", "BOOL")
 
@@ -234,6 +241,37 @@ def extract_dtypes(bridge: Path) -> dict[str, dict[str, Any]]:
     return dict(sorted(checks.items()))
 
 
+def extract_guids(bridge: Path) -> dict[str, str]:
+    """The TPC kernel each `hpu_op.yaml` entry runs, by its name before the overload (the first
+    entry of a name wins; `guid:` values that are not plain names are skipped)."""
+    import yaml
+
+    spec = yaml.safe_load(_git(bridge)("show", "HEAD:scripts/hpu_op.yaml"))
+    guids: dict[str, str] = {}
+    for name, entry in spec.items():
+        guid = entry.get("guid") if isinstance(entry, dict) else None
+        if isinstance(guid, str) and re.fullmatch(r"\w+", guid):
+            guids.setdefault(name.split(".", 1)[0], guid)
+    return dict(sorted(guids.items()))
+
+
+def widen_by_kernel(dtypes: dict[str, list[str]], guids: dict[str, str]) -> dict[str, list[str]]:
+    """`dtypes` where each op of a kernel shared by several ops of the table has the union of
+    their dtypes; returns what each widened op gained."""
+    by_guid: dict[str, set[str]] = {}
+    for op, supported in dtypes.items():
+        if op in guids:
+            by_guid.setdefault(guids[op], set()).update(supported)
+    gained = {}
+    for op, supported in dtypes.items():
+        union = by_guid.get(guids.get(op, ""), set())
+        extra = sorted(union - set(supported), key=DTYPE_COLUMNS.index)
+        if extra:
+            gained[op] = extra
+            dtypes[op] = sorted(union, key=DTYPE_COLUMNS.index)
+    return gained
+
+
 def _read_lines(path: Path) -> set[str]:
     if not path.is_file():
         return set()
@@ -264,13 +302,18 @@ def build(ref: Path) -> dict[str, Any]:
                 continue
             supported = [c for c in DTYPE_COLUMNS if row[c].strip().lower() == "yes"]
             dtypes[op] = sorted(set(dtypes.get(op, [])) | set(supported), key=DTYPE_COLUMNS.index)
+    guids_file = here / BRIDGE_GUIDS
+    guids = json.loads(guids_file.read_text()) if guids_file.is_file() else {}
+    widened = widen_by_kernel(dtypes, guids)
     return {
         "source": (
             "gaudi-op-support.csv + gaudi-ops-missing-on-hpu.txt (bridge 1.16) less the ops the "
             "1.19 bridge registers for HPU (bridge_registered_ops.txt); dtypes_1_19: the dtype "
             "checks the 1.19 source states (bridge_op_dtypes.json), which win over the 1.16 "
-            "dtypes where present"
+            "dtypes where present; ops of the 1.16 table that run the same TPC kernel "
+            "(bridge_op_guids.json) share the union of their dtypes (widened_by_kernel)"
         ),
+        "widened_by_kernel": widened,
         "missing": missing,
         "dtypes": dict(sorted(dtypes.items())),
         "dtypes_1_19": bridge_dtypes,
@@ -330,6 +373,7 @@ def main(argv: list[str]) -> int:
         bridge = Path(argv[i + 1])
         (here / REGISTERED).write_text("\n".join(extract_registered(bridge)) + "\n")
         (here / BRIDGE_DTYPES).write_text(json.dumps(extract_dtypes(bridge), indent=1) + "\n")
+        (here / BRIDGE_GUIDS).write_text(json.dumps(extract_guids(bridge), indent=1) + "\n")
         argv = argv[:i] + argv[i + 2 :]
     ref = Path(argv[0]) if argv else here.parents[2].parent / "shared" / "reference"
     data = build(ref)
