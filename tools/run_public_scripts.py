@@ -12,7 +12,8 @@ folder of each script is extracted into a temporary directory and run there, unc
 documentation runs it, under `hpuprof record --emulate` (scripts) or under pytest with the shim
 first on `PYTHONPATH` (test files).
 
-Scripts that download a dataset get a synthetic one of the same format and shapes, written where
+The lightning-habana commands are those its CI runs on Gaudi (`.azure/hpu-tests.yml`), one
+entry per command or documented option. Scripts that download a dataset get a synthetic one of the same format and shapes, written where
 the download would have put it (`DATA`), so they run without the internet; nothing else is
 changed. Scripts that need what cannot exist here are listed with the reason and not run:
 `torchvision` (PyPI's wheel is a CUDA build that does not import beside this CPU torch), a
@@ -109,10 +110,13 @@ _LANGUAGE_MODEL_STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO
 
 
 def _language_model(strategy: str) -> PublicScript:
-    """lightning-habana's Transformer on lightning's demo WikiText-2, on 2 cards."""
+    """lightning-habana's Transformer on lightning's demo WikiText-2, on 2 cards, in eager mode
+    (the script sets `PT_HPU_LAZY_MODE=0` after importing the bridge, too late for it: its CI
+    sets it in the environment, and so does this run)."""
     path, args = "examples/pytorch/language_model.py", ("-d", "2", "-s", strategy)
-    name = f"lh language_model {strategy}, 2 cards"
-    return PublicScript(name, _LH, path, args, cards=2, data=("wikitext-2",))
+    name = f"lh language_model {strategy}, 2 cards, eager"
+    eager = (("PT_HPU_LAZY_MODE", "0"),)  # as lightning-habana's CI runs it
+    return PublicScript(name, _LH, path, args, cards=2, env=eager, data=("wikitext-2",))
 
 
 SCRIPTS: tuple[PublicScript, ...] = (
@@ -146,10 +150,11 @@ SCRIPTS: tuple[PublicScript, ...] = (
         _LH,
         "examples/pytorch/mnist_trainer.py",
         ("-r", "fp8_inference"),
-        excluded="fails the same on a Gaudi: lightning-habana 1.6.0 names its default HQT config "
-        "str(importlib.resources.path(...)), the repr of a context manager (FileNotFoundError "
-        "'<contextlib._GeneratorContextManager ...>'); HQT itself runs under emulation "
-        "(tests/runtime/test_clients.py)",
+        excluded="lightning-habana 1.6.0 names its default HQT configs "
+        "str(importlib.resources.path(...)), on Python 3.9 and later the repr of a context "
+        "manager, so without QUANT_CONFIG set it stops at FileNotFoundError "
+        "'<contextlib._GeneratorContextManager ...>' before any device work, on any machine; "
+        "HQT itself runs under emulation (tests/runtime/test_clients.py)",
     ),
     _mnist_example(
         "lh mnist_trainer, multi-tenancy (2 tenants x 2 cards)",
@@ -260,8 +265,14 @@ SCRIPTS: tuple[PublicScript, ...] = (
 
 def _lightning_mnist(root: Path) -> None:
     """lightning's demo MNIST (`lightning.pytorch.demos.mnist_datamodule._MNIST`): the two files
-    it would download into ./data/MNIST/complete, (uint8 images [N, 28, 28], int64 labels [N])
-    with MNIST's sizes and its sparsity (about 19% of the pixels lit); random pixels and labels."""
+    it would download into ./data/MNIST/complete, (images [N, 28, 28], int64 labels [N]) with
+    MNIST's sizes and sparsity (about 19% of the pixels lit); random pixels and labels.
+
+    The pixels are stored as floats in [0, 1]: lightning-habana's CI runs these examples with
+    torchvision installed, where the datamodule's `ToTensor()` scales the uint8 pixels to [0, 1]
+    before `Normalize`; without torchvision (here) the demo dataset skips that transform, and raw
+    0..255 pixels saturate `log_softmax` to exact zeros that `hpu_graphs.py`'s dynamic-ops step
+    filters out (`tmp[tmp < 0]` would then not reshape to its batch)."""
     import torch
 
     folder = root / "data" / "MNIST" / "complete"
@@ -271,7 +282,7 @@ def _lightning_mnist(root: Path) -> None:
         pixels = torch.randint(0, 256, (count, 28, 28), dtype=torch.uint8, generator=generator)
         lit = torch.rand((count, 28, 28), generator=generator) < 0.19
         labels = torch.randint(0, 10, (count,), generator=generator)
-        torch.save((pixels * lit, labels), folder / name)
+        torch.save(((pixels * lit).float() / 255, labels), folder / name)
 
 
 def _wikitext2(root: Path) -> None:
