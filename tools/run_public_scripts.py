@@ -1,7 +1,7 @@
 """Run public Gaudi scripts and test files, written by others, under the hpusim emulator.
 
     python tools/run_public_scripts.py --lightning-habana PATH --optimum-habana PATH
-        --model-references PATH [--only SUBSTRING] [--timeout 900] [--json OUT]
+        --model-references PATH [--only SUBSTRING] [--timeout 900] [--json OUT] [--before REF]
 
 Each PATH is a checkout or a bare git directory of HabanaAI/Model-References,
 Lightning-AI/lightning-Habana or huggingface/optimum-habana; `--lightning-habana-ref` and
@@ -17,7 +17,9 @@ entry per command or documented option. Scripts that download a dataset get a sy
 the download would have put it (`DATA`), so they run without the internet; nothing else is
 changed. Scripts that need what cannot exist here are listed with the reason and not run:
 `torchvision` (PyPI's wheel is a CUDA build that does not import beside this CPU torch), a
-compiled TPC kernel, a dataset of real images. Prints one line per script and the tally.
+compiled TPC kernel, a dataset of real images. Prints one line per script and the tally;
+`--before REF` runs each script a second time on the emulator (hpusim and shim) of this
+repository's commit REF, extracted with `git archive`: the baseline, measured in the same run.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import random
 import re
 import subprocess
@@ -35,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from run_bridge_tests import emulator_env, extract_suite
+from run_bridge_tests import REPO, emulator_env, extract_suite
 
 HPUPROF = Path(sys.executable).parent / "hpuprof"
 REPOS = {
@@ -395,8 +398,11 @@ def _run_status(run_dir: Path) -> str:
     return str(json.loads(manifest.read_text()).get("end_state", "?"))
 
 
-def run_one(script: PublicScript, checkout: Path, ref: str, timeout: int) -> Outcome:
-    """Extract the script's folder, stage its data, run it; what happened."""
+def run_one(
+    script: PublicScript, checkout: Path, ref: str, timeout: int, emulator: Path | None = None
+) -> Outcome:
+    """Extract the script's folder, stage its data, run it; what happened. `emulator`: a folder
+    holding another commit's `runtime/` (`--before`), whose hpusim and shim then run it."""
     if script.excluded:
         return Outcome(script.name, "excluded", detail=script.excluded)
     missing = [m for m in script.needs if importlib.util.find_spec(m) is None]
@@ -410,6 +416,8 @@ def run_one(script: PublicScript, checkout: Path, ref: str, timeout: int) -> Out
             DATA[key](folder)
         env = emulator_env(tmp)
         env.update(script.env)
+        if emulator is not None:
+            env = before_env(emulator, env)
         run_dir = tmp / "run"
         started = time.monotonic()
         try:
@@ -438,6 +446,18 @@ def run_one(script: PublicScript, checkout: Path, ref: str, timeout: int) -> Out
         return Outcome(script.name, "failed", seconds, detail)
 
 
+def before_env(emulator: Path, env: dict[str, str]) -> dict[str, str]:
+    """`env` with the hpusim and shim under `emulator/runtime` first on PYTHONPATH."""
+    runtime = emulator / "runtime"
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and "runtime" not in p]
+    return {**env, "PYTHONPATH": os.pathsep.join([str(runtime / "shim"), str(runtime), *rest])}
+
+
+def _tally(outcomes: list[Outcome]) -> tuple[int, int]:
+    ran = [o for o in outcomes if o.status not in ("excluded", "not installed")]
+    return sum(o.status == "completed" for o in ran), len(ran)
+
+
 def _report(outcomes: list[Outcome]) -> None:
     for outcome in outcomes:
         counts = ", ".join(f"{n} {k}" for k, n in outcome.counts.items())
@@ -445,11 +465,10 @@ def _report(outcomes: list[Outcome]) -> None:
         print(f"{outcome.status:9} {outcome.seconds:6.1f}s  {outcome.name}{extra}")
         if outcome.detail and outcome.status != "completed":
             print(f"{'':18}{outcome.detail}")
-    ran = [o for o in outcomes if o.status not in ("excluded", "not installed")]
-    completed = sum(o.status == "completed" for o in ran)
+    completed, ran = _tally(outcomes)
     print(
-        f"\npublic scripts under emulation: {completed} of {len(ran)} runnable completed; "
-        f"{len(outcomes) - len(ran)} not run (reasons above)"
+        f"\npublic scripts under emulation: {completed} of {ran} runnable completed; "
+        f"{len(outcomes) - ran} not run (reasons above)"
     )
 
 
@@ -462,8 +481,20 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run the scripts whose name contains this")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per script")
     parser.add_argument("--json", type=Path, help="also write the outcomes here")
+    parser.add_argument(
+        "--before", metavar="REF", help="also run each script on this repository's emulator at REF"
+    )
     args = parser.parse_args()
-    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="before-") as before_dir:
+        emulator = None
+        if args.before:
+            emulator = Path(before_dir)
+            extract_suite(REPO, emulator, "runtime", args.before)
+        return _run_all(args, emulator)
+
+
+def _run_all(args: argparse.Namespace, emulator: Path | None) -> int:
+    outcomes, before = [], []
     for script in SCRIPTS:
         if args.only not in script.name:
             continue
@@ -475,8 +506,14 @@ def main() -> int:
         outcome = run_one(script, checkout, ref, args.timeout)
         print(f"{outcome.status:9} {outcome.seconds:6.1f}s  {script.name}", flush=True)
         outcomes.append(outcome)
+        if emulator is not None:
+            before.append(run_one(script, checkout, ref, args.timeout, emulator))
+            print(f"  before: {before[-1].status} {before[-1].detail[-160:]}", flush=True)
     print()
     _report(outcomes)
+    if emulator is not None:
+        completed, ran = _tally(before)
+        print(f"before ({args.before}), same scripts, same run: {completed} of {ran} completed")
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
     return 0 if all(o.status in ("completed", "excluded", "not installed") for o in outcomes) else 1
