@@ -216,6 +216,9 @@ class Coded:
 
     codes: NDArray[np.int32]
     categories: list[str]
+    numbers: NDArray[np.int64] | None = None
+    """The categories as int64 (NO_ID for the absent "") when every other one is an integer
+    within int64 (flow ids: no text parsed back into numbers); None otherwise."""
 
     def values(self, rows: NDArray[np.int64] | None = None) -> NDArray[np.object_]:
         """The text of every row, or of `rows` only (no object per row of the others)."""
@@ -249,7 +252,11 @@ def compact_json(raw: Any) -> str:
 def finish_coded(codes: NDArray[np.int32], interner: Interner, convert: Any = text) -> Coded:
     """Turn interned raw values into text categories, merging values with the same text."""
     values = interner.values
-    if convert is text and set(map(type, values[1:])) <= {str, int}:
+    kinds = set(map(type, values[1:])) if convert is text else None
+    if kinds is not None and kinds <= {int} and text(values[0]) == "":
+        # distinct integers have distinct texts, none of them "": no merging to look for
+        return Coded(codes, ["", *map(str, values[1:])], _int64_or_none(values[1:]))
+    if kinds is not None and kinds <= {str, int}:
         texts = [text(values[0]), *map(str, values[1:])]  # str() in C, no call per value
     else:
         texts = [convert(v) for v in values]
@@ -258,6 +265,17 @@ def finish_coded(codes: NDArray[np.int32], interner: Interner, convert: Any = te
     unique: dict[str, int] = {}
     remap = np.array([unique.setdefault(t, len(unique)) for t in texts], dtype=np.int32)
     return Coded(remap[codes] if len(codes) else codes, list(unique))
+
+
+def _int64_or_none(values: list[int]) -> NDArray[np.int64] | None:
+    """NO_ID followed by `values` as int64, or None when one is past int64."""
+    numbers = np.empty(len(values) + 1, dtype=np.int64)
+    numbers[0] = NO_ID
+    try:
+        numbers[1:] = np.fromiter(values, dtype=np.int64, count=len(values))
+    except OverflowError:
+        return None
+    return numbers
 
 
 class BadValue(ValueError):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,17 @@ def build_trace(
 _POOL_THREADS = 4
 """Threads of the normalizer's pool: enough that a part never queues behind another (the
 cores are shared with the thread that submits them; the OS interleaves them)."""
+
+
+@dataclass(frozen=True)
+class _Lanes:
+    """The events in lane order (by lane, then the events' order): their positions and their
+    lane keys, starts and ends in that order."""
+
+    by_lane: NDArray[np.int64]
+    lane: NDArray[np.int64]
+    start: NDArray[np.int64]
+    end: NDArray[np.int64]
 
 
 def categorical(codes: NDArray[Any] | Sequence[int], categories: Sequence[str]) -> pd.Categorical:
@@ -409,6 +421,16 @@ class _Normalizer:
         rows, ts, dur = rows[order], ts[order], dur[order]
         del order
         n = len(rows)
+        # the nesting first (the longest chain: nesting -> flows' correlation -> steps)
+        pid_codes = raw.pid.codes[rows]  # int32: the int64 lane key is the only wide copy
+        tid_codes = raw.tid.codes[rows]
+        lane = pid_codes.astype(np.int64)
+        lane *= max(len(raw.tid.categories), 1)
+        lane += tid_codes
+        by_lane = lane_order(lane)
+        lanes = _Lanes(by_lane, lane[by_lane], ts[by_lane], (ts + dur)[by_lane])
+        del lane
+        nested = self._soon(nest, lanes.lane, lanes.start, lanes.end)
         args = None if self.pool is None else self.pool.submit(take_binary, raw.args, rows)
         # columns nothing below reads go first, each raw column freed as soon as it is taken
         columns: dict[str, Any] = {}
@@ -418,14 +440,7 @@ class _Normalizer:
         taken: dict[str, Future[pd.Categorical]] = {}
         for field in ("input_dims", "input_types", "mode", "module", "phase", "flush_reason"):
             taken[field] = self._soon(self._take_categorical, field, rows)
-        pid_codes = raw.pid.codes[rows]  # int32: the int64 lane key is the only wide copy
-        tid_codes = raw.tid.codes[rows]
-        lane = pid_codes.astype(np.int64)
-        lane *= max(len(raw.tid.categories), 1)
-        lane += tid_codes
         instant = _code_mask(raw.ph, {"i", "I"})[rows]
-        by_lane = lane_order(lane)
-        nested = self._soon(nest, lane[by_lane], ts[by_lane], (ts + dur)[by_lane])
 
         kind, engine, device, stream = self._device_columns(
             rows, pid_codes, tid_codes, instant, processes, threads
@@ -441,10 +456,8 @@ class _Normalizer:
         parent[by_lane[has_parent]] = by_lane[parent_l[has_parent]]
 
         correlation = raw.correlation[rows].astype(np.int64)
-        self._flow_correlation(
-            correlation, flow_rows, flow_ts, lane, ts, dur, instant, by_lane, parent_l, n
-        )
-        del lane, by_lane, depth_l, parent_l, has_parent, pid_codes, tid_codes, flow_ts
+        self._flow_correlation(correlation, flow_rows, flow_ts, lanes, instant, parent_l)
+        del lanes, by_lane, depth_l, parent_l, has_parent, pid_codes, tid_codes, flow_ts
         raw.release("correlation", "flow_id", "stream", "device")
         step = self._steps(kind, rows, ts, dur, is_device, correlation)
         columns["graph_id"] = self._graph_ids(rows)
@@ -581,26 +594,27 @@ class _Normalizer:
         correlation: NDArray[np.int64],
         flow_rows: NDArray[np.int64],
         flow_ts_all: NDArray[np.int64],
-        lane: NDArray[np.int64],
-        ts: NDArray[np.int64],
-        dur: NDArray[np.int64],
+        lanes: _Lanes,
         instant: NDArray[np.bool_],
-        by_lane: NDArray[np.int64],
         parent_l: NDArray[np.int64],
-        n: int,
     ) -> None:
-        """Bind launch flow ends to slices and give both ends the flow id as correlation."""
+        """Bind launch flow ends to slices and give both ends the flow id as correlation
+        (`parent_l`: the parents of the slices in lane order, positions in that order)."""
         raw = self.raw
-        launch = _code_mask(raw.cat, LAUNCH_FLOW_CATEGORIES)[flow_rows]
-        launch &= _code_mask(raw.ph, {"s", "f"})[flow_rows]
+        launch = _code_mask(
+            Coded(raw.cat.codes[flow_rows], raw.cat.categories), LAUNCH_FLOW_CATEGORIES
+        )
+        launch &= _code_mask(Coded(raw.ph.codes[flow_rows], raw.ph.categories), {"s", "f"})
         rows = flow_rows[launch]
-        if len(rows) == 0 or n == 0:
+        if len(rows) == 0 or len(lanes.by_lane) == 0:
             return
         width = max(len(raw.tid.categories), 1)
         flow_lane = raw.pid.codes[rows].astype(np.int64) * width + raw.tid.codes[rows]
         flow_ts = flow_ts_all[launch]
         try:
-            flow_id = _flow_ints(raw.flow_id.categories)
+            flow_id = raw.flow_id.numbers
+            if flow_id is None:
+                flow_id = _flow_ints(raw.flow_id.categories)
         except BadValue as bad:
             row = int(flow_rows[np.flatnonzero(raw.flow_id.codes[flow_rows] == bad.row)[0]])
             raise TraceFormatError(
@@ -608,9 +622,12 @@ class _Normalizer:
             ) from None
         ids = flow_id[raw.flow_id.codes[rows]]
         target = np.full(len(rows), NO_ID, dtype=np.int64)
-        sorted_lane = lane[by_lane]
-        sorted_ts = ts[by_lane]
-        sorted_end = (ts + dur)[by_lane]
+        by_lane, sorted_lane, sorted_ts, sorted_end = (
+            lanes.by_lane,
+            lanes.lane,
+            lanes.start,
+            lanes.end,
+        )
         usable = ~instant[by_lane]
         bounds = {int(sorted_lane[a]): (a, b) for a, b in lane_bounds(sorted_lane)}
         for value in np.unique(flow_lane).tolist():
