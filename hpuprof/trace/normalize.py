@@ -173,12 +173,16 @@ def ns_from_us(values: NDArray[np.float64], base: int) -> NDArray[np.int64]:
     return whole.astype(np.int64) * 1000 + fraction + base
 
 
-def _code_mask(coded: Coded, wanted: set[str] | frozenset[str]) -> NDArray[np.bool_]:
-    """Rows whose value is in `wanted`: one lookup per row in a per-category table."""
+def _code_mask(
+    coded: Coded, wanted: set[str] | frozenset[str], rows: NDArray[np.int64] | None = None
+) -> NDArray[np.bool_]:
+    """Whether each row's value (of `rows` only, when given) is in `wanted`: one lookup per
+    row in a per-category table."""
+    codes = coded.codes if rows is None else coded.codes[rows]
     table = np.array([value in wanted for value in coded.categories] or [False], dtype=bool)
     if not table.any():
-        return np.zeros(len(coded.codes), dtype=bool)
-    return table[coded.codes]
+        return np.zeros(len(codes), dtype=bool)
+    return table[codes]
 
 
 def _as_int(text: str) -> int:
@@ -432,6 +436,10 @@ class _Normalizer:
         del lane
         nested = self._soon(nest, lanes.lane, lanes.start, lanes.end)
         args = None if self.pool is None else self.pool.submit(take_binary, raw.args, rows)
+        instant = _code_mask(raw.ph, {"i", "I"}, rows)
+        device_columns = self._soon(
+            self._device_columns, rows, pid_codes, tid_codes, instant, processes, threads
+        )
         # columns nothing below reads go first, each raw column freed as soon as it is taken
         columns: dict[str, Any] = {}
         columns["external_id"] = raw.external_id[rows].astype(np.int64)
@@ -440,12 +448,6 @@ class _Normalizer:
         taken: dict[str, Future[pd.Categorical]] = {}
         for field in ("input_dims", "input_types", "mode", "module", "phase", "flush_reason"):
             taken[field] = self._soon(self._take_categorical, field, rows)
-        instant = _code_mask(raw.ph, {"i", "I"})[rows]
-
-        kind, engine, device, stream = self._device_columns(
-            rows, pid_codes, tid_codes, instant, processes, threads
-        )
-        is_device = _DEVICE_KIND[kind]
 
         depth_l, parent_l = nested.result()
         del nested
@@ -456,10 +458,19 @@ class _Normalizer:
         parent[by_lane[has_parent]] = by_lane[parent_l[has_parent]]
 
         correlation = raw.correlation[rows].astype(np.int64)
-        self._flow_correlation(correlation, flow_rows, flow_ts, lanes, instant, parent_l)
+        try:
+            self._flow_correlation(correlation, flow_rows, flow_ts, lanes, instant, parent_l)
+        except TraceFormatError:
+            device_columns.result()  # its error first, as when it runs before (no pool)
+            raise
         del lanes, by_lane, depth_l, parent_l, has_parent, pid_codes, tid_codes, flow_ts
+        kind, engine, device, stream = device_columns.result()
+        del device_columns
         raw.release("correlation", "flow_id", "stream", "device")
-        step = self._steps(kind, rows, ts, dur, is_device, correlation)
+        is_device = _DEVICE_KIND[kind]
+        step = self._soon(
+            self._steps, raw.name, raw.hpu_event, kind, rows, ts, dur, is_device, correlation
+        )
         columns["graph_id"] = self._graph_ids(rows)
         raw.release("graph_id", "recipe_id")
         for field in ("name", "cat", "pid", "tid", "hpu_event"):
@@ -479,7 +490,7 @@ class _Normalizer:
         columns["depth"] = np.minimum(depth, np.iinfo(np.int16).max).astype(np.int16)
         del depth
         columns["parent"] = parent
-        columns["step"] = step.astype(np.int32)
+        columns["step"] = step.result().astype(np.int32)
         del step
         columns.update((field, part.result()) for field, part in taken.items())
         del taken
@@ -601,10 +612,8 @@ class _Normalizer:
         """Bind launch flow ends to slices and give both ends the flow id as correlation
         (`parent_l`: the parents of the slices in lane order, positions in that order)."""
         raw = self.raw
-        launch = _code_mask(
-            Coded(raw.cat.codes[flow_rows], raw.cat.categories), LAUNCH_FLOW_CATEGORIES
-        )
-        launch &= _code_mask(Coded(raw.ph.codes[flow_rows], raw.ph.categories), {"s", "f"})
+        launch = _code_mask(raw.cat, LAUNCH_FLOW_CATEGORIES, flow_rows)
+        launch &= _code_mask(raw.ph, {"s", "f"}, flow_rows)
         rows = flow_rows[launch]
         if len(rows) == 0 or len(lanes.by_lane) == 0:
             return
@@ -650,6 +659,8 @@ class _Normalizer:
 
     def _steps(
         self,
+        name: Coded,
+        hpu_event: Coded,
         kind: NDArray[np.int8],
         rows: NDArray[np.int64],
         ts: NDArray[np.int64],
@@ -657,32 +668,29 @@ class _Normalizer:
         is_device: NDArray[np.bool_],
         correlation: NDArray[np.int64],
     ) -> NDArray[np.int64]:
-        raw = self.raw
         n = len(rows)
         step = np.full(n, NO_ID, dtype=np.int64)
         if n == 0:
             return step
-        ours = _code_mask(raw.hpu_event, {"step"})[rows]
-        marker_names = [
-            i
-            for i, c in enumerate(raw.name.categories)
-            if c.startswith((STEP_ANNOTATION_PREFIX, "Step#"))
-        ]
-        candidate = np.isin(raw.name.codes[rows], marker_names)
+        ours = _code_mask(hpu_event, {"step"}, rows)
+        marker_names = {
+            c for c in name.categories if c.startswith((STEP_ANNOTATION_PREFIX, "Step#"))
+        }
+        candidate = _code_mask(name, marker_names, rows)
         annotation = kind == _KIND_CODE["user_annotation"]
         marker = candidate & ((annotation & ~ours) | ours) & ~is_device
         if not marker.any():
             return step
         positions = np.flatnonzero(marker)
-        marker_codes = raw.name.codes[rows[positions]].tolist()
-        found = [_step_number(raw.name.categories[c]) for c in marker_codes]
+        marker_codes = name.codes[rows[positions]].tolist()
+        found = [_step_number(name.categories[c]) for c in marker_codes]
         too_big = [i for i, number in enumerate(found) if number > _INT32_MAX]
         if too_big:
             row = int(rows[positions[too_big[0]]])
             raise TraceFormatError(
                 self.source,
                 f"event {row}",
-                f"a step number within int32 (found {raw.name.categories[marker_codes[too_big[0]]]!r})",
+                f"a step number within int32 (found {name.categories[marker_codes[too_big[0]]]!r})",
             )
         numbers = np.array(found, dtype=np.int64)
         positions, numbers = positions[numbers >= 0], numbers[numbers >= 0]
