@@ -33,6 +33,7 @@ from hpuprof.errors import TraceFormatError
 from hpuprof.trace import fastscan
 from hpuprof.trace.columns import BadValue, ColumnBuilder, Event, RawColumns
 from hpuprof.trace.heap import (
+    BUILD_MMAP_THRESHOLD,
     DECODE_MMAP_THRESHOLD,
     MMAP_THRESHOLD,
     gc_paused,
@@ -611,13 +612,17 @@ def read_kineto_json(
                 stacklevel=2,
             )
         with gc_paused():
-            trace = build_trace(
-                decoded.columns,
-                decoded.metadata,
-                source=str(path),
-                rank=None,
-                threads=load_threads(threads),
-            )
+            set_mmap_threshold(BUILD_MMAP_THRESHOLD)
+            try:
+                trace = build_trace(
+                    decoded.columns,
+                    decoded.metadata,
+                    source=str(path),
+                    rank=None,
+                    threads=load_threads(threads),
+                )
+            finally:
+                set_mmap_threshold(MMAP_THRESHOLD)
         del decoded
     release_free_memory()
     return trace
