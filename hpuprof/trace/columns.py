@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from numpy.typing import NDArray
 
 from hpuprof.trace import fastscan
 from hpuprof.trace.schema import ARG_KEYS, NO_ID
+from hpuprof.trace.soon import soon
 
 _INT64_MAX = (1 << 63) - 1
 _UINT64_LIMIT = 1 << 64
@@ -682,7 +684,9 @@ class ColumnBuilder:
         self.pieces[field].append(codes)
         return codes
 
-    def finish(self) -> RawColumns:
+    def finish(self, pool: Executor | None = None) -> RawColumns:
+        """The joined columns. With `pool`, the joins (copies without the GIL) run in its
+        threads while this one turns each column's interned values into text."""
         trim = self.trim
 
         def joined(field: str, dtype: Any) -> NDArray[Any]:
@@ -692,13 +696,20 @@ class ColumnBuilder:
             column = np.concatenate(parts)  # mixed int32 / int64 pieces join as int64
             return column.astype(dtype, copy=False) if dtype else column
 
+        coded_fields = CODED_EVENT + CODED_ARGS
+        joins = {field: soon(pool, joined, field, np.int32) for field in coded_fields}
+        joins.update((f, soon(pool, joined, f, None)) for f in ID_ARGS)  # int32, or int64
+        joins.update(
+            (f, soon(pool, joined, f, dtype))
+            for f, dtype in (("ts", np.float64), ("dur", np.float64), ("fallback", np.int8))
+        )
         coded: dict[str, Coded] = {}
-        for i, field in enumerate(CODED_EVENT + CODED_ARGS):
+        for i, field in enumerate(coded_fields):
             convert = compact_json if field in RAW_ARGS else text
-            coded[field] = finish_coded(joined(field, np.int32), self.interners[field], convert)
+            coded[field] = finish_coded(joins[field].result(), self.interners[field], convert)
             if i % 4 == 3:
                 trim()  # the joined pieces were heap blocks: return them before the next columns
-        ids = {f: joined(f, None) for f in ID_ARGS}  # int32, or int64 when a piece needs it
+        ids = {f: joins[f].result() for f in ID_ARGS}
         trim()
         lengths = np.concatenate(self.args_lengths) if self.args_lengths else np.empty(0, np.int64)
         self.args_lengths = []
@@ -710,10 +721,10 @@ class ColumnBuilder:
         )
         fields: dict[str, Any] = {**coded, **ids}
         return RawColumns(
-            ts_us=joined("ts", np.float64),
-            dur_us=joined("dur", np.float64),
+            ts_us=joins["ts"].result(),
+            dur_us=joins["dur"].result(),
             args=args,
-            fallback=joined("fallback", np.int8),
+            fallback=joins["fallback"].result(),
             side_args=self.side_args,
             **fields,
         )

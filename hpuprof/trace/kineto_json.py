@@ -568,17 +568,19 @@ def read_raw(path: Path, progress: Any = None, threads: int | None = None) -> _D
     with gc_paused():
         set_mmap_threshold(DECODE_MMAP_THRESHOLD)
         try:
-            metadata, truncated = reader.read()
-        except UnicodeDecodeError as error:  # invalid UTF-8 in the keys around the events
-            raise reader.invalid_utf8(error) from None
-        except RecursionError:  # msgspec's decoder recurses into nested arrays and objects
-            raise reader.too_deep() from None
+            try:
+                metadata, truncated = reader.read()
+            except UnicodeDecodeError as error:  # invalid UTF-8 in the keys around the events
+                raise reader.invalid_utf8(error) from None
+            except RecursionError:  # msgspec's decoder recurses into nested arrays and objects
+                raise reader.too_deep() from None
+            finally:
+                fastscan.release()
+                set_mmap_threshold(MMAP_THRESHOLD)
+            columns = reader.builder.finish(reader.pool)  # (its joins in the scan threads)
         finally:
             if reader.pool is not None:
                 reader.pool.shutdown()
-            fastscan.release()
-            set_mmap_threshold(MMAP_THRESHOLD)
-        columns = reader.builder.finish()
     reader._consumed(0, final=True)
     del reader
     size = len(mapped) if mapped is not None else stream.size

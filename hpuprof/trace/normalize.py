@@ -50,6 +50,7 @@ from hpuprof.trace.schema import (
     STEP_ANNOTATION_PREFIX,
     EngineKind,
 )
+from hpuprof.trace.soon import soon
 
 PROCESS_COLUMNS = ("rank", "pid", "name", "labels", "sort_index")
 THREAD_COLUMNS = ("rank", "pid", "tid", "name", "sort_index")
@@ -185,6 +186,12 @@ def _code_mask(
     return table[codes]
 
 
+def _first_past_int64(ns: NDArray[np.float64]) -> int | None:
+    """The first row of `ns` past int64 (or NaN), None when none is."""
+    bad = np.flatnonzero(~(np.abs(ns) < _NS_LIMIT))
+    return int(bad[0]) if len(bad) else None
+
+
 def _as_int(text: str) -> int:
     """The integer a pid/tid text spells (NO_ID when none, or when past int64: the text stays)."""
     try:
@@ -222,13 +229,8 @@ class _Normalizer:
         self.pool: ThreadPoolExecutor | None = None  # builds independent parts meanwhile
 
     def _soon(self, function: Any, *args: Any) -> Future[Any]:
-        """`function(*args)` in the pool (the caller takes `.result()` when it needs it), or
-        done at once without a pool."""
-        if self.pool is not None:
-            return self.pool.submit(function, *args)
-        done: Future[Any] = Future()
-        done.set_result(function(*args))
-        return done
+        """`function(*args)` in the pool, or done at once without one (see `soon`)."""
+        return soon(self.pool, function, *args)
 
     # --- top level ---------------------------------------------------------------------------
 
@@ -244,22 +246,23 @@ class _Normalizer:
         missing = np.flatnonzero(timed & np.isnan(raw.ts_us))
         if len(missing):
             raise TraceFormatError(self.source, f"event {missing[0]}", "a numeric 'ts' field")
+        durations = self._soon(self._durations)  # (its error raises after the times')
         ts_ns = np.zeros(len(raw), dtype=np.int64)
         ts_scaled = raw.ts_us * 1000.0
         reach = np.maximum(np.abs(ts_scaled), np.abs(ts_scaled + self.base))
         self._check_range(np.where(timed, reach, 0.0), "ts")
         del ts_scaled, reach
         ts_ns[timed] = ns_from_us(raw.ts_us[timed], self.base)
-        dur_us = np.nan_to_num(raw.dur_us, nan=0.0)
-        dur_us[~_code_mask(ph, {"X", "i", "I"})] = 0.0  # (a B's comes from its E)
-        self._check_range(dur_us * 1000.0, "dur")
-        dur_ns = np.rint(dur_us * 1000.0).astype(np.int64)
+        dur_ns, past_int64 = durations.result()
+        del durations
+        if past_int64 is not None:
+            raise self._out_of_range(past_int64, "dur")
         self._negative_durations(dur_ns)
 
         rows, dur_ns = self._slice_rows(ts_ns, dur_ns)
         trace_format = self._format(processes, ts_ns)
         raw.release("ts_us", "dur_us")
-        del timed, dur_us
+        del timed
         counters = self._counters(np.flatnonzero(_code_mask(ph, {"C"})), ts_ns, rank)
         flow_rows = np.flatnonzero(_code_mask(ph, {"s", "t", "f"}))
         ts, dur, flow_ts = ts_ns[rows], dur_ns[rows], ts_ns[flow_rows]
@@ -280,18 +283,31 @@ class _Normalizer:
             format=trace_format,
         )
 
+    def _durations(self) -> tuple[NDArray[np.int64], int | None]:
+        """Every row's duration in ns (0 but for X and instants: a B's comes from its E), and
+        the first row whose duration is past int64 (None when none is)."""
+        dur_us = np.nan_to_num(self.raw.dur_us, nan=0.0)
+        dur_us[~_code_mask(self.raw.ph, {"X", "i", "I"})] = 0.0
+        dur_us *= 1000.0
+        past_int64 = _first_past_int64(dur_us)
+        if past_int64 is not None:
+            return np.zeros(0, dtype=np.int64), past_int64
+        return np.rint(dur_us).astype(np.int64), None
+
     def _check_range(self, ns: NDArray[np.float64], field: str) -> None:
         """Raise at the first event whose `field` (as ns since the base) is past int64."""
-        bad = np.flatnonzero(~(np.abs(ns) < _NS_LIMIT))
-        if len(bad):
-            row = int(bad[0])
-            value = (self.raw.ts_us if field == "ts" else self.raw.dur_us)[row]
-            raise TraceFormatError(
-                self.source,
-                f"event {row}",
-                f"a '{field}' within int64 nanoseconds (±9.2e15 µs from the base time; "
-                f"found {value!r} µs)",
-            )
+        row = _first_past_int64(ns)
+        if row is not None:
+            raise self._out_of_range(row, field)
+
+    def _out_of_range(self, row: int, field: str) -> TraceFormatError:
+        value = (self.raw.ts_us if field == "ts" else self.raw.dur_us)[row]
+        return TraceFormatError(
+            self.source,
+            f"event {row}",
+            f"a '{field}' within int64 nanoseconds (±9.2e15 µs from the base time; "
+            f"found {value!r} µs)",
+        )
 
     def _negative_durations(self, dur_ns: NDArray[np.int64]) -> None:
         """Negative durations (a clock that went back) count as 0 ns, with a warning."""
