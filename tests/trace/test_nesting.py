@@ -4,14 +4,18 @@ that end after the row starts; parent: the last earlier row of the lane one leve
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hpuprof.trace import fastscan
+from hpuprof.trace.kineto_json import read_kineto_json
 from hpuprof.trace.nesting import nest, nest_numpy
 from hpuprof.trace.schema import NO_ID
+from tests.trace.test_fast_scan import assert_same
 
 Sorted = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -76,3 +80,26 @@ def test_compiled_nesting_equals_numpy_deep_and_wide() -> None:
     assert int(depth.max()) == 299
     assert np.array_equal(depth, expected[0])
     assert np.array_equal(parent, expected[1])
+
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.mark.skipif(fastscan.nest_function() is None, reason="_kineto_scan is not built")
+@pytest.mark.parametrize(
+    "path",
+    [
+        ROOT / "sample_traces" / "cpu_torch_profiler" / "trace.pt.trace.json",
+        ROOT / "tests" / "trace" / "data" / "gaudi_merged.json",
+    ],
+    ids=lambda p: p.name,
+)
+def test_traces_load_the_same_without_the_compiled_nesting(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compiled = read_kineto_json(path, threads=1)
+    with monkeypatch.context() as patch:
+        patch.setattr(fastscan, "nest_function", lambda: None)
+        plain = read_kineto_json(path, threads=1)
+    assert int(compiled.events["depth"].max()) > 0  # (the trace nests: the test can fail)
+    assert_same((plain, []), (compiled, []))  # column by column, every value
