@@ -132,10 +132,13 @@ def categorical(codes: NDArray[Any] | Sequence[int], categories: Sequence[str]) 
     # Python str, not numpy's fixed-width unicode (which drops trailing NUL characters)
     names = [str(categories[i]) for i in used.tolist()]
     order = _text_order(names)
-    remap = np.full(len(categories), -1, dtype=np.int32)
-    remap[used[order]] = np.arange(len(used), dtype=np.int32)
+    # codes of the width pandas narrows them to (pandas' coerce_indexer_dtype), taken in one
+    # pass: no second pass to narrow them
+    width = np.int8 if len(used) < 127 else np.int16 if len(used) < 32767 else np.int32
+    remap: NDArray[np.signedinteger[Any]] = np.full(len(categories), -1, dtype=width)
+    remap[used[order]] = np.arange(len(used), dtype=width)
     dtype = pd.CategoricalDtype(pd.Index([names[i] for i in order], dtype="str"))
-    return pd.Categorical.from_codes(remap[codes], dtype=dtype, validate=False)
+    return pd.Categorical.from_codes(remap.take(codes), dtype=dtype, validate=False)
 
 
 def _text_order(names: list[str]) -> list[int] | NDArray[np.int64]:
@@ -180,10 +183,17 @@ def _code_mask(
     """Whether each row's value (of `rows` only, when given) is in `wanted`: one lookup per
     row in a per-category table."""
     codes = coded.codes if rows is None else coded.codes[rows]
-    table = np.array([value in wanted for value in coded.categories] or [False], dtype=bool)
-    if not table.any():
+    hits = [code for code, value in enumerate(coded.categories) if value in wanted]
+    if not hits:
         return np.zeros(len(codes), dtype=bool)
-    return table[codes]
+    if len(hits) > 3:
+        table = np.zeros(len(coded.categories), dtype=bool)
+        table[hits] = True
+        return table[codes]
+    mask = codes == hits[0]  # a few compares: quicker than a lookup per row
+    for code in hits[1:]:
+        mask |= codes == code
+    return mask
 
 
 def _first_past_int64(ns: NDArray[np.float64]) -> int | None:
