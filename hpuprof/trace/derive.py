@@ -26,6 +26,7 @@ decode per hit).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from typing import Any
 
@@ -53,13 +54,18 @@ GRAPH_LAUNCHES = {"launch": "graph_build", "graph_replay": "graph_capture"}
 _MAX_CLIMB = 256
 
 
-def with_derived(events: pd.DataFrame, pool: Executor | None = None) -> pd.DataFrame:
+def with_derived(
+    events: pd.DataFrame,
+    pool: Executor | None = None,
+    late: Mapping[str, Callable[[], Any]] | None = None,
+) -> pd.DataFrame:
     """`events` with the derived columns (re)computed, every column in schema order (the
-    flops in `pool` when given, while this thread derives the rest)."""
+    flops in `pool` when given, while this thread derives the rest). `late`: columns that
+    `events` lacks and no derived column reads, each got by calling its function once the
+    derived columns are made (a column still being made in another thread)."""
     derived = derive(events, pool)
-    columns = {
-        name: derived[name] if name in DERIVED_COLUMNS else events[name] for name in EVENT_COLUMNS
-    }
+    derived.update((name, column()) for name, column in (late or {}).items())
+    columns = {name: derived[name] if name in derived else events[name] for name in EVENT_COLUMNS}
     return pd.DataFrame(columns, index=events.index, copy=False)
 
 

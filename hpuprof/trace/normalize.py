@@ -471,9 +471,12 @@ class _Normalizer:
         columns["external_id"] = raw.external_id[rows].astype(np.int64)
         columns["fallback"] = raw.fallback[rows] == 1
         raw.release("external_id", "fallback")
+        # the categorical columns, each given its raw column (which this thread releases once
+        # nothing here reads it: a task's raw column stays alive until the task is done)
         taken: dict[str, Future[pd.Categorical]] = {}
-        for field in ("input_dims", "input_types", "mode", "module", "phase", "flush_reason"):
-            taken[field] = self._soon(self._take_categorical, field, rows)
+        for field in _CATEGORICAL_SOURCES:
+            taken[field] = self._soon(_categorical_at, getattr(raw, field), rows)
+        raw.release("input_dims", "input_types", "mode", "module", "phase", "flush_reason")
 
         depth_l, parent_l = nested.result()
         del nested
@@ -499,8 +502,7 @@ class _Normalizer:
         )
         columns["graph_id"] = self._graph_ids(rows)
         raw.release("graph_id", "recipe_id")
-        for field in ("name", "cat", "pid", "tid", "hpu_event"):
-            taken[field] = self._soon(self._take_categorical, field, rows)
+        raw.release("name", "cat", "pid", "tid", "hpu_event")
         columns["ph"] = categorical(instant.astype(np.int8), ["X", "i"])
         raw.release("ph")
         columns["ts_ns"] = ts
@@ -516,8 +518,6 @@ class _Normalizer:
         columns["depth"] = np.minimum(depth, np.iinfo(np.int16).max).astype(np.int16)
         del depth
         columns["parent"] = parent
-        columns["step"] = step.result().astype(np.int32)
-        del step
         columns.update((field, part.result()) for field, part in taken.items())
         del taken
         # last, when every other raw column is gone: the args, into a buffer of their exact size
@@ -529,13 +529,8 @@ class _Normalizer:
         frame = pd.DataFrame(
             {name: columns.pop(name) for name in EVENT_COLUMNS if name in columns}, copy=False
         )
-        return with_derived(frame, self.pool)
-
-    def _take_categorical(self, field: str, rows: NDArray[np.int64]) -> pd.Categorical:
-        """The raw coded column `field` at `rows` as a categorical; the raw column is freed."""
-        coded: Coded = getattr(self.raw, field)
-        self.raw.release(field)
-        return categorical(coded.codes[rows], coded.categories)
+        # the steps (no derived column reads them) are taken once the derived columns are made
+        return with_derived(frame, self.pool, {"step": lambda: step.result().astype(np.int32)})
 
     def _graph_ids(self, rows: NDArray[np.int64]) -> pd.Categorical:
         raw = self.raw
@@ -767,6 +762,18 @@ class _Normalizer:
                 record["ts_ns"].append(int(ts_ns[row]))
                 record["value"].append(float(value))
         return _frame(record, COUNTER_COLUMNS)
+
+
+_CATEGORICAL_SOURCES = (
+    *("input_dims", "input_types", "mode", "module", "phase", "flush_reason"),
+    *("name", "cat", "pid", "tid", "hpu_event"),
+)
+"""The raw coded columns that become categorical columns of the events as they are."""
+
+
+def _categorical_at(coded: Coded, rows: NDArray[np.int64]) -> pd.Categorical:
+    """The raw coded column `coded` at `rows` as a categorical."""
+    return categorical(coded.codes[rows], coded.categories)
 
 
 _FLOW_SOURCES = ("flow_id", "cat", "name", "ph", "pid", "tid", "bp")
