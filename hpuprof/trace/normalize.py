@@ -90,11 +90,12 @@ def build_trace(
 ) -> Trace:
     """Normalize the raw columns of one file into a `Trace` (rank detected unless given).
 
-    With `threads` > 1, the parts that do not depend on one another (the flows table, the
-    events' args copied in C, the nesting, the categorical columns, the flops) are built in
-    other threads while this one builds the rest: the same tables, sooner (most of that work
-    runs in numpy, Arrow or C without the GIL), with the args copy's buffer alive earlier (a
-    higher peak RSS).
+    With `threads` > 1, the parts that do not depend on one another (the durations, the
+    flows table, the events' args copied in C, the nesting, the device columns, the
+    categorical columns, the steps, the flops and runtime keys) are built in other threads
+    while this one follows the chain nesting -> flow correlation -> derived columns: the same
+    tables, sooner (most of that work runs in numpy, Arrow or C without the GIL), with the
+    args copy's buffer alive earlier (a higher peak RSS).
     """
     normalizer = _Normalizer(raw, metadata, source)
     if threads <= 1:
@@ -180,8 +181,8 @@ def ns_from_us(values: NDArray[np.float64], base: int) -> NDArray[np.int64]:
 def _code_mask(
     coded: Coded, wanted: set[str] | frozenset[str], rows: NDArray[np.int64] | None = None
 ) -> NDArray[np.bool_]:
-    """Whether each row's value (of `rows` only, when given) is in `wanted`: one lookup per
-    row in a per-category table."""
+    """Whether each row's value (of `rows` only, when given) is in `wanted`: up to 3 wanted
+    codes compared, else one lookup per row in a per-category table."""
     codes = coded.codes if rows is None else coded.codes[rows]
     hits = [code for code, value in enumerate(coded.categories) if value in wanted]
     if not hits:
@@ -451,7 +452,7 @@ class _Normalizer:
         rows, ts, dur = rows[order], ts[order], dur[order]
         del order
         n = len(rows)
-        # the nesting first (the longest chain: nesting -> flows' correlation -> steps)
+        # the nesting first (the longest chain: nesting -> flow correlation -> derived columns)
         pid_codes = raw.pid.codes[rows]  # int32: the int64 lane key is the only wide copy
         tid_codes = raw.tid.codes[rows]
         lane = pid_codes.astype(np.int64)
