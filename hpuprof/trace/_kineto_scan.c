@@ -1102,11 +1102,81 @@ done:
     return result;
 }
 
+/* nest(lane, start, end, depth, parent) -> None
+ *   lane, start, end: n int64 each, the slices sorted by (lane, start, -duration, position);
+ *   depth, parent: n int64 each, written. One pass per lane (nesting.nest's rules): a row's
+ *   depth is the number of earlier rows of its lane that end strictly after it starts (a
+ *   min-heap of those rows' ends; every later row starts no earlier, so a row that ends at or
+ *   before one row's start never counts again); its parent is the last earlier row of its
+ *   lane one level up (NO_ID at depth 0). ValueError on inconsistent sizes. */
+static PyObject *nest(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer lanes, starts, ends, depths, parents;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*w*", &lanes, &starts, &ends, &depths, &parents))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = lanes.len / 8;
+    int64_t *heap = NULL, *last = NULL;
+    if (starts.len != n * 8 || ends.len != n * 8 || depths.len != n * 8 || parents.len != n * 8) {
+        PyErr_SetString(PyExc_ValueError, "nest: arrays of different sizes");
+        goto done;
+    }
+    heap = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *heap); /* ends of the open rows */
+    last = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *last); /* last row at each depth */
+    if (!heap || !last) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *lane = lanes.buf, *start = starts.buf, *end = ends.buf;
+    int64_t *depth = depths.buf, *parent = parents.buf;
+    Py_BEGIN_ALLOW_THREADS;
+    Py_ssize_t open = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || lane[i] != lane[i - 1]) open = 0; /* a new lane */
+        int64_t s = start[i];
+        while (open && heap[0] <= s) { /* pop the earliest end */
+            int64_t moved = heap[--open];
+            Py_ssize_t at = 0;
+            for (;;) {
+                Py_ssize_t child = 2 * at + 1;
+                if (child >= open) break;
+                if (child + 1 < open && heap[child + 1] < heap[child]) child++;
+                if (heap[child] >= moved) break;
+                heap[at] = heap[child];
+                at = child;
+            }
+            heap[at] = moved;
+        }
+        depth[i] = open;
+        parent[i] = open ? last[open - 1] : NO_ID;
+        last[open] = i;
+        Py_ssize_t at = open++; /* push this row's end */
+        while (at > 0 && heap[(at - 1) / 2] > end[i]) {
+            heap[at] = heap[(at - 1) / 2];
+            at = (at - 1) / 2;
+        }
+        heap[at] = end[i];
+    }
+    Py_END_ALLOW_THREADS;
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(heap);
+    PyMem_Free(last);
+    PyBuffer_Release(&lanes);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&depths);
+    PyBuffer_Release(&parents);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(buffer, arg_keys, arg_kinds) -> tuple of columns, or None to use the msgspec path"},
     {"gather", gather, METH_VARARGS,
      "gather(pieces, row_bases, starts, rows, out_offsets, out) -> None: rows' bytes into out"},
+    {"nest", nest, METH_VARARGS,
+     "nest(lane, start, end, depth, parent) -> None: depth and parent of sorted slices"},
     {"release", release, METH_NOARGS, "release() -> None: free the scan buffers kept for reuse"},
     {NULL, NULL, 0, NULL},
 };

@@ -12,4 +12,12 @@ def gather(
     out: object,
     /,
 ) -> None: ...
+def nest(
+    lane: bytes | memoryview,
+    start: bytes | memoryview,
+    end: bytes | memoryview,
+    depth: object,
+    parent: object,
+    /,
+) -> None: ...
 def release() -> None: ...

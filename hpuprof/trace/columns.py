@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from numpy.typing import NDArray
 
 from hpuprof.trace import fastscan
 from hpuprof.trace.schema import ARG_KEYS, NO_ID
+from hpuprof.trace.soon import soon
 
 _INT64_MAX = (1 << 63) - 1
 _UINT64_LIMIT = 1 << 64
@@ -216,6 +218,9 @@ class Coded:
 
     codes: NDArray[np.int32]
     categories: list[str]
+    numbers: NDArray[np.int64] | None = None
+    """The categories as int64 (NO_ID for the absent "") when every other one is an integer
+    within int64 (flow ids: no text parsed back into numbers); None otherwise."""
 
     def values(self, rows: NDArray[np.int64] | None = None) -> NDArray[np.object_]:
         """The text of every row, or of `rows` only (no object per row of the others)."""
@@ -249,7 +254,11 @@ def compact_json(raw: Any) -> str:
 def finish_coded(codes: NDArray[np.int32], interner: Interner, convert: Any = text) -> Coded:
     """Turn interned raw values into text categories, merging values with the same text."""
     values = interner.values
-    if convert is text and set(map(type, values[1:])) <= {str, int}:
+    kinds = set(map(type, values[1:])) if convert is text else None
+    if kinds is not None and kinds <= {int} and text(values[0]) == "":
+        # distinct integers have distinct texts, none of them "": no merging to look for
+        return Coded(codes, ["", *map(str, values[1:])], _int64_or_none(values[1:]))
+    if kinds is not None and kinds <= {str, int}:
         texts = [text(values[0]), *map(str, values[1:])]  # str() in C, no call per value
     else:
         texts = [convert(v) for v in values]
@@ -258,6 +267,17 @@ def finish_coded(codes: NDArray[np.int32], interner: Interner, convert: Any = te
     unique: dict[str, int] = {}
     remap = np.array([unique.setdefault(t, len(unique)) for t in texts], dtype=np.int32)
     return Coded(remap[codes] if len(codes) else codes, list(unique))
+
+
+def _int64_or_none(values: list[int]) -> NDArray[np.int64] | None:
+    """NO_ID followed by `values` as int64, or None when one is past int64."""
+    numbers = np.empty(len(values) + 1, dtype=np.int64)
+    numbers[0] = NO_ID
+    try:
+        numbers[1:] = np.fromiter(values, dtype=np.int64, count=len(values))
+    except OverflowError:
+        return None
+    return numbers
 
 
 class BadValue(ValueError):
@@ -664,7 +684,9 @@ class ColumnBuilder:
         self.pieces[field].append(codes)
         return codes
 
-    def finish(self) -> RawColumns:
+    def finish(self, pool: Executor | None = None) -> RawColumns:
+        """The joined columns. With `pool`, the joins (copies without the GIL) run in its
+        threads while this one turns each column's interned values into text."""
         trim = self.trim
 
         def joined(field: str, dtype: Any) -> NDArray[Any]:
@@ -674,13 +696,20 @@ class ColumnBuilder:
             column = np.concatenate(parts)  # mixed int32 / int64 pieces join as int64
             return column.astype(dtype, copy=False) if dtype else column
 
+        coded_fields = CODED_EVENT + CODED_ARGS
+        joins = {field: soon(pool, joined, field, np.int32) for field in coded_fields}
+        joins.update((f, soon(pool, joined, f, None)) for f in ID_ARGS)  # int32, or int64
+        joins.update(
+            (f, soon(pool, joined, f, dtype))
+            for f, dtype in (("ts", np.float64), ("dur", np.float64), ("fallback", np.int8))
+        )
         coded: dict[str, Coded] = {}
-        for i, field in enumerate(CODED_EVENT + CODED_ARGS):
+        for i, field in enumerate(coded_fields):
             convert = compact_json if field in RAW_ARGS else text
-            coded[field] = finish_coded(joined(field, np.int32), self.interners[field], convert)
+            coded[field] = finish_coded(joins[field].result(), self.interners[field], convert)
             if i % 4 == 3:
                 trim()  # the joined pieces were heap blocks: return them before the next columns
-        ids = {f: joined(f, None) for f in ID_ARGS}  # int32, or int64 when a piece needs it
+        ids = {f: joins[f].result() for f in ID_ARGS}
         trim()
         lengths = np.concatenate(self.args_lengths) if self.args_lengths else np.empty(0, np.int64)
         self.args_lengths = []
@@ -692,10 +721,10 @@ class ColumnBuilder:
         )
         fields: dict[str, Any] = {**coded, **ids}
         return RawColumns(
-            ts_us=joined("ts", np.float64),
-            dur_us=joined("dur", np.float64),
+            ts_us=joins["ts"].result(),
+            dur_us=joins["dur"].result(),
             args=args,
-            fallback=joined("fallback", np.int8),
+            fallback=joins["fallback"].result(),
             side_args=self.side_args,
             **fields,
         )

@@ -26,6 +26,7 @@ decode per hit).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from typing import Any
 
@@ -53,17 +54,23 @@ GRAPH_LAUNCHES = {"launch": "graph_build", "graph_replay": "graph_capture"}
 _MAX_CLIMB = 256
 
 
-def with_derived(events: pd.DataFrame, pool: Executor | None = None) -> pd.DataFrame:
+def with_derived(
+    events: pd.DataFrame,
+    pool: Executor | None = None,
+    late: Mapping[str, Callable[[], Any]] | None = None,
+) -> pd.DataFrame:
     """`events` with the derived columns (re)computed, every column in schema order (the
-    flops in `pool` when given, while this thread derives the rest)."""
+    flops in `pool` when given, while this thread derives the rest). `late`: columns that
+    `events` lacks and no derived column reads, each got by calling its function once the
+    derived columns are made (a column still being made in another thread)."""
     derived = derive(events, pool)
-    columns = {
-        name: derived[name] if name in DERIVED_COLUMNS else events[name] for name in EVENT_COLUMNS
-    }
+    derived.update((name, column()) for name, column in (late or {}).items())
+    columns = {name: derived[name] if name in derived else events[name] for name in EVENT_COLUMNS}
     return pd.DataFrame(columns, index=events.index, copy=False)
 
 
 _FLOPS_SOURCES = ("is_device", "engine", "name", "kind", "input_dims", "args")
+_RUNTIME_KEYS_SOURCES = ("kind", "args")
 
 
 def derive(events: pd.DataFrame, pool: Executor | None = None) -> dict[str, Any]:
@@ -71,15 +78,19 @@ def derive(events: pd.DataFrame, pool: Executor | None = None) -> dict[str, Any]
     the flops (mostly Arrow work without the GIL) in `pool` when given."""
     n = len(events)
     flops: Any = None
+    keys: Any = None
     if pool is not None and set(_FLOPS_SOURCES) <= set(events.columns):
-        # a frame of its own for the other thread (pandas objects are not shared across threads)
+        # frames of their own for the other threads (pandas objects are not shared across
+        # threads)
         sources = pd.DataFrame({c: events[c] for c in _FLOPS_SOURCES}, copy=False)
         flops = pool.submit(_flops, sources)
+        sources = pd.DataFrame({c: events[c] for c in _RUNTIME_KEYS_SOURCES}, copy=False)
+        keys = pool.submit(_runtime_keys, sources)
     parent = _parent_positions(events)
     op_pos = _op_positions(events, parent)
     dtype = _dtypes(events, op_pos)
     flops = _flops(events) if flops is None else flops.result()
-    call_site, cause_kind, cause = _runtime_keys(events)
+    call_site, cause_kind, cause = _runtime_keys(events) if keys is None else keys.result()
     labels = events.index.to_numpy()
     op_row = np.full(n, NO_ID, dtype=np.int64)
     known = op_pos >= 0

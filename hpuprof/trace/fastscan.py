@@ -75,6 +75,11 @@ def gather_function() -> Any:
     return getattr(_module(), "gather", None)
 
 
+def nest_function() -> Any:
+    """The compiled `nest` (depth and parent of sorted slices in one pass), or None."""
+    return getattr(_module(), "nest", None)
+
+
 def release() -> None:
     """Free the buffers the scanner keeps from one chunk to the next (after a file's last)."""
     module = _module()

@@ -159,5 +159,10 @@ DECODE_MMAP_THRESHOLD = 1 << 22
 """While chunks are decoded: their temporaries (joined raw values, a few MiB) then reuse the
 same heap memory chunk after chunk instead of faulting in fresh pages each time (~5% of the
 load on a 2 M-event trace); the file-length columns are built after it is set back."""
+BUILD_MMAP_THRESHOLD = 1 << 26
+"""While the normalizer builds the tables: its column-sized temporaries (16 MB for 2 M events)
+come from the heap and reuse its pages instead of faulting in fresh ones each (2 M-event
+trace: 0.14-0.23 CPU-s fewer, 470k -> 390k page faults, same peak RSS and the same RSS after
+the load, whose end gives the heap's free pages back)."""
 _LIBC: Any = None
 _TUNED = False

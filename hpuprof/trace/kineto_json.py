@@ -33,6 +33,7 @@ from hpuprof.errors import TraceFormatError
 from hpuprof.trace import fastscan
 from hpuprof.trace.columns import BadValue, ColumnBuilder, Event, RawColumns
 from hpuprof.trace.heap import (
+    BUILD_MMAP_THRESHOLD,
     DECODE_MMAP_THRESHOLD,
     MMAP_THRESHOLD,
     gc_paused,
@@ -567,17 +568,19 @@ def read_raw(path: Path, progress: Any = None, threads: int | None = None) -> _D
     with gc_paused():
         set_mmap_threshold(DECODE_MMAP_THRESHOLD)
         try:
-            metadata, truncated = reader.read()
-        except UnicodeDecodeError as error:  # invalid UTF-8 in the keys around the events
-            raise reader.invalid_utf8(error) from None
-        except RecursionError:  # msgspec's decoder recurses into nested arrays and objects
-            raise reader.too_deep() from None
+            try:
+                metadata, truncated = reader.read()
+            except UnicodeDecodeError as error:  # invalid UTF-8 in the keys around the events
+                raise reader.invalid_utf8(error) from None
+            except RecursionError:  # msgspec's decoder recurses into nested arrays and objects
+                raise reader.too_deep() from None
+            finally:
+                fastscan.release()
+                set_mmap_threshold(MMAP_THRESHOLD)
+            columns = reader.builder.finish(reader.pool)  # (its joins in the scan threads)
         finally:
             if reader.pool is not None:
                 reader.pool.shutdown()
-            fastscan.release()
-            set_mmap_threshold(MMAP_THRESHOLD)
-        columns = reader.builder.finish()
     reader._consumed(0, final=True)
     del reader
     size = len(mapped) if mapped is not None else stream.size
@@ -611,13 +614,17 @@ def read_kineto_json(
                 stacklevel=2,
             )
         with gc_paused():
-            trace = build_trace(
-                decoded.columns,
-                decoded.metadata,
-                source=str(path),
-                rank=None,
-                threads=load_threads(threads),
-            )
+            set_mmap_threshold(BUILD_MMAP_THRESHOLD)
+            try:
+                trace = build_trace(
+                    decoded.columns,
+                    decoded.metadata,
+                    source=str(path),
+                    rank=None,
+                    threads=load_threads(threads),
+                )
+            finally:
+                set_mmap_threshold(MMAP_THRESHOLD)
         del decoded
     release_free_memory()
     return trace

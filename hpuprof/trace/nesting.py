@@ -1,8 +1,10 @@
 """Vectorized nesting of slices: depth and parent per lane, and the slice enclosing a time.
 
 Input arrays are sorted by (lane, start, -duration, file order), so an enclosing slice always
-comes before the slices it encloses. No Python loop per event: one numpy pass per lane for the
-depth and one per depth level for the parent.
+comes before the slices it encloses. No Python loop per event: one pass in C over every row
+(`_kineto_scan.nest`, without the GIL: it runs beside the loader's other threads), or without
+the compiled module one numpy pass per lane for the depth and one per depth level for the
+parent.
 
 Rules (documented in the trace model):
 - a slice j encloses i when j comes before i and ends strictly after i starts; slices that
@@ -18,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from hpuprof.trace import fastscan
 from hpuprof.trace.schema import NO_ID
 
 
@@ -66,6 +69,22 @@ def nest(
     lane: NDArray[np.int64], start: NDArray[np.int64], end: NDArray[np.int64]
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Depth (0 = top level) and parent position (NO_ID at top) of every sorted row."""
+    compiled = fastscan.nest_function()
+    if compiled is None:
+        return nest_numpy(lane, start, end)
+    n = len(start)
+    depth = np.empty(n, dtype=np.int64)
+    parent = np.empty(n, dtype=np.int64)
+    as_int64 = [np.ascontiguousarray(a, dtype=np.int64) for a in (lane, start, end)]
+    compiled(*as_int64, depth, parent)
+    return depth, parent
+
+
+def nest_numpy(
+    lane: NDArray[np.int64], start: NDArray[np.int64], end: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """`nest` in numpy (without the compiled module): a row's depth is the number of earlier
+    rows of its lane that end after it starts, its parent the last earlier row one level up."""
     n = len(start)
     depth = np.zeros(n, dtype=np.int64)
     for first, last in lane_bounds(lane):

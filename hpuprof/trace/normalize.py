@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ from hpuprof.trace.schema import (
     STEP_ANNOTATION_PREFIX,
     EngineKind,
 )
+from hpuprof.trace.soon import soon
 
 PROCESS_COLUMNS = ("rank", "pid", "name", "labels", "sort_index")
 THREAD_COLUMNS = ("rank", "pid", "tid", "name", "sort_index")
@@ -88,11 +90,12 @@ def build_trace(
 ) -> Trace:
     """Normalize the raw columns of one file into a `Trace` (rank detected unless given).
 
-    With `threads` > 1, the parts that do not depend on one another (the flows table, the
-    events' args copied in C, the nesting, the categorical columns, the flops) are built in
-    other threads while this one builds the rest: the same tables, sooner (most of that work
-    runs in numpy, Arrow or C without the GIL), with the args copy's buffer alive earlier (a
-    higher peak RSS).
+    With `threads` > 1, the parts that do not depend on one another (the durations, the
+    flows table, the events' args copied in C, the nesting, the device columns, the
+    categorical columns, the steps, the flops and runtime keys) are built in other threads
+    while this one follows the chain nesting -> flow correlation -> derived columns: the same
+    tables, sooner (most of that work runs in numpy, Arrow or C without the GIL), with the
+    args copy's buffer alive earlier (a higher peak RSS).
     """
     normalizer = _Normalizer(raw, metadata, source)
     if threads <= 1:
@@ -107,6 +110,17 @@ _POOL_THREADS = 4
 cores are shared with the thread that submits them; the OS interleaves them)."""
 
 
+@dataclass(frozen=True)
+class _Lanes:
+    """The events in lane order (by lane, then the events' order): their positions and their
+    lane keys, starts and ends in that order."""
+
+    by_lane: NDArray[np.int64]
+    lane: NDArray[np.int64]
+    start: NDArray[np.int64]
+    end: NDArray[np.int64]
+
+
 def categorical(codes: NDArray[Any] | Sequence[int], categories: Sequence[str]) -> pd.Categorical:
     """A categorical with only the used categories, sorted (a canonical form for equality)."""
     codes = np.asarray(codes)
@@ -119,10 +133,13 @@ def categorical(codes: NDArray[Any] | Sequence[int], categories: Sequence[str]) 
     # Python str, not numpy's fixed-width unicode (which drops trailing NUL characters)
     names = [str(categories[i]) for i in used.tolist()]
     order = _text_order(names)
-    remap = np.full(len(categories), -1, dtype=np.int32)
-    remap[used[order]] = np.arange(len(used), dtype=np.int32)
+    # codes of the width pandas narrows them to (pandas' coerce_indexer_dtype), taken in one
+    # pass: no second pass to narrow them
+    width = np.int8 if len(used) < 127 else np.int16 if len(used) < 32767 else np.int32
+    remap: NDArray[np.signedinteger[Any]] = np.full(len(categories), -1, dtype=width)
+    remap[used[order]] = np.arange(len(used), dtype=width)
     dtype = pd.CategoricalDtype(pd.Index([names[i] for i in order], dtype="str"))
-    return pd.Categorical.from_codes(remap[codes], dtype=dtype, validate=False)
+    return pd.Categorical.from_codes(remap.take(codes), dtype=dtype, validate=False)
 
 
 def _text_order(names: list[str]) -> list[int] | NDArray[np.int64]:
@@ -161,12 +178,29 @@ def ns_from_us(values: NDArray[np.float64], base: int) -> NDArray[np.int64]:
     return whole.astype(np.int64) * 1000 + fraction + base
 
 
-def _code_mask(coded: Coded, wanted: set[str] | frozenset[str]) -> NDArray[np.bool_]:
-    """Rows whose value is in `wanted`: one lookup per row in a per-category table."""
-    table = np.array([value in wanted for value in coded.categories] or [False], dtype=bool)
-    if not table.any():
-        return np.zeros(len(coded.codes), dtype=bool)
-    return table[coded.codes]
+def _code_mask(
+    coded: Coded, wanted: set[str] | frozenset[str], rows: NDArray[np.int64] | None = None
+) -> NDArray[np.bool_]:
+    """Whether each row's value (of `rows` only, when given) is in `wanted`: up to 3 wanted
+    codes compared, else one lookup per row in a per-category table."""
+    codes = coded.codes if rows is None else coded.codes[rows]
+    hits = [code for code, value in enumerate(coded.categories) if value in wanted]
+    if not hits:
+        return np.zeros(len(codes), dtype=bool)
+    if len(hits) > 3:
+        table = np.zeros(len(coded.categories), dtype=bool)
+        table[hits] = True
+        return table[codes]
+    mask = codes == hits[0]  # a few compares: quicker than a lookup per row
+    for code in hits[1:]:
+        mask |= codes == code
+    return mask
+
+
+def _first_past_int64(ns: NDArray[np.float64]) -> int | None:
+    """The first row of `ns` past int64 (or NaN), None when none is."""
+    bad = np.flatnonzero(~(np.abs(ns) < _NS_LIMIT))
+    return int(bad[0]) if len(bad) else None
 
 
 def _as_int(text: str) -> int:
@@ -206,13 +240,8 @@ class _Normalizer:
         self.pool: ThreadPoolExecutor | None = None  # builds independent parts meanwhile
 
     def _soon(self, function: Any, *args: Any) -> Future[Any]:
-        """`function(*args)` in the pool (the caller takes `.result()` when it needs it), or
-        done at once without a pool."""
-        if self.pool is not None:
-            return self.pool.submit(function, *args)
-        done: Future[Any] = Future()
-        done.set_result(function(*args))
-        return done
+        """`function(*args)` in the pool, or done at once without one (see `soon`)."""
+        return soon(self.pool, function, *args)
 
     # --- top level ---------------------------------------------------------------------------
 
@@ -228,22 +257,23 @@ class _Normalizer:
         missing = np.flatnonzero(timed & np.isnan(raw.ts_us))
         if len(missing):
             raise TraceFormatError(self.source, f"event {missing[0]}", "a numeric 'ts' field")
+        durations = self._soon(self._durations)  # (its error raises after the times')
         ts_ns = np.zeros(len(raw), dtype=np.int64)
         ts_scaled = raw.ts_us * 1000.0
         reach = np.maximum(np.abs(ts_scaled), np.abs(ts_scaled + self.base))
         self._check_range(np.where(timed, reach, 0.0), "ts")
         del ts_scaled, reach
         ts_ns[timed] = ns_from_us(raw.ts_us[timed], self.base)
-        dur_us = np.nan_to_num(raw.dur_us, nan=0.0)
-        dur_us[~_code_mask(ph, {"X", "i", "I"})] = 0.0  # (a B's comes from its E)
-        self._check_range(dur_us * 1000.0, "dur")
-        dur_ns = np.rint(dur_us * 1000.0).astype(np.int64)
+        dur_ns, past_int64 = durations.result()
+        del durations
+        if past_int64 is not None:
+            raise self._out_of_range(past_int64, "dur")
         self._negative_durations(dur_ns)
 
         rows, dur_ns = self._slice_rows(ts_ns, dur_ns)
         trace_format = self._format(processes, ts_ns)
         raw.release("ts_us", "dur_us")
-        del timed, dur_us
+        del timed
         counters = self._counters(np.flatnonzero(_code_mask(ph, {"C"})), ts_ns, rank)
         flow_rows = np.flatnonzero(_code_mask(ph, {"s", "t", "f"}))
         ts, dur, flow_ts = ts_ns[rows], dur_ns[rows], ts_ns[flow_rows]
@@ -264,18 +294,31 @@ class _Normalizer:
             format=trace_format,
         )
 
+    def _durations(self) -> tuple[NDArray[np.int64], int | None]:
+        """Every row's duration in ns (0 but for X and instants: a B's comes from its E), and
+        the first row whose duration is past int64 (None when none is)."""
+        dur_us = np.nan_to_num(self.raw.dur_us, nan=0.0)
+        dur_us[~_code_mask(self.raw.ph, {"X", "i", "I"})] = 0.0
+        dur_us *= 1000.0
+        past_int64 = _first_past_int64(dur_us)
+        if past_int64 is not None:
+            return np.zeros(0, dtype=np.int64), past_int64
+        return np.rint(dur_us).astype(np.int64), None
+
     def _check_range(self, ns: NDArray[np.float64], field: str) -> None:
         """Raise at the first event whose `field` (as ns since the base) is past int64."""
-        bad = np.flatnonzero(~(np.abs(ns) < _NS_LIMIT))
-        if len(bad):
-            row = int(bad[0])
-            value = (self.raw.ts_us if field == "ts" else self.raw.dur_us)[row]
-            raise TraceFormatError(
-                self.source,
-                f"event {row}",
-                f"a '{field}' within int64 nanoseconds (±9.2e15 µs from the base time; "
-                f"found {value!r} µs)",
-            )
+        row = _first_past_int64(ns)
+        if row is not None:
+            raise self._out_of_range(row, field)
+
+    def _out_of_range(self, row: int, field: str) -> TraceFormatError:
+        value = (self.raw.ts_us if field == "ts" else self.raw.dur_us)[row]
+        return TraceFormatError(
+            self.source,
+            f"event {row}",
+            f"a '{field}' within int64 nanoseconds (±9.2e15 µs from the base time; "
+            f"found {value!r} µs)",
+        )
 
     def _negative_durations(self, dur_ns: NDArray[np.int64]) -> None:
         """Negative durations (a clock that went back) count as 0 ns, with a warning."""
@@ -409,28 +452,32 @@ class _Normalizer:
         rows, ts, dur = rows[order], ts[order], dur[order]
         del order
         n = len(rows)
-        args = None if self.pool is None else self.pool.submit(take_binary, raw.args, rows)
-        # columns nothing below reads go first, each raw column freed as soon as it is taken
-        columns: dict[str, Any] = {}
-        columns["external_id"] = raw.external_id[rows].astype(np.int64)
-        columns["fallback"] = raw.fallback[rows] == 1
-        raw.release("external_id", "fallback")
-        taken: dict[str, Future[pd.Categorical]] = {}
-        for field in ("input_dims", "input_types", "mode", "module", "phase", "flush_reason"):
-            taken[field] = self._soon(self._take_categorical, field, rows)
+        # the nesting first (the longest chain: nesting -> flow correlation -> derived columns)
         pid_codes = raw.pid.codes[rows]  # int32: the int64 lane key is the only wide copy
         tid_codes = raw.tid.codes[rows]
         lane = pid_codes.astype(np.int64)
         lane *= max(len(raw.tid.categories), 1)
         lane += tid_codes
-        instant = _code_mask(raw.ph, {"i", "I"})[rows]
         by_lane = lane_order(lane)
-        nested = self._soon(nest, lane[by_lane], ts[by_lane], (ts + dur)[by_lane])
-
-        kind, engine, device, stream = self._device_columns(
-            rows, pid_codes, tid_codes, instant, processes, threads
+        lanes = _Lanes(by_lane, lane[by_lane], ts[by_lane], (ts + dur)[by_lane])
+        del lane
+        nested = self._soon(nest, lanes.lane, lanes.start, lanes.end)
+        args = None if self.pool is None else self.pool.submit(take_binary, raw.args, rows)
+        instant = _code_mask(raw.ph, {"i", "I"}, rows)
+        device_columns = self._soon(
+            self._device_columns, rows, pid_codes, tid_codes, instant, processes, threads
         )
-        is_device = _DEVICE_KIND[kind]
+        # columns nothing below reads go first, each raw column freed as soon as it is taken
+        columns: dict[str, Any] = {}
+        columns["external_id"] = raw.external_id[rows].astype(np.int64)
+        columns["fallback"] = raw.fallback[rows] == 1
+        raw.release("external_id", "fallback")
+        # the categorical columns, each given its raw column (which this thread releases once
+        # nothing here reads it: a task's raw column stays alive until the task is done)
+        taken: dict[str, Future[pd.Categorical]] = {}
+        for field in _CATEGORICAL_SOURCES:
+            taken[field] = self._soon(_categorical_at, getattr(raw, field), rows)
+        raw.release("input_dims", "input_types", "mode", "module", "phase", "flush_reason")
 
         depth_l, parent_l = nested.result()
         del nested
@@ -441,16 +488,22 @@ class _Normalizer:
         parent[by_lane[has_parent]] = by_lane[parent_l[has_parent]]
 
         correlation = raw.correlation[rows].astype(np.int64)
-        self._flow_correlation(
-            correlation, flow_rows, flow_ts, lane, ts, dur, instant, by_lane, parent_l, n
-        )
-        del lane, by_lane, depth_l, parent_l, has_parent, pid_codes, tid_codes, flow_ts
+        try:
+            self._flow_correlation(correlation, flow_rows, flow_ts, lanes, instant, parent_l)
+        except TraceFormatError:
+            device_columns.result()  # its error first, as when it runs before (no pool)
+            raise
+        del lanes, by_lane, depth_l, parent_l, has_parent, pid_codes, tid_codes, flow_ts
+        kind, engine, device, stream = device_columns.result()
+        del device_columns
         raw.release("correlation", "flow_id", "stream", "device")
-        step = self._steps(kind, rows, ts, dur, is_device, correlation)
+        is_device = _DEVICE_KIND[kind]
+        step = self._soon(
+            self._steps, raw.name, raw.hpu_event, kind, rows, ts, dur, is_device, correlation
+        )
         columns["graph_id"] = self._graph_ids(rows)
         raw.release("graph_id", "recipe_id")
-        for field in ("name", "cat", "pid", "tid", "hpu_event"):
-            taken[field] = self._soon(self._take_categorical, field, rows)
+        raw.release("name", "cat", "pid", "tid", "hpu_event")
         columns["ph"] = categorical(instant.astype(np.int8), ["X", "i"])
         raw.release("ph")
         columns["ts_ns"] = ts
@@ -466,8 +519,6 @@ class _Normalizer:
         columns["depth"] = np.minimum(depth, np.iinfo(np.int16).max).astype(np.int16)
         del depth
         columns["parent"] = parent
-        columns["step"] = step.astype(np.int32)
-        del step
         columns.update((field, part.result()) for field, part in taken.items())
         del taken
         # last, when every other raw column is gone: the args, into a buffer of their exact size
@@ -479,13 +530,8 @@ class _Normalizer:
         frame = pd.DataFrame(
             {name: columns.pop(name) for name in EVENT_COLUMNS if name in columns}, copy=False
         )
-        return with_derived(frame, self.pool)
-
-    def _take_categorical(self, field: str, rows: NDArray[np.int64]) -> pd.Categorical:
-        """The raw coded column `field` at `rows` as a categorical; the raw column is freed."""
-        coded: Coded = getattr(self.raw, field)
-        self.raw.release(field)
-        return categorical(coded.codes[rows], coded.categories)
+        # the steps (no derived column reads them) are taken once the derived columns are made
+        return with_derived(frame, self.pool, {"step": lambda: step.result().astype(np.int32)})
 
     def _graph_ids(self, rows: NDArray[np.int64]) -> pd.Categorical:
         raw = self.raw
@@ -581,26 +627,25 @@ class _Normalizer:
         correlation: NDArray[np.int64],
         flow_rows: NDArray[np.int64],
         flow_ts_all: NDArray[np.int64],
-        lane: NDArray[np.int64],
-        ts: NDArray[np.int64],
-        dur: NDArray[np.int64],
+        lanes: _Lanes,
         instant: NDArray[np.bool_],
-        by_lane: NDArray[np.int64],
         parent_l: NDArray[np.int64],
-        n: int,
     ) -> None:
-        """Bind launch flow ends to slices and give both ends the flow id as correlation."""
+        """Bind launch flow ends to slices and give both ends the flow id as correlation
+        (`parent_l`: the parents of the slices in lane order, positions in that order)."""
         raw = self.raw
-        launch = _code_mask(raw.cat, LAUNCH_FLOW_CATEGORIES)[flow_rows]
-        launch &= _code_mask(raw.ph, {"s", "f"})[flow_rows]
+        launch = _code_mask(raw.cat, LAUNCH_FLOW_CATEGORIES, flow_rows)
+        launch &= _code_mask(raw.ph, {"s", "f"}, flow_rows)
         rows = flow_rows[launch]
-        if len(rows) == 0 or n == 0:
+        if len(rows) == 0 or len(lanes.by_lane) == 0:
             return
         width = max(len(raw.tid.categories), 1)
         flow_lane = raw.pid.codes[rows].astype(np.int64) * width + raw.tid.codes[rows]
         flow_ts = flow_ts_all[launch]
         try:
-            flow_id = _flow_ints(raw.flow_id.categories)
+            flow_id = raw.flow_id.numbers
+            if flow_id is None:
+                flow_id = _flow_ints(raw.flow_id.categories)
         except BadValue as bad:
             row = int(flow_rows[np.flatnonzero(raw.flow_id.codes[flow_rows] == bad.row)[0]])
             raise TraceFormatError(
@@ -608,9 +653,12 @@ class _Normalizer:
             ) from None
         ids = flow_id[raw.flow_id.codes[rows]]
         target = np.full(len(rows), NO_ID, dtype=np.int64)
-        sorted_lane = lane[by_lane]
-        sorted_ts = ts[by_lane]
-        sorted_end = (ts + dur)[by_lane]
+        by_lane, sorted_lane, sorted_ts, sorted_end = (
+            lanes.by_lane,
+            lanes.lane,
+            lanes.start,
+            lanes.end,
+        )
         usable = ~instant[by_lane]
         bounds = {int(sorted_lane[a]): (a, b) for a, b in lane_bounds(sorted_lane)}
         for value in np.unique(flow_lane).tolist():
@@ -633,6 +681,8 @@ class _Normalizer:
 
     def _steps(
         self,
+        name: Coded,
+        hpu_event: Coded,
         kind: NDArray[np.int8],
         rows: NDArray[np.int64],
         ts: NDArray[np.int64],
@@ -640,32 +690,29 @@ class _Normalizer:
         is_device: NDArray[np.bool_],
         correlation: NDArray[np.int64],
     ) -> NDArray[np.int64]:
-        raw = self.raw
         n = len(rows)
         step = np.full(n, NO_ID, dtype=np.int64)
         if n == 0:
             return step
-        ours = _code_mask(raw.hpu_event, {"step"})[rows]
-        marker_names = [
-            i
-            for i, c in enumerate(raw.name.categories)
-            if c.startswith((STEP_ANNOTATION_PREFIX, "Step#"))
-        ]
-        candidate = np.isin(raw.name.codes[rows], marker_names)
+        ours = _code_mask(hpu_event, {"step"}, rows)
+        marker_names = {
+            c for c in name.categories if c.startswith((STEP_ANNOTATION_PREFIX, "Step#"))
+        }
+        candidate = _code_mask(name, marker_names, rows)
         annotation = kind == _KIND_CODE["user_annotation"]
         marker = candidate & ((annotation & ~ours) | ours) & ~is_device
         if not marker.any():
             return step
         positions = np.flatnonzero(marker)
-        marker_codes = raw.name.codes[rows[positions]].tolist()
-        found = [_step_number(raw.name.categories[c]) for c in marker_codes]
+        marker_codes = name.codes[rows[positions]].tolist()
+        found = [_step_number(name.categories[c]) for c in marker_codes]
         too_big = [i for i, number in enumerate(found) if number > _INT32_MAX]
         if too_big:
             row = int(rows[positions[too_big[0]]])
             raise TraceFormatError(
                 self.source,
                 f"event {row}",
-                f"a step number within int32 (found {raw.name.categories[marker_codes[too_big[0]]]!r})",
+                f"a step number within int32 (found {name.categories[marker_codes[too_big[0]]]!r})",
             )
         numbers = np.array(found, dtype=np.int64)
         positions, numbers = positions[numbers >= 0], numbers[numbers >= 0]
@@ -716,6 +763,18 @@ class _Normalizer:
                 record["ts_ns"].append(int(ts_ns[row]))
                 record["value"].append(float(value))
         return _frame(record, COUNTER_COLUMNS)
+
+
+_CATEGORICAL_SOURCES = (
+    *("input_dims", "input_types", "mode", "module", "phase", "flush_reason"),
+    *("name", "cat", "pid", "tid", "hpu_event"),
+)
+"""The raw coded columns that become categorical columns of the events as they are."""
+
+
+def _categorical_at(coded: Coded, rows: NDArray[np.int64]) -> pd.Categorical:
+    """The raw coded column `coded` at `rows` as a categorical."""
+    return categorical(coded.codes[rows], coded.categories)
 
 
 _FLOW_SOURCES = ("flow_id", "cat", "name", "ph", "pid", "tid", "bp")
