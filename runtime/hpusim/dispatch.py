@@ -385,6 +385,8 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
             label,
         )
     c.engine, c.flops, c.nbytes, c.dur, c.fusible = m
+    if fc is not None:  # a fused kernel is typed by its data, not a leading seed / packed input
+        dtype = next((d for d in dtypes if d is not None and d.is_floating_point), dtype)
     suffix = _DTYPE_SUFFIX.get(dtype, "") if dtype is not None else ""
     c.dev_name = sink.intern(f"{info.base}_{suffix}" if suffix else info.base)
     if not rt.lazy:
