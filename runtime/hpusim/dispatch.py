@@ -21,6 +21,7 @@ from hpusim import op_dtypes, state
 from hpusim.accounting import after_op, gap_mode
 from hpusim.device_model import ENGINE_DMA, engine_of
 from hpusim.fake import run as run_fake
+from hpusim.fp8_compute import call_in_fp32, missing_fp8_kernel
 from hpusim.fused_costs import FUSED_OPS, FusedOpCost, fused_op_cost
 from hpusim.recipe_cache import recipe_name
 from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER, THREAD_IDS
@@ -684,9 +685,15 @@ def _dispatch(
 
         flush(rt, "index_put_frontend_impl_hpu_lazy")
 
-    out = (
-        info.call(*uargs, **ukw) if rt.fake is None else run_fake(rt, func, info, uargs, ukw, ckey)
-    )
+    if rt.fake is not None:
+        out = run_fake(rt, func, info, uargs, ukw, ckey)
+    else:
+        try:
+            out = info.call(*uargs, **ukw)
+        except NotImplementedError as e:  # CPU torch lacks the fp8 kernel the device has
+            if fallback or not missing_fp8_kernel(e):
+                raise
+            out = call_in_fp32(info.call, info.func._schema, uargs, ukw)
     t1 = perf_counter_ns()
     if info.to_host:
         return out  # the bridge's complex_hpu computes on the host and returns a cpu tensor
