@@ -289,12 +289,16 @@ def _prod(dims: Sequence[int]) -> int:
     return n
 
 
+_FP8_GEMMS: Final = frozenset({"fp8_gemm_v2", "fp8_gemm"})
+"""`hpu::fp8_gemm(A, trans_A, B, trans_B, D, ..., out)` has `fp8_gemm_v2`'s leading arguments."""
+
+
 def matmul_flops(
     op: str, shapes: list[tuple[int, ...]], out_numel: int, scalars: Sequence[Any] = ()
 ) -> int:
     """FLOPs of an MME op from its input shapes (2*M*N*K style), 2*out_numel as a floor."""
     try:
-        if op == "fp8_gemm_v2" and len(shapes) >= 2:
+        if op in _FP8_GEMMS and len(shapes) >= 2:
             k = matmul_dims(op, shapes, scalars)[3]
             return 2 * out_numel * k
         if op in {"mm", "matmul", "dot", "mv", "_scaled_mm"} and len(shapes) >= 2:
@@ -322,7 +326,7 @@ def matmul_dims(
 ) -> tuple[int, int, int, int]:
     """(batch, M, N, K) of an MME op, for the shape efficiency (best effort)."""
     try:
-        if op == "fp8_gemm_v2" and len(shapes) >= 2 and len(scalars) >= 2:
+        if op in _FP8_GEMMS and len(shapes) >= 2 and len(scalars) >= 2:
             a, b = shapes[0], shapes[1]
             m, k = (a[-1], a[-2]) if scalars[0] is True else (a[-2], a[-1])
             n = b[-2] if scalars[1] is True else b[-1]

@@ -687,22 +687,19 @@ def install() -> None:
     if _LIBS:
         return
     lib = torch.library.Library("hpu", "FRAGMENT")
-    from hpusim import ctc_loss, custom_ops
+    from hpusim import ctc_loss, custom_ops, fp8_ops, transformer_engine
 
-    for schemas, kernels in (
+    unavailable = {name: _fp8_unavailable(name) for name in FP8_SCHEMAS}
+    emulated_fp8 = {name: getattr(transformer_engine, name) for name in EMULATED_FP8}
+    for schemas, kernels in (  # an overload after its op
         (SCHEMAS, _KERNELS),
         (custom_ops.SCHEMAS, custom_ops.KERNELS),
         (ctc_loss.SCHEMAS, ctc_loss.KERNELS),
+        (FP8_SCHEMAS, unavailable),
+        (EMULATED_FP8, emulated_fp8),
+        (fp8_ops.SCHEMAS, fp8_ops.KERNELS),
     ):
         for name, schema in schemas.items():
             lib.define(name + schema)
             lib.impl(name, kernels[name], "CompositeExplicitAutograd")
-    for name, schema in FP8_SCHEMAS.items():
-        lib.define(name + schema)
-        lib.impl(name, _fp8_unavailable(name), "CompositeExplicitAutograd")
-    from hpusim import transformer_engine
-
-    for name, schema in EMULATED_FP8.items():
-        lib.define(name + schema)
-        lib.impl(name, getattr(transformer_engine, name), "CompositeExplicitAutograd")
     _LIBS.append(lib)

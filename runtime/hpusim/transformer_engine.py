@@ -74,6 +74,12 @@ def fp8_autocast(
         _STATE.enabled, _STATE.recipe = prev
 
 
+Scale = torch.Tensor | float | list[float] | None
+"""A scale argument: a tensor, or the `.scalar` / `.scalar_list` overloads' float(s)."""
+
+_FP8_DTYPES: Final = (torch.float8_e5m2, torch.float8_e4m3fn)
+
+
 def ensure_ops() -> None:
     """Define the bridge's `torch.ops.hpu.*` (`hpu::fp8_gemm_v2` among them: `fp8_gemm_v2`)."""
     from hpusim import hpu_ops
@@ -92,19 +98,19 @@ def fp8_gemm_v2(
     trans_B: bool,
     D: torch.Tensor | None,
     out_dtype: torch.dtype,
-    A_scale_inv: torch.Tensor | None = None,
-    B_scale_inv: torch.Tensor | None = None,
+    A_scale_inv: Scale = None,
+    B_scale_inv: Scale = None,
     bias: torch.Tensor | None = None,
     accumulate: bool = False,
     B_scale_shape: list[int] | None = None,
 ) -> torch.Tensor:
-    a = _operand(A, trans_A).to(torch.float32)
-    b = _operand(B, trans_B).to(torch.float32)
-    if A_scale_inv is not None:
-        a = a * A_scale_inv.to(torch.float32)
-    if B_scale_inv is not None:
-        b = b * B_scale_inv.to(torch.float32)
-    out = a @ b
+    """The bridge's `hpu::fp8_gemm_v2` (and its `.scalar` / `.scalar_list` overloads): op(A)
+    times op(B), dequantized by both inverse scales (B's may be per channel: `B_scale_shape`,
+    broadcast over the product), plus `bias`, plus `D` when `accumulate`."""
+    out = _operand(A, trans_A).to(torch.float32) @ _operand(B, trans_B).to(torch.float32)
+    for scale in (scale_tensor(A_scale_inv, None), scale_tensor(B_scale_inv, B_scale_shape)):
+        if scale is not None:
+            out = out * scale
     if bias is not None:
         out = out + bias.to(torch.float32)
     if accumulate and D is not None:
@@ -128,21 +134,58 @@ def device_fp8_max(dtype: torch.dtype) -> float:
     return _FP8_MAX[dtype]
 
 
+def scale_tensor(scale: Scale, scale_shape: list[int] | None) -> torch.Tensor | None:
+    """`scale` as an fp32 tensor in the kernel's layout: a per-channel scale takes
+    `scale_shape` (checked against its element count, as the bridge's `ValidateScaleShape`)."""
+    if scale is None:
+        return None
+    t = scale if isinstance(scale, torch.Tensor) else torch.tensor(scale, dtype=torch.float32)
+    if scale_shape is not None and not isinstance(scale, float):
+        if t.numel() != math.prod(scale_shape):
+            raise RuntimeError(
+                f"Number of scale elements ({t.numel()}) is not equal to number of "
+                f"scale_shape elements ({math.prod(scale_shape)})."
+            )
+        if t.numel() > 1:
+            t = t.reshape(scale_shape)
+    return t.to(torch.float32)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    """c10's spelling (`Float8_e5m2`), as the bridge's messages print a ScalarType."""
+    return str(dtype).removeprefix("torch.").capitalize()
+
+
 def cast_to_fp8_v2(
     input: torch.Tensor,
-    scale: torch.Tensor | None = None,
+    scale: Scale = None,
     stochastic_rounding: bool = False,
     is_amax: bool = False,
     dtype: torch.dtype | None = None,
     scale_shape: list[int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The bridge's `hpu::cast_to_fp8_v2`: (`input * scale` saturated to the device's FP8 range
-    and cast, amax of `input` when `is_amax` else an empty tensor). Rounding is to nearest
-    (`stochastic_rounding` is accepted, not emulated)."""
+    """The bridge's `hpu::cast_to_fp8_v2` (and its `.scalar` / `.scalar_list` overloads):
+    (`input * scale` saturated to the device's FP8 range and cast, amax of `input` when
+    `is_amax` else an empty tensor), with the kernel's input checks (an fp8 input keeps its
+    dtype and has no amax). Rounding is to nearest (`stochastic_rounding` is accepted, not
+    emulated)."""
     dtype = dtype or torch.float8_e4m3fn
+    if input.dtype not in (torch.float32, torch.bfloat16, *_FP8_DTYPES):
+        raise RuntimeError(
+            "CastToFp8V2 input dtype must be one of [float, bfloat16, float8_e5m2, float8_e4m3fn]."
+        )
+    if input.dtype in _FP8_DTYPES:
+        if is_amax:
+            raise RuntimeError("CastToFp8V2 must have no amax for float8.")
+        if input.dtype != dtype:
+            raise RuntimeError(
+                "CastToFp8V2 input and output must have the same dtype for float8, but are "
+                f"{_dtype_name(input.dtype)} and {_dtype_name(dtype)}"
+            )
     x = input.to(torch.float32)
-    if scale is not None:
-        x = x * scale.to(torch.float32)
+    factor = scale_tensor(scale, scale_shape)
+    if factor is not None:
+        x = x * factor
     limit = device_fp8_max(dtype)
     out = x.clamp(-limit, limit).to(dtype)
     amax = (
@@ -153,15 +196,16 @@ def cast_to_fp8_v2(
 
 def cast_from_fp8(
     input: torch.Tensor,
-    scale: torch.Tensor | None,
+    scale: Scale,
     out_dtype: torch.dtype,
     scale_shape: list[int] | None = None,
 ) -> torch.Tensor:
-    """The bridge's `hpu::cast_from_fp8`: `input` in `out_dtype`, times `scale` (the inverse of
-    the scale it was cast with)."""
+    """The bridge's `hpu::cast_from_fp8` (and its `.scalar` / `.scalar_list` overloads):
+    `input` in `out_dtype`, times `scale` (the inverse of the scale it was cast with)."""
     out = input.to(torch.float32)
-    if scale is not None:
-        out = out * scale.to(torch.float32)
+    factor = scale_tensor(scale, scale_shape)
+    if factor is not None:
+        out = out * factor
     return out.to(out_dtype)
 
 

@@ -1,0 +1,93 @@
+"""The bridge's FP8 casts and GEMM: the `out=` first generation (`hpu::cast_to_fp8`,
+`hpu::fp8_gemm`), the `.scalar` / `.scalar_list` overloads, per-channel scales and the casts'
+input checks (`hpusim.fp8_ops`, `hpusim.transformer_engine`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def _device_ops(fn: Any) -> list[str]:
+    from hpusim.sink import KIND_DEVICE, get_sink
+
+    get_sink().drain()
+    fn()
+    batch = get_sink().drain()
+    return [batch.strings[batch.name[i]] for i in range(len(batch)) if batch.kind[i] == KIND_DEVICE]
+
+
+def test_cast_to_fp8_writes_out_and_amax(hpu: Any) -> None:
+    hpu("eager")
+    x = torch.tensor([[0.3, -2.0, 700.0], [1.5, -1000.0, 0.0]])
+    scale = torch.tensor(0.5)
+    out = torch.empty(2, 3, dtype=torch.float8_e4m3fn, device="hpu")
+    amax = torch.zeros((), device="hpu")
+    args = (x.to("hpu"), scale.to("hpu"), False, out, amax)
+    ops = _device_ops(lambda: torch.ops.hpu.cast_to_fp8(*args))
+    assert ops == ["cast_to_fp8_f32"]
+    # Gaudi 2 saturates E4M3 at 240, rounding to nearest
+    want = (x * 0.5).clamp(-240, 240).to(torch.float8_e4m3fn)
+    assert torch.equal(out.cpu().float(), want.float())
+    assert float(amax.cpu()) == 1000.0
+    with pytest.raises(RuntimeError, match="must be of float or bfloat16"):
+        torch.ops.hpu.cast_to_fp8(out, None, False, out, amax)
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_fp8_gemm_writes_the_dequantized_product_into_out(hpu: Any, accumulate: bool) -> None:
+    hpu("eager")
+    torch.manual_seed(0)
+    a, b = torch.randn(16, 8), torch.randn(16, 12)  # A is transposed: [K, M]
+    a8, b8 = (t.to(torch.float8_e4m3fn) for t in (a * 4, b * 2))
+    bias = torch.randn(8, 12)
+    out = torch.full((8, 12), 3.0, device="hpu")
+    args = (a8.to("hpu"), True, b8.to("hpu"), False, out, torch.float32)
+    scales = (torch.tensor(0.25).to("hpu"), torch.tensor(0.5).to("hpu"))
+    tail = (bias.to("hpu"), accumulate, out)
+    ops = _device_ops(lambda: torch.ops.hpu.fp8_gemm(*args, *scales, *tail))
+    assert ops == ["fp8_gemm"]  # named by its fp8 input, like the other fp8 ops
+    want = (a8.float().t() @ b8.float()) * 0.125 + bias + (3.0 if accumulate else 0.0)
+    torch.testing.assert_close(out.cpu(), want)
+
+
+def test_scalar_overloads_and_per_channel_scales(hpu: Any) -> None:
+    hpu("eager")
+    torch.manual_seed(1)
+    a = (torch.rand(6, 10) * 8).to(torch.float8_e4m3fn)
+    b = (torch.rand(10, 4) * 8).to(torch.float8_e4m3fn)
+    product = a.float() @ b.float()
+    got = torch.ops.hpu.fp8_gemm_v2(
+        a.to("hpu"), False, b.to("hpu"), False, None, torch.float32, 2.0, 0.5
+    )
+    torch.testing.assert_close(got.cpu(), product)
+    per_row = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]  # B's scales laid out [6, 1]: one per output row
+    got = torch.ops.hpu.fp8_gemm_v2(
+        a.to("hpu"), False, b.to("hpu"), False, None, torch.float32, [1.0], per_row,
+        None, False, [6, 1],
+    )  # fmt: skip
+    torch.testing.assert_close(got.cpu(), product * torch.tensor(per_row)[:, None])
+    with pytest.raises(RuntimeError, match=r"Number of scale elements \(6\) is not equal"):
+        torch.ops.hpu.fp8_gemm_v2(
+            a.to("hpu"), False, b.to("hpu"), False, None, torch.float32, [1.0], per_row,
+            None, False, [4],
+        )  # fmt: skip
+    x = torch.randn(3, 5)
+    casted, _ = torch.ops.hpu.cast_to_fp8_v2(x.to("hpu"), 4.0, False, False, torch.float8_e5m2)
+    assert torch.equal(casted.cpu().float(), (x * 4).to(torch.float8_e5m2).float())
+    back = torch.ops.hpu.cast_from_fp8(casted, [0.25], torch.float32)
+    torch.testing.assert_close(back.cpu(), casted.cpu().float() / 4)
+
+
+def test_cast_to_fp8_v2_of_an_fp8_tensor_follows_the_kernels_rules(hpu: Any) -> None:
+    hpu("eager")
+    x = torch.randn(4, 4).to(torch.float8_e5m2).to("hpu")
+    same, _ = torch.ops.hpu.cast_to_fp8_v2(x, 1.0, False, False, torch.float8_e5m2)
+    assert torch.equal(same.cpu().float(), x.cpu().float())
+    with pytest.raises(RuntimeError, match="CastToFp8V2 must have no amax for float8."):
+        torch.ops.hpu.cast_to_fp8_v2(x, None, False, True, torch.float8_e5m2)
+    with pytest.raises(RuntimeError, match="are Float8_e5m2 and Float8_e4m3fn"):
+        torch.ops.hpu.cast_to_fp8_v2(x, None, False, False, torch.float8_e4m3fn)
