@@ -21,11 +21,11 @@ from hpusim import op_dtypes, state
 from hpusim.accounting import after_op, gap_mode
 from hpusim.device_model import ENGINE_DMA, engine_of
 from hpusim.fake import run as run_fake
-from hpusim.fp8_compute import call_in_fp32, missing_fp8_kernel
 from hpusim.fused_costs import FUSED_OPS, FusedOpCost, fused_op_cost
 from hpusim.recipe_cache import recipe_name
 from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER, THREAD_IDS
 from hpusim.tensor import _DISPATCH, HpuTensor
+from hpusim.widened_compute import call_in_fp32, missing_cpu_kernel
 
 aten = torch.ops.aten
 _current_node = torch._C._current_autograd_node
@@ -690,8 +690,8 @@ def _dispatch(
     else:
         try:
             out = info.call(*uargs, **ukw)
-        except NotImplementedError as e:  # CPU torch lacks the fp8 kernel the device has
-            if fallback or not missing_fp8_kernel(e):
+        except (NotImplementedError, RuntimeError) as e:  # CPU torch lacks the device's kernel
+            if fallback or not missing_cpu_kernel(e):
                 raise
             out = call_in_fp32(info.call, info.func._schema, uargs, ukw)
     t1 = perf_counter_ns()

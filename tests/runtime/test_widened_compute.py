@@ -1,5 +1,6 @@
-"""Device ops on fp8 tensors that CPU torch has no fp8 kernel for (`hpusim.fp8_compute`): the
-emulator computes them in fp32 and keeps the fp8 dtypes of the results, as a Gaudi does."""
+"""Device ops on fp8 / bf16 / fp16 tensors that CPU torch has no kernel for
+(`hpusim.widened_compute`): the emulator computes them in fp32 and keeps the dtypes of the
+results, as a Gaudi does."""
 
 from __future__ import annotations
 
@@ -70,3 +71,19 @@ def test_a_cpu_fallback_op_on_fp8_fails_as_on_a_gaudi(hpu: Any) -> None:
     hpu("eager")
     with pytest.raises(NotImplementedError, match="not implemented for 'Float8_e4m3fn'"):
         torch.digamma(_fp8((3,), torch.float8_e4m3fn, 4).to("hpu"))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_add_relu_in_half_precision_runs_as_on_the_device(hpu: Any, dtype: str) -> None:
+    # CPU torch's _add_relu asserts on bf16 / fp16; the bridge has an add_relu_fwd kernel
+    hpu("eager")
+    half = getattr(torch, dtype)
+    x, y = (torch.randn(4, 6).to(half) for _ in range(2))
+    with pytest.raises(RuntimeError, match="Unsupported datatype for add_relu"):
+        torch._add_relu(x, y, alpha=0.5)
+    got = torch._add_relu(x.to("hpu"), y.to("hpu"), alpha=0.5)
+    assert got.dtype == half
+    assert torch.equal(got.cpu(), torch.relu(x + y * 0.5))  # the product rounded first
+    in_place = x.to("hpu")
+    torch._add_relu_(in_place, y.to("hpu"), alpha=0.5)
+    assert torch.equal(in_place.cpu(), got.cpu())
