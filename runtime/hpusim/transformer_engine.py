@@ -263,6 +263,8 @@ class Linear(torch.nn.Module):
         in_features, out_features, bias: as `torch.nn.Linear`.
         params_dtype: dtype of the weight and bias (default: torch's default dtype).
         device: where the parameters live (default: `hpu` while the emulator is enabled).
+        skip_weight_param_allocation: no weight / bias parameters: `forward` is given them
+            (`linear(x, weight, bias)`, as Megatron-style callers do).
     """
 
     def __init__(
@@ -272,6 +274,7 @@ class Linear(torch.nn.Module):
         bias: bool = True,
         params_dtype: torch.dtype | None = None,
         device: Any = None,
+        skip_weight_param_allocation: bool = False,
         **_ignored: Any,
     ) -> None:
         super().__init__()
@@ -283,26 +286,45 @@ class Linear(torch.nn.Module):
         kw: dict[str, Any] = {"dtype": params_dtype or torch.get_default_dtype(), "device": device}
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = torch.nn.Parameter(torch.empty(out_features, in_features, **kw))
-        self.bias = torch.nn.Parameter(torch.empty(out_features, **kw)) if bias else None
-        self.reset_parameters()
+        self.weight: torch.nn.Parameter | None = None
+        self.bias: torch.nn.Parameter | None = None
+        if not skip_weight_param_allocation:
+            self.weight = torch.nn.Parameter(torch.empty(out_features, in_features, **kw))
+            self.bias = torch.nn.Parameter(torch.empty(out_features, **kw)) if bias else None
+            self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        if self.weight is None:
+            return
         torch.nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
             torch.nn.init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        weight: torch.Tensor | None = None,
+        bias: torch.Tensor | None = None,
+        is_first_microbatch: bool | None = None,
+    ) -> torch.Tensor:
+        """`weight` / `bias`: used instead of the module's (required without allocated
+        parameters); `is_first_microbatch` (the weight-cast cache) changes no result here."""
+        weight = self.weight if weight is None else weight
+        bias = self.bias if bias is None else bias
+        if weight is None:
+            raise ValueError(
+                "te.Linear(skip_weight_param_allocation=True) needs the weight passed to forward"
+            )
         if not _STATE.enabled:
-            return torch.nn.functional.linear(x, self.weight, self.bias)
+            return torch.nn.functional.linear(x, weight, bias)
         recipe = _STATE.recipe or DelayedScaling()
         e4m3, e5m2 = torch.float8_e4m3fn, torch.float8_e5m2
         fwd = e5m2 if recipe.fp8_format is Format.E5M2 else e4m3
         bwd = e4m3 if recipe.fp8_format is Format.E4M3 else e5m2
         if torch.is_autocast_enabled("hpu"):
             x = x.to(torch.get_autocast_dtype("hpu"))
-        out: torch.Tensor = _Fp8Linear.apply(x, self.weight, self.bias, fwd, bwd)
+        out: torch.Tensor = _Fp8Linear.apply(x, weight, bias, fwd, bwd)
         return out
 
     def extra_repr(self) -> str:

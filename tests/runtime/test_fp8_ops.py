@@ -91,3 +91,25 @@ def test_cast_to_fp8_v2_of_an_fp8_tensor_follows_the_kernels_rules(hpu: Any) -> 
         torch.ops.hpu.cast_to_fp8_v2(x, None, False, True, torch.float8_e5m2)
     with pytest.raises(RuntimeError, match="are Float8_e5m2 and Float8_e4m3fn"):
         torch.ops.hpu.cast_to_fp8_v2(x, None, False, False, torch.float8_e4m3fn)
+
+
+@pytest.mark.parametrize("fp8", [False, True])
+def test_te_linear_takes_its_weight_in_forward_without_allocated_parameters(
+    hpu: Any, fp8: bool
+) -> None:
+    hpu("eager")
+    import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+
+    torch.manual_seed(2)
+    x, w, b = torch.randn(4, 8), torch.randn(6, 8), torch.randn(6)
+    linear = te.Linear(8, 6, bias=True, skip_weight_param_allocation=True)
+    assert linear.weight is None and list(linear.parameters()) == []
+    with te.fp8_autocast(enabled=fp8):
+        out = linear(x.to("hpu"), w.to("hpu"), b.to("hpu"), is_first_microbatch=True)
+        keyword = linear(x.to("hpu"), weight=w.to("hpu"), bias=b.to("hpu"))
+    want = torch.nn.functional.linear(x, w, b)
+    tolerance = {"atol": 0.5, "rtol": 0.1} if fp8 else {}
+    torch.testing.assert_close(out.cpu(), want, **tolerance)
+    assert torch.equal(out.cpu(), keyword.cpu())
+    with pytest.raises(ValueError, match="needs the weight passed to forward"):
+        linear(x.to("hpu"))
