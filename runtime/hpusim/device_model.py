@@ -54,6 +54,7 @@ MME_OPS: Final = frozenset(
         "_scaled_mm",
         "fp8_gemm_v2",
         "fp8_gemm",
+        "conv2d_fp8",
     }
 )
 ATTENTION_OPS: Final = frozenset(
@@ -293,6 +294,11 @@ _FP8_GEMMS: Final = frozenset({"fp8_gemm_v2", "fp8_gemm"})
 """`hpu::fp8_gemm(A, trans_A, B, trans_B, D, ..., out)` has `fp8_gemm_v2`'s leading arguments."""
 
 
+_CONVS: Final = frozenset(
+    {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv2d_fp8"}
+)
+
+
 def matmul_flops(
     op: str, shapes: list[tuple[int, ...]], out_numel: int, scalars: Sequence[Any] = ()
 ) -> int:
@@ -311,7 +317,7 @@ def matmul_flops(
             return 2 * out_numel * (a[-1] if a else 1)
         if op == "linear" and shapes:
             return 2 * out_numel * (shapes[0][-1] if shapes[0] else 1)
-        if op in {"convolution", "_convolution", "conv1d", "conv2d", "conv3d"} and len(shapes) >= 2:
+        if op in _CONVS and len(shapes) >= 2:
             return 2 * out_numel * _prod(shapes[1][1:])
         if op == "convolution_backward" and len(shapes) >= 3:
             w = shapes[2]

@@ -1,5 +1,6 @@
-"""The bridge's first-generation FP8 ops with `out` tensors, and the scalar overloads of the
-emulated FP8 casts and GEMM (`hpusim.transformer_engine` holds their numerics).
+"""The bridge's first-generation FP8 ops with `out` tensors, the scalar overloads of the
+emulated FP8 casts and GEMM (`hpusim.transformer_engine` holds their numerics), and the FP8
+convolution and sum.
 
 `hpu::cast_to_fp8(input, scale, stochastic_rounding, out, amax)` writes the cast into `out`
 (its dtype is the FP8 format) and, when `amax` has elements, `input`'s amax into it;
@@ -52,7 +53,50 @@ def fp8_gemm(
     return out.copy_(product)
 
 
+def conv2d_fp8(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: list[int] | int = 1,
+    padding: list[int] | int = 0,
+    dilation: list[int] | int = 1,
+    groups: int = 1,
+    out_dtype: torch.dtype | None = None,
+    scale_input: te.Scale = None,
+    scale_weight: te.Scale = None,
+) -> Tensor:
+    """The bridge's `hpu::conv2d_fp8` (and `.scalar`): conv2d of the FP8 input and weight,
+    dequantized by both scales, plus `bias`, in `out_dtype` (bf16 by default, as the kernel)."""
+    out = torch.nn.functional.conv2d(
+        input.to(torch.float32), weight.to(torch.float32), None, stride, padding, dilation, groups
+    )
+    for scale in (te.scale_tensor(scale_input, None), te.scale_tensor(scale_weight, None)):
+        if scale is not None:
+            out = out * scale
+    if bias is not None:
+        out = out + bias.to(torch.float32).reshape(1, -1, 1, 1)
+    return out.to(out_dtype or torch.bfloat16)
+
+
+def sum_fp8(
+    self: Tensor,
+    dim: list[int] | None = None,
+    keepdim: bool = False,
+    out_dtype: torch.dtype | None = None,
+) -> Tensor:
+    """The bridge's `hpu::sum_fp8`: the sum over `dim` (all when None), accumulated in fp32,
+    in `out_dtype` (the input's FP8 dtype by default)."""
+    wide = self.to(torch.float32)
+    total = wide.sum() if dim is None else wide.sum(dim=dim, keepdim=keepdim)
+    if dim is None and keepdim:
+        total = total.reshape([1] * self.dim())
+    return total.to(out_dtype or self.dtype)
+
+
 SCHEMAS: Final[dict[str, str]] = {
+    "conv2d_fp8": "(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, int groups=1, ScalarType? out_dtype=None, Tensor? scale_input=None, Tensor? scale_weight=None) -> Tensor",
+    "conv2d_fp8.scalar": "(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, int groups=1, ScalarType? out_dtype=None, float scale_input=1.0, float scale_weight=1.0) -> Tensor",
+    "sum_fp8": "(Tensor self, int[1]? dim=None, bool keepdim=False, ScalarType? out_dtype=None) -> Tensor",
     "cast_to_fp8": "(Tensor input, Tensor? scale, bool stochastic_rounding, Tensor(a!) out, Tensor(b!) amax) -> (Tensor(a!), Tensor(b!))",
     "fp8_gemm": "(Tensor A, bool trans_A, Tensor B, bool trans_B, Tensor D, ScalarType out_dtype, Tensor? A_scale_inv, Tensor? B_scale_inv, Tensor? bias, bool accumulate, Tensor(a!) out) -> Tensor(a!)",
     "cast_to_fp8_v2.scalar": "(Tensor input, float scale, bool stochastic_rounding=False, bool is_amax=False, ScalarType dtype=None, int[]? scale_shape=None) -> (Tensor, Tensor)",
@@ -65,6 +109,9 @@ SCHEMAS: Final[dict[str, str]] = {
 """The bridge's schemas (1.19), by op name and overload."""
 
 KERNELS: Final[dict[str, Any]] = {
+    "conv2d_fp8": conv2d_fp8,
+    "conv2d_fp8.scalar": conv2d_fp8,
+    "sum_fp8": sum_fp8,
     "cast_to_fp8": cast_to_fp8,
     "fp8_gemm": fp8_gemm,
     "cast_to_fp8_v2.scalar": te.cast_to_fp8_v2,

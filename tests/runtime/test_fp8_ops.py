@@ -113,3 +113,35 @@ def test_te_linear_takes_its_weight_in_forward_without_allocated_parameters(
     assert torch.equal(out.cpu(), keyword.cpu())
     with pytest.raises(ValueError, match="needs the weight passed to forward"):
         linear(x.to("hpu"))
+
+
+def test_conv2d_fp8_dequantizes_then_convolves_on_the_mme(hpu: Any) -> None:
+    hpu("eager")
+    torch.manual_seed(3)
+    x = torch.rand(2, 3, 9, 9).to(torch.float8_e4m3fn)
+    w = torch.rand(5, 3, 2, 2).to(torch.float8_e4m3fn)
+    bias = torch.rand(5)
+    args = (x.to("hpu"), w.to("hpu"), bias.to("hpu"), [1, 1], [1, 1], [1, 1], 1, torch.float32)
+    scales = (torch.tensor(1.5).to("hpu"), torch.tensor(0.5).to("hpu"))
+    out = torch.ops.hpu.conv2d_fp8(*args, *scales)
+    want = torch.nn.functional.conv2d(x.float(), w.float(), None, 1, 1) * 0.75
+    torch.testing.assert_close(out.cpu(), want + bias[None, :, None, None])
+    default = torch.ops.hpu.conv2d_fp8.scalar(x.to("hpu"), w.to("hpu"), scale_input=2.0)
+    assert default.dtype == torch.bfloat16  # the kernel's default output
+    want = torch.nn.functional.conv2d(x.float(), w.float()) * 2.0
+    assert torch.equal(default.cpu(), want.to(torch.bfloat16))
+    from hpusim.device_model import ENGINE_MME, engine_of
+
+    assert engine_of("conv2d_fp8") == ENGINE_MME
+
+
+@pytest.mark.parametrize("out_dtype", [None, torch.float32])
+def test_sum_fp8_accumulates_in_fp32(hpu: Any, out_dtype: Any) -> None:
+    hpu("eager")
+    x = (torch.randn(4, 5, 6) * 10).to(torch.float8_e5m2)
+    got = torch.ops.hpu.sum_fp8(x.to("hpu"), [0, 2], True, out_dtype)
+    want = x.float().sum(dim=[0, 2], keepdim=True)
+    assert got.dtype == (out_dtype or torch.float8_e5m2) and got.shape == (1, 5, 1)
+    assert torch.equal(got.cpu(), want.to(got.dtype))
+    whole = torch.ops.hpu.sum_fp8(x.to("hpu"), None, False, torch.float32)
+    assert whole.shape == () and torch.equal(whole.cpu(), x.float().sum())
