@@ -1,6 +1,6 @@
 """The bridge's first-generation FP8 ops with `out` tensors, the scalar overloads of the
 emulated FP8 casts and GEMM (`hpusim.transformer_engine` holds their numerics), and the FP8
-convolution and sum.
+convolution, sum and softmax.
 
 `hpu::cast_to_fp8(input, scale, stochastic_rounding, out, amax)` writes the cast into `out`
 (its dtype is the FP8 format) and, when `amax` has elements, `input`'s amax into it;
@@ -93,7 +93,35 @@ def sum_fp8(
     return total.to(out_dtype or self.dtype)
 
 
+def softmax_fp8(
+    input: Tensor,
+    dim: int,
+    input_scale: te.Scale = None,
+    output_scale: te.Scale = None,
+    inv_attn_heads: Tensor | float | None = None,
+    fused_add: Tensor | None = None,
+) -> Tensor:
+    """The bridge's `hpu::softmax_fp8` (and `.Scalar_scales`, `.Scalar`): softmax over `dim`
+    of `input * inv_attn_heads * input_scale + fused_add` (each when given) in fp32; with an
+    `output_scale` the probabilities times it in E4M3 (saturated), else bf16."""
+    x = input.to(torch.float32)
+    for factor in (te.scale_tensor(inv_attn_heads, None), te.scale_tensor(input_scale, None)):
+        if factor is not None:
+            x = x * factor
+    if fused_add is not None:
+        x = x + fused_add.to(torch.float32)
+    probs = torch.softmax(x, dim=dim)
+    out_scale = te.scale_tensor(output_scale, None)
+    if out_scale is None:
+        return probs.to(torch.bfloat16)
+    scaled, _ = te.cast_to_fp8_v2(probs, out_scale, False, False, torch.float8_e4m3fn)
+    return scaled
+
+
 SCHEMAS: Final[dict[str, str]] = {
+    "softmax_fp8": "(Tensor input, int dim, Tensor? input_scale=None, Tensor? output_scale=None, Tensor? inv_attn_heads=None, Tensor? fused_add=None) -> Tensor",
+    "softmax_fp8.Scalar_scales": "(Tensor input, int dim, float input_scale, float output_scale, Tensor? inv_attn_heads=None, Tensor? fused_add=None) -> Tensor",
+    "softmax_fp8.Scalar": "(Tensor input, int dim, float input_scale, float output_scale, float inv_attn_heads, Tensor? fused_add=None) -> Tensor",
     "conv2d_fp8": "(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, int groups=1, ScalarType? out_dtype=None, Tensor? scale_input=None, Tensor? scale_weight=None) -> Tensor",
     "conv2d_fp8.scalar": "(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, int groups=1, ScalarType? out_dtype=None, float scale_input=1.0, float scale_weight=1.0) -> Tensor",
     "sum_fp8": "(Tensor self, int[1]? dim=None, bool keepdim=False, ScalarType? out_dtype=None) -> Tensor",
@@ -109,6 +137,9 @@ SCHEMAS: Final[dict[str, str]] = {
 """The bridge's schemas (1.19), by op name and overload."""
 
 KERNELS: Final[dict[str, Any]] = {
+    "softmax_fp8": softmax_fp8,
+    "softmax_fp8.Scalar_scales": softmax_fp8,
+    "softmax_fp8.Scalar": softmax_fp8,
     "conv2d_fp8": conv2d_fp8,
     "conv2d_fp8.scalar": conv2d_fp8,
     "sum_fp8": sum_fp8,

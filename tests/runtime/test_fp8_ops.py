@@ -145,3 +145,22 @@ def test_sum_fp8_accumulates_in_fp32(hpu: Any, out_dtype: Any) -> None:
     assert torch.equal(got.cpu(), want.to(got.dtype))
     whole = torch.ops.hpu.sum_fp8(x.to("hpu"), None, False, torch.float32)
     assert whole.shape == () and torch.equal(whole.cpu(), x.float().sum())
+
+
+def test_softmax_fp8_scales_then_saturates_to_e4m3(hpu: Any) -> None:
+    hpu("eager")
+    torch.manual_seed(4)
+    x = torch.rand(2, 3, 5, dtype=torch.bfloat16) * 4
+    add = torch.rand(2, 1, 5, dtype=torch.bfloat16)
+    probs = torch.softmax((x.float() * 0.1 * 0.05 + add.float()), dim=-1)
+    got = torch.ops.hpu.softmax_fp8(
+        x.to("hpu"), -1, torch.tensor(0.05).to("hpu"), torch.tensor(2.5).to("hpu"),
+        torch.tensor(0.1).to("hpu"), add.to("hpu"),
+    )  # fmt: skip
+    assert got.dtype == torch.float8_e4m3fn
+    assert torch.equal(got.cpu().float(), (probs * 2.5).to(torch.float8_e4m3fn).float())
+    scalar = torch.ops.hpu.softmax_fp8(x.to("hpu"), -1, 0.05, 2.5, 0.1, add.to("hpu"))
+    assert torch.equal(scalar.cpu().float(), got.cpu().float())
+    plain = torch.ops.hpu.softmax_fp8(x.to("hpu"), -1)  # no output scale: bf16
+    assert plain.dtype == torch.bfloat16
+    assert torch.equal(plain.cpu(), torch.softmax(x.float(), -1).to(torch.bfloat16))
