@@ -167,8 +167,7 @@ def cast_to_fp8_v2(
     """The bridge's `hpu::cast_to_fp8_v2` (and its `.scalar` / `.scalar_list` overloads):
     (`input * scale` saturated to the device's FP8 range and cast, amax of `input` when
     `is_amax` else an empty tensor), with the kernel's input checks (an fp8 input keeps its
-    dtype and has no amax). Rounding is to nearest (`stochastic_rounding` is accepted, not
-    emulated)."""
+    dtype and has no amax). Rounding is to nearest, or stochastic (`stochastic_rounding`)."""
     dtype = dtype or torch.float8_e4m3fn
     if input.dtype not in (torch.float32, torch.bfloat16, *_FP8_DTYPES):
         raise RuntimeError(
@@ -182,16 +181,33 @@ def cast_to_fp8_v2(
                 "CastToFp8V2 input and output must have the same dtype for float8, but are "
                 f"{_dtype_name(input.dtype)} and {_dtype_name(dtype)}"
             )
-    x = input.to(torch.float32)
+    x = input if input.dtype not in _FP8_DTYPES else input.to(torch.float32)
     factor = scale_tensor(scale, scale_shape)
-    if factor is not None:
-        x = x * factor
+    if factor is not None:  # in the input's dtype, as the kernel (the bridge's tests: exact)
+        x = x * factor.to(x.dtype)
     limit = device_fp8_max(dtype)
-    out = x.clamp(-limit, limit).to(dtype)
+    clamped = x.to(torch.float32).clamp(-limit, limit)
+    out = _stochastic_round(clamped, dtype) if stochastic_rounding else clamped.to(dtype)
     amax = (
         input.detach().abs().amax().float() if is_amax else input.new_empty(0, dtype=torch.float32)
     )
     return out, amax
+
+
+def _stochastic_round(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """`x` (fp32, within `dtype`'s range) rounded to one of its two neighbouring FP8 values,
+    the farther one with probability (distance to the nearer) / (gap between them): unbiased
+    on average, as the kernel's CAST_ROUND_SR."""
+    nearest = x.to(dtype)
+    near = nearest.to(torch.float32)
+    bits = nearest.view(torch.uint8).to(torch.int16)  # sign-magnitude: +1 is one step out
+    outward = x.abs() > near.abs()
+    other_bits = torch.where(outward, bits + 1, bits - 1).clamp(0, 255).to(torch.uint8)
+    other = other_bits.view(dtype).to(torch.float32)
+    gap = (other - near).abs()
+    p_other = torch.where(gap > 0, (x - near).abs() / gap, torch.zeros_like(gap))
+    pick = torch.rand(x.shape, device=x.device) < p_other
+    return torch.where(pick & (x != near), other, near).to(dtype)
 
 
 def cast_from_fp8(
@@ -202,11 +218,11 @@ def cast_from_fp8(
 ) -> torch.Tensor:
     """The bridge's `hpu::cast_from_fp8` (and its `.scalar` / `.scalar_list` overloads):
     `input` in `out_dtype`, times `scale` (the inverse of the scale it was cast with)."""
-    out = input.to(torch.float32)
+    out = input.to(out_dtype)
     factor = scale_tensor(scale, scale_shape)
-    if factor is not None:
-        out = out * factor
-    return out.to(out_dtype)
+    if factor is not None:  # in `out_dtype`, as the kernel (the bridge's tests: exact)
+        out = out * factor.to(out_dtype)
+    return out
 
 
 def cast_to_fp8(t: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:

@@ -164,3 +164,23 @@ def test_softmax_fp8_scales_then_saturates_to_e4m3(hpu: Any) -> None:
     plain = torch.ops.hpu.softmax_fp8(x.to("hpu"), -1)  # no output scale: bf16
     assert plain.dtype == torch.bfloat16
     assert torch.equal(plain.cpu(), torch.softmax(x.float(), -1).to(torch.bfloat16))
+
+
+def test_casts_scale_in_the_tensors_dtype_and_can_round_stochastically(hpu: Any) -> None:
+    hpu("eager")
+    torch.manual_seed(5)
+    x = torch.rand(64, 48, dtype=torch.bfloat16) * 30 + 10
+    scale = torch.tensor(1.3)
+    casted, _ = torch.ops.hpu.cast_to_fp8_v2(
+        x.to("hpu"), scale.to("hpu"), False, False, torch.float8_e4m3fn
+    )
+    # the bridge's test_cast_to_fp8_v2 reference: the product rounded to bf16, then to fp8
+    want = (x * scale.to(torch.bfloat16)).to(torch.float8_e4m3fn)
+    assert torch.equal(casted.cpu().float(), want.float())
+    back = torch.ops.hpu.cast_from_fp8(casted, (1 / scale).to("hpu"), torch.bfloat16)
+    assert torch.equal(back.cpu(), want.to(torch.bfloat16) * (1 / scale).to(torch.bfloat16))
+    steady = torch.full((20000,), 13.3)  # between E4M3's 13 and 14
+    sr, _ = torch.ops.hpu.cast_to_fp8_v2(steady.to("hpu"), None, True, False, torch.float8_e4m3fn)
+    values = sr.cpu().float()
+    assert set(values.unique().tolist()) == {13.0, 14.0}
+    assert abs(values.mean().item() - 13.3) < 0.02  # unbiased on average
