@@ -1,6 +1,6 @@
 """The bridge's first-generation FP8 ops with `out` tensors, the scalar overloads of the
 emulated FP8 casts and GEMM (`hpusim.transformer_engine` holds their numerics), and the FP8
-convolution, sum and softmax.
+convolution, sum and softmax and the hybrid (E5M2 + E4M3) cast.
 
 `hpu::cast_to_fp8(input, scale, stochastic_rounding, out, amax)` writes the cast into `out`
 (its dtype is the FP8 format) and, when `amax` has elements, `input`'s amax into it;
@@ -118,7 +118,25 @@ def softmax_fp8(
     return scaled
 
 
+def cast_to_fp8_hybrid(
+    input: Tensor,
+    scale_152: Tensor | None = None,
+    scale_143: Tensor | None = None,
+    stochastic_rounding: bool = False,
+    is_amax: bool = False,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The bridge's `hpu::cast_to_fp8_hybrid`: (E5M2 cast of `input * scale_152`, stochastic
+    if asked; E4M3 cast of `input * scale_143`, to nearest, as the bridge's test checks; the
+    amax of `input` when `is_amax`, else an empty tensor)."""
+    e5m2, amax = te.cast_to_fp8_v2(
+        input, scale_152, stochastic_rounding, is_amax, torch.float8_e5m2
+    )
+    e4m3, _ = te.cast_to_fp8_v2(input, scale_143, False, False, torch.float8_e4m3fn)
+    return e5m2, e4m3, amax
+
+
 SCHEMAS: Final[dict[str, str]] = {
+    "cast_to_fp8_hybrid": "(Tensor input, Tensor? scale_152=None, Tensor? scale_143=None, bool stochastic_rounding=False, bool is_amax=False) -> (Tensor, Tensor, Tensor)",
     "softmax_fp8": "(Tensor input, int dim, Tensor? input_scale=None, Tensor? output_scale=None, Tensor? inv_attn_heads=None, Tensor? fused_add=None) -> Tensor",
     "softmax_fp8.Scalar_scales": "(Tensor input, int dim, float input_scale, float output_scale, Tensor? inv_attn_heads=None, Tensor? fused_add=None) -> Tensor",
     "softmax_fp8.Scalar": "(Tensor input, int dim, float input_scale, float output_scale, float inv_attn_heads, Tensor? fused_add=None) -> Tensor",
@@ -137,6 +155,7 @@ SCHEMAS: Final[dict[str, str]] = {
 """The bridge's schemas (1.19), by op name and overload."""
 
 KERNELS: Final[dict[str, Any]] = {
+    "cast_to_fp8_hybrid": cast_to_fp8_hybrid,
     "softmax_fp8": softmax_fp8,
     "softmax_fp8.Scalar_scales": softmax_fp8,
     "softmax_fp8.Scalar": softmax_fp8,

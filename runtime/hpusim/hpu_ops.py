@@ -57,7 +57,6 @@ SCHEMAS: Final[dict[str, str]] = {
 """Op name (with `.overload`) -> schema without the name, as the bridge registers them."""
 
 FP8_SCHEMAS: Final[dict[str, str]] = {
-    "cast_to_fp8_hybrid": "(Tensor input, Tensor? scale_152=None, Tensor? scale_143=None, bool stochastic_rounding=False, bool is_amax=False) -> (Tensor, Tensor, Tensor)",
     "fp8_sdpa_recomp_fwd": "(Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, bool requires_backward, str softmax_mode, Tensor? d_scale_q, Tensor? d_scale_k, Tensor? d_scale_v, Tensor? q_scale_s, Tensor? q_scale_o, Tensor? d_scale_s, bool is_amax_s, bool is_amax_0, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
 }
 """The bridge's fp8 ops: defined with their schemas, but they need the device's fp8 MME and

@@ -184,3 +184,17 @@ def test_casts_scale_in_the_tensors_dtype_and_can_round_stochastically(hpu: Any)
     values = sr.cpu().float()
     assert set(values.unique().tolist()) == {13.0, 14.0}
     assert abs(values.mean().item() - 13.3) < 0.02  # unbiased on average
+
+
+def test_cast_to_fp8_hybrid_gives_both_formats_and_the_amax(hpu: Any) -> None:
+    hpu("eager")
+    x = torch.tensor([[0.3, -2.0, 70.0], [1.5, -100.0, 0.0]])
+    e5m2, e4m3, amax = torch.ops.hpu.cast_to_fp8_hybrid(
+        x.to("hpu"), torch.tensor(1.3).to("hpu"), torch.tensor(0.7).to("hpu"), False, True
+    )
+    assert (e5m2.dtype, e4m3.dtype) == (torch.float8_e5m2, torch.float8_e4m3fn)
+    assert torch.equal(e5m2.cpu().float(), (x * 1.3).to(torch.float8_e5m2).float())
+    assert torch.equal(e4m3.cpu().float(), (x * 0.7).to(torch.float8_e4m3fn).float())
+    assert float(amax.cpu()) == 100.0
+    _, _, none = torch.ops.hpu.cast_to_fp8_hybrid(x.to("hpu"))
+    assert none.numel() == 0
