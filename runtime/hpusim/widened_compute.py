@@ -1,8 +1,8 @@
-"""Device ops on low-precision tensors that CPU torch has no kernel for, computed in fp32.
+"""Device ops on tensors of dtypes CPU torch has no kernel for, computed in wider ones.
 
-A Gaudi computes `max`, `clamp`, `add`, padding, `index_fill`... on fp8 tensors and `_add_relu`
-on bf16 / fp16 ones (or, where its kernel lacks the dtype, the bridge recomputes the op in fp32
-on the device); CPU torch raises `"max_values_cpu" not implemented for 'Float8_e4m3fn'` or
+A Gaudi computes `max`, `clamp`, `add`, padding, `index_fill`... on fp8 tensors, `_add_relu`
+on bf16 / fp16 ones and `take` with int32 indices (or, where its kernel lacks the dtype, the
+bridge recomputes the op in fp32 on the device); CPU torch raises `"max_values_cpu" not implemented for 'Float8_e4m3fn'` or
 `Unsupported datatype for add_relu:c10::BFloat16` there. `call_in_fp32` runs such an op with
 its low-precision tensor arguments widened to fp32 (exact) and gives the results the dtypes the
 op has for the original inputs (its meta kernel's, else the first low-precision argument's for
@@ -25,6 +25,7 @@ LOW: Final = frozenset({torch.float8_e4m3fn, torch.float8_e5m2, torch.bfloat16, 
 _MISSING: Final = re.compile(
     r"not implemented for '(Float8_e[45]m[23](fn)?|BFloat16|Half)'"
     r"|Unsupported datatype for \w+:c10::(BFloat16|Half)"
+    r"|take\(\): Expected a long tensor for index, but got Int"
 )
 
 
@@ -86,6 +87,8 @@ def _add_relu(self: torch.Tensor, other: Any, alpha: Any = 1) -> torch.Tensor:
 
 
 _IN_DTYPE: Final[dict[str, Any]] = {
+    # int32 indices (the bridge's test_hpu_take runs them in eager and lazy): CPU wants int64
+    "aten::take": lambda self, index: torch.take(self, index.long()),
     "aten::_add_relu.Tensor": _add_relu,
     "aten::_add_relu.Scalar": _add_relu,
     "aten::_add_relu_.Tensor": lambda self, *a, **k: self.copy_(_add_relu(self, *a, **k)),
@@ -98,7 +101,8 @@ that have kernels for it, instead of the fp32 widening."""
 def call_in_fp32(func: Any, schema: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """`func(*args, **kwargs)` (an op of `schema`) with low-precision tensor arguments computed
     in fp32 (see the module), or in their dtype where the device kernel does (`_IN_DTYPE`)."""
-    composite = _IN_DTYPE.get(f"{schema.name}.{schema.overload_name}")
+    overload = schema.overload_name
+    composite = _IN_DTYPE.get(f"{schema.name}.{overload}" if overload else schema.name)
     if composite is not None:
         return composite(*args, **kwargs)
     low = next(

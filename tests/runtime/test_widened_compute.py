@@ -87,3 +87,14 @@ def test_add_relu_in_half_precision_runs_as_on_the_device(hpu: Any, dtype: str) 
     in_place = x.to("hpu")
     torch._add_relu_(in_place, y.to("hpu"), alpha=0.5)
     assert torch.equal(in_place.cpu(), got.cpu())
+
+
+def test_take_with_int32_indices_as_on_the_device(hpu: Any) -> None:
+    # CPU torch's take wants int64 indices; the bridge's take runs int32 ones in eager and lazy
+    hpu("eager")
+    x = torch.arange(12.0).reshape(3, 4)
+    index = torch.tensor([0, 5, 11], dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="Expected a long tensor for index"):
+        torch.take(x, index)
+    got = torch.take(x.to("hpu"), index.to("hpu"))
+    assert torch.equal(got.cpu(), torch.tensor([0.0, 5.0, 11.0]))
