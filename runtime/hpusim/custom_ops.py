@@ -79,6 +79,115 @@ def scaled_triangular_softmax_retain(
     return (e * recpr).to(self.dtype), recpr, row_max
 
 
+def _fp8_saturated(probs: Tensor, out_dtype: torch.dtype) -> Tensor:
+    """`probs` (fp32) in `out_dtype`; an fp8 one saturates to the device's range first."""
+    if out_dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        from hpusim.transformer_engine import device_fp8_max
+
+        limit = device_fp8_max(out_dtype)
+        probs = probs.clamp(-limit, limit)
+    return probs.to(out_dtype)
+
+
+_FP8_OUT: Final = (torch.float8_e5m2, torch.float8_e4m3fn)
+
+
+def scaled_masked_triangular_softmax(
+    self: Tensor,
+    start_end: Tensor,
+    inv_scale_attn: float,
+    grouped_batch_size: int,
+    use_max: bool,
+    mode: int,
+    out_dtype: torch.dtype | None = None,
+) -> Tensor:
+    """Softmax over the last dim of `self * inv_scale_attn` ([batch, q, k], q == k or q == 1)
+    keeping, for each group of `grouped_batch_size` batch entries, the keys in [start, end) of
+    its pair in `start_end` (flattened: start0, end0, start1, ...), and when q == k only the keys
+    at or before the query (the causal triangle). A row with every key masked is 0, as the
+    kernel leaves it. `use_max` and `mode` (the kernel's exp flavour) do not change the result
+    beyond rounding; `out_dtype` may be fp8 for a bf16 input (the kernel's checks)."""
+    out = out_dtype or self.dtype
+    if out != self.dtype and not (self.dtype == torch.bfloat16 and out in _FP8_OUT):
+        raise RuntimeError(
+            "Input and output dtypes must be equal or input must be bfloat16 and output must "
+            f"be fp8. Got: input = {self.dtype}, output = {out}"
+        )
+    if self.dim() != 3:
+        raise RuntimeError("Input must be a 3D tensor.")
+    batch, rows, cols = self.shape
+    if rows not in (cols, 1):
+        raise RuntimeError("Dim1 must equal (dim2 or 1)")
+    if grouped_batch_size <= 0 or batch % grouped_batch_size:
+        raise RuntimeError(
+            f"dim0 ({batch}) must be a multiple of grouped_batch_size ({grouped_batch_size}), "
+            "which must be larger than 0."
+        )
+    bounds = start_end.reshape(-1, 2).to(torch.int64)
+    if bounds.shape[0] != batch // grouped_batch_size:
+        raise RuntimeError(
+            f"start_end holds {bounds.shape[0]} (start, end) pairs; the batch of {batch} in "
+            f"groups of {grouped_batch_size} needs {batch // grouped_batch_size}"
+        )
+    per_entry = bounds.repeat_interleave(grouped_batch_size, dim=0)[:, None, :]  # [batch, 1, 2]
+    key = torch.arange(cols, device=self.device)
+    keep = (key >= per_entry[..., :1]) & (key < per_entry[..., 1:])  # [batch, 1, cols]
+    if rows == cols:
+        keep = keep & torch.ones(rows, cols, dtype=torch.bool, device=self.device).tril()
+    x = (self.to(_F32) * inv_scale_attn).masked_fill(~keep, float("-inf"))
+    probs = torch.softmax(x, dim=-1).nan_to_num(nan=0.0)
+    return _fp8_saturated(probs, out)
+
+
+def ragged_softmax(self: Tensor, dim: int, half_to_float: bool, valid_count: Tensor) -> Tensor:
+    """Softmax along `dim` of each row over its first `valid_count[row]` elements, the rest 0
+    (rows: the input's elements with `dim` left out, in order; `hpex.kernels.Softmax`'s causal
+    softmax passes counts 1..q per q-row block). `half_to_float`: an fp32 result."""
+    dim = dim % self.dim()
+    x = self.to(_F32).movedim(dim, -1)
+    counts = valid_count.reshape(-1).to(torch.int64)
+    if counts.numel() != x[..., 0].numel():
+        raise RuntimeError(
+            f"hpu::ragged_softmax: valid_count holds {counts.numel()} counts for "
+            f"{x[..., 0].numel()} rows of {list(self.shape)} along dim {dim}"
+        )
+    keep = torch.arange(x.shape[-1], device=x.device) < counts.reshape(*x.shape[:-1], 1)
+    probs = torch.softmax(x.masked_fill(~keep, float("-inf")), dim=-1).nan_to_num(nan=0.0)
+    out_dtype = _F32 if half_to_float else self.dtype
+    return probs.movedim(-1, dim).to(out_dtype)
+
+
+# --- indexing and layout ----------------------------------------------------------------------
+
+
+def plain_index(self: Tensor, indices: list[Tensor]) -> Tensor:
+    """`aten::index` with every index present (the compile backend's rewrite of `x[i, j]`)."""
+    return torch.ops.aten.index.Tensor(self, list(indices))
+
+
+_INTERLEAVE: Final = 4
+
+
+def _interleaved(self: Tensor) -> Tensor:
+    """The first batch / 4 entries of a 4D tensor, each repeated 4 times along dim 0 (what the
+    bridge's test checks; its bytes, so fp8 tensors work on CPU torch)."""
+    if self.dim() != 4:
+        raise RuntimeError("Input has to be a 4D tensor.")
+    if self.shape[0] % _INTERLEAVE:
+        raise RuntimeError("Batch size has to be a multiple of 4.")
+    raw = self.view(torch.uint8) if self.element_size() == 1 else self
+    out = raw[: self.shape[0] // _INTERLEAVE].repeat_interleave(_INTERLEAVE, dim=0)
+    return out.view(self.dtype)
+
+
+def in_place_interleave(self: Tensor) -> Tensor:
+    return _interleaved(self)
+
+
+def in_place_interleave_(self: Tensor) -> Tensor:
+    return self.copy_(_interleaved(self))
+
+
 # --- KV-cache beam reorder --------------------------------------------------------------------
 
 _BEAMS: Final = 4
@@ -209,6 +318,11 @@ SCHEMAS: Final[dict[str, str]] = {
     "rsqrt_fast_math": "(Tensor self) -> Tensor",
     "scaled_triangular_softmax": "(Tensor self, float inv_scale_attn, Tensor? exp_sum_recpr=None, Tensor? max=None) -> Tensor",
     "scaled_triangular_softmax_retain": "(Tensor self, float inv_scale_attn) -> (Tensor, Tensor, Tensor)",
+    "scaled_masked_triangular_softmax": "(Tensor self, Tensor start_end, float inv_scale_attn, int grouped_batch_size, bool use_max, int mode, ScalarType? out_dtype=None) -> Tensor",
+    "ragged_softmax": "(Tensor self, int dim, bool half_to_float, Tensor valid_count) -> Tensor",
+    "plain_index": "(Tensor self, Tensor[] indices) -> Tensor",
+    "in_place_interleave": "(Tensor self) -> Tensor",
+    "in_place_interleave_": "(Tensor(a!) self) -> (Tensor(a!))",
     "kv_reorder": "(Tensor self, Tensor start, Tensor end, Tensor beam_idx) -> Tensor",
     "kv_reorder_": "(Tensor(a!) self, Tensor start, Tensor end, Tensor beam_idx) -> (Tensor(a!))",
     "masked_batch_gemm": "(Tensor a, Tensor b, Tensor mask_a, Tensor mask_b, bool trans_a, bool trans_b) -> Tensor",
@@ -223,6 +337,11 @@ KERNELS: Final[dict[str, Any]] = {
     "rsqrt_fast_math": rsqrt_fast_math,
     "scaled_triangular_softmax": scaled_triangular_softmax,
     "scaled_triangular_softmax_retain": scaled_triangular_softmax_retain,
+    "scaled_masked_triangular_softmax": scaled_masked_triangular_softmax,
+    "ragged_softmax": ragged_softmax,
+    "plain_index": plain_index,
+    "in_place_interleave": in_place_interleave,
+    "in_place_interleave_": in_place_interleave_,
     "kv_reorder": kv_reorder,
     "kv_reorder_": kv_reorder_,
     "masked_batch_gemm": masked_batch_gemm,

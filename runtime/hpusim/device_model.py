@@ -54,6 +54,7 @@ MME_OPS: Final = frozenset(
         "_scaled_mm",
         "fp8_gemm_v2",
         "fp8_gemm",
+        "conv2d_fp8",
     }
 )
 ATTENTION_OPS: Final = frozenset(
@@ -289,12 +290,21 @@ def _prod(dims: Sequence[int]) -> int:
     return n
 
 
+_FP8_GEMMS: Final = frozenset({"fp8_gemm_v2", "fp8_gemm"})
+"""`hpu::fp8_gemm(A, trans_A, B, trans_B, D, ..., out)` has `fp8_gemm_v2`'s leading arguments."""
+
+
+_CONVS: Final = frozenset(
+    {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv2d_fp8"}
+)
+
+
 def matmul_flops(
     op: str, shapes: list[tuple[int, ...]], out_numel: int, scalars: Sequence[Any] = ()
 ) -> int:
     """FLOPs of an MME op from its input shapes (2*M*N*K style), 2*out_numel as a floor."""
     try:
-        if op == "fp8_gemm_v2" and len(shapes) >= 2:
+        if op in _FP8_GEMMS and len(shapes) >= 2:
             k = matmul_dims(op, shapes, scalars)[3]
             return 2 * out_numel * k
         if op in {"mm", "matmul", "dot", "mv", "_scaled_mm"} and len(shapes) >= 2:
@@ -307,7 +317,7 @@ def matmul_flops(
             return 2 * out_numel * (a[-1] if a else 1)
         if op == "linear" and shapes:
             return 2 * out_numel * (shapes[0][-1] if shapes[0] else 1)
-        if op in {"convolution", "_convolution", "conv1d", "conv2d", "conv3d"} and len(shapes) >= 2:
+        if op in _CONVS and len(shapes) >= 2:
             return 2 * out_numel * _prod(shapes[1][1:])
         if op == "convolution_backward" and len(shapes) >= 3:
             w = shapes[2]
@@ -322,7 +332,7 @@ def matmul_dims(
 ) -> tuple[int, int, int, int]:
     """(batch, M, N, K) of an MME op, for the shape efficiency (best effort)."""
     try:
-        if op == "fp8_gemm_v2" and len(shapes) >= 2 and len(scalars) >= 2:
+        if op in _FP8_GEMMS and len(shapes) >= 2 and len(scalars) >= 2:
             a, b = shapes[0], shapes[1]
             m, k = (a[-1], a[-2]) if scalars[0] is True else (a[-2], a[-1])
             n = b[-2] if scalars[1] is True else b[-1]

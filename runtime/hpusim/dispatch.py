@@ -25,6 +25,7 @@ from hpusim.fused_costs import FUSED_OPS, FusedOpCost, fused_op_cost
 from hpusim.recipe_cache import recipe_name
 from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER, THREAD_IDS
 from hpusim.tensor import _DISPATCH, HpuTensor
+from hpusim.widened_compute import call_in_fp32, missing_cpu_kernel
 
 aten = torch.ops.aten
 _current_node = torch._C._current_autograd_node
@@ -385,6 +386,8 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
             label,
         )
     c.engine, c.flops, c.nbytes, c.dur, c.fusible = m
+    if fc is not None:  # a fused kernel is typed by its data, not a leading seed / packed input
+        dtype = next((d for d in dtypes if d is not None and d.is_floating_point), dtype)
     suffix = _DTYPE_SUFFIX.get(dtype, "") if dtype is not None else ""
     c.dev_name = sink.intern(f"{info.base}_{suffix}" if suffix else info.base)
     if not rt.lazy:
@@ -682,9 +685,15 @@ def _dispatch(
 
         flush(rt, "index_put_frontend_impl_hpu_lazy")
 
-    out = (
-        info.call(*uargs, **ukw) if rt.fake is None else run_fake(rt, func, info, uargs, ukw, ckey)
-    )
+    if rt.fake is not None:
+        out = run_fake(rt, func, info, uargs, ukw, ckey)
+    else:
+        try:
+            out = info.call(*uargs, **ukw)
+        except (NotImplementedError, RuntimeError) as e:  # CPU torch lacks the device's kernel
+            if fallback or not missing_cpu_kernel(e):
+                raise
+            out = call_in_fp32(info.call, info.func._schema, uargs, ukw)
     t1 = perf_counter_ns()
     if info.to_host:
         return out  # the bridge's complex_hpu computes on the host and returns a cpu tensor

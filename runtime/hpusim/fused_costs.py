@@ -248,12 +248,62 @@ def _mixture_of_experts(a: _Args, name: str) -> FusedOpCost:
     return FusedOpCost(name, "MME", mme + vec, read, a.nbytes(0), mme)
 
 
+def _plain_index(a: _Args, name: str) -> FusedOpCost:
+    # self, indices (one per leading dim, broadcast together): a gather of the indexed rows
+    shape = a.shape(0) or ()
+    indices = [s for s, _ in a.tensors(1)]
+    rank = max((len(s) for s in indices), default=0)
+    picked = 1
+    for i in range(rank):  # the broadcast index shape, aligned at the right
+        picked *= max((s[i - rank + len(s)] for s in indices if i - rank + len(s) >= 0), default=1)
+    gathered = picked * numel(tuple(shape[len(indices) :])) * itemsize(a.dtype(0))
+    return FusedOpCost(name, "TPC", 0, gathered + a.nbytes(1), gathered)
+
+
+def _ctc_loss(a: _Args, name: str, backward: bool) -> FusedOpCost:
+    # log_probs (T, N, C) or (T, C), targets (N, S) or concatenated, lengths: the alpha (and for
+    # the backward the beta) recursion over T x N x (2S + 1) states, ~6 flops each
+    lp_arg = 1 if backward else 0
+    lp = a.shape(lp_arg) or ()
+    steps, batch = (lp[0], lp[1]) if len(lp) > 2 else ((lp[0], 1) if lp else (0, 0))
+    targets = a.shape(lp_arg + 1) or (0,)
+    states = steps * batch * (2 * targets[-1] + 1)
+    if backward:  # grad, log_probs, targets, lengths, loss, alpha -> grad of log_probs
+        read = a.nbytes(*range(a.count()))
+        return FusedOpCost(name, "TPC", 12 * states + 3 * a.elements(1), read, a.nbytes(1))
+    written = states * itemsize(a.dtype(0)) + batch * itemsize(a.dtype(0))
+    return FusedOpCost(name, "TPC", 6 * states, a.nbytes(0, 1, 2, 3), written)
+
+
+def _ctc_fwd(a: _Args, name: str) -> FusedOpCost:
+    return _ctc_loss(a, name, backward=False)
+
+
+def _ctc_bwd(a: _Args, name: str) -> FusedOpCost:
+    return _ctc_loss(a, name, backward=True)
+
+
 def _recompute_fwd(a: _Args, name: str) -> FusedOpCost:
     return _sdpa_fwd(a, name, "recompute")
 
 
 def _plain_fwd(a: _Args, name: str) -> FusedOpCost:
     return _sdpa_fwd(a, name, "probabilities")
+
+
+def _seeded(cost: Callable[[_Args, str], FusedOpCost]) -> Callable[[_Args, str], FusedOpCost]:
+    """The cost of a `*_dropout_seed` variant: its seed comes first, then the usual tensors."""
+
+    def shifted(a: _Args, name: str) -> FusedOpCost:
+        rest = _Args([], [], a.is_causal)
+        rest.args = a.args[1:]
+        return cost(rest, name)
+
+    return shifted
+
+
+_recompute_fwd_seeded = _seeded(_recompute_fwd)
+_plain_fwd_seeded = _seeded(_plain_fwd)
 
 
 def _recompute_bwd(a: _Args, name: str) -> FusedOpCost:
@@ -268,10 +318,12 @@ _COSTS: Final[dict[str, Callable[[_Args, str], FusedOpCost]]] = {
     "hpu::sdpa_recomp_fwd": _recompute_fwd,
     "hpu::sdpa_recomp_fwd_dropout": _recompute_fwd,
     "hpu::sdpa_recomp_fwd_non_dropout": _recompute_fwd,
+    "hpu::sdpa_recomp_fwd_dropout_seed": _recompute_fwd_seeded,
     "hpu::sdpa_recomp_bwd": _recompute_bwd,
     "hpu::sdpa_fwd": _plain_fwd,
     "hpu::sdpa_fwd_dropout": _plain_fwd,
     "hpu::sdpa_fwd_non_dropout": _plain_fwd,
+    "hpu::sdpa_fwd_dropout_seed": _plain_fwd_seeded,
     "hpu::sdpa_bwd": _plain_bwd,
     "hpu::rms_norm": _rms_norm,
     "hpu::rms_norm_fast": _rms_norm,
@@ -313,6 +365,16 @@ _COSTS: Final[dict[str, Callable[[_Args, str], FusedOpCost]]] = {
     # cache, start, end, packed beam order -> cache (bounded by a full read and write)
     "hpu::kv_reorder": _elementwise(0, (0, 1, 2, 3), (0,)),
     "hpu::kv_reorder_": _elementwise(0, (0, 1, 2, 3), (0,)),
+    # scores, (start, end) pairs -> probabilities (fp8 ones are smaller: bounded above)
+    "hpu::scaled_masked_triangular_softmax": _elementwise(6, (0, 1), (0,)),
+    # input, valid counts -> probabilities
+    "hpu::ragged_softmax": _elementwise(5, (0, 1), (0,)),
+    "hpu::plain_index": _plain_index,
+    # a copy of the first quarter of the batch into all of it
+    "hpu::in_place_interleave": _elementwise(0, (0,), (0,)),
+    "hpu::in_place_interleave_": _elementwise(0, (0,), (0,)),
+    "hpu::ctc_loss_custom": _ctc_fwd,
+    "hpu::ctc_loss_custom_backward": _ctc_bwd,
     "hpu::masked_batch_gemm": _masked_batch_gemm,
     "hpu::mixture_of_experts": _mixture_of_experts,
 }

@@ -21,6 +21,8 @@ from typing import Any
 import torch
 from torch.optim import Optimizer
 
+from hpusim.ctc_loss import CTCLoss as CTCLoss
+
 Tensor = torch.Tensor
 _HPU = torch.device("hpu")
 
@@ -857,7 +859,6 @@ class FusedEMA:
 
 
 FP8_WHY = "fp8 kernels with hardware scaling exist only on the device"
-CTCLoss = unavailable("habana_frameworks.torch.hpex.kernels.CTCLoss", "no CPU reference")
 EmbeddingBag = unavailable("habana_frameworks.torch.hpex.kernels.EmbeddingBag", "no CPU reference")
 PySDPA = unavailable(
     "habana_frameworks.torch.hpex.kernels.PySDPA", "use FusedSDPA (the emulated fused kernel)"

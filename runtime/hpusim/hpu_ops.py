@@ -23,6 +23,12 @@ Tensor = torch.Tensor
 SCHEMAS: Final[dict[str, str]] = {
     "sdpa_recomp_fwd": "(Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, bool requires_backward, str softmax_mode, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor, Tensor)",
     "sdpa_recomp_bwd": "(Tensor grad, Tensor q, Tensor k, Tensor v, Tensor? attention_mask, Tensor m, Tensor linv, Tensor? seed, bool is_causal, float p, float scale, str softmax_mode, Tensor fwd_out) -> (Tensor, Tensor, Tensor)",
+    "sdpa_recomp_fwd_dropout": "(Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, bool requires_backward, str softmax_mode, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor, Tensor)",
+    "sdpa_recomp_fwd_non_dropout": "(Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, bool requires_backward, str softmax_modem, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor, Tensor)",
+    "sdpa_recomp_fwd_dropout_seed": "(Tensor seed, Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, bool requires_backward, str softmax_mode, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor, Tensor)",
+    "sdpa_fwd_dropout": "(Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, str softmax_mode, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor)",
+    "sdpa_fwd_non_dropout": "(Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, str softmax_mode, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor)",
+    "sdpa_fwd_dropout_seed": "(Tensor seed, Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, str softmax_mode, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor)",
     "sdpa_fwd": "(Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, str softmax_mode, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor)",
     "sdpa_bwd": "(Tensor grad, Tensor q, Tensor k, Tensor v, Tensor P, Tensor? dm, bool is_causal, float p, float scale, Tensor fwd_out) -> (Tensor, Tensor, Tensor)",
     "rms_norm": "(Tensor data_in, Tensor gamma, float epsilon) -> (Tensor, Tensor)",
@@ -51,10 +57,6 @@ SCHEMAS: Final[dict[str, str]] = {
 """Op name (with `.overload`) -> schema without the name, as the bridge registers them."""
 
 FP8_SCHEMAS: Final[dict[str, str]] = {
-    "conv2d_fp8": "(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, int groups=1, ScalarType? out_dtype=None, Tensor? scale_input=None, Tensor? scale_weight=None) -> Tensor",
-    "sum_fp8": "(Tensor self, int[1]? dim=None, bool keepdim=False, ScalarType? out_dtype=None) -> Tensor",
-    "softmax_fp8": "(Tensor input, int dim, Tensor? input_scale=None, Tensor? output_scale=None, Tensor? inv_attn_heads=None, Tensor? fused_add=None) -> Tensor",
-    "cast_to_fp8_hybrid": "(Tensor input, Tensor? scale_152=None, Tensor? scale_143=None, bool stochastic_rounding=False, bool is_amax=False) -> (Tensor, Tensor, Tensor)",
     "fp8_sdpa_recomp_fwd": "(Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, bool requires_backward, str softmax_mode, Tensor? d_scale_q, Tensor? d_scale_k, Tensor? d_scale_v, Tensor? q_scale_s, Tensor? q_scale_o, Tensor? d_scale_s, bool is_amax_s, bool is_amax_0, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
 }
 """The bridge's fp8 ops: defined with their schemas, but they need the device's fp8 MME and
@@ -124,15 +126,18 @@ def sdpa_recomp_fwd(
     softmax_mode: str,
     valid_seq_len: Tensor | None,
     seq_padding_type: str,
+    *,
+    seed: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Flash-style forward: out, row max m, 1/row sum linv, dropout seed."""
+    """Flash-style forward: out, row max m, 1/row sum linv, dropout seed (`seed`: given by the
+    `_dropout_seed` variant, else drawn)."""
+    seed = _new_seed(p) if seed is None else seed.clone()  # an output: not the input itself
     s = _scores(q, k, attention_mask, scale, is_causal)
     m = s.amax(dim=-1, keepdim=True)
     m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
     e = torch.exp(s - m)
     linv = 1.0 / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)
     probs = e * linv
-    seed = _new_seed(p)
     keep = _dropout_mask(probs.shape, p, seed)
     if keep is not None:
         probs = probs * keep / (1.0 - p)
@@ -173,15 +178,28 @@ def sdpa_fwd(
     softmax_mode: str,
     valid_seq_len: Tensor | None,
     seq_padding_type: str,
+    *,
+    seed: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Non-recompute forward: out, probabilities P (saved for the backward), dropout mask."""
+    seed = _new_seed(p) if seed is None else seed
     probs = torch.softmax(_scores(q, k, attention_mask, scale, is_causal), dim=-1)
     probs = torch.nan_to_num(probs, nan=0.0)
-    keep = _dropout_mask(probs.shape, p, _new_seed(p))
+    keep = _dropout_mask(probs.shape, p, seed)
     dropped = probs * keep / (1.0 - p) if keep is not None else probs
     out = torch.matmul(dropped, v.to(_F32)).to(q.dtype)
     dm = keep.to(torch.int8) if keep is not None else torch.empty(0, dtype=torch.int8)
     return out, probs.to(q.dtype), dm
+
+
+def sdpa_recomp_fwd_dropout_seed(seed: Tensor, *args: Any) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """`sdpa_recomp_fwd` with the dropout seed first (torch.compile inserts it)."""
+    return sdpa_recomp_fwd(*args, seed=seed)
+
+
+def sdpa_fwd_dropout_seed(seed: Tensor, *args: Any) -> tuple[Tensor, Tensor, Tensor]:
+    """`sdpa_fwd` with the dropout seed first (torch.compile inserts it)."""
+    return sdpa_fwd(*args, seed=seed)
 
 
 def sdpa_bwd(
@@ -627,7 +645,13 @@ _KERNELS: Final[dict[str, Any]] = {
     "convert_from_uint4": convert_from_uint4,
     "sdpa_recomp_fwd": sdpa_recomp_fwd,
     "sdpa_recomp_bwd": sdpa_recomp_bwd,
+    "sdpa_recomp_fwd_dropout": sdpa_recomp_fwd,
+    "sdpa_recomp_fwd_non_dropout": sdpa_recomp_fwd,
+    "sdpa_recomp_fwd_dropout_seed": sdpa_recomp_fwd_dropout_seed,
     "sdpa_fwd": sdpa_fwd,
+    "sdpa_fwd_dropout": sdpa_fwd,
+    "sdpa_fwd_non_dropout": sdpa_fwd,
+    "sdpa_fwd_dropout_seed": sdpa_fwd_dropout_seed,
     "sdpa_bwd": sdpa_bwd,
     "rms_norm": rms_norm,
     "rms_norm_fast": rms_norm,
@@ -659,18 +683,19 @@ def install() -> None:
     if _LIBS:
         return
     lib = torch.library.Library("hpu", "FRAGMENT")
-    from hpusim import custom_ops
+    from hpusim import ctc_loss, custom_ops, fp8_ops, transformer_engine
 
-    for schemas, kernels in ((SCHEMAS, _KERNELS), (custom_ops.SCHEMAS, custom_ops.KERNELS)):
+    unavailable = {name: _fp8_unavailable(name) for name in FP8_SCHEMAS}
+    emulated_fp8 = {name: getattr(transformer_engine, name) for name in EMULATED_FP8}
+    for schemas, kernels in (  # an overload after its op
+        (SCHEMAS, _KERNELS),
+        (custom_ops.SCHEMAS, custom_ops.KERNELS),
+        (ctc_loss.SCHEMAS, ctc_loss.KERNELS),
+        (FP8_SCHEMAS, unavailable),
+        (EMULATED_FP8, emulated_fp8),
+        (fp8_ops.SCHEMAS, fp8_ops.KERNELS),
+    ):
         for name, schema in schemas.items():
             lib.define(name + schema)
             lib.impl(name, kernels[name], "CompositeExplicitAutograd")
-    for name, schema in FP8_SCHEMAS.items():
-        lib.define(name + schema)
-        lib.impl(name, _fp8_unavailable(name), "CompositeExplicitAutograd")
-    from hpusim import transformer_engine
-
-    for name, schema in EMULATED_FP8.items():
-        lib.define(name + schema)
-        lib.impl(name, getattr(transformer_engine, name), "CompositeExplicitAutograd")
     _LIBS.append(lib)

@@ -74,6 +74,12 @@ def fp8_autocast(
         _STATE.enabled, _STATE.recipe = prev
 
 
+Scale = torch.Tensor | float | list[float] | None
+"""A scale argument: a tensor, or the `.scalar` / `.scalar_list` overloads' float(s)."""
+
+_FP8_DTYPES: Final = (torch.float8_e5m2, torch.float8_e4m3fn)
+
+
 def ensure_ops() -> None:
     """Define the bridge's `torch.ops.hpu.*` (`hpu::fp8_gemm_v2` among them: `fp8_gemm_v2`)."""
     from hpusim import hpu_ops
@@ -92,19 +98,19 @@ def fp8_gemm_v2(
     trans_B: bool,
     D: torch.Tensor | None,
     out_dtype: torch.dtype,
-    A_scale_inv: torch.Tensor | None = None,
-    B_scale_inv: torch.Tensor | None = None,
+    A_scale_inv: Scale = None,
+    B_scale_inv: Scale = None,
     bias: torch.Tensor | None = None,
     accumulate: bool = False,
     B_scale_shape: list[int] | None = None,
 ) -> torch.Tensor:
-    a = _operand(A, trans_A).to(torch.float32)
-    b = _operand(B, trans_B).to(torch.float32)
-    if A_scale_inv is not None:
-        a = a * A_scale_inv.to(torch.float32)
-    if B_scale_inv is not None:
-        b = b * B_scale_inv.to(torch.float32)
-    out = a @ b
+    """The bridge's `hpu::fp8_gemm_v2` (and its `.scalar` / `.scalar_list` overloads): op(A)
+    times op(B), dequantized by both inverse scales (B's may be per channel: `B_scale_shape`,
+    broadcast over the product), plus `bias`, plus `D` when `accumulate`."""
+    out = _operand(A, trans_A).to(torch.float32) @ _operand(B, trans_B).to(torch.float32)
+    for scale in (scale_tensor(A_scale_inv, None), scale_tensor(B_scale_inv, B_scale_shape)):
+        if scale is not None:
+            out = out * scale
     if bias is not None:
         out = out + bias.to(torch.float32)
     if accumulate and D is not None:
@@ -128,41 +134,95 @@ def device_fp8_max(dtype: torch.dtype) -> float:
     return _FP8_MAX[dtype]
 
 
+def scale_tensor(scale: Scale, scale_shape: list[int] | None) -> torch.Tensor | None:
+    """`scale` as an fp32 tensor in the kernel's layout: a per-channel scale takes
+    `scale_shape` (checked against its element count, as the bridge's `ValidateScaleShape`)."""
+    if scale is None:
+        return None
+    t = scale if isinstance(scale, torch.Tensor) else torch.tensor(scale, dtype=torch.float32)
+    if scale_shape is not None and not isinstance(scale, float):
+        if t.numel() != math.prod(scale_shape):
+            raise RuntimeError(
+                f"Number of scale elements ({t.numel()}) is not equal to number of "
+                f"scale_shape elements ({math.prod(scale_shape)})."
+            )
+        if t.numel() > 1:
+            t = t.reshape(scale_shape)
+    return t.to(torch.float32)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    """c10's spelling (`Float8_e5m2`), as the bridge's messages print a ScalarType."""
+    return str(dtype).removeprefix("torch.").capitalize()
+
+
 def cast_to_fp8_v2(
     input: torch.Tensor,
-    scale: torch.Tensor | None = None,
+    scale: Scale = None,
     stochastic_rounding: bool = False,
     is_amax: bool = False,
     dtype: torch.dtype | None = None,
     scale_shape: list[int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The bridge's `hpu::cast_to_fp8_v2`: (`input * scale` saturated to the device's FP8 range
-    and cast, amax of `input` when `is_amax` else an empty tensor). Rounding is to nearest
-    (`stochastic_rounding` is accepted, not emulated)."""
+    """The bridge's `hpu::cast_to_fp8_v2` (and its `.scalar` / `.scalar_list` overloads):
+    (`input * scale` saturated to the device's FP8 range and cast, amax of `input` when
+    `is_amax` else an empty tensor), with the kernel's input checks (an fp8 input keeps its
+    dtype and has no amax). Rounding is to nearest, or stochastic (`stochastic_rounding`)."""
     dtype = dtype or torch.float8_e4m3fn
-    x = input.to(torch.float32)
-    if scale is not None:
-        x = x * scale.to(torch.float32)
+    if input.dtype not in (torch.float32, torch.bfloat16, *_FP8_DTYPES):
+        raise RuntimeError(
+            "CastToFp8V2 input dtype must be one of [float, bfloat16, float8_e5m2, float8_e4m3fn]."
+        )
+    if input.dtype in _FP8_DTYPES:
+        if is_amax:
+            raise RuntimeError("CastToFp8V2 must have no amax for float8.")
+        if input.dtype != dtype:
+            raise RuntimeError(
+                "CastToFp8V2 input and output must have the same dtype for float8, but are "
+                f"{_dtype_name(input.dtype)} and {_dtype_name(dtype)}"
+            )
+    x = input if input.dtype not in _FP8_DTYPES else input.to(torch.float32)
+    factor = scale_tensor(scale, scale_shape)
+    if factor is not None:  # in the input's dtype, as the kernel (the bridge's tests: exact)
+        x = x * factor.to(x.dtype)
     limit = device_fp8_max(dtype)
-    out = x.clamp(-limit, limit).to(dtype)
+    clamped = x.to(torch.float32).clamp(-limit, limit)
+    out = _stochastic_round(clamped, dtype) if stochastic_rounding else clamped.to(dtype)
     amax = (
         input.detach().abs().amax().float() if is_amax else input.new_empty(0, dtype=torch.float32)
     )
     return out, amax
 
 
+def _stochastic_round(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """`x` (fp32, within `dtype`'s range) rounded to one of its two neighbouring FP8 values,
+    the farther one with probability (distance to the nearer) / (gap between them): unbiased
+    on average, as the kernel's CAST_ROUND_SR."""
+    nearest = x.to(dtype)
+    near = nearest.to(torch.float32)
+    bits = nearest.view(torch.uint8).to(torch.int16)  # sign-magnitude: +1 is one step out
+    outward = x.abs() > near.abs()
+    other_bits = torch.where(outward, bits + 1, bits - 1).clamp(0, 255).to(torch.uint8)
+    other = other_bits.view(dtype).to(torch.float32)
+    gap = (other - near).abs()
+    p_other = torch.where(gap > 0, (x - near).abs() / gap, torch.zeros_like(gap))
+    pick = torch.rand(x.shape, device=x.device) < p_other
+    return torch.where(pick & (x != near), other, near).to(dtype)
+
+
 def cast_from_fp8(
     input: torch.Tensor,
-    scale: torch.Tensor | None,
+    scale: Scale,
     out_dtype: torch.dtype,
     scale_shape: list[int] | None = None,
 ) -> torch.Tensor:
-    """The bridge's `hpu::cast_from_fp8`: `input` in `out_dtype`, times `scale` (the inverse of
-    the scale it was cast with)."""
-    out = input.to(torch.float32)
-    if scale is not None:
-        out = out * scale.to(torch.float32)
-    return out.to(out_dtype)
+    """The bridge's `hpu::cast_from_fp8` (and its `.scalar` / `.scalar_list` overloads):
+    `input` in `out_dtype`, times `scale` (the inverse of the scale it was cast with)."""
+    out = input.to(out_dtype)
+    factor = scale_tensor(scale, scale_shape)
+    if factor is not None:  # in `out_dtype`, as the kernel (the bridge's tests: exact)
+        out = out * factor.to(out_dtype)
+    return out
 
 
 def cast_to_fp8(t: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -219,6 +279,8 @@ class Linear(torch.nn.Module):
         in_features, out_features, bias: as `torch.nn.Linear`.
         params_dtype: dtype of the weight and bias (default: torch's default dtype).
         device: where the parameters live (default: `hpu` while the emulator is enabled).
+        skip_weight_param_allocation: no weight / bias parameters: `forward` is given them
+            (`linear(x, weight, bias)`, as Megatron-style callers do).
     """
 
     def __init__(
@@ -228,6 +290,7 @@ class Linear(torch.nn.Module):
         bias: bool = True,
         params_dtype: torch.dtype | None = None,
         device: Any = None,
+        skip_weight_param_allocation: bool = False,
         **_ignored: Any,
     ) -> None:
         super().__init__()
@@ -239,26 +302,45 @@ class Linear(torch.nn.Module):
         kw: dict[str, Any] = {"dtype": params_dtype or torch.get_default_dtype(), "device": device}
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = torch.nn.Parameter(torch.empty(out_features, in_features, **kw))
-        self.bias = torch.nn.Parameter(torch.empty(out_features, **kw)) if bias else None
-        self.reset_parameters()
+        self.weight: torch.nn.Parameter | None = None
+        self.bias: torch.nn.Parameter | None = None
+        if not skip_weight_param_allocation:
+            self.weight = torch.nn.Parameter(torch.empty(out_features, in_features, **kw))
+            self.bias = torch.nn.Parameter(torch.empty(out_features, **kw)) if bias else None
+            self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        if self.weight is None:
+            return
         torch.nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
             torch.nn.init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        weight: torch.Tensor | None = None,
+        bias: torch.Tensor | None = None,
+        is_first_microbatch: bool | None = None,
+    ) -> torch.Tensor:
+        """`weight` / `bias`: used instead of the module's (required without allocated
+        parameters); `is_first_microbatch` (the weight-cast cache) changes no result here."""
+        weight = self.weight if weight is None else weight
+        bias = self.bias if bias is None else bias
+        if weight is None:
+            raise ValueError(
+                "te.Linear(skip_weight_param_allocation=True) needs the weight passed to forward"
+            )
         if not _STATE.enabled:
-            return torch.nn.functional.linear(x, self.weight, self.bias)
+            return torch.nn.functional.linear(x, weight, bias)
         recipe = _STATE.recipe or DelayedScaling()
         e4m3, e5m2 = torch.float8_e4m3fn, torch.float8_e5m2
         fwd = e5m2 if recipe.fp8_format is Format.E5M2 else e4m3
         bwd = e4m3 if recipe.fp8_format is Format.E4M3 else e5m2
         if torch.is_autocast_enabled("hpu"):
             x = x.to(torch.get_autocast_dtype("hpu"))
-        out: torch.Tensor = _Fp8Linear.apply(x, self.weight, self.bias, fwd, bwd)
+        out: torch.Tensor = _Fp8Linear.apply(x, weight, bias, fwd, bwd)
         return out
 
     def extra_repr(self) -> str:
