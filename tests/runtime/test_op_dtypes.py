@@ -160,12 +160,31 @@ def test_ops_running_one_kernel_share_its_dtypes(hpu: Any) -> None:
     assert guids["sub"] == guids["add"]
     assert data["widened_by_kernel"]["sub"] == ["INT64", "INT32"]
     groups: dict[str, set[tuple[str, ...]]] = {}
+    cast = set(data["bool_cast_on_device"])  # bool from the validator, not from the kernel
     for op, supported in data["dtypes"].items():
         if op in guids:
-            groups.setdefault(guids[op], set()).add(tuple(supported))
+            kernel_dtypes = tuple(c for c in supported if not (op in cast and c == "BOOL"))
+            groups.setdefault(guids[op], set()).add(kernel_dtypes)
     assert all(len(kinds) == 1 for kinds in groups.values())  # one dtype list per kernel
     hpu()
     for dtype in (torch.int32, torch.int64):
         a = torch.arange(6, dtype=dtype)
         assert torch.equal((a.to("hpu") - 1).cpu(), a - 1)
     assert "aten::sub.Tensor" not in _fallbacks()
+
+
+def test_bool_reductions_the_validator_casts_stay_on_the_device(hpu: Any) -> None:
+    """The 1.16 table gives amax/amin no bool; the 1.19 validator (`AminAmaxSharedMeta`) casts a
+    bool input on the device first, so bool `amax` / `amin` / `aminmax` are device ops (they fell
+    back to the CPU, where torch has no bool kernel for them, and raised)."""
+    assert {"amax", "amin", "aminmax"} <= set(_data()["bool_cast_on_device"])
+    hpu()
+    mask = torch.tensor([[True, False], [False, False]])
+    on_card = mask.to("hpu")
+    assert on_card.amax(dim=1).cpu().tolist() == [True, False]
+    assert on_card.amin().cpu().item() is False
+    low, high = torch.aminmax(on_card)
+    assert (low.cpu().item(), high.cpu().item()) == (False, True)
+    assert not {"aminmax", "aminmax.default", "amin", "amax"} & {
+        op.removeprefix("aten::") for op in _fallbacks()
+    }

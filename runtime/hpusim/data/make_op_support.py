@@ -19,6 +19,10 @@ re-extracts from the 1.19 source:
   calls `FALLBACK_IF_UNSUPPORTED_OP*`. Ops validated by the shared layer (`op_validator`) are
   decided by the TPC kernel library, outside the bridge source: 1.19 is silent there and the
   1.16 table stays in use.
+- `bridge_bool_cast_ops.txt`: the ops whose shared-layer validator casts a bool input on the
+  device before its kernel (`if (dtype == c10::ScalarType::Bool) BoolCastSharedMeta(...)` in
+  the validator or a function it returns, e.g. `AminAmaxSharedMeta` for amax/amin/aminmax):
+  bool is supported there whatever the 1.16 table says.
 - `bridge_op_guids.json`: the TPC kernel (`guid:`) each `hpu_op.yaml` entry runs, by the name
   the 1.16 table uses (`sub.Tensor` -> `sub`). A kernel's dtypes do not depend on which op
   launches it, so ops of the 1.16 table that run the same kernel get the union of the dtypes the
@@ -27,6 +31,7 @@ re-extracts from the 1.19 source:
 
 Output: {"source", "missing": [overload names], "dtypes": {op: [1.16 dtype columns]},
 "widened_by_kernel": {op: [columns added from its kernel's other ops]},
+"bool_cast_on_device": [ops whose validator casts bool inputs],
 "dtypes_1_19": {overload: check}}. `--compare` prints how many op/dtype pairs 1.19 decides
 differently from 1.16.
 """
@@ -45,6 +50,7 @@ from typing import Any
 REGISTERED = "bridge_registered_ops.txt"
 BRIDGE_DTYPES = "bridge_op_dtypes.json"
 BRIDGE_GUIDS = "bridge_op_guids.json"
+BRIDGE_BOOL_CAST = "bridge_bool_cast_ops.txt"
 
 DTYPE_COLUMNS = ("FP32", "BF16", "FP16", "FP8", "INT64", "INT32", "INT16", "INT8", "BOOL")
 
@@ -255,6 +261,40 @@ def extract_guids(bridge: Path) -> dict[str, str]:
     return dict(sorted(guids.items()))
 
 
+_FUNCTION = re.compile(r"^SharedMetaDataVector (\w+)\(.*?^}", re.M | re.S)
+_BOOL_CAST = re.compile(
+    r"==\s*(?:c10::ScalarType::Bool|at::kBool)\s*\)\s*\{?\s*[^;]*?BoolCastSharedMeta"
+)
+
+
+def extract_bool_cast_ops(bridge: Path) -> list[str]:
+    """Ops (by the 1.16 table's names) whose validator casts a bool input on the device."""
+    import yaml
+
+    git = _git(bridge)
+    sources = git("show", *(f"HEAD:{p}" for p in _validator_sources(git)))
+    bodies = {m.group(1): m.group(0) for m in _FUNCTION.finditer(sources)}
+    casting = {name for name, body in bodies.items() if _BOOL_CAST.search(body)}
+    casting |= {
+        name
+        for name, body in bodies.items()
+        if any(re.search(rf"\b{callee}\(", body) for callee in casting - {name})
+    }
+    spec = yaml.safe_load(git("show", "HEAD:scripts/hpu_op.yaml"))
+    return sorted(
+        {
+            name.split(".", 1)[0]
+            for name, entry in spec.items()
+            if isinstance(entry, dict) and entry.get("op_validator") in casting
+        }
+    )
+
+
+def _validator_sources(git: Callable[..., str]) -> list[str]:
+    listed = git("ls-tree", "-r", "--name-only", "HEAD", "hpu_ops")
+    return [p for p in listed.splitlines() if p.endswith(".cpp")]
+
+
 def widen_by_kernel(dtypes: dict[str, list[str]], guids: dict[str, str]) -> dict[str, list[str]]:
     """`dtypes` where each op of a kernel shared by several ops of the table has the union of
     their dtypes; returns what each widened op gained."""
@@ -305,15 +345,21 @@ def build(ref: Path) -> dict[str, Any]:
     guids_file = here / BRIDGE_GUIDS
     guids = json.loads(guids_file.read_text()) if guids_file.is_file() else {}
     widened = widen_by_kernel(dtypes, guids)
+    bool_cast = sorted(_read_lines(here / BRIDGE_BOOL_CAST))
+    for op in bool_cast:
+        if op in dtypes and "BOOL" not in dtypes[op]:
+            dtypes[op] = sorted([*dtypes[op], "BOOL"], key=DTYPE_COLUMNS.index)
     return {
         "source": (
             "gaudi-op-support.csv + gaudi-ops-missing-on-hpu.txt (bridge 1.16) less the ops the "
             "1.19 bridge registers for HPU (bridge_registered_ops.txt); dtypes_1_19: the dtype "
             "checks the 1.19 source states (bridge_op_dtypes.json), which win over the 1.16 "
             "dtypes where present; ops of the 1.16 table that run the same TPC kernel "
-            "(bridge_op_guids.json) share the union of their dtypes (widened_by_kernel)"
+            "(bridge_op_guids.json) share the union of their dtypes (widened_by_kernel); ops "
+            "whose validator casts bool on the device accept bool (bool_cast_on_device)"
         ),
         "widened_by_kernel": widened,
+        "bool_cast_on_device": bool_cast,
         "missing": missing,
         "dtypes": dict(sorted(dtypes.items())),
         "dtypes_1_19": bridge_dtypes,
@@ -374,6 +420,7 @@ def main(argv: list[str]) -> int:
         (here / REGISTERED).write_text("\n".join(extract_registered(bridge)) + "\n")
         (here / BRIDGE_DTYPES).write_text(json.dumps(extract_dtypes(bridge), indent=1) + "\n")
         (here / BRIDGE_GUIDS).write_text(json.dumps(extract_guids(bridge), indent=1) + "\n")
+        (here / BRIDGE_BOOL_CAST).write_text("\n".join(extract_bool_cast_ops(bridge)) + "\n")
         argv = argv[:i] + argv[i + 2 :]
     ref = Path(argv[0]) if argv else here.parents[2].parent / "shared" / "reference"
     data = build(ref)
