@@ -269,6 +269,18 @@ def finish_coded(codes: NDArray[np.int32], interner: Interner, convert: Any = te
     return Coded(remap[codes] if len(codes) else codes, list(unique))
 
 
+def _int_coded(codes: NDArray[np.int32], chunks: list[NDArray[np.int64]]) -> Coded:
+    """`codes` (1-based positions in the concatenated `chunks`, 0 absent) as codes of their
+    distinct values, found by one sort."""
+    distinct, inverse = np.unique(np.concatenate(chunks), return_inverse=True)
+    remap = np.zeros(len(inverse) + 1, dtype=np.int32)
+    remap[1:] = inverse.ravel() + 1
+    numbers = np.empty(len(distinct) + 1, dtype=np.int64)
+    numbers[0] = NO_ID
+    numbers[1:] = distinct
+    return Coded(remap[codes], ["", *map(str, distinct.tolist())], numbers)
+
+
 def _int64_or_none(values: list[int]) -> NDArray[np.int64] | None:
     """NO_ID followed by `values` as int64, or None when one is past int64."""
     numbers = np.empty(len(values) + 1, dtype=np.int64)
@@ -420,9 +432,18 @@ def _untag_ints(distinct: pa.LargeBinaryArray) -> list[Any] | None:
     """`[_untag(v) for v in distinct]` parsed by Arrow when every value is an integer ('i') or
     absent (empty): a chunk's flow ids are nearly all distinct integers, one Python call each
     otherwise. None when some value is of another kind (the caller untags value by value)."""
+    if len(distinct) < 64:
+        return None
+    ints = _untag_int64(distinct)
+    return None if ints is None else ints.to_pylist()
+
+
+def _untag_int64(distinct: pa.LargeBinaryArray) -> pa.Int64Array | None:
+    """`distinct` as int64 (null where absent) when every value is an integer ('i') or absent
+    (empty); None when some value is of another kind."""
     n = len(distinct)
     data = distinct.buffers()[2]
-    if n < 64 or data is None:
+    if data is None:
         return None
     offsets = np.frombuffer(distinct.buffers()[1], dtype=np.int64)[
         distinct.offset : distinct.offset + n + 1
@@ -446,11 +467,10 @@ def _untag_ints(distinct: pa.LargeBinaryArray) -> list[Any] | None:
         pa.array(present).buffers()[1],
     )
     try:
-        ints = pc.cast(strings, pa.int64())
+        ints: pa.Int64Array = pc.cast(strings, pa.int64())
     except pa.ArrowInvalid:  # not what the scanner writes (it checks the int64 range)
         return None
-    values: list[Any] = ints.to_pylist()
-    return values
+    return ints
 
 
 # --- the raw columns of one file ---------------------------------------------------------------
@@ -523,6 +543,9 @@ class ColumnBuilder:
         self.args_data = io.BytesIO()
         self.args_lengths: list[NDArray[np.int64]] = []
         self.side_args: dict[int, bytes] = {}
+        # flow ids as the chunks' int64 values, coded once in finish (see _flow_ids)
+        self.flow_ints: list[NDArray[np.int64]] = []
+        self.flow_int_count = 0
         self.rows = 0
 
     def add(self, events: list[Event]) -> None:
@@ -530,6 +553,7 @@ class ColumnBuilder:
         n = len(events)
         if not n:
             return
+        self._settle_flow_ints()
         ph, name, cat, pid, tid, ts, dur, fid, bp, args = zip(*map(astuple, events), strict=True)
         ph_codes = self._ph_codes(ph)
         for field, values in (("name", name), ("cat", cat), ("pid", pid), ("tid", tid)):
@@ -565,7 +589,7 @@ class ColumnBuilder:
         self.pieces["ts"].append(np.frombuffer(ts, dtype=np.float64))
         self.pieces["dur"].append(np.frombuffer(dur, dtype=np.float64))
         # the scanner wrote flow ids and bindings of flow rows only (absent elsewhere)
-        self.pieces["flow_id"].append(self._intern_spans("flow_id", n, fid, _untag))
+        self.pieces["flow_id"].append(self._flow_ids(n, fid))
         self.pieces["bp"].append(self._intern_spans("bp", n, bp, _utf8))
         offsets = np.frombuffer(args[0], dtype=np.int64)
         self.args_data.write(args[1])
@@ -599,6 +623,38 @@ class ColumnBuilder:
             values = list(map(value, distinct.to_pylist()))
         remap = self.interners[field].codes(values)
         return remap[np.frombuffer(indices, dtype=np.int32)]
+
+    def _flow_ids(self, n: int, encoded: Any) -> NDArray[np.int32]:
+        """Codes of a chunk's flow ids. A large trace has ~330k, nearly all distinct: while
+        every one is an integer they are kept as int64 and coded in `finish` by one sort
+        (`_int_coded`), not one dict entry each on this thread. The codes meanwhile are
+        positions in `flow_ints` (1-based, 0 absent); the first id of another kind settles
+        them into the interner."""
+        if encoded is not None and len(self.interners["flow_id"].values) == 1:
+            offsets, data, indices = encoded
+            ints = _untag_int64(_binary_piece(len(offsets) // 8 - 1, offsets, data))
+            if ints is not None:
+                present = ints.is_valid().to_numpy(zero_copy_only=False)
+                values = ints.drop_null().to_numpy()
+                remap = np.zeros(len(ints), dtype=np.int32)
+                first = self.flow_int_count + 1
+                remap[present] = np.arange(first, first + len(values), dtype=np.int32)
+                self.flow_ints.append(values)
+                self.flow_int_count += len(values)
+                return remap[np.frombuffer(indices, dtype=np.int32)]
+        self._settle_flow_ints()
+        return self._intern_spans("flow_id", n, encoded, _untag)
+
+    def _settle_flow_ints(self) -> None:
+        """Intern the flow ids kept as int64 so far and recode their chunks' pieces."""
+        if not self.flow_ints:
+            return
+        values = np.concatenate(self.flow_ints).tolist()
+        self.flow_ints, self.flow_int_count = [], 0
+        remap = np.zeros(len(values) + 1, dtype=np.int32)
+        remap[1:] = self.interners["flow_id"].codes(values)
+        pieces = self.pieces["flow_id"]
+        pieces[:] = [remap[piece] for piece in pieces]
 
     def _rows_with(self, ph_codes: NDArray[np.int32], phases: tuple[str, ...]) -> NDArray[Any]:
         index = self.interners["ph"].index
@@ -697,7 +753,18 @@ class ColumnBuilder:
             return column.astype(dtype, copy=False) if dtype else column
 
         coded_fields = CODED_EVENT + CODED_ARGS
-        joins = {field: soon(pool, joined, field, np.int32) for field in coded_fields}
+        flow_ints, self.flow_ints = self.flow_ints, []
+
+        def flow_coded() -> Coded:
+            return _int_coded(joined("flow_id", np.int32), flow_ints)
+
+        joins = {
+            field: soon(pool, flow_coded)
+            if field == "flow_id" and flow_ints
+            # joined in the pool, coded here
+            else soon(pool, joined, field, np.int32)
+            for field in coded_fields
+        }
         joins.update((f, soon(pool, joined, f, None)) for f in ID_ARGS)  # int32, or int64
         joins.update(
             (f, soon(pool, joined, f, dtype))
@@ -706,7 +773,11 @@ class ColumnBuilder:
         coded: dict[str, Coded] = {}
         for i, field in enumerate(coded_fields):
             convert = compact_json if field in RAW_ARGS else text
-            coded[field] = finish_coded(joins[field].result(), self.interners[field], convert)
+            done = joins[field].result()
+            if isinstance(done, Coded):  # the flow ids coded in the pool
+                coded[field] = done
+            else:
+                coded[field] = finish_coded(done, self.interners[field], convert)
             if i % 4 == 3:
                 trim()  # the joined pieces were heap blocks: return them before the next columns
         ids = {f: joins[f].result() for f in ID_ARGS}
