@@ -34,6 +34,7 @@ from hpuprof.trace import fastscan
 from hpuprof.trace.columns import BadValue, ColumnBuilder, Event, RawColumns
 from hpuprof.trace.heap import (
     BUILD_MMAP_THRESHOLD,
+    BUILD_TRIM_THRESHOLD,
     DECODE_MMAP_THRESHOLD,
     MMAP_THRESHOLD,
     gc_paused,
@@ -614,7 +615,7 @@ def read_kineto_json(
                 stacklevel=2,
             )
         with gc_paused():
-            set_mmap_threshold(BUILD_MMAP_THRESHOLD)
+            set_mmap_threshold(BUILD_MMAP_THRESHOLD, BUILD_TRIM_THRESHOLD)
             try:
                 trace = build_trace(
                     decoded.columns,
