@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -519,6 +519,52 @@ class RawColumns:
             object.__setattr__(self, name, None)
 
 
+class ArgsData:
+    """Every event's raw args bytes, chunk after chunk, in one buffer.
+
+    With `capacity` (a bound on their total: the size of the mapped file they are read from)
+    the buffer is reserved at once (a page counts only once written) and each chunk is copied
+    to its place in a pool thread (a numpy copy, without the GIL: ~0.1 CPU-s of the main
+    thread on a 2 M-event trace otherwise); without, or once that is exceeded, it is a
+    BytesIO that grows in place (mremap).
+    """
+
+    def __init__(self, capacity: int | None) -> None:
+        self.reserved = np.empty(capacity, dtype=np.uint8) if capacity else None
+        self.size = 0
+        self.copies: list[Future[Any]] = []
+        self._stream = io.BytesIO()
+
+    def write(self, data: bytes, pool: Executor | None) -> None:
+        end = self.size + len(data)
+        if self.reserved is None or end > len(self.reserved):
+            self.stream().write(data)
+            return
+        place = self.reserved[self.size : end]
+        self.copies.append(soon(pool, np.copyto, place, np.frombuffer(data, dtype=np.uint8)))
+        self.size = end
+
+    def stream(self) -> io.BytesIO:
+        """The BytesIO, from here on holding all that was written (the reserved part moved in)."""
+        if self.reserved is not None:
+            self._wait()
+            self._stream.write(self.reserved[: self.size].data)
+            self.reserved = None
+        return self._stream
+
+    def data(self) -> Any:
+        """What was written, as one buffer (not to be written after)."""
+        if self.reserved is None:
+            return self._stream.getbuffer()
+        self._wait()
+        return self.reserved[: self.size]
+
+    def _wait(self) -> None:
+        for copy in self.copies:
+            copy.result()
+        self.copies = []
+
+
 class ColumnBuilder:
     """Accumulates decoded chunks as column pieces (numpy / Arrow, never Python lists).
 
@@ -526,7 +572,9 @@ class ColumnBuilder:
     without returning them to the OS the joined columns would count twice in the peak RSS.
     """
 
-    def __init__(self, trim: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self, trim: Callable[[], None] = lambda: None, args_capacity: int | None = None
+    ) -> None:
         self.trim = trim
         absent: dict[str, Any] = {"flow_id": None, "pid": "", "tid": ""}
         absent.update({name: b"" for name in RAW_ARGS})
@@ -537,10 +585,9 @@ class ColumnBuilder:
         self.pieces: dict[str, list[NDArray[Any]]] = {
             name: [] for name in (*CODED_EVENT, *CODED_ARGS, *ID_ARGS, "ts", "dur", "fallback")
         }
-        # every event's raw args, written piece by piece in C (no joined copy per chunk); the
-        # buffer grows in place (mremap) and is handed to Arrow without a copy at the end (kept
-        # in one buffer: 55 chunk-sized pieces left on the heap made the load ~5% slower)
-        self.args_data = io.BytesIO()
+        # every event's raw args in one buffer (55 chunk-sized pieces left on the heap made the
+        # load ~5% slower), handed to Arrow without a copy at the end
+        self.args = ArgsData(args_capacity)
         self.args_lengths: list[NDArray[np.int64]] = []
         self.side_args: dict[int, bytes] = {}
         # flow ids as the chunks' int64 values, coded once in finish (see _flow_ids)
@@ -562,21 +609,23 @@ class ColumnBuilder:
         self.pieces["dur"].append(np.array(dur, dtype=np.float64))
         self._flow_columns(ph_codes, fid, bp)
         lengths = np.fromiter(map(len, args), dtype=np.int64, count=n)
-        start = self.args_data.tell()
-        self.args_data.writelines(args)
+        stream = self.args.stream()
+        start = stream.tell()
+        stream.writelines(args)
         self.args_lengths.append(lengths)
         self._side_args(ph_codes, args)
         del args, fid, bp  # the chunk's raw args now live in args_data
         # decoded from a view of what was just written: the view (and every msgspec.Raw made
         # from it) must be gone before the next write, which would raise BufferError otherwise
-        with self.args_data.getbuffer() as written:
+        with stream.getbuffer() as written:
             self._args_columns(written[start:], np.flatnonzero(lengths), n)
         self.rows += n
 
-    def add_scanned(self, scanned: Sequence[Any]) -> None:
+    def add_scanned(self, scanned: Sequence[Any], pool: Executor | None = None) -> None:
         """Append one chunk's columns from the compiled scanner (`fastscan.scan`): the same
         pieces `add` makes from the decoded events, built from buffers (no object per event;
-        the text columns come dictionary-encoded: one Python value per distinct value)."""
+        the text columns come dictionary-encoded: one Python value per distinct value). With
+        `pool`, the chunk's args may be copied into place by its threads."""
         n, ph, ts, dur, name, cat, pid, tid, fid, bp, args, *arg_columns = scanned
         if not n:
             return
@@ -592,7 +641,7 @@ class ColumnBuilder:
         self.pieces["flow_id"].append(self._flow_ids(n, fid))
         self.pieces["bp"].append(self._intern_spans("bp", n, bp, _utf8))
         offsets = np.frombuffer(args[0], dtype=np.int64)
-        self.args_data.write(args[1])
+        self.args.write(args[1], pool)
         self.args_lengths.append(np.diff(offsets))
         for i in self._rows_with(ph_codes, _SIDE_PHASES).tolist():
             self.side_args[self.rows + i] = args[1][offsets[i] : offsets[i + 1]]
@@ -787,7 +836,7 @@ class ColumnBuilder:
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         args = pa.chunked_array(
-            [_binary_piece(len(lengths), offsets, self.args_data.getbuffer())],
+            [_binary_piece(len(lengths), offsets, self.args.data())],
             type=pa.large_binary(),
         )
         fields: dict[str, Any] = {**coded, **ids}
