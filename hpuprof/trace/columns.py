@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -269,6 +269,18 @@ def finish_coded(codes: NDArray[np.int32], interner: Interner, convert: Any = te
     return Coded(remap[codes] if len(codes) else codes, list(unique))
 
 
+def _int_coded(codes: NDArray[np.int32], chunks: list[NDArray[np.int64]]) -> Coded:
+    """`codes` (1-based positions in the concatenated `chunks`, 0 absent) as codes of their
+    distinct values, found by one sort."""
+    distinct, inverse = np.unique(np.concatenate(chunks), return_inverse=True)
+    remap = np.zeros(len(inverse) + 1, dtype=np.int32)
+    remap[1:] = inverse.ravel() + 1
+    numbers = np.empty(len(distinct) + 1, dtype=np.int64)
+    numbers[0] = NO_ID
+    numbers[1:] = distinct
+    return Coded(remap[codes], ["", *map(str, distinct.tolist())], numbers)
+
+
 def _int64_or_none(values: list[int]) -> NDArray[np.int64] | None:
     """NO_ID followed by `values` as int64, or None when one is past int64."""
     numbers = np.empty(len(values) + 1, dtype=np.int64)
@@ -420,9 +432,18 @@ def _untag_ints(distinct: pa.LargeBinaryArray) -> list[Any] | None:
     """`[_untag(v) for v in distinct]` parsed by Arrow when every value is an integer ('i') or
     absent (empty): a chunk's flow ids are nearly all distinct integers, one Python call each
     otherwise. None when some value is of another kind (the caller untags value by value)."""
+    if len(distinct) < 64:
+        return None
+    ints = _untag_int64(distinct)
+    return None if ints is None else ints.to_pylist()
+
+
+def _untag_int64(distinct: pa.LargeBinaryArray) -> pa.Int64Array | None:
+    """`distinct` as int64 (null where absent) when every value is an integer ('i') or absent
+    (empty); None when some value is of another kind."""
     n = len(distinct)
     data = distinct.buffers()[2]
-    if n < 64 or data is None:
+    if data is None:
         return None
     offsets = np.frombuffer(distinct.buffers()[1], dtype=np.int64)[
         distinct.offset : distinct.offset + n + 1
@@ -446,11 +467,10 @@ def _untag_ints(distinct: pa.LargeBinaryArray) -> list[Any] | None:
         pa.array(present).buffers()[1],
     )
     try:
-        ints = pc.cast(strings, pa.int64())
+        ints: pa.Int64Array = pc.cast(strings, pa.int64())
     except pa.ArrowInvalid:  # not what the scanner writes (it checks the int64 range)
         return None
-    values: list[Any] = ints.to_pylist()
-    return values
+    return ints
 
 
 # --- the raw columns of one file ---------------------------------------------------------------
@@ -499,6 +519,52 @@ class RawColumns:
             object.__setattr__(self, name, None)
 
 
+class ArgsData:
+    """Every event's raw args bytes, chunk after chunk, in one buffer.
+
+    With `capacity` (a bound on their total: the size of the mapped file they are read from)
+    the buffer is reserved at once (a page counts only once written) and each chunk is copied
+    to its place in a pool thread (a numpy copy, without the GIL: ~0.1 CPU-s of the main
+    thread on a 2 M-event trace otherwise); without, or once that is exceeded, it is a
+    BytesIO that grows in place (mremap).
+    """
+
+    def __init__(self, capacity: int | None) -> None:
+        self.reserved = np.empty(capacity, dtype=np.uint8) if capacity else None
+        self.size = 0
+        self.copies: list[Future[Any]] = []
+        self._stream = io.BytesIO()
+
+    def write(self, data: bytes, pool: Executor | None) -> None:
+        end = self.size + len(data)
+        if self.reserved is None or end > len(self.reserved):
+            self.stream().write(data)
+            return
+        place = self.reserved[self.size : end]
+        self.copies.append(soon(pool, np.copyto, place, np.frombuffer(data, dtype=np.uint8)))
+        self.size = end
+
+    def stream(self) -> io.BytesIO:
+        """The BytesIO, from here on holding all that was written (the reserved part moved in)."""
+        if self.reserved is not None:
+            self._wait()
+            self._stream.write(self.reserved[: self.size].data)
+            self.reserved = None
+        return self._stream
+
+    def data(self) -> Any:
+        """What was written, as one buffer (not to be written after)."""
+        if self.reserved is None:
+            return self._stream.getbuffer()
+        self._wait()
+        return self.reserved[: self.size]
+
+    def _wait(self) -> None:
+        for copy in self.copies:
+            copy.result()
+        self.copies = []
+
+
 class ColumnBuilder:
     """Accumulates decoded chunks as column pieces (numpy / Arrow, never Python lists).
 
@@ -506,7 +572,9 @@ class ColumnBuilder:
     without returning them to the OS the joined columns would count twice in the peak RSS.
     """
 
-    def __init__(self, trim: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self, trim: Callable[[], None] = lambda: None, args_capacity: int | None = None
+    ) -> None:
         self.trim = trim
         absent: dict[str, Any] = {"flow_id": None, "pid": "", "tid": ""}
         absent.update({name: b"" for name in RAW_ARGS})
@@ -517,12 +585,14 @@ class ColumnBuilder:
         self.pieces: dict[str, list[NDArray[Any]]] = {
             name: [] for name in (*CODED_EVENT, *CODED_ARGS, *ID_ARGS, "ts", "dur", "fallback")
         }
-        # every event's raw args, written piece by piece in C (no joined copy per chunk); the
-        # buffer grows in place (mremap) and is handed to Arrow without a copy at the end (kept
-        # in one buffer: 55 chunk-sized pieces left on the heap made the load ~5% slower)
-        self.args_data = io.BytesIO()
+        # every event's raw args in one buffer (55 chunk-sized pieces left on the heap made the
+        # load ~5% slower), handed to Arrow without a copy at the end
+        self.args = ArgsData(args_capacity)
         self.args_lengths: list[NDArray[np.int64]] = []
         self.side_args: dict[int, bytes] = {}
+        # flow ids as the chunks' int64 values, coded once in finish (see _flow_ids)
+        self.flow_ints: list[NDArray[np.int64]] = []
+        self.flow_int_count = 0
         self.rows = 0
 
     def add(self, events: list[Event]) -> None:
@@ -530,6 +600,7 @@ class ColumnBuilder:
         n = len(events)
         if not n:
             return
+        self._settle_flow_ints()
         ph, name, cat, pid, tid, ts, dur, fid, bp, args = zip(*map(astuple, events), strict=True)
         ph_codes = self._ph_codes(ph)
         for field, values in (("name", name), ("cat", cat), ("pid", pid), ("tid", tid)):
@@ -538,21 +609,23 @@ class ColumnBuilder:
         self.pieces["dur"].append(np.array(dur, dtype=np.float64))
         self._flow_columns(ph_codes, fid, bp)
         lengths = np.fromiter(map(len, args), dtype=np.int64, count=n)
-        start = self.args_data.tell()
-        self.args_data.writelines(args)
+        stream = self.args.stream()
+        start = stream.tell()
+        stream.writelines(args)
         self.args_lengths.append(lengths)
         self._side_args(ph_codes, args)
         del args, fid, bp  # the chunk's raw args now live in args_data
         # decoded from a view of what was just written: the view (and every msgspec.Raw made
         # from it) must be gone before the next write, which would raise BufferError otherwise
-        with self.args_data.getbuffer() as written:
+        with stream.getbuffer() as written:
             self._args_columns(written[start:], np.flatnonzero(lengths), n)
         self.rows += n
 
-    def add_scanned(self, scanned: Sequence[Any]) -> None:
+    def add_scanned(self, scanned: Sequence[Any], pool: Executor | None = None) -> None:
         """Append one chunk's columns from the compiled scanner (`fastscan.scan`): the same
         pieces `add` makes from the decoded events, built from buffers (no object per event;
-        the text columns come dictionary-encoded: one Python value per distinct value)."""
+        the text columns come dictionary-encoded: one Python value per distinct value). With
+        `pool`, the chunk's args may be copied into place by its threads."""
         n, ph, ts, dur, name, cat, pid, tid, fid, bp, args, *arg_columns = scanned
         if not n:
             return
@@ -565,10 +638,10 @@ class ColumnBuilder:
         self.pieces["ts"].append(np.frombuffer(ts, dtype=np.float64))
         self.pieces["dur"].append(np.frombuffer(dur, dtype=np.float64))
         # the scanner wrote flow ids and bindings of flow rows only (absent elsewhere)
-        self.pieces["flow_id"].append(self._intern_spans("flow_id", n, fid, _untag))
+        self.pieces["flow_id"].append(self._flow_ids(n, fid))
         self.pieces["bp"].append(self._intern_spans("bp", n, bp, _utf8))
         offsets = np.frombuffer(args[0], dtype=np.int64)
-        self.args_data.write(args[1])
+        self.args.write(args[1], pool)
         self.args_lengths.append(np.diff(offsets))
         for i in self._rows_with(ph_codes, _SIDE_PHASES).tolist():
             self.side_args[self.rows + i] = args[1][offsets[i] : offsets[i + 1]]
@@ -599,6 +672,38 @@ class ColumnBuilder:
             values = list(map(value, distinct.to_pylist()))
         remap = self.interners[field].codes(values)
         return remap[np.frombuffer(indices, dtype=np.int32)]
+
+    def _flow_ids(self, n: int, encoded: Any) -> NDArray[np.int32]:
+        """Codes of a chunk's flow ids. A large trace has ~330k, nearly all distinct: while
+        every one is an integer they are kept as int64 and coded in `finish` by one sort
+        (`_int_coded`), not one dict entry each on this thread. The codes meanwhile are
+        positions in `flow_ints` (1-based, 0 absent); the first id of another kind settles
+        them into the interner."""
+        if encoded is not None and len(self.interners["flow_id"].values) == 1:
+            offsets, data, indices = encoded
+            ints = _untag_int64(_binary_piece(len(offsets) // 8 - 1, offsets, data))
+            if ints is not None:
+                present = ints.is_valid().to_numpy(zero_copy_only=False)
+                values = ints.drop_null().to_numpy()
+                remap = np.zeros(len(ints), dtype=np.int32)
+                first = self.flow_int_count + 1
+                remap[present] = np.arange(first, first + len(values), dtype=np.int32)
+                self.flow_ints.append(values)
+                self.flow_int_count += len(values)
+                return remap[np.frombuffer(indices, dtype=np.int32)]
+        self._settle_flow_ints()
+        return self._intern_spans("flow_id", n, encoded, _untag)
+
+    def _settle_flow_ints(self) -> None:
+        """Intern the flow ids kept as int64 so far and recode their chunks' pieces."""
+        if not self.flow_ints:
+            return
+        values = np.concatenate(self.flow_ints).tolist()
+        self.flow_ints, self.flow_int_count = [], 0
+        remap = np.zeros(len(values) + 1, dtype=np.int32)
+        remap[1:] = self.interners["flow_id"].codes(values)
+        pieces = self.pieces["flow_id"]
+        pieces[:] = [remap[piece] for piece in pieces]
 
     def _rows_with(self, ph_codes: NDArray[np.int32], phases: tuple[str, ...]) -> NDArray[Any]:
         index = self.interners["ph"].index
@@ -697,7 +802,18 @@ class ColumnBuilder:
             return column.astype(dtype, copy=False) if dtype else column
 
         coded_fields = CODED_EVENT + CODED_ARGS
-        joins = {field: soon(pool, joined, field, np.int32) for field in coded_fields}
+        flow_ints, self.flow_ints = self.flow_ints, []
+
+        def flow_coded() -> Coded:
+            return _int_coded(joined("flow_id", np.int32), flow_ints)
+
+        joins = {
+            field: soon(pool, flow_coded)
+            if field == "flow_id" and flow_ints
+            # joined in the pool, coded here
+            else soon(pool, joined, field, np.int32)
+            for field in coded_fields
+        }
         joins.update((f, soon(pool, joined, f, None)) for f in ID_ARGS)  # int32, or int64
         joins.update(
             (f, soon(pool, joined, f, dtype))
@@ -706,7 +822,11 @@ class ColumnBuilder:
         coded: dict[str, Coded] = {}
         for i, field in enumerate(coded_fields):
             convert = compact_json if field in RAW_ARGS else text
-            coded[field] = finish_coded(joins[field].result(), self.interners[field], convert)
+            done = joins[field].result()
+            if isinstance(done, Coded):  # the flow ids coded in the pool
+                coded[field] = done
+            else:
+                coded[field] = finish_coded(done, self.interners[field], convert)
             if i % 4 == 3:
                 trim()  # the joined pieces were heap blocks: return them before the next columns
         ids = {f: joins[f].result() for f in ID_ARGS}
@@ -716,7 +836,7 @@ class ColumnBuilder:
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         args = pa.chunked_array(
-            [_binary_piece(len(lengths), offsets, self.args_data.getbuffer())],
+            [_binary_piece(len(lengths), offsets, self.args.data())],
             type=pa.large_binary(),
         )
         fields: dict[str, Any] = {**coded, **ids}

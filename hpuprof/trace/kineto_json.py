@@ -34,6 +34,7 @@ from hpuprof.trace import fastscan
 from hpuprof.trace.columns import BadValue, ColumnBuilder, Event, RawColumns
 from hpuprof.trace.heap import (
     BUILD_MMAP_THRESHOLD,
+    BUILD_TRIM_THRESHOLD,
     DECODE_MMAP_THRESHOLD,
     MMAP_THRESHOLD,
     gc_paused,
@@ -101,7 +102,9 @@ class _Reader:
         self.mapped = mapped
         self.dropped = 0  # mapped bytes before this offset are out of the resident set
         self.progress: Any = None
-        self.builder = ColumnBuilder(trim=release_free_memory)
+        self.builder = ColumnBuilder(
+            trim=release_free_memory, args_capacity=None if mapped is None else len(mapped)
+        )
         self.events_seen = 0
         self.chunks = 0
         self.threads = 1
@@ -326,7 +329,7 @@ class _Reader:
                 scanned = scan.result()
                 if scanned is None:
                     return pos
-                self.builder.add_scanned(scanned)
+                self.builder.add_scanned(scanned, self.pool)
                 self._added(scanned[0])
                 del scanned
                 self._consumed(end)
@@ -373,7 +376,7 @@ class _Reader:
         """
         scanned = fastscan.scan(memoryview(self.buf)[pos:end])
         if scanned is not None:  # the compiled scanner read it (None: the msgspec path does)
-            self.builder.add_scanned(scanned)
+            self.builder.add_scanned(scanned, self.pool)
             self._added(scanned[0])
             return True
         self._check_utf8(pos, end)  # msgspec leaves the raw args unchecked
@@ -614,7 +617,7 @@ def read_kineto_json(
                 stacklevel=2,
             )
         with gc_paused():
-            set_mmap_threshold(BUILD_MMAP_THRESHOLD)
+            set_mmap_threshold(BUILD_MMAP_THRESHOLD, BUILD_TRIM_THRESHOLD)
             try:
                 trace = build_trace(
                     decoded.columns,
