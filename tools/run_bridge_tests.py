@@ -84,6 +84,14 @@ def emulator_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def with_emulator_of(root: Path, env: dict[str, str]) -> dict[str, str]:
+    """`env` with the hpusim and shim of `root/runtime` (another commit's, extracted) first on
+    PYTHONPATH, in place of this checkout's shim."""
+    runtime = root / "runtime"
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and "runtime/shim" not in p]
+    return {**env, "PYTHONPATH": os.pathsep.join([str(runtime / "shim"), str(runtime), *rest])}
+
+
 def collect(
     suite: Path, dirs: list[str], mode: str, env: dict[str, str], keyword: str
 ) -> list[str]:

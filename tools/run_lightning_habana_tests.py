@@ -24,7 +24,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from run_bridge_tests import REPO, Tally, emulator_env, extract_suite, parse_junit
+from run_bridge_tests import (
+    REPO,
+    Tally,
+    emulator_env,
+    extract_suite,
+    parse_junit,
+    with_emulator_of,
+)
 
 DEFAULT_FILES = (
     "tests/test_pytorch/test_accelerator.py",
@@ -45,11 +52,7 @@ def run_suite(suite_root: Path, files: list[str], env: dict[str, str], timeout: 
 def before_env(ref: str, tmp: Path, env: dict[str, str]) -> dict[str, str]:
     """`env` with the shim and hpusim of this repository's commit `ref` in front."""
     extract_suite(REPO, tmp, "runtime", ref)
-    old = dict(env)
-    shim, runtime = tmp / "runtime" / "shim", tmp / "runtime"
-    rest = [p for p in env.get("PYTHONPATH", "").split(":") if p and "runtime/shim" not in p]
-    old["PYTHONPATH"] = ":".join([str(shim), str(runtime), *rest])
-    return old
+    return with_emulator_of(tmp, env)
 
 
 def describe(label: str, tally: Tally) -> None:

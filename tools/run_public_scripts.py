@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import random
 import re
 import subprocess
@@ -38,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from run_bridge_tests import REPO, emulator_env, extract_suite
+from run_bridge_tests import REPO, emulator_env, extract_suite, with_emulator_of
 
 HPUPROF = Path(sys.executable).parent / "hpuprof"
 REPOS = {
@@ -112,6 +111,15 @@ _LANGUAGE_MODEL_STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO
 """The choices `language_model.py -s` documents (FSDP's sharding strategies, and DDP)."""
 
 
+def _optimum_example(
+    name: str, path: str, args: tuple[str, ...], needs: tuple[str, ...] = ()
+) -> PublicScript:
+    """An optimum-habana example on the staged tiny GPT-2 / LLaMA, with the Hub offline."""
+    return PublicScript(
+        name, _OH, path, args, env=_HF_OFFLINE, data=("tiny-causal-lms",), needs=needs
+    )
+
+
 def _language_model(strategy: str) -> PublicScript:
     """lightning-habana's Transformer on lightning's demo WikiText-2, on 2 cards, in eager mode
     (the script sets `PT_HPU_LAZY_MODE=0` after importing the bridge, too late for it: its CI
@@ -172,46 +180,31 @@ SCRIPTS: tuple[PublicScript, ...] = (
         ("--dry-run",),
         excluded=NO_TORCHVISION.format(data="MNIST"),
     ),
-    PublicScript(
+    _optimum_example(
         "oh run_clm: train a GPT-2 (lazy, fused AdamW, HPU graphs for inference)",
-        _OH,
         "examples/language-modeling/run_clm.py",
         _CLM,
-        env=_HF_OFFLINE,
-        data=("tiny-causal-lms",),
         needs=("datasets", "evaluate"),
     ),
-    PublicScript(
+    _optimum_example(
         "oh run_generation: bf16, KV cache",
-        _OH,
         "examples/text-generation/run_generation.py",
         _GENERATION,
-        env=_HF_OFFLINE,
-        data=("tiny-causal-lms",),
     ),
-    PublicScript(
+    _optimum_example(
         "oh run_generation: bf16, KV cache, HPU graphs",
-        _OH,
         "examples/text-generation/run_generation.py",
         (*_GENERATION, "--use_hpu_graphs"),
-        env=_HF_OFFLINE,
-        data=("tiny-causal-lms",),
     ),
-    PublicScript(
+    _optimum_example(
         "oh run_generation: LLaMA, bf16, KV cache, HPU graphs",
-        _OH,
         "examples/text-generation/run_generation.py",
         (*_LLAMA_GENERATION, "--use_hpu_graphs"),
-        env=_HF_OFFLINE,
-        data=("tiny-causal-lms",),
     ),
-    PublicScript(
+    _optimum_example(
         "oh run_generation: LLaMA, bf16, HPU graphs, FusedSDPA, reuse cache, trim logits",
-        _OH,
         "examples/text-generation/run_generation.py",
         (*_LLAMA_GENERATION, "--use_hpu_graphs", *_LLAMA_FAST),
-        env=_HF_OFFLINE,
-        data=("tiny-causal-lms",),
     ),
     PublicScript(
         "oh test_habana_profiler_unit",
@@ -417,7 +410,7 @@ def run_one(
         env = emulator_env(tmp)
         env.update(script.env)
         if emulator is not None:
-            env = before_env(emulator, env)
+            env = with_emulator_of(emulator, env)
         run_dir = tmp / "run"
         started = time.monotonic()
         try:
@@ -444,13 +437,6 @@ def run_one(
             return Outcome(script.name, "completed", seconds, "run.json: completed")
         detail = f"exit {done.returncode}, run.json end_state {recorded}; {why_failed(output)}"
         return Outcome(script.name, "failed", seconds, detail)
-
-
-def before_env(emulator: Path, env: dict[str, str]) -> dict[str, str]:
-    """`env` with the hpusim and shim under `emulator/runtime` first on PYTHONPATH."""
-    runtime = emulator / "runtime"
-    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and "runtime" not in p]
-    return {**env, "PYTHONPATH": os.pathsep.join([str(runtime / "shim"), str(runtime), *rest])}
 
 
 def _tally(outcomes: list[Outcome]) -> tuple[int, int]:
