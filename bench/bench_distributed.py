@@ -3,14 +3,15 @@
 Generates a synthetic run (bench/gen_multi_rank.py: NCCL all-reduces, a planted straggler) in a
 scratch directory, then measures, each in a fresh process with a cold load cache:
 
-1. baseline: one rank's load + analysis (`tasks.analyze_rank_file`, the distributed report),
+1. baseline: one rank's load + analysis (`tasks.analyze_rank_file`, the distributed report, in
+   a process with the heap tuned as `hpuprof` and the local workers tune theirs),
    the mean of four ranks (two before the run, two after), each pinned to one core (the
    ideal split gives each of the workers one core's share); the same on all of this process's
    cores (threaded load) is printed beside it, with the budget it would give (two ranks);
 2. `hpuprof analyze DIR --workers 2 --report distributed`: wall time, peak RSS of the client
    and of each worker (sampled every 0.2 s over the process tree), the straggler found. Each
-   worker's load is threaded over all the cores: one load thread per worker was slower (92.4 s
-   against 81.4 s for 64 ranks on 2 cores of the 16-core device machine);
+   worker's load gets its share of the cores (`cluster.local_load_threads`: one thread each
+   for 2 workers on 2 cores);
 3. the same on 8 of the ranks, beside HTA 0.5.0 on those 8 ranks (TraceAnalysis + the same
    analyses: overlap, idle breakdown, queue length, memory bandwidth, launch statistics, and
    the critical path of rank 0's first step: HTA's cost per call), its time and peak RSS.
@@ -45,6 +46,8 @@ import json, os, sys, time, resource
 os.sched_setaffinity(0, {int(c) for c in sys.argv[2].split(",")})
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.distributed.tasks import analyze_rank_file
+from hpuprof.trace.heap import tune_process
+tune_process()  # as `hpuprof analyze` and the local cluster's workers do
 t0, c0 = time.perf_counter(), time.process_time()
 out = analyze_rank_file(sys.argv[1], 0, ["distributed"], AnalysisOptions())
 print(json.dumps({"seconds": time.perf_counter() - t0, "cpu": time.process_time() - c0,

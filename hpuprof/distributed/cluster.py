@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +36,19 @@ def _dask() -> Any:
     except ImportError:
         raise UsageError(MISSING) from None
     return distributed
+
+
+def local_load_threads(workers: int) -> int:
+    """Scan threads of each load on a local cluster of `workers` processes: their share of the
+    cores this process may run on, at least one. The workers already keep every core busy
+    with a rank each; more threads per load only add threading costs and take a core from
+    the other workers' analyses (64 ranks on 2 workers and 2 cores: ~52 s with one thread
+    each, ~57 s with two, bench/bench_distributed.py)."""
+    from hpuprof.trace.kineto_json import load_threads, usable_cores
+
+    if os.environ.get("HPUPROF_LOAD_THREADS"):  # the user's choice for every load
+        return load_threads()
+    return max(min(usable_cores() // max(workers, 1), 8), 1)
 
 
 @contextlib.contextmanager
@@ -77,6 +91,9 @@ def dask_client(
         )
         client = distributed.Client(cluster)
         try:
+            from hpuprof.distributed.owned_workers import TunedHeap
+
+            client.register_plugin(TunedHeap())
             yield client
         finally:
             client.close()

@@ -65,14 +65,15 @@ def analyze_files(
     """Analyse each rank file apart and merge the reports (see the module docstring)."""
     options = options or AnalysisOptions()
     paths = [str(f) for f in files]
-    args = (tuple(reports), options, tuple(filters), cache)
+    args: tuple[Any, ...] = (tuple(reports), options, tuple(filters), cache)
     t0 = time.perf_counter()
     if scheduler or (workers > 1 and len(paths) > 1):
-        from hpuprof.distributed.cluster import dask_client
+        from hpuprof.distributed.cluster import dask_client, local_load_threads
 
         with dask_client(workers, scheduler, worker_memory) as client:
             startup = time.perf_counter() - t0
-            results = _on_cluster(client, paths, args, progress)
+            threads = None if scheduler else local_load_threads(workers)
+            results = _on_cluster(client, paths, (*args, threads), progress)
             n_workers = len(client.scheduler_info().get("workers", {}))
     else:
         startup = 0.0

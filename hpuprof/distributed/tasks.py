@@ -67,8 +67,10 @@ def analyze_rank_file(
     options: AnalysisOptions,
     filters: Sequence[Any] = (),
     cache: bool = True,
+    threads: int | None = None,
 ) -> RankOutcome | FailedRank:
-    """Load one rank file and run the per-rank part of each report on it."""
+    """Load one rank file and run the per-rank part of each report on it (`threads`: the
+    load's scan threads, see `hpuprof.trace.kineto_json.load_threads`)."""
     from hpuprof.analysis import trace_meta
     from hpuprof.analysis.filters import apply_filters
     from hpuprof.analysis.registry import spec
@@ -79,7 +81,7 @@ def analyze_rank_file(
         source = Path(path)
         if not source.is_file():
             raise TraceFormatError(path, None, "an existing trace file (not found)")
-        trace = _with_file_rank(load_file(source, cache=cache), source, index)
+        trace = _with_file_rank(load_file(source, cache=cache, threads=threads), source, index)
     except (HpuprofError, OSError, MemoryError) as error:
         return failure(path, error)
     t1 = time.perf_counter()

@@ -543,13 +543,15 @@ def load_threads(threads: int | None = None) -> int:
         except ValueError:
             threads = 0
     if threads <= 0:
-        cores = (
-            os.sched_getaffinity(0)
-            if hasattr(os, "sched_getaffinity")
-            else range(os.cpu_count() or 1)
-        )
-        threads = min(len(cores), 8)
+        threads = min(usable_cores(), 8)
     return max(threads, 1)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def read_raw(path: Path, progress: Any = None, threads: int | None = None) -> _Decoded:

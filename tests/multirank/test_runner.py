@@ -123,6 +123,33 @@ def test_unreachable_scheduler_is_one_clear_line(
     assert "Traceback" not in err
 
 
+def test_local_workers_load_with_their_share_of_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Local workers already keep every core busy: each load gets cores // workers threads
+    (at most 8, at least 1), unless HPUPROF_LOAD_THREADS says how many every load gets."""
+    from hpuprof.distributed.cluster import local_load_threads
+
+    monkeypatch.delenv("HPUPROF_LOAD_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert [local_load_threads(w) for w in (1, 2, 3, 16, 32)] == [8, 8, 5, 1, 1]
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert local_load_threads(2) == 1
+    monkeypatch.setenv("HPUPROF_LOAD_THREADS", "3")
+    assert local_load_threads(2) == 3
+
+
+@pytest.mark.slow
+def test_local_workers_are_hpuprofs_own_processes() -> None:
+    """The workers of a local cluster tune their heap as the command line does (Dask's
+    MALLOC_TRIM_THRESHOLD_ had fixed glibc's mmap threshold: 3x the page faults per load)."""
+    pytest.importorskip("distributed")
+    from hpuprof.distributed.cluster import dask_client
+    from hpuprof.trace.heap import tuned
+
+    with dask_client(2) as client:
+        assert list(client.run(tuned).values()) == [True, True]
+    assert not tuned()  # this process (pytest's) is not hpuprof's own
+
+
 @pytest.mark.slow
 def test_local_cluster_names_straggler_and_failed_ranks(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
