@@ -40,6 +40,9 @@ class MeasuredClock:
     def at(self, t: int) -> int:
         return t
 
+    def pin(self, t: int) -> int:
+        return t
+
     def enter(self, t: int, gap: str = "cpu") -> None:
         return None
 
@@ -148,6 +151,18 @@ class HostClock:
         p = last + self._gap(t, "cpu")
         if p > self._floor:
             self._floor = p
+        return p
+
+    def pin(self, t: int) -> int:
+        """`at(t)`, kept as a point of the map: every event after measured `t` then maps at or
+        after it. A profiler's base time needs it: across the open gap `at` counts the CPU
+        time used so far, while a later mapping spreads the whole gap's time evenly, so an
+        event recorded just after an unpinned `at` could map before it (a thread busy up to
+        `t` and descheduled after: a negative `ts` in the trace)."""
+        if self._depth:
+            return self._p[-1]
+        p = self.at(t)
+        self._point(t, p)
         return p
 
     def gap_since_last(self, t: int) -> int:

@@ -367,7 +367,7 @@ class Sink:
         profiler's base time."""
         now = time.perf_counter_ns()
         if self.project is not None:
-            now = self.project.clock.at(now)
+            now = self.project.clock.pin(now)  # later events map at or after it
         return int(now) + self._clock_offset_ns
 
 

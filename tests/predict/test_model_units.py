@@ -56,6 +56,23 @@ def test_clock_removes_bracketed_time_and_adds_modeled_costs() -> None:
     assert c.map_start(70_000) == 17_000
 
 
+def test_clock_pinned_time_precedes_every_later_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profiler's base time (`pin`) is never after an event recorded later: the thread was
+    busy up to the base (CPU time = wall), then descheduled (no CPU) until its next op."""
+    import hpusim.projection
+
+    cpu = [0]
+    monkeypatch.setattr(hpusim.projection, "thread_time_ns", lambda: cpu[0])
+    for pinned in (False, True):
+        c = HostClock(origin_ns=1_000_000)
+        cpu[0] += 1_000_000  # 1 ms busy
+        base = c.pin(2_000_000) if pinned else c.at(2_000_000)
+        c.enter(11_000_000)  # 9 ms descheduled
+        c.exit(11_000_000)
+        later = c.map_start(3_000_000)  # an event 1 ms after the base
+        assert (later >= base) is pinned, (pinned, base, later)  # unpinned: 0.8 ms before it
+
+
 def test_clock_jumps_map_a_start_before_and_an_end_after() -> None:
     c = HostClock(origin_ns=0)
     c.enter(100, "wall")
