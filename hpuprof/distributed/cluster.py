@@ -42,8 +42,8 @@ def local_load_threads(workers: int) -> int:
     """Scan threads of each load on a local cluster of `workers` processes: their share of the
     cores this process may run on, at least one. The workers already keep every core busy
     with a rank each; more threads per load only add threading costs and take a core from
-    the other workers' analyses (64 ranks on 2 workers and 2 cores: ~52 s with one thread
-    each, ~57 s with two, bench/bench_distributed.py)."""
+    the other workers' analyses (32 ranks of bench/bench_distributed.py on 2 workers and 2
+    cores, alternated: 29.1-30.5 s with one thread each, 29.7-32.5 s with two)."""
     from hpuprof.trace.kineto_json import load_threads, usable_cores
 
     if os.environ.get("HPUPROF_LOAD_THREADS"):  # the user's choice for every load

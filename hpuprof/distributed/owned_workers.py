@@ -17,8 +17,8 @@ class TunedHeap(WorkerPlugin):
 
     Dask's nanny starts workers with `MALLOC_TRIM_THRESHOLD_=65536`, which also fixes glibc's
     mmap threshold at 128 KiB: every column-sized temporary of a load then got fresh pages
-    (270k page faults and 0.5 s of system time per 100 MB rank, against 70-90k and 0.25 s
-    tuned, on the 2-core machine).
+    (260-290k page faults and 0.45-0.58 s of system time per 100 MB rank, against 80-90k
+    and 0.2-0.4 s tuned, on the 2-core machine).
     """
 
     name = "hpuprof-tuned-heap"
