@@ -80,21 +80,38 @@ def dask_client(
             finally:
                 client.close()
             return
-        cluster = distributed.LocalCluster(
-            n_workers=max(workers, 1),
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=":0",
-            silence_logs=logging.CRITICAL,
-            memory_limit=worker_memory or "auto",
-        )
-        client = distributed.Client(cluster)
+        environ = dict(os.environ)
         try:
-            from hpuprof.distributed.owned_workers import TunedHeap
+            cluster = distributed.LocalCluster(
+                n_workers=max(workers, 1),
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=":0",
+                silence_logs=logging.CRITICAL,
+                memory_limit=worker_memory or "auto",
+            )
+            _put_back(environ)
+            client = distributed.Client(cluster)
+            try:
+                from hpuprof.distributed.owned_workers import TunedHeap
 
-            client.register_plugin(TunedHeap())
-            yield client
+                client.register_plugin(TunedHeap())
+                yield client
+            finally:
+                client.close()
+                cluster.close()
         finally:
-            client.close()
-            cluster.close()
+            _put_back(environ)
+
+
+def _put_back(environ: dict[str, str]) -> None:
+    """`os.environ` as it was. Dask's nanny writes its workers' environment into this
+    process's before it spawns one (MALLOC_TRIM_THRESHOLD_, OMP_NUM_THREADS=1,
+    PYTHONHASHSEED...) and leaves it there: every later subprocess of a user's process
+    inherited it (a load's heap probe in a subprocess saw the trim threshold)."""
+    for key in set(os.environ) - set(environ):
+        del os.environ[key]
+    for key, value in environ.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value

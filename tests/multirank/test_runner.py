@@ -140,14 +140,19 @@ def test_local_workers_load_with_their_share_of_the_cores(monkeypatch: pytest.Mo
 @pytest.mark.slow
 def test_local_workers_are_hpuprofs_own_processes() -> None:
     """The workers of a local cluster tune their heap as the command line does (Dask's
-    MALLOC_TRIM_THRESHOLD_ had fixed glibc's mmap threshold: 3x the page faults per load)."""
+    MALLOC_TRIM_THRESHOLD_ had fixed glibc's mmap threshold: 3x the page faults per load),
+    and the process that started them keeps its environment (Dask's nanny wrote its workers'
+    MALLOC_TRIM_THRESHOLD_, OMP_NUM_THREADS=1 and PYTHONHASHSEED into it)."""
     pytest.importorskip("distributed")
     from hpuprof.distributed.cluster import dask_client
     from hpuprof.trace.heap import tuned
 
+    environ = dict(os.environ)
     with dask_client(2) as client:
         assert list(client.run(tuned).values()) == [True, True]
+        assert "MALLOC_TRIM_THRESHOLD_" not in os.environ  # Dask's nanny had left it here
     assert not tuned()  # this process (pytest's) is not hpuprof's own
+    assert dict(os.environ) == environ  # nor is its environment changed
 
 
 @pytest.mark.slow
