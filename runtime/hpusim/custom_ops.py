@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import is_fake
 
+from hpusim.transformer_engine import FP8_DTYPES, saturated
+
 Tensor = torch.Tensor
 _F32: Final = torch.float32
 
@@ -81,15 +83,9 @@ def scaled_triangular_softmax_retain(
 
 def _fp8_saturated(probs: Tensor, out_dtype: torch.dtype) -> Tensor:
     """`probs` (fp32) in `out_dtype`; an fp8 one saturates to the device's range first."""
-    if out_dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
-        from hpusim.transformer_engine import device_fp8_max
-
-        limit = device_fp8_max(out_dtype)
-        probs = probs.clamp(-limit, limit)
+    if out_dtype in FP8_DTYPES:
+        probs = saturated(probs, out_dtype)
     return probs.to(out_dtype)
-
-
-_FP8_OUT: Final = (torch.float8_e5m2, torch.float8_e4m3fn)
 
 
 def scaled_masked_triangular_softmax(
@@ -108,7 +104,7 @@ def scaled_masked_triangular_softmax(
     kernel leaves it. `use_max` and `mode` (the kernel's exp flavour) do not change the result
     beyond rounding; `out_dtype` may be fp8 for a bf16 input (the kernel's checks)."""
     out = out_dtype or self.dtype
-    if out != self.dtype and not (self.dtype == torch.bfloat16 and out in _FP8_OUT):
+    if out != self.dtype and not (self.dtype == torch.bfloat16 and out in FP8_DTYPES):
         raise RuntimeError(
             "Input and output dtypes must be equal or input must be bfloat16 and output must "
             f"be fp8. Got: input = {self.dtype}, output = {out}"

@@ -27,10 +27,12 @@ def cast_to_fp8(
         raise RuntimeError("CastToFp8 input must be of float or bfloat16 dtype.")
     if input.shape != out.shape:
         raise RuntimeError("Input and output must have the same shape")
-    casted, _ = te.cast_to_fp8_v2(input, scale, stochastic_rounding, False, out.dtype)
+    casted, measured = te.cast_to_fp8_v2(
+        input, scale, stochastic_rounding, bool(amax.numel()), out.dtype
+    )
     out.copy_(casted)
     if amax.numel():
-        amax.copy_(input.detach().abs().amax().float().reshape(amax.shape))
+        amax.copy_(measured.reshape(amax.shape))
     return out, amax
 
 
@@ -70,9 +72,7 @@ def conv2d_fp8(
     out = torch.nn.functional.conv2d(
         input.to(torch.float32), weight.to(torch.float32), None, stride, padding, dilation, groups
     )
-    for scale in (te.scale_tensor(scale_input, None), te.scale_tensor(scale_weight, None)):
-        if scale is not None:
-            out = out * scale
+    out = te.times(out, te.scale_tensor(scale_input, None), te.scale_tensor(scale_weight, None))
     if bias is not None:
         out = out + bias.to(torch.float32).reshape(1, -1, 1, 1)
     return out.to(out_dtype or torch.bfloat16)
@@ -104,10 +104,11 @@ def softmax_fp8(
     """The bridge's `hpu::softmax_fp8` (and `.Scalar_scales`, `.Scalar`): softmax over `dim`
     of `input * inv_attn_heads * input_scale + fused_add` (each when given) in fp32; with an
     `output_scale` the probabilities times it in E4M3 (saturated), else bf16."""
-    x = input.to(torch.float32)
-    for factor in (te.scale_tensor(inv_attn_heads, None), te.scale_tensor(input_scale, None)):
-        if factor is not None:
-            x = x * factor
+    x = te.times(
+        input.to(torch.float32),
+        te.scale_tensor(inv_attn_heads, None),
+        te.scale_tensor(input_scale, None),
+    )
     if fused_add is not None:
         x = x + fused_add.to(torch.float32)
     probs = torch.softmax(x, dim=dim)

@@ -77,7 +77,7 @@ def fp8_autocast(
 Scale = torch.Tensor | float | list[float] | None
 """A scale argument: a tensor, or the `.scalar` / `.scalar_list` overloads' float(s)."""
 
-_FP8_DTYPES: Final = (torch.float8_e5m2, torch.float8_e4m3fn)
+FP8_DTYPES: Final = (torch.float8_e5m2, torch.float8_e4m3fn)
 
 
 def ensure_ops() -> None:
@@ -108,9 +108,7 @@ def fp8_gemm_v2(
     times op(B), dequantized by both inverse scales (B's may be per channel: `B_scale_shape`,
     broadcast over the product), plus `bias`, plus `D` when `accumulate`."""
     out = _operand(A, trans_A).to(torch.float32) @ _operand(B, trans_B).to(torch.float32)
-    for scale in (scale_tensor(A_scale_inv, None), scale_tensor(B_scale_inv, B_scale_shape)):
-        if scale is not None:
-            out = out * scale
+    out = times(out, scale_tensor(A_scale_inv, None), scale_tensor(B_scale_inv, B_scale_shape))
     if bias is not None:
         out = out + bias.to(torch.float32)
     if accumulate and D is not None:
@@ -151,6 +149,25 @@ def scale_tensor(scale: Scale, scale_shape: list[int] | None) -> torch.Tensor | 
     return t.to(torch.float32)
 
 
+def times(x: torch.Tensor, *factors: torch.Tensor | None) -> torch.Tensor:
+    """`x` times each factor given (None: none)."""
+    for factor in factors:
+        if factor is not None:
+            x = x * factor
+    return x
+
+
+def saturated(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """`x` in fp32, clamped to `dtype`'s range on the emulated device (an FP8 cast saturates)."""
+    limit = device_fp8_max(dtype)
+    return x.to(torch.float32).clamp(-limit, limit)
+
+
+def amax(t: torch.Tensor) -> torch.Tensor:
+    """The largest magnitude in `t`, as an fp32 scalar tensor (no gradient)."""
+    return t.detach().abs().amax().float()
+
+
 def _dtype_name(dtype: torch.dtype) -> str:
     """c10's spelling (`Float8_e5m2`), as the bridge's messages print a ScalarType."""
     return str(dtype).removeprefix("torch.").capitalize()
@@ -169,11 +186,11 @@ def cast_to_fp8_v2(
     `is_amax` else an empty tensor), with the kernel's input checks (an fp8 input keeps its
     dtype and has no amax). Rounding is to nearest, or stochastic (`stochastic_rounding`)."""
     dtype = dtype or torch.float8_e4m3fn
-    if input.dtype not in (torch.float32, torch.bfloat16, *_FP8_DTYPES):
+    if input.dtype not in (torch.float32, torch.bfloat16, *FP8_DTYPES):
         raise RuntimeError(
             "CastToFp8V2 input dtype must be one of [float, bfloat16, float8_e5m2, float8_e4m3fn]."
         )
-    if input.dtype in _FP8_DTYPES:
+    if input.dtype in FP8_DTYPES:
         if is_amax:
             raise RuntimeError("CastToFp8V2 must have no amax for float8.")
         if input.dtype != dtype:
@@ -181,17 +198,13 @@ def cast_to_fp8_v2(
                 "CastToFp8V2 input and output must have the same dtype for float8, but are "
                 f"{_dtype_name(input.dtype)} and {_dtype_name(dtype)}"
             )
-    x = input if input.dtype not in _FP8_DTYPES else input.to(torch.float32)
+    x = input if input.dtype not in FP8_DTYPES else input.to(torch.float32)
     factor = scale_tensor(scale, scale_shape)
     if factor is not None:  # in the input's dtype, as the kernel (the bridge's tests: exact)
         x = x * factor.to(x.dtype)
-    limit = device_fp8_max(dtype)
-    clamped = x.to(torch.float32).clamp(-limit, limit)
+    clamped = saturated(x, dtype)
     out = _stochastic_round(clamped, dtype) if stochastic_rounding else clamped.to(dtype)
-    amax = (
-        input.detach().abs().amax().float() if is_amax else input.new_empty(0, dtype=torch.float32)
-    )
-    return out, amax
+    return out, amax(input) if is_amax else input.new_empty(0, dtype=torch.float32)
 
 
 def _stochastic_round(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -227,8 +240,7 @@ def cast_from_fp8(
 
 def cast_to_fp8(t: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """(FP8 copy of `t`, its inverse scale): scale = FP8 max / amax, on the device."""
-    amax = t.detach().abs().amax().float().clamp(min=1e-12)
-    scale = device_fp8_max(dtype) / amax
+    scale = device_fp8_max(dtype) / amax(t).clamp(min=1e-12)
     return (t * scale).to(dtype), scale.reciprocal()
 
 
