@@ -653,14 +653,8 @@ class _Normalizer:
             ) from None
         ids = flow_id[raw.flow_id.codes[rows]]
         target = np.full(len(rows), NO_ID, dtype=np.int64)
-        by_lane, sorted_lane, sorted_ts, sorted_end = (
-            lanes.by_lane,
-            lanes.lane,
-            lanes.start,
-            lanes.end,
-        )
-        usable = ~instant[by_lane]
-        bounds = {int(sorted_lane[a]): (a, b) for a, b in lane_bounds(sorted_lane)}
+        usable = ~instant[lanes.by_lane]
+        bounds = {int(lanes.lane[a]): (a, b) for a, b in lane_bounds(lanes.lane)}
         for value in np.unique(flow_lane).tolist():
             if value not in bounds:
                 continue
@@ -668,10 +662,10 @@ class _Normalizer:
             mine = np.flatnonzero(flow_lane == value)
             local_parent = np.where(parent_l[a:b] >= 0, parent_l[a:b] - a, NO_ID)
             hit = enclosing(
-                sorted_ts[a:b], sorted_end[a:b], local_parent, usable[a:b], flow_ts[mine]
+                lanes.start[a:b], lanes.end[a:b], local_parent, usable[a:b], flow_ts[mine]
             )
             found = hit >= 0
-            target[mine[found]] = by_lane[a + hit[found]]
+            target[mine[found]] = lanes.by_lane[a + hit[found]]
         ok = (target >= 0) & (ids != NO_ID)
         target, ids = target[ok], ids[ok]
         unset = correlation[target] == NO_ID

@@ -113,7 +113,7 @@ def decide(
     bound = _bind(func, args, kwargs)
     if _supported(rule, bound, generation, int64_support):
         return False, None
-    tensors = [t for a, v in bound if not a.is_out for t in _tensors(v)]
+    tensors = _inputs(bound)
     cast = [t.dtype for t in tensors if t.dtype not in _FLOAT_KEPT]
     if not tensors or not all(t.is_floating_point() for t in tensors) or not cast:
         return True, None
@@ -130,6 +130,11 @@ def _bind(func: Any, args: list[Any], kwargs: dict[str, Any]) -> list[tuple[Any,
     by_name = {a.name: a for a in schema_args}
     bound += [(by_name[k], v) for k, v in kwargs.items() if k in by_name]
     return bound
+
+
+def _inputs(bound: list[tuple[Any, Any]]) -> list[torch.Tensor]:
+    """The tensors of the bound arguments, `out=` ones excluded."""
+    return [t for a, v in bound if not a.is_out for t in _tensors(v)]
 
 
 def _tensors(v: Any) -> list[torch.Tensor]:
@@ -201,7 +206,7 @@ def _compute_dtype(rule: BridgeCheck, values: dict[str, Any]) -> torch.dtype:
 
 def _table_supported(row: TableRow, bound: list[tuple[Any, Any]], int64_support: bool) -> bool:
     """The 1.16 table, read for the op's data dtype (first floating input, else first tensor)."""
-    tensors = [t for a, v in bound if not a.is_out for t in _tensors(v)]
+    tensors = _inputs(bound)
     if not tensors:
         return True
     floating = [t for t in tensors if t.is_floating_point()]
