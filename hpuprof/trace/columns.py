@@ -17,7 +17,7 @@ import io
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import msgspec
 import numpy as np
@@ -212,12 +212,48 @@ def _take_joined(array: pa.LargeBinaryArray, rows: NDArray[np.int64]) -> pa.Larg
     )
 
 
+class NumberTexts(Sequence[str]):
+    """The texts of integer categories ("" for the first, the absent value), each made when it
+    is read: a large trace has ~330k distinct flow ids, and turning them all into Python str
+    (then sorting those) held the GIL for ~0.2 s of a load that other threads share.
+    `texts_at` makes many at once in Arrow."""
+
+    def __init__(self, numbers: NDArray[np.int64]) -> None:
+        self.numbers = numbers  # numbers[0] stands for the absent value, whatever it holds
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        position = range(len(self))[index]  # (IndexError past the end, as a list's)
+        return "" if position == 0 else str(int(self.numbers[position]))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NumberTexts):
+            return np.array_equal(self.numbers, other.numbers)
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def texts_at(self, positions: NDArray[np.int64]) -> pa.LargeStringArray:
+        """The texts of the categories at `positions`, as one Arrow array (made in C)."""
+        texts = pc.cast(pa.array(self.numbers[positions]), pa.large_string())
+        absent = pa.array(positions == 0)
+        return pc.if_else(absent, pa.scalar("", pa.large_string()), texts)
+
+
 @dataclass(frozen=True)
 class Coded:
     """A column as integer codes into `categories` (text)."""
 
     codes: NDArray[np.int32]
-    categories: list[str]
+    categories: Sequence[str]
     numbers: NDArray[np.int64] | None = None
     """The categories as int64 (NO_ID for the absent "") when every other one is an integer
     within int64 (flow ids: no text parsed back into numbers); None otherwise."""
@@ -257,7 +293,9 @@ def finish_coded(codes: NDArray[np.int32], interner: Interner, convert: Any = te
     kinds = set(map(type, values[1:])) if convert is text else None
     if kinds is not None and kinds <= {int} and text(values[0]) == "":
         # distinct integers have distinct texts, none of them "": no merging to look for
-        return Coded(codes, ["", *map(str, values[1:])], _int64_or_none(values[1:]))
+        numbers = _int64_or_none(values[1:])
+        texts = ["", *map(str, values[1:])] if numbers is None else NumberTexts(numbers)
+        return Coded(codes, texts, numbers)
     if kinds is not None and kinds <= {str, int}:
         texts = [text(values[0]), *map(str, values[1:])]  # str() in C, no call per value
     else:
@@ -278,7 +316,7 @@ def _int_coded(codes: NDArray[np.int32], chunks: list[NDArray[np.int64]]) -> Cod
     numbers = np.empty(len(distinct) + 1, dtype=np.int64)
     numbers[0] = NO_ID
     numbers[1:] = distinct
-    return Coded(remap[codes], ["", *map(str, distinct.tolist())], numbers)
+    return Coded(remap[codes], NumberTexts(numbers), numbers)
 
 
 def _int64_or_none(values: list[int]) -> NDArray[np.int64] | None:

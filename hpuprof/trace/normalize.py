@@ -31,7 +31,14 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
-from hpuprof.trace.columns import BadValue, Coded, RawColumns, take_binary, to_int64_ids
+from hpuprof.trace.columns import (
+    BadValue,
+    Coded,
+    NumberTexts,
+    RawColumns,
+    take_binary,
+    to_int64_ids,
+)
 from hpuprof.trace.derive import with_derived
 from hpuprof.trace.heap import release_free_memory
 from hpuprof.trace.model import Trace
@@ -130,15 +137,22 @@ def categorical(codes: NDArray[Any] | Sequence[int], categories: Sequence[str]) 
         empty = pd.CategoricalDtype(pd.Index([], dtype="str"))
         return pd.Categorical.from_codes(np.zeros(0, dtype=np.int8), dtype=empty)
     used = np.flatnonzero(np.bincount(codes, minlength=len(categories)))
-    # Python str, not numpy's fixed-width unicode (which drops trailing NUL characters)
-    names = [str(categories[i]) for i in used.tolist()]
-    order = _text_order(names)
+    index: pd.Index
+    if isinstance(categories, NumberTexts):  # made and sorted in Arrow, without the GIL
+        texts = categories.texts_at(used)
+        order: list[int] | NDArray[np.int64] = pc.array_sort_indices(texts).to_numpy()
+        index = pd.Index(texts.take(order), dtype="str")  # (Arrow-backed: not copied)
+    else:
+        # Python str, not numpy's fixed-width unicode (which drops trailing NUL characters)
+        names = [str(categories[i]) for i in used.tolist()]
+        order = _text_order(names)
+        index = pd.Index([names[i] for i in order], dtype="str")
     # codes of the width pandas narrows them to (pandas' coerce_indexer_dtype), taken in one
     # pass: no second pass to narrow them
     width = np.int8 if len(used) < 127 else np.int16 if len(used) < 32767 else np.int32
     remap: NDArray[np.signedinteger[Any]] = np.full(len(categories), -1, dtype=width)
     remap[used[order]] = np.arange(len(used), dtype=width)
-    dtype = pd.CategoricalDtype(pd.Index([names[i] for i in order], dtype="str"))
+    dtype = pd.CategoricalDtype(index)
     return pd.Categorical.from_codes(remap.take(codes), dtype=dtype, validate=False)
 
 
