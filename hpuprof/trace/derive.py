@@ -26,8 +26,9 @@ decode per hit).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from concurrent.futures import Executor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -48,6 +49,7 @@ from hpuprof.trace.opinfo import (
     short_op,
 )
 from hpuprof.trace.schema import DERIVED_COLUMNS, EVENT_COLUMNS, NO_ID
+from hpuprof.trace.soon import after, soon
 
 GRAPH_LAUNCHES = {"launch": "graph_build", "graph_replay": "graph_capture"}
 """Host events that launch a whole graph -> the event whose window holds the graph's ops."""
@@ -58,39 +60,73 @@ def with_derived(
     events: pd.DataFrame,
     pool: Executor | None = None,
     late: Mapping[str, Callable[[], Any]] | None = None,
+    started: Started | None = None,
 ) -> pd.DataFrame:
-    """`events` with the derived columns (re)computed, every column in schema order (the
-    flops in `pool` when given, while this thread derives the rest). `late`: columns that
-    `events` lacks and no derived column reads, each got by calling its function once the
-    derived columns are made (a column still being made in another thread)."""
-    derived = derive(events, pool)
+    """`events` with the derived columns (re)computed, every column in schema order (the parts
+    that read no nesting in `pool` when given, while this thread derives the rest; or those
+    `started` already). `late`: columns that `events` lacks and no derived column reads, each
+    got by calling its function once the derived columns are made (a column still being made
+    in another thread)."""
+    derived = derive(events, pool, started)
     derived.update((name, column()) for name, column in (late or {}).items())
     columns = {name: derived[name] if name in derived else events[name] for name in EVENT_COLUMNS}
     return pd.DataFrame(columns, index=events.index, copy=False)
 
 
+PARALLEL_SOURCES = ("is_device", "engine", "name", "kind", "input_dims", "input_types", "args")
+"""The columns that the flops, the runtime keys and the rows' own dtypes read: nothing from
+the nesting."""
 _FLOPS_SOURCES = ("is_device", "engine", "name", "kind", "input_dims", "args")
 _RUNTIME_KEYS_SOURCES = ("kind", "args")
+_OWN_DTYPE_SOURCES = ("is_device", "engine", "kind", "input_types", "args")
 
 
-def derive(events: pd.DataFrame, pool: Executor | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Started:
+    """The derived columns made in other threads (see `start`)."""
+
+    flops: Future[NDArray[np.float64]]
+    runtime_keys: Future[tuple[pd.Categorical, pd.Categorical, pd.Categorical]]
+    own_dtypes: Future[tuple[NDArray[np.int64], list[str]]]
+
+
+def start(pool: Executor, sources: Future[Mapping[str, Any]]) -> Started:
+    """Make the flops, the runtime keys and the rows' own dtypes (mostly Arrow work without the
+    GIL) in `pool`, each in a frame of its own, as soon as `sources` holds their columns
+    (`PARALLEL_SOURCES`, as arrays: pandas objects are not shared across threads)."""
+
+    def frame(columns: Mapping[str, Any], names: Sequence[str]) -> pd.DataFrame:
+        return pd.DataFrame({name: columns[name] for name in names}, copy=False)
+
+    return Started(
+        flops=after(pool, [sources], lambda columns: _flops(frame(columns, _FLOPS_SOURCES))),
+        runtime_keys=after(
+            pool, [sources], lambda columns: _runtime_keys(frame(columns, _RUNTIME_KEYS_SOURCES))
+        ),
+        own_dtypes=after(
+            pool, [sources], lambda columns: _own_dtypes(frame(columns, _OWN_DTYPE_SOURCES))
+        ),
+    )
+
+
+def derive(
+    events: pd.DataFrame, pool: Executor | None = None, started: Started | None = None
+) -> dict[str, Any]:
     """The derived columns of an events table (its other columns per `schema.EVENT_COLUMNS`);
-    the flops (mostly Arrow work without the GIL) in `pool` when given."""
+    the parts that read no nesting in `pool` when given, or those `started` already."""
     n = len(events)
-    flops: Any = None
-    keys: Any = None
-    if pool is not None and set(_FLOPS_SOURCES) <= set(events.columns):
-        # frames of their own for the other threads (pandas objects are not shared across
-        # threads)
-        sources = pd.DataFrame({c: events[c] for c in _FLOPS_SOURCES}, copy=False)
-        flops = pool.submit(_flops, sources)
-        sources = pd.DataFrame({c: events[c] for c in _RUNTIME_KEYS_SOURCES}, copy=False)
-        keys = pool.submit(_runtime_keys, sources)
+    if started is None and pool is not None and set(PARALLEL_SOURCES) <= set(events.columns):
+        sources = {name: events[name].array for name in PARALLEL_SOURCES}
+        started = start(pool, soon(None, dict, sources))
     parent = _parent_positions(events)
     op_pos = _op_positions(events, parent)
-    dtype = _dtypes(events, op_pos)
-    flops = _flops(events) if flops is None else flops.result()
-    call_site, cause_kind, cause = _runtime_keys(events) if keys is None else keys.result()
+    if started is None:
+        dtype = _dtypes(events, op_pos, _own_dtypes(events))
+        flops, keys = _flops(events), _runtime_keys(events)
+    else:
+        dtype = _dtypes(events, op_pos, started.own_dtypes.result())
+        flops, keys = started.flops.result(), started.runtime_keys.result()
+    call_site, cause_kind, cause = keys
     labels = events.index.to_numpy()
     op_row = np.full(n, NO_ID, dtype=np.int64)
     known = op_pos >= 0
@@ -356,7 +392,9 @@ def _keyed_device_rows(events: pd.DataFrame) -> NDArray[np.int64]:
     return np.flatnonzero(is_dev & ~_is(events["engine"], {"GPU"}))
 
 
-def _dtypes(events: pd.DataFrame, op_pos: NDArray[np.int64]) -> pd.Categorical:
+def _own_dtypes(events: pd.DataFrame) -> tuple[NDArray[np.int64], list[str]]:
+    """Each row's own dtype as codes into a vocabulary ("" first: none): host ops their first
+    floating input type, device rows their `dataType` arg."""
     at: dict[str, int] = {"": 0}
 
     def code(dtype: str) -> int:
@@ -371,10 +409,20 @@ def _dtypes(events: pd.DataFrame, op_pos: NDArray[np.int64]) -> pd.Categorical:
     if len(keyed):
         uniq, inv = np.unique(given.astype(str), return_inverse=True)
         dtype[keyed] = np.array([code(norm_dtype(u)) if u else 0 for u in uniq])[inv]
+    return dtype, sorted(at, key=at.__getitem__)
+
+
+def _dtypes(
+    events: pd.DataFrame,
+    op_pos: NDArray[np.int64],
+    own: tuple[NDArray[np.int64], list[str]],
+) -> pd.Categorical:
+    """The `dtype` column: each row's own dtype (`_own_dtypes`), else for a device row the
+    dtype of its op."""
+    dtype, vocabulary = own
     dev = np.flatnonzero(events["is_device"].to_numpy(dtype=bool) & (op_pos >= 0))
     inherit = dev[dtype[dev] == 0]
     dtype[inherit] = dtype[op_pos[inherit]]
-    vocabulary = sorted(at, key=at.__getitem__)
     return _categorical(dtype, vocabulary)
 
 

@@ -39,7 +39,7 @@ from hpuprof.trace.columns import (
     take_binary,
     to_int64_ids,
 )
-from hpuprof.trace.derive import with_derived
+from hpuprof.trace.derive import start, with_derived
 from hpuprof.trace.heap import release_free_memory
 from hpuprof.trace.model import Trace
 from hpuprof.trace.nesting import enclosing, lane_bounds, lane_order, nest, time_order
@@ -57,7 +57,7 @@ from hpuprof.trace.schema import (
     STEP_ANNOTATION_PREFIX,
     EngineKind,
 )
-from hpuprof.trace.soon import soon
+from hpuprof.trace.soon import after, soon
 
 PROCESS_COLUMNS = ("rank", "pid", "name", "labels", "sort_index")
 THREAD_COLUMNS = ("rank", "pid", "tid", "name", "sort_index")
@@ -492,6 +492,13 @@ class _Normalizer:
         for field in _CATEGORICAL_SOURCES:
             taken[field] = self._soon(_categorical_at, getattr(raw, field), rows)
         raw.release("input_dims", "input_types", "mode", "module", "phase", "flush_reason")
+        # the flops and runtime keys read no nesting: they start once their columns exist,
+        # while this thread follows the nesting -> correlation chain
+        devices = after(self.pool, [device_columns], _device_frame_columns)
+        started = None
+        if self.pool is not None and args is not None:
+            needs = [devices, taken["name"], taken["input_dims"], taken["input_types"], args]
+            started = start(self.pool, after(self.pool, needs, _parallel_sources))
 
         depth_l, parent_l = nested.result()
         del nested
@@ -508,10 +515,11 @@ class _Normalizer:
             device_columns.result()  # its error first, as when it runs before (no pool)
             raise
         del lanes, by_lane, depth_l, parent_l, has_parent, pid_codes, tid_codes, flow_ts
-        kind, engine, device, stream = device_columns.result()
+        kind = device_columns.result()[0]
         del device_columns
         raw.release("correlation", "flow_id", "stream", "device")
-        is_device = _DEVICE_KIND[kind]
+        device_frame = devices.result()
+        is_device = device_frame["is_device"]
         step = self._soon(
             self._steps, raw.name, raw.hpu_event, kind, rows, ts, dur, is_device, correlation
         )
@@ -523,12 +531,8 @@ class _Normalizer:
         columns["ts_ns"] = ts
         columns["dur_ns"] = dur
         columns["rank"] = np.full(n, rank, dtype=np.int32)
-        columns["kind"] = categorical(kind, EVENT_KINDS)
-        columns["is_device"] = is_device
-        columns["device"] = device
-        columns["stream"] = stream
-        columns["engine"] = categorical(engine, ENGINE_KINDS)
-        del kind, engine, device
+        columns.update(device_frame)
+        del kind, device_frame
         columns["correlation"] = correlation
         columns["depth"] = np.minimum(depth, np.iinfo(np.int16).max).astype(np.int16)
         del depth
@@ -539,13 +543,14 @@ class _Normalizer:
         # (the heap's free pages go back first: the load peaks here, with both args buffers)
         release_free_memory()
         taken = take_binary(raw.args, rows) if args is None else args.result()
-        columns["args"] = pd.arrays.ArrowExtensionArray(pa.chunked_array([taken]))
+        columns["args"] = _args_column(taken)
         raw.release("args")
         frame = pd.DataFrame(
             {name: columns.pop(name) for name in EVENT_COLUMNS if name in columns}, copy=False
         )
         # the steps (no derived column reads them) are taken once the derived columns are made
-        return with_derived(frame, self.pool, {"step": lambda: step.result().astype(np.int32)})
+        late = {"step": lambda: step.result().astype(np.int32)}
+        return with_derived(frame, self.pool, late, started)
 
     def _graph_ids(self, rows: NDArray[np.int64]) -> pd.Categorical:
         raw = self.raw
@@ -778,6 +783,43 @@ _CATEGORICAL_SOURCES = (
     *("name", "cat", "pid", "tid", "hpu_event"),
 )
 """The raw coded columns that become categorical columns of the events as they are."""
+
+
+def _device_frame_columns(
+    parts: tuple[NDArray[np.int8], NDArray[np.int8], NDArray[Any], NDArray[Any]],
+) -> dict[str, Any]:
+    """The events' columns `kind`, `is_device`, `device`, `stream`, `engine` from the codes and
+    values `_Normalizer._device_columns` makes."""
+    kind, engine, device, stream = parts
+    return {
+        "kind": categorical(kind, EVENT_KINDS),
+        "is_device": _DEVICE_KIND[kind],
+        "device": device,
+        "stream": stream,
+        "engine": categorical(engine, ENGINE_KINDS),
+    }
+
+
+def _args_column(taken: pa.LargeBinaryArray) -> pd.api.extensions.ExtensionArray:
+    """The events' raw args as the `args` column (Arrow binary, not copied)."""
+    return pd.arrays.ArrowExtensionArray(pa.chunked_array([taken]))
+
+
+def _parallel_sources(
+    devices: Mapping[str, Any],
+    name: pd.Categorical,
+    input_dims: pd.Categorical,
+    input_types: pd.Categorical,
+    args: pa.LargeBinaryArray,
+) -> dict[str, Any]:
+    """The columns that `derive.start` reads (`derive.PARALLEL_SOURCES`)."""
+    return {
+        **devices,
+        "name": name,
+        "input_dims": input_dims,
+        "input_types": input_types,
+        "args": _args_column(args),
+    }
 
 
 def _categorical_at(coded: Coded, rows: NDArray[np.int64]) -> pd.Categorical:
