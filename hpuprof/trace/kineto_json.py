@@ -62,6 +62,7 @@ _DEEP = 900
 """Nesting reported as too deep: msgspec's decoder recurses, and about 1,000 levels of arrays
 or objects end in RecursionError (no trace nests anywhere near this deep)."""
 _MAX_CUT_TRIES = 64
+_LAST_CHUNK_BYTES = 1 << 18
 _TRIM_EVERY = 8  # chunks between returns of freed heap pages to the OS
 _VALIDATION_PATH = re.compile(r"`\$\[(\d+)\]((?:\.[^`]*)?)`")
 _BYTE_POSITION = re.compile(r"\(byte (\d+)\)")
@@ -106,6 +107,7 @@ class _Reader:
             trim=release_free_memory, args_capacity=None if mapped is None else len(mapped)
         )
         self.events_seen = 0
+        self.last_end: int | None = None  # where the last decoded event ends (absolute)
         self.chunks = 0
         self.threads = 1
         self.failed_at: int | None = None  # where the last decode that failed found bad JSON
@@ -315,7 +317,7 @@ class _Reader:
                         pos, start = pos - shift, start - shift
                         pending = [(end - shift, nxt - shift, f) for end, nxt, f in pending]
                         continue
-                    match = _BOUNDARY.search(self.buf, start + CHUNK_BYTES)
+                    match = _BOUNDARY.search(self.buf, start + self._chunk_target(start))
                     if match is None:
                         break
                     view = memoryview(self.buf)[start : match.start() + 1]
@@ -330,7 +332,7 @@ class _Reader:
                 if scanned is None:
                     return pos
                 self.builder.add_scanned(scanned, self.pool)
-                self._added(scanned[0])
+                self._added(scanned[0], end)
                 del scanned
                 self._consumed(end)
                 pos = following
@@ -338,6 +340,15 @@ class _Reader:
             for _, _, scan in pending:  # none may go on reading a buffer that moves on
                 scan.cancel()
             wait([scan for _, _, scan in pending])
+
+    def _chunk_target(self, start: int) -> int:
+        """Bytes from `start` to look for the next cut after: `CHUNK_BYTES`, or near the end of
+        the input half of what is left (down to `_LAST_CHUNK_BYTES`), so that the last bytes
+        are scanned in the pool too and what this thread decodes alone after them is small."""
+        left = len(self.buf) - start
+        if not self.eof or left >= 2 * CHUNK_BYTES:
+            return CHUNK_BYTES
+        return min(CHUNK_BYTES, max(left // 2, _LAST_CHUNK_BYTES))
 
     def _consumed(self, pos: int, *, final: bool = False) -> None:
         """A mapped file's bytes before `pos` (all when `final`) are decoded: drop their pages
@@ -377,7 +388,7 @@ class _Reader:
         scanned = fastscan.scan(memoryview(self.buf)[pos:end])
         if scanned is not None:  # the compiled scanner read it (None: the msgspec path does)
             self.builder.add_scanned(scanned, self.pool)
-            self._added(scanned[0])
+            self._added(scanned[0], end)
             return True
         self._check_utf8(pos, end)  # msgspec leaves the raw args unchecked
         mapped = self.mapped if self.buf is self.mapped else None
@@ -419,7 +430,7 @@ class _Reader:
                 f"event {self.events_seen + bad.row} (near byte {self.base + pos})",
                 f"{bad.expected} as {bad.field} (found {bad.found})",
             ) from None
-        self._added(len(events))
+        self._added(len(events), end)
         return True
 
     def _check_utf8(self, pos: int, end: int) -> None:
@@ -430,7 +441,10 @@ class _Reader:
         except UnicodeDecodeError as error:
             raise self.error(pos + error.start, f"UTF-8 text ({error.reason})") from None
 
-    def _added(self, events: int) -> None:
+    def _added(self, events: int, end: int) -> None:
+        """`events` more decoded, the last ending at buf[end]."""
+        if events:
+            self.last_end = self.base + end
         self.events_seen += events
         self.chunks += 1
         if self.chunks % _TRIM_EVERY == 0:
@@ -514,6 +528,8 @@ class _Reader:
             if self.failed_at is not None and self.failed_at < end:
                 end = self.failed_at  # every longer cut fails there again: corrupt, not cut
         self._check_cut_off(pos)
+        if self.last_end is not None:  # (the chunks before took every complete event)
+            return f"the last complete event ends at byte {self.last_end}"
         return f"no complete event after byte {self.base + pos}"
 
     def _check_cut_off(self, pos: int) -> None:

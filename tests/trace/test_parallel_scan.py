@@ -44,6 +44,9 @@ def _load(
 
     with monkeypatch.context() as patch:
         patch.setattr(kineto_json, "CHUNK_BYTES", chunk)
+        # the last chunks halve down to this: near the end, cuts land in the bytes after the
+        # array (the trailing keys) too
+        patch.setattr(kineto_json, "_LAST_CHUNK_BYTES", max(chunk // 16, 64))
         patch.setattr(kineto_json._Reader, "_scan_ahead", counting)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
