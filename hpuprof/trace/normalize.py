@@ -540,8 +540,10 @@ class _Normalizer:
         columns.update((field, part.result()) for field, part in taken.items())
         del taken
         # last, when every other raw column is gone: the args, into a buffer of their exact size
-        # (the heap's free pages go back first: the load peaks here, with both args buffers)
-        release_free_memory()
+        # (the heap's free pages go back first: the load peaks here, with both args buffers;
+        # with a pool they were taken meanwhile, and trimming now would only delay this thread)
+        if args is None:
+            release_free_memory()
         taken = take_binary(raw.args, rows) if args is None else args.result()
         columns["args"] = _args_column(taken)
         raw.release("args")
