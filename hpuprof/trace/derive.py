@@ -197,41 +197,57 @@ def _parent_positions(events: pd.DataFrame) -> NDArray[np.int64]:
 # --- op_row ---------------------------------------------------------------------------------------
 
 
-def _launch_positions(events: pd.DataFrame) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def _launch_positions(
+    events: pd.DataFrame, is_cpu_op: NDArray[np.bool_]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """(device row positions with a correlation, the position of their host launch or -1)."""
     corr = events["correlation"].to_numpy(dtype=np.int64)
     is_dev = events["is_device"].to_numpy(dtype=bool)
     dev = np.flatnonzero(is_dev & (corr != NO_ID))
     host = np.flatnonzero(~is_dev & (corr != NO_ID) & _is(events["ph"], {"X"}))
     # several host rows may share a correlation (a fallback event around its op): the op first
-    host = host[np.argsort(~_is(events["kind"], {"cpu_op"})[host], kind="stable")]
+    host = host[np.argsort(~is_cpu_op[host], kind="stable")]
     if len(dev) == 0 or len(host) == 0:
         return dev, np.full(len(dev), NO_ID, dtype=np.int64)
     rank = events["rank"].to_numpy(dtype=np.int64)
     if rank[0] == rank[-1] and (rank == rank[0]).all():  # one rank: the correlation is the key
-        lookup = pd.Series(host, index=pd.Index(corr[host]))
-        wanted: pd.Index = pd.Index(corr[dev])
-    else:
-        lookup = pd.Series(host, index=pd.MultiIndex.from_arrays([rank[host], corr[host]]))
-        wanted = pd.MultiIndex.from_arrays([rank[dev], corr[dev]])
+        return dev, _first_with_key(corr[host], host, corr[dev])
+    lookup = pd.Series(host, index=pd.MultiIndex.from_arrays([rank[host], corr[host]]))
+    wanted = pd.MultiIndex.from_arrays([rank[dev], corr[dev]])
     lookup = lookup[~lookup.index.duplicated(keep="first")]
     got = lookup.reindex(wanted).to_numpy(dtype=np.float64)
     launch = np.where(np.isnan(got), NO_ID, np.nan_to_num(got, nan=-1)).astype(np.int64)
     return dev, launch
 
 
+def _first_with_key(
+    keys: NDArray[np.int64], values: NDArray[np.int64], wanted: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """For each of `wanted`, the value of the first of `keys` equal to it, or NO_ID (by one
+    stable sort and a binary search: numpy work without the GIL, no hash table)."""
+    order = np.argsort(keys, kind="stable")  # equal keys keep their order: the first first
+    sorted_keys = keys[order]
+    at = np.searchsorted(sorted_keys, wanted, side="left")
+    inside = at < len(sorted_keys)
+    found = np.zeros(len(wanted), dtype=bool)
+    found[inside] = sorted_keys[at[inside]] == wanted[inside]
+    out = np.full(len(wanted), NO_ID, dtype=np.int64)
+    out[found] = values[order[at[found]]]
+    return out
+
+
 def _op_positions(events: pd.DataFrame, parent: NDArray[np.int64]) -> NDArray[np.int64]:
     n = len(events)
     out = np.full(n, NO_ID, dtype=np.int64)
-    dev, launch = _launch_positions(events)
+    is_cpu_op = _is(events["kind"], {"cpu_op"})
+    dev, launch = _launch_positions(events, is_cpu_op)
     if len(dev) == 0:
         return out
-    hpu_event = _text(events["hpu_event"])
+    hpu_event = events["hpu_event"]
     found = launch >= 0
     via_graph = np.zeros(len(dev), dtype=bool)
-    via_graph[found] = np.isin(hpu_event[launch[found]], list(GRAPH_LAUNCHES))
+    via_graph[found] = _is(hpu_event, set(GRAPH_LAUNCHES))[launch[found]]
     # launched by an op or a runtime call: climb to the innermost cpu_op
-    is_cpu_op = _is(events["kind"], {"cpu_op"})
     cur = np.where(found & ~via_graph, launch, NO_ID)
     for _ in range(_MAX_CLIMB):
         need = (cur >= 0) & ~is_cpu_op[np.maximum(cur, 0)]
@@ -241,7 +257,7 @@ def _op_positions(events: pd.DataFrame, parent: NDArray[np.int64]) -> NDArray[np
     out[dev] = cur
     if via_graph.any():
         gdev, glaunch = dev[via_graph], launch[via_graph]
-        out[gdev] = _graph_ops(events, gdev, glaunch, hpu_event, is_cpu_op)
+        out[gdev] = _graph_ops(events, gdev, glaunch, _text(hpu_event), is_cpu_op)
     return out
 
 

@@ -9,10 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import hpuprof
 from hpuprof.analysis import analyze
 from hpuprof.analysis.ops import analyze_ops
+from hpuprof.trace.derive import _first_with_key
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import DERIVED_COLUMNS, EVENT_COLUMNS, NO_ID, SCHEMA_VERSION
 from tests.analysis.tracebuild import make_trace
@@ -257,3 +260,22 @@ def test_a_correlation_shared_by_a_runtime_event_and_its_op_goes_to_the_op() -> 
         ]
     )  # fmt: skip
     assert _op_of(t, "Memcpy DtoH (cpu fallback)") == "aten::digamma"
+
+
+@given(
+    keys=st.lists(st.integers(min_value=-3, max_value=6), max_size=30),
+    wanted=st.lists(st.integers(min_value=-4, max_value=8), max_size=30),
+)
+def test_launch_lookup_takes_the_first_host_row_of_a_correlation(
+    keys: list[int], wanted: list[int]
+) -> None:
+    """The one-rank launch lookup (sort + binary search) = the first row with that key."""
+    first: dict[int, int] = {}
+    for position, key in enumerate(keys):
+        first.setdefault(key, 100 + position)
+    got = _first_with_key(
+        np.array(keys, dtype=np.int64),
+        np.arange(100, 100 + len(keys), dtype=np.int64),
+        np.array(wanted, dtype=np.int64),
+    )
+    assert got.tolist() == [first.get(key, NO_ID) for key in wanted]
