@@ -277,6 +277,12 @@ class _Normalizer:
         reach = np.maximum(np.abs(ts_scaled), np.abs(ts_scaled + self.base))
         self._check_range(np.where(timed, reach, 0.0), "ts")
         del ts_scaled, reach
+        # the flows table needs only the flow rows' times: it starts before every row's exist
+        flow_rows = np.flatnonzero(_code_mask(ph, {"s", "t", "f"}))
+        flow_columns = {f: getattr(raw, f) for f in _FLOW_SOURCES}  # (raw columns get released)
+        flow_us = raw.ts_us[flow_rows]
+        flows = self._soon(_flows, flow_columns, flow_rows, flow_us, self.base, rank)
+        del flow_columns, flow_us
         ts_ns[timed] = ns_from_us(raw.ts_us[timed], self.base)
         dur_ns, past_int64 = durations.result()
         del durations
@@ -289,12 +295,8 @@ class _Normalizer:
         raw.release("ts_us", "dur_us")
         del timed
         counters = self._counters(np.flatnonzero(_code_mask(ph, {"C"})), ts_ns, rank)
-        flow_rows = np.flatnonzero(_code_mask(ph, {"s", "t", "f"}))
         ts, dur, flow_ts = ts_ns[rows], dur_ns[rows], ts_ns[flow_rows]
         del ts_ns, dur_ns  # file-length arrays: gone before the events' temporaries exist
-        flow_columns = {f: getattr(raw, f) for f in _FLOW_SOURCES}  # (raw columns get released)
-        flows = self._soon(_flows, flow_columns, flow_rows, flow_ts, rank)
-        del flow_columns
         raw.release("bp", "side_args")
         events = self._events(rows, ts, dur, rank, processes, threads, flow_rows, flow_ts)
         return Trace(
@@ -833,10 +835,15 @@ _FLOW_SOURCES = ("flow_id", "cat", "name", "ph", "pid", "tid", "bp")
 
 
 def _flows(
-    raw: Mapping[str, Coded], rows: NDArray[np.int64], ts: NDArray[np.int64], rank: int
+    raw: Mapping[str, Coded],
+    rows: NDArray[np.int64],
+    ts_us: NDArray[np.float64],
+    base: int,
+    rank: int,
 ) -> pd.DataFrame:
     """The flows table: the flow events `rows` of the raw columns `raw` (`_FLOW_SOURCES`),
-    `ts` their times."""
+    `ts_us` their raw times (checked within range), `base` the trace's base time in ns."""
+    ts = ns_from_us(ts_us, base)
 
     def column(field: str) -> pd.Categorical:
         return categorical(raw[field].codes[rows], raw[field].categories)
