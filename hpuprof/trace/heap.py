@@ -162,10 +162,17 @@ _M_MMAP_THRESHOLD = -3
 TRIM_THRESHOLD = 128 << 10
 """glibc's default trim threshold (set back after the build, which keeps more)."""
 MMAP_THRESHOLD = 1 << 20
-DECODE_MMAP_THRESHOLD = 1 << 22
-"""While chunks are decoded: their temporaries (joined raw values, a few MiB) then reuse the
-same heap memory chunk after chunk instead of faulting in fresh pages each time (~5% of the
-load on a 2 M-event trace); the file-length columns are built after it is set back."""
+DECODE_MMAP_THRESHOLD = 1 << 24
+"""While chunks are decoded: their temporaries (joined raw values and each chunk's scanned
+columns, up to the 8 MiB of a chunk) then reuse the same heap memory chunk after chunk
+instead of faulting in fresh pages each time and unmapping them again, which in a process
+with threads on other cores costs each of them a TLB flush; the file-length columns are built
+after it is set back. With 4 MiB here (the args of a chunk often need more) and glibc's
+trim threshold, same-run bench_parallel_load on the 2 M-event trace: 1.61-1.62x at 299-309
+MB/s; with 16 MiB and `DECODE_TRIM_THRESHOLD`: 1.65x at 309-314 MB/s, peak RSS unchanged."""
+DECODE_TRIM_THRESHOLD = 1 << 26
+"""While chunks are decoded, the heaps keep up to this much free at their top (as during the
+build, `BUILD_TRIM_THRESHOLD`): the next chunk's columns reuse it."""
 BUILD_MMAP_THRESHOLD = 1 << 26
 """While the normalizer builds the tables: its column-sized temporaries (16 MB for 2 M events)
 come from the heap and reuse its pages instead of faulting in fresh ones each (2 M-event

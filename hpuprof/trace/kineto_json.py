@@ -36,6 +36,7 @@ from hpuprof.trace.heap import (
     BUILD_MMAP_THRESHOLD,
     BUILD_TRIM_THRESHOLD,
     DECODE_MMAP_THRESHOLD,
+    DECODE_TRIM_THRESHOLD,
     MMAP_THRESHOLD,
     gc_paused,
     release_free_memory,
@@ -587,7 +588,7 @@ def read_raw(path: Path, progress: Any = None, threads: int | None = None) -> _D
     if reader.threads > 1 and fastscan.available():  # (threads start with a second chunk)
         reader.pool = ThreadPoolExecutor(reader.threads, thread_name_prefix="hpuprof-scan")
     with gc_paused():
-        set_mmap_threshold(DECODE_MMAP_THRESHOLD)
+        set_mmap_threshold(DECODE_MMAP_THRESHOLD, DECODE_TRIM_THRESHOLD)
         try:
             try:
                 metadata, truncated = reader.read()
