@@ -93,7 +93,8 @@ class Started:
 def start(pool: Executor, sources: Future[Mapping[str, Any]]) -> Started:
     """Make the flops, the runtime keys and the rows' own dtypes (mostly Arrow work without the
     GIL) in `pool`, each in a frame of its own, as soon as `sources` holds their columns
-    (`PARALLEL_SOURCES`, as arrays: pandas objects are not shared across threads)."""
+    (`PARALLEL_SOURCES`, as arrays: each part makes its own frame and Series over them, so no
+    frame or Series, whose caches are filled as they are read, is read by two threads)."""
 
     def frame(columns: Mapping[str, Any], names: Sequence[str]) -> pd.DataFrame:
         return pd.DataFrame({name: columns[name] for name in names}, copy=False)
