@@ -46,9 +46,7 @@ def local_load_threads(workers: int) -> int:
     cores, alternated: 29.1-30.5 s with one thread each, 29.7-32.5 s with two)."""
     from hpuprof.trace.kineto_json import load_threads, usable_cores
 
-    if os.environ.get("HPUPROF_LOAD_THREADS"):  # the user's choice for every load
-        return load_threads()
-    return max(min(usable_cores() // max(workers, 1), 8), 1)
+    return load_threads(cores=usable_cores() // max(workers, 1))  # ($HPUPROF_LOAD_THREADS wins)
 
 
 @contextlib.contextmanager

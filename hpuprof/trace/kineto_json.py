@@ -551,16 +551,16 @@ class _Reader:
 # --- public entry points ----------------------------------------------------------------------
 
 
-def load_threads(threads: int | None = None) -> int:
-    """Threads that scan one file's chunks: `threads`, else `$HPUPROF_LOAD_THREADS`, else the
-    cores this process may run on (at most 8)."""
+def load_threads(threads: int | None = None, *, cores: int | None = None) -> int:
+    """Threads that scan one file's chunks: `threads`, else `$HPUPROF_LOAD_THREADS`, else
+    `cores` (default: the cores this process may run on), at most 8."""
     if threads is None:
         try:
             threads = int(os.environ.get("HPUPROF_LOAD_THREADS", "0"))
         except ValueError:
             threads = 0
     if threads <= 0:
-        threads = min(usable_cores(), 8)
+        threads = min(usable_cores() if cores is None else cores, 8)
     return max(threads, 1)
 
 
