@@ -12,13 +12,29 @@ PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraint
 
 .PHONY: demo test lint typecheck pytest bare fuzz samples bench calibrate soak browser clean
 
+# pip's own output goes to a log, shown only when an install fails: `make demo` prints the
+# demo and nothing else (pip -q still warns about this machine's index set-up and backtracking).
+QUIET = > $(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
+DEMO_STAMP := $(VENV)/.demo-installed
+DEMO_EXTRAS := torch,dashboard
+ALL_EXTRAS := torch,dashboard,lightning,clients,distributed,test,dev
+
+# The demo's set-up: the emulated workload (torch) and the dashboard it points to, nothing more.
+$(DEMO_STAMP): pyproject.toml constraints.txt setup.py hpuprof/trace/_kineto_scan.c
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "setting up $(VENV) for the demo (torch, dashboard; pip's log: $(VENV)/pip.log)"
+	@$(PIP_INSTALL) -e '.[$(DEMO_EXTRAS)]' $(QUIET)
+	@touch $@
+
+# Everything `make test` needs: every extra, and HTA.
 $(STAMP): pyproject.toml constraints.txt setup.py hpuprof/trace/_kineto_scan.c
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP_INSTALL) -e '.[torch,dashboard,lightning,clients,distributed,test,dev]'
-	# HTA 0.5.0, the oracle of the agreement tests: its wheel pins jupyterlab & co. that it
-	# never imports, so install it without them and add the few modules it does import.
-	$(PIP_INSTALL) --no-deps holistictraceanalysis==0.5.0 ijson networkx psutil pydot pyparsing pyyaml
-	touch $(STAMP)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "setting up $(VENV) with every extra (pip's log: $(VENV)/pip.log)"
+	@$(PIP_INSTALL) -e '.[$(ALL_EXTRAS)]' $(QUIET)
+	@# HTA 0.5.0, the oracle of the agreement tests: its wheel pins jupyterlab & co. that it
+	@# never imports, so install it without them and add the few modules it does import.
+	@$(PIP_INSTALL) --no-deps holistictraceanalysis==0.5.0 ijson networkx psutil pydot pyparsing pyyaml $(QUIET)
+	@touch $@ $(DEMO_STAMP)
 
 browser:
 	@test -x /usr/bin/chromium || { \
@@ -26,8 +42,8 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
-demo: $(STAMP)
-	$(VENV)/bin/hpuprof demo -o runs/demo
+demo: $(DEMO_STAMP)
+	@$(VENV)/bin/hpuprof demo -o runs/demo
 	@echo "Dashboard of this run: $(VENV)/bin/hpuprof dashboard runs/demo   then open http://127.0.0.1:8050/ (Ctrl-C stops it)"
 
 lint: $(STAMP)
