@@ -15,18 +15,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """Written into every saved file (Parquet metadata, Perfetto and JSON exports).
 
 2: the derived columns `op_row`, `dtype`, `flops`, `call_site`, `cause_kind`, `cause`
-(`derive.py`); files of version 1 load and get them computed."""
+(`derive.py`); files of version 1 load and get them computed.
+3: a column per hpuprof args key (`ARG_COLUMNS`); files of versions 1 and 2 get them read
+from their args."""
 
 NO_ID: Final = -1
 """Sentinel for a missing integer key (correlation, stream, parent, step, device, rank)."""
 
 # --- the events table: one row per slice (X, B/E pairs) or instant (i/I) ------------------
 
-EVENT_COLUMNS: Final[dict[str, str]] = {
+_EVENT_TABLE: Final[dict[str, str]] = {
     # raw identity, as in the source
     "name": "category",  # event name, interned
     "cat": "category",  # source category verbatim ("cpu_op", "Kernel", "hpu_op", ...)
@@ -64,6 +66,7 @@ EVENT_COLUMNS: Final[dict[str, str]] = {
     "call_site": "category",  # hpuprof runtime events: `file.py:123` that triggered them
     "cause_kind": "category",  # compile events: shape, stride, dtype, scalar, new_graph, guard
     "cause": "category",  # compile events: the whole `hpuprof.cause` as compact JSON text
+    # the columns of the other hpuprof args keys (ARG_COLUMNS) come here, then
     # lossless raw args: the exact JSON bytes of the event's "args" object (b"" if none)
     "args": "binary",
 }
@@ -578,6 +581,32 @@ ARG_KEYS: Final[dict[str, str]] = {
 }
 """Event column -> args key of the keys the scanner reads with the event itself (`columns.py`,
 `fastscan.py`); the others are read from the rows that hold them (`derive.py`)."""
+
+ARG_COLUMNS: Final[dict[str, str]] = {
+    arg.column: arg.dtype for arg in ARGS if arg.column not in _EVENT_TABLE
+}
+"""The event columns of the args keys that have no column of their own above (`aten_op`,
+`sync_reason`, `graph_ops`, ...), read from the rows hpuprof writes (`arg_columns.py`). Most
+traces hold none of them: each is then one broadcast value (no memory per row), and a saved
+file leaves it out (reading it back restores it). Analyses take row subsets without them
+(`without_args`) and read them at the rows they keep."""
+
+EVENT_COLUMNS: Final[dict[str, str]] = {
+    **{name: dtype for name, dtype in _EVENT_TABLE.items() if name != "args"},
+    **ARG_COLUMNS,
+    "args": "binary",
+}
+"""Every column of the events table, in order, and its dtype."""
+
+
+def stored_event_columns(version: int) -> tuple[str, ...]:
+    """The event columns a file saved with schema `version` holds (those of `ARG_COLUMNS`
+    only where a row has a value: a file may leave any of them out)."""
+    left_out = set(ARG_COLUMNS) if version < 3 else set()
+    if version < 2:
+        left_out.update(DERIVED_COLUMNS)
+    return tuple(name for name in EVENT_COLUMNS if name not in left_out)
+
 
 METADATA_KEY: Final = "hpuprof"
 """Top-level key in our Chrome JSON holding run metadata: {"schema", "device_time": "modeled"

@@ -1,0 +1,257 @@
+"""hpuprof's args keys that are not read with the event, read at load time into their columns.
+
+The scanner reads `schema.ARG_KEYS` (mode, module, phase, ...) with every event. The other keys
+of `schema.ARGS` (`LATER`: compile causes, sync reasons, cast dtypes, modeled bytes, ...) sit on
+a few rows of traces hpuprof wrote and on none of the others, so they are read here, from the
+rows that hold them only: the scanner marks those rows (`RawColumns.our_keys`), or, for tables
+made another way, a byte search of the args finds them (`our_rows`). Their args are decoded in
+one msgspec pass and each key becomes a column (`schema.ARG_COLUMNS`, and the raw values of
+`flops`, `cause` and `call_site`, which `derive.py` completes).
+
+A key that no row holds costs nothing: its column is one broadcast value (a zero-stride array,
+no memory per row) until something copies it. A value of the wrong type for its key (text
+where a count is due) loads as absent, as other tools' keys that happen to share our prefix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from hpuprof.trace.categories import categorical
+from hpuprof.trace.columns import take_binary, text
+from hpuprof.trace.schema import (
+    ARG_COLUMNS,
+    ARG_KEYS,
+    ARG_PREFIX,
+    ARGS,
+    EVENT_COLUMNS,
+    NO_ID,
+    ArgKey,
+)
+
+LATER: Final[tuple[ArgKey, ...]] = tuple(arg for arg in ARGS if arg.column not in ARG_KEYS)
+"""The keys read here, from the rows that hold them (the others come with the event)."""
+_OUR_KEY: Final = '"' + ARG_PREFIX
+_Values = msgspec.defstruct(
+    "_Values",
+    [(arg.column, Any, None) for arg in LATER],
+    rename={arg.column: arg.key for arg in LATER},
+    gc=False,
+)
+_DECODER: Final = msgspec.json.Decoder(_Values)
+_TEXT: Final = pd.CategoricalDtype(pd.Index([""], dtype="str"))
+
+
+def arrow_args(args: Any) -> pa.Array | pa.ChunkedArray:
+    """An events `args` column (a Series or its array) as Arrow binary, without a copy when it
+    is one already (as the loaders make it)."""
+    values = args.array if isinstance(args, pd.Series) else args
+    arrow = getattr(values, "__arrow_array__", None)
+    if arrow is not None:
+        return arrow()
+    return pa.array(list(values), type=pa.large_binary())
+
+
+def our_rows(args: Any) -> NDArray[np.int64]:
+    """The rows whose raw args mention a key with hpuprof's prefix (a byte search: for tables
+    that did not come through the scanner, which marks them as it reads)."""
+    array = arrow_args(args)
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks else pa.array([], pa.large_binary())
+    if not len(array):
+        return np.zeros(0, dtype=np.int64)
+    data = array.buffers()[2]
+    if data is None or _OUR_KEY.encode() not in memoryview(data).tobytes():
+        return np.zeros(0, dtype=np.int64)
+    hit = pc.match_substring(array, _OUR_KEY).fill_null(False)
+    return np.flatnonzero(np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool))
+
+
+def read_later_keys(args: Any, rows: NDArray[np.int64] | None, n: int) -> dict[str, Any]:
+    """Every `LATER` key as its column over `n` rows: the values found in the args of `rows`
+    (all rows that may hold one; None: find them with `our_rows`), defaults elsewhere.
+
+    Args:
+        args: the events' raw args column.
+        rows: positions whose args may hold the keys, or None.
+        n: the number of events.
+
+    Returns:
+        column name -> values (dtype per `ArgKey.type`); a `json` key's values as `Found`, for
+        `derive.py` to encode.
+    """
+    if rows is None:
+        rows = our_rows(args)
+    decoded = _decode(args, rows) if len(rows) else []
+    columns: list[Sequence[Any]] = (
+        list(zip(*map(msgspec.structs.astuple, decoded), strict=True))
+        if decoded
+        else [()] * len(LATER)
+    )
+    return {
+        arg.column: _column(arg, values, rows, n)
+        for arg, values in zip(LATER, columns, strict=True)
+    }
+
+
+def _decode(args: Any, rows: NDArray[np.int64]) -> list[Any]:
+    array = arrow_args(args)
+    taken = take_binary(array, rows)
+    data = taken.buffers()[2]
+    try:
+        decoded = _DECODER.decode_lines(memoryview(data) if data is not None else b"")
+    except msgspec.MsgspecError:
+        decoded = []
+    if len(decoded) == len(rows):
+        return decoded
+    return [_one(raw) for raw in taken.to_pylist()]  # some row's args are no object
+
+
+def _one(raw: bytes | None) -> Any:
+    try:
+        return _DECODER.decode(raw or b"{}")
+    except msgspec.MsgspecError:
+        return _Values()
+
+
+@dataclass(frozen=True)
+class Found:
+    """The values of a key as decoded (None where the row lacks it), at `rows`."""
+
+    rows: NDArray[np.int64]
+    values: Sequence[Any]
+
+
+def _column(
+    arg: ArgKey, values: Sequence[Any], rows: NDArray[np.int64], n: int
+) -> NDArray[Any] | pd.Categorical | Found:
+    if arg.type == "json":
+        return Found(rows, values if len(values) else [None] * len(rows))
+    if arg.type == "text":
+        texts = [_text(v) for v in values]
+        return sparse_text(n, rows, texts)
+    if arg.type == "flag":
+        flags = np.array([v is True for v in values], dtype=bool)
+        return _scattered(n, rows, flags, np.False_)
+    absent = NO_ID if arg.type == "int" else math.nan
+    numbers = [_number(v, arg) for v in values]
+    dtype = np.int64 if arg.type == "int" else np.float64
+    kept = np.array([absent if x is None else x for x in numbers], dtype=dtype)
+    return _scattered(n, rows, kept, dtype(absent))
+
+
+def _scattered(n: int, rows: NDArray[np.int64], values: NDArray[Any], absent: Any) -> NDArray[Any]:
+    """`values` at `rows` and `absent` elsewhere; one broadcast value when every one is absent."""
+    hit = (
+        values != absent
+        if not (isinstance(absent, float) and math.isnan(absent))
+        else ~np.isnan(values)
+    )
+    if not hit.any():
+        return absent_column(absent, n)
+    out = np.full(n, absent, dtype=values.dtype)
+    out[rows] = values
+    return out
+
+
+def absent_column(value: Any, n: int) -> NDArray[Any]:
+    """`n` times `value` as one read-only broadcast value (no memory per row)."""
+    return np.broadcast_to(np.asarray(value), (n,))
+
+
+def absent_text(n: int) -> pd.Categorical:
+    """`n` empty texts as a categorical over one broadcast code (no memory per row)."""
+    return pd.Categorical.from_codes(absent_column(np.int8(0), n), dtype=_TEXT, validate=False)
+
+
+def sparse_text(
+    n: int, rows: Sequence[int] | NDArray[np.int64], values: list[str]
+) -> pd.Categorical:
+    """A text column that is "" except at `rows` (built without touching the other rows),
+    categories "" then the values sorted."""
+    vocabulary = ["", *sorted(set(values) - {""})]
+    if len(vocabulary) == 1:
+        return absent_text(n)
+    at = {v: i for i, v in enumerate(vocabulary)}
+    codes = np.zeros(n, dtype=np.int64)
+    if len(rows):
+        codes[np.asarray(rows, dtype=np.int64)] = [at[v] for v in values]
+    return categorical(codes, vocabulary)
+
+
+def _text(value: Any) -> str:
+    """A text key's value as its column holds it (an object or array: as compact JSON)."""
+    if isinstance(value, (dict, list)):
+        return msgspec.json.encode(value).decode()
+    return text(value)
+
+
+def _number(value: Any, arg: ArgKey) -> int | float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    scaled = value * arg.scale if arg.scale != 1 else value
+    if arg.type == "float":
+        return float(scaled)
+    if isinstance(scaled, float):
+        if not math.isfinite(scaled) or abs(scaled) >= 2**63:
+            return None
+        return round(scaled)
+    return scaled if -(2**63) <= scaled < 2**63 else None
+
+
+# --- columns that hold no value: one broadcast value in memory, left out of saved files ---------
+
+
+def absent_arg_column(name: str, n: int) -> NDArray[Any] | pd.Categorical:
+    """The column `name` of `schema.ARG_COLUMNS` when no row holds its key."""
+    dtype = ARG_COLUMNS[name]
+    if dtype == "category":
+        return absent_text(n)
+    if dtype == "bool":
+        return absent_column(np.False_, n)
+    return absent_column(np.int64(NO_ID) if dtype == "int64" else np.float64(math.nan), n)
+
+
+def holds_values(column: pd.Series) -> bool:
+    """Whether an arg column holds a value on some row (not only its absent value)."""
+    values = column.array
+    if isinstance(values, pd.Categorical):
+        return len(values.categories) > 1 or (
+            len(values.categories) == 1 and values.categories[0] != ""
+        )
+    array = column.to_numpy()
+    if array.strides == (0,) or not len(array):  # one broadcast value (`absent_column`)
+        array = array[:1]
+    if array.dtype == np.float64:
+        return bool((~np.isnan(array)).any())
+    absent = False if array.dtype == np.bool_ else NO_ID
+    return bool((array != absent).any())
+
+
+def left_out_arg_columns(events: pd.DataFrame) -> pd.DataFrame:
+    """`events` without the arg columns that hold no value (as files store them)."""
+    empty = [name for name in ARG_COLUMNS if name in events and not holds_values(events[name])]
+    return events.drop(columns=empty) if empty else events
+
+
+def with_arg_columns(events: pd.DataFrame) -> pd.DataFrame:
+    """`events` with the arg columns it lacks restored (no value in any row), in schema order."""
+    missing = [name for name in ARG_COLUMNS if name not in events.columns]
+    if not missing:
+        return events
+    n = len(events)
+    columns = {name: events[name].array for name in events.columns}
+    columns.update((name, absent_arg_column(name, n)) for name in missing)
+    order = [name for name in EVENT_COLUMNS if name in columns]
+    order += [name for name in columns if name not in EVENT_COLUMNS]
+    return pd.DataFrame({name: columns[name] for name in order}, index=events.index, copy=False)
