@@ -16,6 +16,7 @@ where a count is due) loads as absent, as other tools' keys that happen to share
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -30,26 +31,66 @@ from numpy.typing import NDArray
 from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import take_binary, text
 from hpuprof.trace.schema import (
+    ARG_COLUMN_DEFAULTS,
     ARG_COLUMNS,
     ARG_KEYS,
     ARG_PREFIX,
     ARGS,
     EVENT_COLUMNS,
     NO_ID,
+    SOURCE_KEYS,
     ArgKey,
+    EventRows,
 )
 
 LATER: Final[tuple[ArgKey, ...]] = tuple(arg for arg in ARGS if arg.column not in ARG_KEYS)
 """The keys read here, from the rows that hold them (the others come with the event)."""
 _OUR_KEY: Final = '"' + ARG_PREFIX
-_Values = msgspec.defstruct(
-    "_Values",
-    [(arg.column, Any, None) for arg in LATER],
-    rename={arg.column: arg.key for arg in LATER},
-    gc=False,
-)
-_DECODER: Final = msgspec.json.Decoder(_Values)
 _TEXT: Final = pd.CategoricalDtype(pd.Index([""], dtype="str"))
+
+
+class _Keys:
+    """Decodes the values of some args keys (each key a field of a msgspec Struct)."""
+
+    def __init__(self, name: str, keys: Sequence[str]) -> None:
+        fields = [f"k{i}" for i in range(len(keys))]
+        self.struct = msgspec.defstruct(
+            name,
+            [(field, Any, None) for field in fields],
+            rename=dict(zip(fields, keys, strict=True)),
+            gc=False,
+        )
+        self.decoder = msgspec.json.Decoder(self.struct)
+        self.count = len(keys)
+
+    def values(self, args: Any, rows: NDArray[np.int64]) -> list[Sequence[Any]]:
+        """Per key, its values in the args of `rows` (None where absent)."""
+        decoded = self._decode(args, rows) if len(rows) else []
+        if not decoded:
+            return [()] * self.count
+        return list(zip(*map(msgspec.structs.astuple, decoded), strict=True))
+
+    def _decode(self, args: Any, rows: NDArray[np.int64]) -> list[Any]:
+        taken = take_binary(arrow_args(args), rows)
+        data = taken.buffers()[2]
+        try:
+            decoded = self.decoder.decode_lines(memoryview(data) if data is not None else b"")
+        except msgspec.MsgspecError:
+            decoded = []
+        if len(decoded) == len(rows):
+            return decoded
+        return [self._one(raw) for raw in taken.to_pylist()]  # some row's args are no object
+
+    def _one(self, raw: bytes | None) -> Any:
+        try:
+            return self.decoder.decode(raw or b"{}")
+        except msgspec.MsgspecError:
+            return self.struct()
+
+
+_LATER_KEYS: Final = _Keys("_Later", [arg.key for arg in LATER])
+_SPELLINGS: Final = [spelling for key in SOURCE_KEYS for spelling in key.keys]
+_SOURCE_KEYS: Final = _Keys("_Source", _SPELLINGS)
 
 
 def arrow_args(args: Any) -> pa.Array | pa.ChunkedArray:
@@ -92,36 +133,59 @@ def read_later_keys(args: Any, rows: NDArray[np.int64] | None, n: int) -> dict[s
     """
     if rows is None:
         rows = our_rows(args)
-    decoded = _decode(args, rows) if len(rows) else []
-    columns: list[Sequence[Any]] = (
-        list(zip(*map(msgspec.structs.astuple, decoded), strict=True))
-        if decoded
-        else [()] * len(LATER)
-    )
-    return {
-        arg.column: _column(arg, values, rows, n)
-        for arg, values in zip(LATER, columns, strict=True)
+    columns = _LATER_KEYS.values(args, rows)
+    out: dict[str, Any] = {}
+    for arg, values in zip(LATER, columns, strict=True):
+        if arg.type == "json":
+            out[arg.column] = Found(rows, values if len(values) else [None] * len(rows))
+        else:
+            default = ARG_COLUMN_DEFAULTS.get(arg.column, _ABSENT[arg.type])
+            out[arg.column] = _column(arg.type, default, values, rows, n, arg.scale)
+    return out
+
+
+def read_source_keys(events: pd.DataFrame) -> dict[str, Any]:
+    """Every `schema.SOURCE_KEYS` column, read from the args of the rows each key is declared
+    on (`SourceKey.rows`); `events` needs the columns kind, engine, name and args."""
+    n = len(events)
+    selected = {
+        rows: np.flatnonzero(_selected(events, rows)) for rows in {key.rows for key in SOURCE_KEYS}
     }
+    union = np.unique(np.concatenate([*selected.values(), np.zeros(0, dtype=np.int64)]))
+    values = iter(_SOURCE_KEYS.values(events["args"], union))
+    out: dict[str, Any] = {}
+    for key in SOURCE_KEYS:
+        spellings = [next(values) for _ in key.keys]
+        first = [
+            next((v for v in vs if v is not None), None) for vs in zip(*spellings, strict=True)
+        ]
+        mine = np.isin(union, selected[key.rows])
+        rows = union[mine]
+        kept = [v for v, m in zip(first, mine.tolist(), strict=True) if m] if first else []
+        out[key.column] = _column(key.type, key.default, kept, rows, n, 1)
+    return out
 
 
-def _decode(args: Any, rows: NDArray[np.int64]) -> list[Any]:
-    array = arrow_args(args)
-    taken = take_binary(array, rows)
-    data = taken.buffers()[2]
-    try:
-        decoded = _DECODER.decode_lines(memoryview(data) if data is not None else b"")
-    except msgspec.MsgspecError:
-        decoded = []
-    if len(decoded) == len(rows):
-        return decoded
-    return [_one(raw) for raw in taken.to_pylist()]  # some row's args are no object
+def _selected(events: pd.DataFrame, rows: EventRows) -> NDArray[np.bool_]:
+    """The events `rows` declares (a test per category: no work per row but one lookup)."""
+    pattern = re.compile(rows.name_pattern) if rows.name_pattern else None
+
+    def named(name: str) -> bool:
+        return name in rows.names or (pattern is not None and pattern.match(name) is not None)
+
+    mask = _per_category(events["name"], named)
+    mask |= _per_category(events["kind"], rows.kinds.__contains__)
+    mask |= _per_category(events["engine"], rows.engines.__contains__)
+    return mask
 
 
-def _one(raw: bytes | None) -> Any:
-    try:
-        return _DECODER.decode(raw or b"{}")
-    except msgspec.MsgspecError:
-        return _Values()
+def _per_category(column: pd.Series, test: Any) -> NDArray[np.bool_]:
+    values = column.array
+    if not isinstance(values, pd.Categorical):
+        return np.array([bool(test(str(v))) for v in values], dtype=bool)
+    hit = np.array([bool(test(str(c))) for c in values.categories] + [False], dtype=bool)
+    codes = np.asarray(values.codes)
+    return np.asarray(hit[np.where(codes >= 0, codes, len(values.categories))], dtype=bool)
 
 
 @dataclass(frozen=True)
@@ -132,22 +196,23 @@ class Found:
     values: Sequence[Any]
 
 
+_ABSENT: Final[dict[str, Any]] = {"text": "", "int": NO_ID, "float": math.nan, "flag": False}
+
+
 def _column(
-    arg: ArgKey, values: Sequence[Any], rows: NDArray[np.int64], n: int
-) -> NDArray[Any] | pd.Categorical | Found:
-    if arg.type == "json":
-        return Found(rows, values if len(values) else [None] * len(rows))
-    if arg.type == "text":
-        texts = [_text(v) for v in values]
-        return sparse_text(n, rows, texts)
-    if arg.type == "flag":
+    type: str, default: Any, values: Sequence[Any], rows: NDArray[np.int64], n: int, scale: int
+) -> NDArray[Any] | pd.Categorical:
+    """A column of `type` over `n` rows: `values` (as decoded) at `rows`, `default` elsewhere
+    and where a value is of another type."""
+    if type == "text":
+        return sparse_text(n, rows, [_text(v) for v in values])  # ("" where absent)
+    if type == "flag":
         flags = np.array([v is True for v in values], dtype=bool)
         return _scattered(n, rows, flags, np.False_)
-    absent = NO_ID if arg.type == "int" else math.nan
-    numbers = [_number(v, arg) for v in values]
-    dtype = np.int64 if arg.type == "int" else np.float64
-    kept = np.array([absent if x is None else x for x in numbers], dtype=dtype)
-    return _scattered(n, rows, kept, dtype(absent))
+    numbers = [_number(v, type, scale) for v in values]
+    dtype = np.int64 if type == "int" else np.float64
+    kept = np.array([default if x is None else x for x in numbers], dtype=dtype)
+    return _scattered(n, rows, kept, dtype(default))
 
 
 def _scattered(n: int, rows: NDArray[np.int64], values: NDArray[Any], absent: Any) -> NDArray[Any]:
@@ -196,11 +261,11 @@ def _text(value: Any) -> str:
     return text(value)
 
 
-def _number(value: Any, arg: ArgKey) -> int | float | None:
+def _number(value: Any, type: str, scale: int) -> int | float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    scaled = value * arg.scale if arg.scale != 1 else value
-    if arg.type == "float":
+    scaled = value * scale if scale != 1 else value
+    if type == "float":
         return float(scaled)
     if isinstance(scaled, float):
         if not math.isfinite(scaled) or abs(scaled) >= 2**63:
@@ -214,28 +279,25 @@ def _number(value: Any, arg: ArgKey) -> int | float | None:
 
 def absent_arg_column(name: str, n: int) -> NDArray[Any] | pd.Categorical:
     """The column `name` of `schema.ARG_COLUMNS` when no row holds its key."""
-    dtype = ARG_COLUMNS[name]
+    dtype, default = ARG_COLUMNS[name], ARG_COLUMN_DEFAULTS[name]
     if dtype == "category":
-        return absent_text(n)
-    if dtype == "bool":
-        return absent_column(np.False_, n)
-    return absent_column(np.int64(NO_ID) if dtype == "int64" else np.float64(math.nan), n)
+        return absent_text(n)  # (text columns are "" where absent)
+    return absent_column(np.asarray(default, dtype=dtype), n)
 
 
 def holds_values(column: pd.Series) -> bool:
-    """Whether an arg column holds a value on some row (not only its absent value)."""
+    """Whether the arg column `column` (named as in `schema.ARG_COLUMNS`) holds a value on some
+    row (not only its default)."""
+    default = ARG_COLUMN_DEFAULTS[str(column.name)]
     values = column.array
     if isinstance(values, pd.Categorical):
-        return len(values.categories) > 1 or (
-            len(values.categories) == 1 and values.categories[0] != ""
-        )
+        return list(values.categories) not in ([], [default])
     array = column.to_numpy()
     if array.strides == (0,) or not len(array):  # one broadcast value (`absent_column`)
         array = array[:1]
-    if array.dtype == np.float64:
+    if isinstance(default, float) and math.isnan(default):
         return bool((~np.isnan(array)).any())
-    absent = False if array.dtype == np.bool_ else NO_ID
-    return bool((array != absent).any())
+    return bool((array != default).any())
 
 
 def left_out_arg_columns(events: pd.DataFrame) -> pd.DataFrame:

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from hpuprof.trace.arg_columns import Found, read_later_keys, sparse_text
+from hpuprof.trace.arg_columns import Found, read_later_keys, read_source_keys, sparse_text
 from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import take_binary
 from hpuprof.trace.opinfo import (
@@ -92,6 +92,14 @@ PARALLEL_SOURCES = ("is_device", "engine", "name", "kind", "input_dims", "input_
 the nesting (with `our_rows`, see `start`)."""
 _FLOPS_SOURCES = ("is_device", "engine", "name", "kind", "input_dims", "args")
 _OWN_DTYPE_SOURCES = ("is_device", "engine", "kind", "input_types", "args")
+_ARG_KEY_SOURCES = ("kind", "engine", "name", "args")
+
+
+def _arg_keys(events: pd.DataFrame, our_rows: NDArray[np.int64] | None) -> dict[str, Any]:
+    """The columns of hpuprof's args keys read later and of `schema.SOURCE_KEYS`."""
+    keys = read_later_keys(events["args"], our_rows, len(events))
+    keys.update(read_source_keys(events))
+    return keys
 
 
 @dataclass(frozen=True)
@@ -114,8 +122,7 @@ def start(pool: Executor, sources: Future[Mapping[str, Any]]) -> Started:
         return pd.DataFrame({name: columns[name] for name in names}, copy=False)
 
     def arg_keys(columns: Mapping[str, Any]) -> dict[str, Any]:
-        args = columns["args"]
-        return read_later_keys(args, columns.get("our_rows"), len(args))
+        return _arg_keys(frame(columns, _ARG_KEY_SOURCES), columns.get("our_rows"))
 
     keys = after(pool, [sources], arg_keys)
 
@@ -148,7 +155,7 @@ def derive(
     parent = _parent_positions(events)
     op_pos = _op_positions(events, parent)
     if started is None:
-        keys = read_later_keys(events["args"], our_rows, n)
+        keys = _arg_keys(events, our_rows)
         dtype = _dtypes(events, op_pos, _own_dtypes(events))
         flops = _flops(events, keys[ARG_FLOPS.column])
     else:

@@ -1,4 +1,4 @@
-"""`Trace` <-> one Parquet file (`Trace.save`, the user-facing on-disk form).
+"""`Trace` <-> one Parquet file (`save_parquet`; `hpuprof convert` to `.parquet`).
 
 File layout: the events table is the Parquet data (categoricals kept as dictionary columns,
 `args` as binary; the columns of `schema.ARG_COLUMNS` that hold no value are left out, and
@@ -26,6 +26,7 @@ from hpuprof.trace.arg_columns import left_out_arg_columns, with_arg_columns
 from hpuprof.trace.arrow_frame import frame_from_arrow
 from hpuprof.trace.atomic_write import atomic_output
 from hpuprof.trace.derive import OLDEST_READABLE_VERSION
+from hpuprof.trace.formats import ReadOptions, WriteProgress
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import ARG_COLUMNS, SCHEMA_VERSION, stored_event_columns
 
@@ -72,7 +73,7 @@ def save_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:
 
 
 def load_parquet(path: str | os.PathLike[str]) -> Trace:
-    """Read a file written by `save_parquet` (or `Trace.save`).
+    """Read a file written by `save_parquet`.
 
     Raises:
         TraceFormatError: not a Parquet file, or not one hpuprof wrote (a missing or damaged
@@ -179,3 +180,14 @@ def _decoded(meta: dict[bytes, bytes], name: str, source: Path, kind: type) -> A
 def _first_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return lines[0][:200] if lines else type(error).__name__
+
+
+def read_trace(path: Path, options: ReadOptions) -> Trace:
+    """The reader of `formats.PARQUET` (`load_parquet`; one pass, no progress)."""
+    return load_parquet(path)
+
+
+def write_trace(trace: Trace, path: Path, progress: WriteProgress | None = None) -> list[Path]:
+    """The writer of `formats.PARQUET` (`save_parquet`)."""
+    save_parquet(trace, path)
+    return [path]

@@ -44,6 +44,7 @@ from hpuprof.trace.schema import SCHEMA_VERSION
 from hpuprof.trace.validate import check_trace
 
 if TYPE_CHECKING:
+    from hpuprof.trace.formats import ReadOptions
     from hpuprof.trace.model import Trace
 
 _BEGIN, _END, _INSTANT, _COUNTER = 1, 2, 3, 4
@@ -600,3 +601,8 @@ def load_perfetto(path: str | os.PathLike[str]) -> Trace:
             str(source), f"metadata entry {META_TRACE}", f"the tables hpuprof wrote ({_why(error)})"
         ) from None
     return check_trace(trace, str(source), version=trace.schema_version)
+
+
+def read_trace(path: Path, options: ReadOptions) -> Trace:
+    """The reader of `formats.PERFETTO` (`load_perfetto`; one pass, no progress)."""
+    return load_perfetto(path)

@@ -515,3 +515,8 @@ def write_perfetto(
         if progress is not None:
             progress(n, n)
     return target
+
+
+def write_trace(trace: Trace, path: Path, progress: Progress | None = None) -> list[Path]:
+    """The writer of `formats.PERFETTO` (`write_perfetto`)."""
+    return [write_perfetto(trace, path, progress=progress)]

@@ -12,6 +12,7 @@ integer epoch microseconds), otherwise the source's own zero. Sizes are bytes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -582,14 +583,105 @@ ARG_KEYS: Final[dict[str, str]] = {
 """Event column -> args key of the keys the scanner reads with the event itself (`columns.py`,
 `fastscan.py`); the others are read from the rows that hold them (`derive.py`)."""
 
-ARG_COLUMNS: Final[dict[str, str]] = {
-    arg.column: arg.dtype for arg in ARGS if arg.column not in _EVENT_TABLE
+# --- other profilers' args keys that analyses read -------------------------------------------
+
+
+@dataclass(frozen=True)
+class EventRows:
+    """Which events a `SourceKey` is read from: those of any of these kinds or engines, named
+    one of `names`, or whose name starts with a match of `name_pattern` (a regex)."""
+
+    kinds: frozenset[str] = frozenset()
+    engines: frozenset[str] = frozenset()
+    names: frozenset[str] = frozenset()
+    name_pattern: str = ""
+
+
+@dataclass(frozen=True)
+class SourceKey:
+    """A key that torch.profiler / Kineto writes in events' args and an analysis reads, and
+    the events column the loader fills from it (on `rows` only: the others keep `default`).
+
+    Args:
+        keys: its spellings across eras; the first one an event holds counts.
+        column: the events column.
+        type: how the value loads (`ArgType`; a value of another type loads as `default`).
+        unit: the column's unit ("" for none).
+        rows: the events it is read from.
+        meaning: what the value says.
+        default: the column's value where the event lacks the key.
+    """
+
+    keys: tuple[str, ...]
+    column: str
+    type: ArgType
+    unit: str
+    rows: EventRows
+    meaning: str
+    default: str | int | float | bool
+
+    @property
+    def dtype(self) -> str:
+        """The events column dtype (`ARG_DTYPES`)."""
+        return ARG_DTYPES[self.type]
+
+
+MEMORY_EVENTS: Final = EventRows(names=frozenset({"[memory]"}))
+"""profile_memory=True allocator instants."""
+COLLECTIVE_EVENTS: Final = EventRows(
+    kinds=frozenset({"collective"}),
+    engines=frozenset({"NIC"}),
+    names=frozenset({"record_param_comms"}),
+    name_pattern=r"c10d::|nccl|rccl|hccl",
+)
+"""Collective kernels and calls (NCCL/RCCL/HCCL kernels, c10d ops, record_param_comms)."""
+WAIT_EVENTS: Final = EventRows(names=frozenset({"Event Sync", "Stream Wait Event"}))
+"""CUDA event synchronization markers (`cuda_sync`)."""
+COPY_EVENTS: Final = EventRows(
+    kinds=frozenset({"memcpy", "memset"}),
+    engines=frozenset({"DMA"}),
+    name_pattern="Memcpy|Memset|dma",
+)
+"""Device copies and sets."""
+
+SOURCE_KEYS: Final[tuple[SourceKey, ...]] = (
+    SourceKey(("Device Type",), "memory_device_type", "int", "", MEMORY_EVENTS, "c10 DeviceType of the allocation (0: CPU)", 0),
+    SourceKey(("Device Id",), "memory_device_id", "int", "", MEMORY_EVENTS, "device index of the allocation", 0),
+    SourceKey(("Bytes",), "alloc_bytes", "int", "bytes", MEMORY_EVENTS, "bytes allocated (negative: freed)", 0),
+    SourceKey(("Total Allocated",), "total_allocated", "int", "bytes", MEMORY_EVENTS, "the allocator's allocated bytes after the event", 0),
+    SourceKey(("Total Reserved",), "total_reserved", "int", "bytes", MEMORY_EVENTS, "the allocator's reserved bytes after the event", NO_ID),
+    SourceKey(("Addr",), "alloc_addr", "int", "", MEMORY_EVENTS, "address of the block", 0),
+    SourceKey(("Process Group Name", "pg_name"), "process_group", "text", "", COLLECTIVE_EVENTS, "the collective's process group", ""),
+    SourceKey(("Seq", "seq"), "collective_seq", "int", "", COLLECTIVE_EVENTS, "the collective's sequence number in its group", NO_ID),
+    SourceKey(("Collective name", "collective_name"), "collective_name", "text", "", COLLECTIVE_EVENTS, "allreduce, allgather, ...", ""),
+    SourceKey(("wait_on_cuda_event_record_corr_id",), "wait_record_correlation", "int", "", WAIT_EVENTS, "correlation of the cudaEventRecord waited on", NO_ID),
+    SourceKey(("wait_on_stream",), "wait_stream", "int", "", WAIT_EVENTS, "the stream of the event waited on", NO_ID),
+    SourceKey(("memory bandwidth (GB/s)",), "copy_bandwidth_gbps", "float", "GB/s", COPY_EVENTS, "the copy's bandwidth", math.nan),
+    SourceKey(("bytes",), "copy_bytes", "int", "bytes", COPY_EVENTS, "bytes copied or set", NO_ID),
+)  # fmt: skip
+"""Every other profiler's args key an analysis reads, once (the loader makes each a column)."""
+
+_TYPE_DEFAULTS: Final[dict[str, str | int | float | bool]] = {
+    "text": "",
+    "json": "",
+    "int": NO_ID,
+    "float": math.nan,
+    "flag": False,
 }
-"""The event columns of the args keys that have no column of their own above (`aten_op`,
-`sync_reason`, `graph_ops`, ...), read from the rows hpuprof writes (`arg_columns.py`). Most
-traces hold none of them: each is then one broadcast value (no memory per row), and a saved
-file leaves it out (reading it back restores it). Analyses take row subsets without them
-(`without_args`) and read them at the rows they keep."""
+ARG_COLUMN_DEFAULTS: Final[dict[str, str | int | float | bool]] = {
+    **{arg.column: _TYPE_DEFAULTS[arg.type] for arg in ARGS if arg.column not in _EVENT_TABLE},
+    **{key.column: key.default for key in SOURCE_KEYS},
+}
+"""Each column read from args that has no column of its own above (`aten_op`, `sync_reason`,
+`graph_ops`, ..., and those of `SOURCE_KEYS`), and its value on an event without the key."""
+ARG_COLUMNS: Final[dict[str, str]] = {
+    **{arg.column: arg.dtype for arg in ARGS if arg.column not in _EVENT_TABLE},
+    **{key.column: key.dtype for key in SOURCE_KEYS},
+}
+"""The dtypes of the `ARG_COLUMN_DEFAULTS` columns, read by `arg_columns.py`. Most traces hold
+none of them: each is then one broadcast value (no memory per row), and a saved file leaves it
+out (reading it back restores it). Analyses take row subsets without them (`without_args`)
+and read them at the rows they keep."""
 
 EVENT_COLUMNS: Final[dict[str, str]] = {
     **{name: dtype for name, dtype in _EVENT_TABLE.items() if name != "args"},
@@ -613,3 +705,4 @@ METADATA_KEY: Final = "hpuprof"
 | "measured", "device_profile", "mode", ...}. See docs/trace-keys.md."""
 
 DeviceTimeSource = Literal["measured", "modeled", "none"]
+DEVICE_TIME_SOURCES: Final[tuple[str, ...]] = DeviceTimeSource.__args__  # type: ignore[attr-defined]

@@ -17,10 +17,10 @@ from hpuprof.trace.derive import with_derived
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import (
     COUNTER_COLUMNS,
-    DERIVED_COLUMNS,
     EVENT_COLUMNS,
     FLOW_COLUMNS,
     NO_ID,
+    stored_event_columns,
 )
 
 DEFAULTS: dict[str, Any] = {
@@ -109,7 +109,7 @@ def make_trace(
         inside = (df["rank"] == df.at[i, "rank"]).to_numpy() & (ts >= ts[i]) & (ts < end[i])
         step[inside] = num
     df["step"] = step
-    base = {c: t for c, t in EVENT_COLUMNS.items() if c not in DERIVED_COLUMNS}
+    base = {c: t for c, t in EVENT_COLUMNS.items() if c in stored_event_columns(1)}
     events = with_derived(_typed(df, base))
     counters = pd.DataFrame({c: pd.Series(dtype=t) for c, t in COUNTER_COLUMNS.items()})
     flows = pd.DataFrame({c: pd.Series(dtype=t) for c, t in FLOW_COLUMNS.items()})

@@ -22,10 +22,10 @@ from hpuprof.trace.derive import with_derived
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import (
     COUNTER_COLUMNS,
-    DERIVED_COLUMNS,
     EVENT_COLUMNS,
     FLOW_COLUMNS,
     NO_ID,
+    stored_event_columns,
 )
 
 OPS = ("aten::mm", "aten::add", "aten::relu", "aten::softmax", "aten::copy_", "aten::mul")
@@ -33,7 +33,7 @@ ENGINES = (("MME", "MME 0", "kernel"), ("TPC", "TPC 0", "kernel"), ("DMA", "DMA 
 
 
 def _rank_rows(rank: int, n_ops: int, ops_per_step: int, slow: float) -> dict[str, list[Any]]:
-    cols: dict[str, list[Any]] = {c: [] for c in EVENT_COLUMNS if c not in DERIVED_COLUMNS}
+    cols: dict[str, list[Any]] = {c: [] for c in stored_event_columns(1)}
     cols["uid"], cols["parent_uid"] = [], []
 
     def add(**kw: Any) -> int:
@@ -117,7 +117,7 @@ def _frame(cols: dict[str, list[Any]]) -> pd.DataFrame:
     df["parent"] = np.where(pu >= 0, new_row[np.maximum(pu, 0)], NO_ID)
     out = pd.DataFrame(index=df.index)
     for col, dtype in EVENT_COLUMNS.items():
-        if col not in DERIVED_COLUMNS:
+        if col in stored_event_columns(1):
             out[col] = df[col].astype(object) if dtype == "binary" else df[col].astype(dtype)
     return with_derived(out)  # op_row, dtype, flops, ... as the loader derives them
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import hpuprof
-from hpuprof.trace.arg_columns import holds_values, our_rows, read_later_keys
+from hpuprof.trace.arg_columns import LATER, holds_values, our_rows, read_later_keys
 from hpuprof.trace.parquet import events_table, load_parquet, save_parquet
 from hpuprof.trace.schema import ARG_COLUMNS, ARGS, EVENT_COLUMNS, NO_ID, ArgKey
 
@@ -84,7 +84,9 @@ def test_rows_found_by_search_give_the_same_columns_as_the_scanners_rows() -> No
     rows = our_rows(events["args"])
     assert len(rows)
     found = read_later_keys(events["args"], rows, len(events))
-    for name in ARG_COLUMNS:
+    later = [name for name in ARG_COLUMNS if name in found]
+    assert len(later) == len([arg for arg in LATER if arg.column in ARG_COLUMNS])
+    for name in later:
         pd.testing.assert_series_equal(
             pd.Series(found[name], name=name), events[name].reset_index(drop=True)
         )
