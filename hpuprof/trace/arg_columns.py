@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -41,6 +41,7 @@ from hpuprof.trace.schema import (
     SOURCE_KEYS,
     ArgKey,
     EventRows,
+    SourceKey,
 )
 
 LATER: Final[tuple[ArgKey, ...]] = tuple(arg for arg in ARGS if arg.column not in ARG_KEYS)
@@ -89,8 +90,6 @@ class _Keys:
 
 
 _LATER_KEYS: Final = _Keys("_Later", [arg.key for arg in LATER])
-_SPELLINGS: Final = [spelling for key in SOURCE_KEYS for spelling in key.keys]
-_SOURCE_KEYS: Final = _Keys("_Source", _SPELLINGS)
 
 
 def arrow_args(args: Any) -> pa.Array | pa.ChunkedArray:
@@ -148,44 +147,80 @@ def read_source_keys(events: pd.DataFrame) -> dict[str, Any]:
     """Every `schema.SOURCE_KEYS` column, read from the args of the rows each key is declared
     on (`SourceKey.rows`); `events` needs the columns kind, engine, name and args."""
     n = len(events)
-    selected = {
-        rows: np.flatnonzero(_selected(events, rows)) for rows in {key.rows for key in SOURCE_KEYS}
-    }
-    union = np.unique(np.concatenate([*selected.values(), np.zeros(0, dtype=np.int64)]))
-    values = iter(_SOURCE_KEYS.values(events["args"], union))
+    selected = _selected(events, [rows for rows, _, _ in _SOURCE_GROUPS])
     out: dict[str, Any] = {}
-    for key in SOURCE_KEYS:
-        spellings = [next(values) for _ in key.keys]
-        first = [
-            next((v for v in vs if v is not None), None) for vs in zip(*spellings, strict=True)
-        ]
-        mine = np.isin(union, selected[key.rows])
-        rows = union[mine]
-        kept = [v for v, m in zip(first, mine.tolist(), strict=True) if m] if first else []
-        out[key.column] = _column(key.type, key.default, kept, rows, n, 1)
+    for (_, keys, decoder), rows in zip(_SOURCE_GROUPS, selected, strict=True):
+        values = iter(decoder.values(events["args"], rows))
+        for key in keys:
+            spellings = [next(values) for _ in key.keys]
+            first = (
+                spellings[0]
+                if len(spellings) == 1
+                else [
+                    next((v for v in vs if v is not None), None)
+                    for vs in zip(*spellings, strict=True)
+                ]
+            )
+            out[key.column] = _column(key.type, key.default, first, rows, n, 1)
     return out
 
 
-def _selected(events: pd.DataFrame, rows: EventRows) -> NDArray[np.bool_]:
-    """The events `rows` declares (a test per category: no work per row but one lookup)."""
+def _source_groups() -> list[tuple[EventRows, list[SourceKey], _Keys]]:
+    """The source keys by the events they are read from, each group with its decoder."""
+    groups: dict[EventRows, list[SourceKey]] = {}
+    for key in SOURCE_KEYS:
+        groups.setdefault(key.rows, []).append(key)
+    assert len(groups) <= 8, "one bit per group in _selected's uint8 tables"
+    return [
+        (rows, keys, _Keys(f"_Source{i}", [s for key in keys for s in key.keys]))
+        for i, (rows, keys) in enumerate(groups.items())
+    ]
+
+
+_SOURCE_GROUPS: Final = _source_groups()
+
+
+def _selected(events: pd.DataFrame, groups: Sequence[EventRows]) -> list[NDArray[np.int64]]:
+    """The rows each of `groups` declares: one bit per group per category of the name, kind
+    and engine columns, gathered by the rows' codes (one pass per column that any group
+    names), so a trace without such events costs three small tables."""
+    bits: NDArray[np.uint8] | None = None
+    for column, test_of in _TESTS:
+        values = (
+            pd.Categorical(events[column])
+            if events[column].dtype != "category"
+            else events[column].array
+        )
+        names = [str(c) for c in values.categories]
+        table = np.zeros(len(names) + 1, dtype=np.uint8)  # (the last: a missing value, code -1)
+        for g, rows in enumerate(groups):
+            test = test_of(rows)
+            table[:-1] |= np.array([bool(test(c)) for c in names], dtype=np.uint8) << g
+        if not table.any():
+            continue
+        got = table[np.asarray(values.codes)]  # code -1 takes the last entry
+        bits = got if bits is None else bits | got
+    if bits is None:
+        return [np.zeros(0, dtype=np.int64) for _ in groups]
+    some = np.flatnonzero(bits)
+    return [some[(bits[some] >> g) & 1 == 1] for g in range(len(groups))]
+
+
+def _name_test(rows: EventRows) -> Callable[[str], bool]:
     pattern = re.compile(rows.name_pattern) if rows.name_pattern else None
 
     def named(name: str) -> bool:
         return name in rows.names or (pattern is not None and pattern.match(name) is not None)
 
-    mask = _per_category(events["name"], named)
-    mask |= _per_category(events["kind"], rows.kinds.__contains__)
-    mask |= _per_category(events["engine"], rows.engines.__contains__)
-    return mask
+    return named
 
 
-def _per_category(column: pd.Series, test: Any) -> NDArray[np.bool_]:
-    values = column.array
-    if not isinstance(values, pd.Categorical):
-        return np.array([bool(test(str(v))) for v in values], dtype=bool)
-    hit = np.array([bool(test(str(c))) for c in values.categories] + [False], dtype=bool)
-    codes = np.asarray(values.codes)
-    return np.asarray(hit[np.where(codes >= 0, codes, len(values.categories))], dtype=bool)
+_TESTS: Final[tuple[tuple[str, Callable[[EventRows], Callable[[str], bool]]], ...]] = (
+    ("name", _name_test),
+    ("kind", lambda rows: rows.kinds.__contains__),
+    ("engine", lambda rows: rows.engines.__contains__),
+)
+"""The events column each part of an `EventRows` tests, and the test of a category."""
 
 
 @dataclass(frozen=True)
@@ -209,10 +244,25 @@ def _column(
     if type == "flag":
         flags = np.array([v is True for v in values], dtype=bool)
         return _scattered(n, rows, flags, np.False_)
-    numbers = [_number(v, type, scale) for v in values]
     dtype = np.int64 if type == "int" else np.float64
-    kept = np.array([default if x is None else x for x in numbers], dtype=dtype)
+    kept = _numbers(values, dtype, scale)
+    if kept is None:  # (absent values, other types, out of range: one by one)
+        numbers = [_number(v, type, scale) for v in values]
+        kept = np.array([default if x is None else x for x in numbers], dtype=dtype)
     return _scattered(n, rows, kept, dtype(default))
+
+
+def _numbers(values: Sequence[Any], dtype: Any, scale: int) -> NDArray[Any] | None:
+    """`values` as numbers at once when every one is an int (a float column: or a float) within
+    range, as the torch.profiler keys of most events are; None otherwise."""
+    kinds = set(map(type, values))
+    if not kinds <= ({int} if dtype is np.int64 and scale == 1 else {int, float}):
+        return None
+    try:
+        numbers = np.array(values, dtype=dtype)
+    except OverflowError:
+        return None
+    return numbers * scale if scale != 1 else numbers
 
 
 def _scattered(n: int, rows: NDArray[np.int64], values: NDArray[Any], absent: Any) -> NDArray[Any]:

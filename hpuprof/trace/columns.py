@@ -148,6 +148,8 @@ def binary_array(values: Sequence[Any]) -> pa.LargeBinaryArray:
 
 
 _TAKE_ROWS = 1 << 16
+_FEW_ROWS = 16
+"""`take_binary` reads only the offsets of the rows it takes when they are fewer than 1 in this."""
 
 
 def _binary_piece(n: int, offsets: Any, data: Any) -> pa.LargeBinaryArray:
@@ -173,23 +175,33 @@ def take_binary(
     if gather is None or not array.num_chunks:
         return _take_joined(array.combine_chunks(), rows)
     pieces = array.chunks
-    bases = np.zeros(len(pieces) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in pieces], out=bases[1:])
-    all_offsets = [_piece_offsets(p) for p in pieces]
-    starts = np.concatenate([o[:-1] for o in all_offsets])
-    lengths = np.concatenate([np.diff(o) for o in all_offsets])
-    del all_offsets
     rows = np.ascontiguousarray(rows, dtype=np.int64)
-    if len(rows) and (rows.min() < 0 or rows.max() >= len(starts)):
+    if len(rows) and (rows.min() < 0 or rows.max() >= len(array)):
         raise IndexError("take_binary: row out of range")
+    if len(pieces) == 1 and len(rows) * _FEW_ROWS < len(array):
+        # a few rows of one piece (the args keys of some events): their offsets only, not a
+        # start and length for every row of the column
+        piece_offsets = _piece_offsets(pieces[0])
+        starts = piece_offsets[rows]
+        lengths = piece_offsets[rows + 1] - starts
+        bases = np.array([0, len(rows)], dtype=np.int64)
+        taken_rows = np.arange(len(rows), dtype=np.int64)
+    else:
+        bases = np.zeros(len(pieces) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in pieces], out=bases[1:])
+        all_offsets = [_piece_offsets(p) for p in pieces]
+        starts = np.concatenate([o[:-1] for o in all_offsets])
+        lengths = np.concatenate([np.diff(o) for o in all_offsets])
+        del all_offsets
+        taken_rows = rows
     n = len(rows)
     offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths[rows], out=offsets[1:])
+    np.cumsum(lengths[taken_rows], out=offsets[1:])
     del lengths
     data = np.empty(int(offsets[-1]), dtype=np.uint8)
     # a piece's offsets point into its whole data buffer (a sliced piece shares it)
     buffers = [memoryview(p.buffers()[2] or b"") for p in pieces]
-    gather(buffers, bases, starts, rows, offsets, data)
+    gather(buffers, bases, starts, taken_rows, offsets, data)
     return _binary_piece(n, offsets, data)
 
 
