@@ -367,3 +367,10 @@ def with_arg_columns(events: pd.DataFrame) -> pd.DataFrame:
     order = [name for name in EVENT_COLUMNS if name in columns]
     order += [name for name in columns if name not in EVENT_COLUMNS]
     return pd.DataFrame({name: columns[name] for name in order}, index=events.index, copy=False)
+
+
+def subset(events: pd.DataFrame, mask: NDArray[np.bool_]) -> pd.DataFrame:
+    """`events[mask]`, each arg column that holds no value kept as one broadcast value (a row
+    subset copies every column it holds: these hold nothing to copy)."""
+    empty = [name for name in ARG_COLUMNS if name in events and not holds_values(events[name])]
+    return with_arg_columns(events.drop(columns=empty)[mask]) if empty else events[mask]
