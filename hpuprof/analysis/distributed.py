@@ -55,7 +55,7 @@ from hpuprof.analysis.distributed_streams import (
 )
 from hpuprof.analysis.findings import Finding, sort_findings
 from hpuprof.analysis.options import AnalysisOptions
-from hpuprof.trace.arg_columns import subset
+from hpuprof.trace.broadcast_columns import subset
 from hpuprof.trace.model import Trace
 
 REPORT: Final = "distributed"

@@ -17,7 +17,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from hpuprof.errors import UsageError
-from hpuprof.trace.arg_columns import subset
+from hpuprof.trace.broadcast_columns import subset
 from hpuprof.trace.model import Trace
 
 BoolArray = npt.NDArray[np.bool_]

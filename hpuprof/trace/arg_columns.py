@@ -8,9 +8,12 @@ made another way, a byte search of the args finds them (`our_rows`). Their args 
 one msgspec pass and each key becomes a column (`schema.ARG_COLUMNS`, and the raw values of
 `flops`, `cause` and `call_site`, which `derive.py` completes).
 
+The keys other profilers write that analyses read (`schema.SOURCE_KEYS`) are read the same
+way from the events each is declared on (`read_source_keys`).
+
 A key that no row holds costs nothing: its column is one broadcast value (a zero-stride array,
-no memory per row) until something copies it. A value of the wrong type for its key (text
-where a count is due) loads as absent, as other tools' keys that happen to share our prefix.
+no memory per row; `broadcast_columns.py`). A value of the wrong type for its key (text where
+a count is due) loads as absent, as other tools' keys that happen to share our prefix.
 """
 
 from __future__ import annotations
@@ -28,15 +31,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from hpuprof.trace.broadcast_columns import absent_column, absent_text
 from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import take_binary, text
 from hpuprof.trace.schema import (
     ARG_COLUMN_DEFAULTS,
-    ARG_COLUMNS,
     ARG_KEYS,
     ARG_PREFIX,
     ARGS,
-    EVENT_COLUMNS,
     NO_ID,
     SOURCE_KEYS,
     ArgKey,
@@ -47,7 +49,6 @@ from hpuprof.trace.schema import (
 LATER: Final[tuple[ArgKey, ...]] = tuple(arg for arg in ARGS if arg.column not in ARG_KEYS)
 """The keys read here, from the rows that hold them (the others come with the event)."""
 _OUR_KEY: Final = '"' + ARG_PREFIX
-_TEXT: Final = pd.CategoricalDtype(pd.Index([""], dtype="str"))
 
 
 class _Keys:
@@ -279,16 +280,6 @@ def _scattered(n: int, rows: NDArray[np.int64], values: NDArray[Any], absent: An
     return out
 
 
-def absent_column(value: Any, n: int) -> NDArray[Any]:
-    """`n` times `value` as one read-only broadcast value (no memory per row)."""
-    return np.broadcast_to(np.asarray(value), (n,))
-
-
-def absent_text(n: int) -> pd.Categorical:
-    """`n` empty texts as a categorical over one broadcast code (no memory per row)."""
-    return pd.Categorical.from_codes(absent_column(np.int8(0), n), dtype=_TEXT, validate=False)
-
-
 def sparse_text(
     n: int, rows: Sequence[int] | NDArray[np.int64], values: list[str]
 ) -> pd.Categorical:
@@ -322,55 +313,3 @@ def _number(value: Any, type: str, scale: int) -> int | float | None:
             return None
         return round(scaled)
     return scaled if -(2**63) <= scaled < 2**63 else None
-
-
-# --- columns that hold no value: one broadcast value in memory, left out of saved files ---------
-
-
-def absent_arg_column(name: str, n: int) -> NDArray[Any] | pd.Categorical:
-    """The column `name` of `schema.ARG_COLUMNS` when no row holds its key."""
-    dtype, default = ARG_COLUMNS[name], ARG_COLUMN_DEFAULTS[name]
-    if dtype == "category":
-        return absent_text(n)  # (text columns are "" where absent)
-    return absent_column(np.asarray(default, dtype=dtype), n)
-
-
-def holds_values(column: pd.Series) -> bool:
-    """Whether the arg column `column` (named as in `schema.ARG_COLUMNS`) holds a value on some
-    row (not only its default)."""
-    default = ARG_COLUMN_DEFAULTS[str(column.name)]
-    values = column.array
-    if isinstance(values, pd.Categorical):
-        return list(values.categories) not in ([], [default])
-    array = column.to_numpy()
-    if array.strides == (0,) or not len(array):  # one broadcast value (`absent_column`)
-        array = array[:1]
-    if isinstance(default, float) and math.isnan(default):
-        return bool((~np.isnan(array)).any())
-    return bool((array != default).any())
-
-
-def left_out_arg_columns(events: pd.DataFrame) -> pd.DataFrame:
-    """`events` without the arg columns that hold no value (as files store them)."""
-    empty = [name for name in ARG_COLUMNS if name in events and not holds_values(events[name])]
-    return events.drop(columns=empty) if empty else events
-
-
-def with_arg_columns(events: pd.DataFrame) -> pd.DataFrame:
-    """`events` with the arg columns it lacks restored (no value in any row), in schema order."""
-    missing = [name for name in ARG_COLUMNS if name not in events.columns]
-    if not missing:
-        return events
-    n = len(events)
-    columns = {name: events[name].array for name in events.columns}
-    columns.update((name, absent_arg_column(name, n)) for name in missing)
-    order = [name for name in EVENT_COLUMNS if name in columns]
-    order += [name for name in columns if name not in EVENT_COLUMNS]
-    return pd.DataFrame({name: columns[name] for name in order}, index=events.index, copy=False)
-
-
-def subset(events: pd.DataFrame, mask: NDArray[np.bool_]) -> pd.DataFrame:
-    """`events[mask]`, each arg column that holds no value kept as one broadcast value (a row
-    subset copies every column it holds: these hold nothing to copy)."""
-    empty = [name for name in ARG_COLUMNS if name in events and not holds_values(events[name])]
-    return with_arg_columns(events.drop(columns=empty)[mask]) if empty else events[mask]

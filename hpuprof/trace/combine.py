@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from hpuprof.trace.arg_columns import absent_arg_column, holds_values
+from hpuprof.trace.broadcast_columns import absent_arg_column, holds_values
 from hpuprof.trace.categories import text_categorical
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import ARG_COLUMNS, ROW_COLUMNS

@@ -22,9 +22,9 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from hpuprof.errors import TraceFormatError
-from hpuprof.trace.arg_columns import left_out_arg_columns, with_arg_columns
 from hpuprof.trace.arrow_frame import frame_from_arrow
 from hpuprof.trace.atomic_write import atomic_output
+from hpuprof.trace.broadcast_columns import left_out_arg_columns, with_arg_columns
 from hpuprof.trace.derive import OLDEST_READABLE_VERSION
 from hpuprof.trace.formats import ReadOptions, WriteProgress
 from hpuprof.trace.model import Trace

@@ -29,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 
 from hpuprof.errors import TraceFormatError
-from hpuprof.trace.arg_columns import absent_arg_column
+from hpuprof.trace.broadcast_columns import absent_arg_column
 from hpuprof.trace.derive import OLDEST_READABLE_VERSION
 from hpuprof.trace.perfetto_layout import (
     ANN_ARGS,

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 import numpy as np
 import pandas as pd
 
-from hpuprof.trace.arg_columns import holds_values
 from hpuprof.trace.atomic_write import atomic_output
+from hpuprof.trace.broadcast_columns import holds_values
 from hpuprof.trace.perfetto_layout import (
     ANN_ARGS,
     ANN_ARGS_B64,

@@ -14,7 +14,8 @@ import pyarrow as pa
 import pytest
 
 import hpuprof
-from hpuprof.trace.arg_columns import LATER, holds_values, our_rows, read_later_keys
+from hpuprof.trace.arg_columns import LATER, our_rows, read_later_keys
+from hpuprof.trace.broadcast_columns import holds_values
 from hpuprof.trace.parquet import events_table, load_parquet, save_parquet
 from hpuprof.trace.schema import ARG_COLUMNS, ARGS, EVENT_COLUMNS, NO_ID, ArgKey
 
