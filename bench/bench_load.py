@@ -4,7 +4,7 @@ Each measurement runs in a fresh subprocess (peak RSS from `ru_maxrss` of that p
 to one core when possible. Prints the figures and their ratio in one run: wall-clock figures,
 and beside them CPU-time figures (on a shared, busy machine the wall clock includes waiting for
 the core). The cached reopen is a second `hpuprof.load` of the same file (the memory-mapped
-load cache, written to a scratch `XDG_CACHE_HOME`); the Parquet reopen (`Trace.save` file) is
+load cache, written to a scratch `XDG_CACHE_HOME`); the Parquet reopen (`save_parquet` file) is
 shown beside it.
 
     python bench/bench_load.py [TRACE.json] [--events 2000000]
@@ -109,7 +109,7 @@ def main() -> None:
         _run("save", trace, parquet)
         again = _run("reopen", trace, parquet)
         print(
-            f"Parquet reopen (Trace.save): {again['rows'] / again['seconds'] / 1e6:8.2f} M events/s "
+            f"Parquet reopen (save_parquet): {again['rows'] / again['seconds'] / 1e6:8.2f} M events/s "
             f"({again['seconds']:.2f} s)"
         )
 

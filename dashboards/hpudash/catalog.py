@@ -29,15 +29,9 @@ from typing import Literal
 
 from hpuprof.capture.run_dir import read_manifest
 from hpuprof.errors import HpuprofError, TraceFormatError
+from hpuprof.trace.formats import KINETO_JSON, TRACE_SUFFIXES
 from hpuprof.trace.run_manifest import MANIFEST, run_trace_files
 
-TRACE_SUFFIXES: tuple[str, ...] = (
-    ".json",
-    ".json.gz",
-    ".perfetto-trace",
-    ".pftrace",
-    ".parquet",
-)
 SKIP_SUFFIXES: tuple[str, ...] = (".incomplete.json", ".incomplete.json.gz")
 NOT_TRACES: frozenset[str] = frozenset({MANIFEST, "package.json"})
 RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[-_]?(\d{1,6})(?![0-9])", re.IGNORECASE)
@@ -178,7 +172,7 @@ def _head(path: Path) -> bytes:
 
 def rank_from_header(path: Path) -> tuple[int, int] | None:
     """(rank, world_size) from the `distributedInfo` near the start of a Chrome JSON trace."""
-    if not path.name.lower().endswith((".json", ".json.gz")):
+    if not path.name.lower().endswith(KINETO_JSON.suffixes):
         return None
     found = DISTRIBUTED_INFO.search(_head(path))
     if not found:

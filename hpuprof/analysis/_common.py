@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
-import orjson
 import pandas as pd
 
 from hpuprof.trace.model import Trace
-from hpuprof.trace.schema import METADATA_KEY, STEP_ANNOTATION_PREFIX
+from hpuprof.trace.schema import ARG_COLUMNS, METADATA_KEY, STEP_ANNOTATION_PREFIX
 
 # HTA 0.5.0's kernel-type regexes (hta/utils/utils.py), applied to names, so that our temporal
 # and kernel-type breakdowns are comparable with HTA's on CUDA/ROCm/MTIA traces.
@@ -76,29 +75,30 @@ def isin(values: pd.Series, wanted: Iterable[str]) -> np.ndarray:
     return cat_test(values, keys.__contains__)
 
 
+_READ_AT_ROWS: Final = ("args", *ARG_COLUMNS)
+
+
 def without_args(ev: pd.DataFrame) -> pd.DataFrame:
-    """The events without the raw `args` column (no copy), so row subsets stay cheap."""
-    return ev.drop(columns="args") if "args" in ev.columns else ev
+    """The events without the raw `args` and the columns read from args
+    (`schema.ARG_COLUMNS`), no copy, so row subsets stay cheap: `arg_values` reads those at
+    the rows kept."""
+    dropped = [name for name in _READ_AT_ROWS if name in ev.columns]
+    return ev.drop(columns=dropped) if dropped else ev
 
 
-def args_at(
-    events: pd.DataFrame, labels: Sequence[Any] | np.ndarray | pd.Index
-) -> list[dict[str, Any]]:
-    """Parsed args of the rows with these labels, read from the full events table.
-
-    Only the requested rows' bytes are taken from the args column; nothing else is touched.
-    """
-    labels = np.asarray(labels)
-    if "args" not in events.columns or labels.size == 0:
-        return [{} for _ in range(labels.size)]
-    pos = events.index.get_indexer(pd.Index(labels))
+def arg_values(
+    events: pd.DataFrame, name: str, labels: Sequence[Any] | np.ndarray | pd.Index
+) -> np.ndarray:
+    """The values of the column `name` (one of `schema.ARG_COLUMNS`, which `without_args`
+    leaves out) at the rows with these labels, read from the full events table: text as str
+    objects, numbers and flags as numpy values."""
+    pos = positions(events.index, np.asarray(labels))
     if (pos < 0).any():
         raise KeyError("row labels not in the events table")
-    arr = arrow_args(events)
-    import pyarrow as pa
-
-    taken = arr.take(pa.array(pos, type=pa.int64()))
-    return [parse_args(raw) for raw in taken.to_pylist()]
+    column = events[name]
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return strs(column.iloc[pos])
+    return column.to_numpy()[pos]
 
 
 def hta_kernel_type(name: str) -> str:
@@ -166,53 +166,6 @@ def self_time(ev: pd.DataFrame, rows: pd.DataFrame | None = None) -> pd.Series:
     return pd.Series(np.maximum(rows["dur_ns"].to_numpy(dtype=np.int64) - sub, 0), index=rows.index)
 
 
-def parse_args(raw: Any) -> dict[str, Any]:
-    """The args object of one event from its raw JSON bytes ({} when absent or invalid)."""
-    if raw is None or (isinstance(raw, float) and np.isnan(raw)):
-        return {}
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str):
-        raw = raw.encode()
-    if not raw:
-        return {}
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def args_of(rows: pd.DataFrame) -> list[dict[str, Any]]:
-    """Parsed args of a (small) set of rows, in order."""
-    if "args" not in rows.columns:
-        return [{} for _ in range(len(rows))]
-    return [parse_args(r) for r in rows["args"].tolist()]
-
-
-def arrow_args(rows: pd.DataFrame) -> Any:
-    """The raw args column as a pyarrow (chunked) binary array, without a Python copy."""
-    import pyarrow as pa
-
-    col = rows["args"]
-    arrow = getattr(col.array, "__arrow_array__", None)
-    if arrow is not None:
-        return arrow()
-    return pa.array(col.to_numpy(dtype=object), type=pa.binary(), from_pandas=True)
-
-
-def rows_with_arg(ev: pd.DataFrame, key: str | tuple[str, ...]) -> pd.DataFrame:
-    """Rows whose raw args contain `"key"` (a vectorized byte search; nothing is parsed)."""
-    import pyarrow.compute as pc
-
-    if "args" not in ev.columns or ev.empty:
-        return ev.iloc[:0]
-    keys = (key,) if isinstance(key, str) else key
-    pattern = "|".join(f'"{k}"'.replace(".", "\\.") for k in keys)
-    hit = pc.match_substring_regex(arrow_args(ev), pattern=pattern).fill_null(False)
-    return ev[np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)]
-
-
 def step_windows(ev: pd.DataFrame) -> pd.DataFrame:
     """Step windows [rank, step, start_ns, end_ns] from ProfilerStep#N or our step slices."""
     is_prof = cat_test(ev["name"], lambda n: n.startswith(STEP_ANNOTATION_PREFIX))
@@ -277,12 +230,8 @@ def host_time_source(trace: Trace) -> str:
 
 
 def device_time_source(trace: Trace) -> str:
-    """'measured', 'modeled' or 'none' from our run metadata (measured when unknown)."""
-    for meta in trace.metadata.values():
-        ours = meta.get(METADATA_KEY) if isinstance(meta, dict) else None
-        if isinstance(ours, dict) and ours.get("device_time"):
-            return str(ours["device_time"])
-    return "measured"
+    """'measured', 'modeled' or 'none' (`Trace.device_time`; measured when it does not say)."""
+    return trace.device_time or "measured"
 
 
 def records(frame: pd.DataFrame, index: str = "") -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ import pandas as pd
 from hpuprof.analysis import intervals as iv
 from hpuprof.analysis._common import (
     KERNEL_TYPES,
-    args_at,
+    arg_values,
     cat_test,
     device_events,
     device_time_source,
@@ -293,8 +293,12 @@ def _cause_sets(ev: pd.DataFrame, full: pd.DataFrame, rank: int) -> list[tuple[s
     sync = ev[keep & (isin(ev["kind"], ("sync",)) | isin(hev, ("sync",)))]
     if not sync.empty:
         reasons = [
-            str(a.get("hpuprof.sync_reason") or n)
-            for a, n in zip(args_at(full, sync.index), strs(sync["name"]).tolist(), strict=True)
+            str(reason or n)
+            for reason, n in zip(
+                arg_values(full, "sync_reason", sync.index),
+                strs(sync["name"]).tolist(),
+                strict=True,
+            )
         ]
         sync = sync.assign(_reason=reasons)
         for reason, grp in sync.groupby("_reason"):

@@ -149,7 +149,7 @@ def events_with_steps(ev: pd.DataFrame) -> pd.Series:
 def op_summary(trace: Trace, step: int | None = None, rank: int | None = None) -> pd.DataFrame:
     """HTA TraceDiff's per-op table: counts and total duration (ns) per name over every slice
     of one step (or all), one rank (default: the first)."""
-    ev = trace.events
+    ev = without_args(trace.events)  # (row subsets below: no args to copy)
     if rank is None and len(ev):
         rank = int(ev["rank"].min())
     ev = ev[(ev["rank"].to_numpy() == rank) & (ev["ph"] == "X").to_numpy()]

@@ -55,6 +55,7 @@ from hpuprof.analysis.distributed_streams import (
 )
 from hpuprof.analysis.findings import Finding, sort_findings
 from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.trace.broadcast_columns import subset
 from hpuprof.trace.model import Trace
 
 REPORT: Final = "distributed"
@@ -188,7 +189,8 @@ def _rank_events(events: pd.DataFrame, options: AnalysisOptions) -> pd.DataFrame
         return events
     from hpuprof.analysis.bottleneck import _drop_last_step
 
-    return events.loc[_drop_last_step(without_args(events)).index]
+    kept = _drop_last_step(without_args(events)).index
+    return subset(events, events.index.isin(kept))  # (args-key columns holding no value: kept)
 
 
 def rank_partial(

@@ -25,13 +25,10 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from hpuprof.analysis._common import args_at, cat_test, ends, isin, strs, without_args
+from hpuprof.analysis._common import arg_values, cat_test, ends, isin, strs, without_args
 from hpuprof.trace.schema import NO_ID
 
 COLLECTIVE_COLUMNS: Final = ("pg", "seq", "order", "name", "step", "start_ns", "end_ns", "source")
-PG_KEYS: Final = ("Process Group Name", "pg_name")
-SEQ_KEYS: Final = ("Seq", "seq")
-NAME_KEYS: Final = ("Collective name", "collective_name")
 HOST_COLLECTIVE_RE: Final = re.compile(
     r"^c10d::(all_?reduce|allgather|_allgather_base|all_gather|reduce_scatter|"
     r"_reduce_scatter_base|broadcast|alltoall|all_to_all|reduce_|gather|scatter|barrier|send|recv)"
@@ -39,16 +36,9 @@ HOST_COLLECTIVE_RE: Final = re.compile(
 KERNEL_NAME_RE: Final = re.compile(r"(?:nccl|rccl|hccl)(?:Dev)?(?:Kernel)?_?([A-Za-z]+)", re.I)
 
 
-def _first(args: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    for key in keys:
-        if key in args:
-            return args[key]
-    return None
-
-
-def _collective_name(args: dict[str, Any], event_name: str) -> str:
-    value = _first(args, NAME_KEYS)
-    if isinstance(value, str) and value:
+def _collective_name(value: str, event_name: str) -> str:
+    """The collective's name: its `collective_name` column, else from the event name."""
+    if value:
         return value
     if event_name.startswith("c10d::"):
         return event_name[6:].strip("_")
@@ -81,15 +71,13 @@ def collective_table(
     if len(rows) == 0:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in COLLECTIVE_COLUMNS})
     rows = rows.sort_values("ts_ns", kind="stable")
-    args = args_at(full, rows.index)
     names = strs(rows["name"]).tolist()
-    pg = [str(_first(a, PG_KEYS) or "") for a in args]
-    seq = [s if isinstance(s := _first(a, SEQ_KEYS), int) else NO_ID for a in args]
+    given = arg_values(full, "collective_name", rows.index).tolist()
     table = pd.DataFrame(
         {
-            "pg": pg,
-            "seq": np.asarray(seq, dtype=np.int64),
-            "name": [_collective_name(a, n) for a, n in zip(args, names, strict=True)],
+            "pg": arg_values(full, "process_group", rows.index).tolist(),
+            "seq": np.asarray(arg_values(full, "collective_seq", rows.index), dtype=np.int64),
+            "name": [_collective_name(g, n) for g, n in zip(given, names, strict=True)],
             "step": rows["step"].to_numpy(dtype=np.int64),
             "start_ns": rows["ts_ns"].to_numpy(dtype=np.int64),
             "end_ns": ends(rows),

@@ -36,7 +36,7 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
-from hpuprof.analysis._common import args_at, ends, isin, kernel_types, strs, without_args
+from hpuprof.analysis._common import arg_values, ends, isin, kernel_types, strs, without_args
 from hpuprof.analysis.distributed_streams import by_int, device_rows, launches
 from hpuprof.trace.schema import NO_ID
 
@@ -454,7 +454,11 @@ def _event_syncs(
     waits = sync[isin(sync["name"], ("Event Sync", "Stream Wait Event"))]
     if waits.empty or pairs.empty:
         return {}, []
-    args = args_at(full, waits.index)
+    waited = zip(
+        arg_values(full, "wait_record_correlation", waits.index).tolist(),
+        arg_values(full, "wait_stream", waits.index).tolist(),
+        strict=True,
+    )
     records = ev[isin(ev["name"], ("cudaEventRecord", "hipEventRecord"))]
     record_ts = dict(zip(records["correlation"].tolist(), records["ts_ns"].tolist(), strict=True))
     launch = pairs.sort_values("cpu_ts", kind="stable")
@@ -464,15 +468,10 @@ def _event_syncs(
     stream_of_sync = dict(zip(sync.index.tolist(), sync["stream"].tolist(), strict=True))
     ts_of_host = dict(zip(ev.index.tolist(), ev["ts_ns"].tolist(), strict=True))
     names = strs(waits["name"]).tolist()
-    for (row, a), name, corr in zip(
-        zip(waits.index.tolist(), args, strict=True),
-        names,
-        waits["correlation"].tolist(),
-        strict=True,
+    for row, (rec_corr, stream), name, corr in zip(
+        waits.index.tolist(), waited, names, waits["correlation"].tolist(), strict=True
     ):
-        rec_corr = a.get("wait_on_cuda_event_record_corr_id")
-        stream = a.get("wait_on_stream")
-        if not isinstance(rec_corr, int) or not isinstance(stream, int):
+        if rec_corr == NO_ID or stream == NO_ID:  # (not an event sync with both keys)
             continue
         rec_ts = record_ts.get(rec_corr)
         grp = by_stream.get(stream)

@@ -32,6 +32,7 @@ merges. Definitions follow HTA 0.5.0 (hta/analyzers/*.py), in integer nanosecond
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ import pandas as pd
 
 from hpuprof.analysis import intervals as iv
 from hpuprof.analysis._common import (
-    args_at,
+    arg_values,
     cat_test,
     ends,
     isin,
@@ -287,12 +288,11 @@ def copy_kind(name: str) -> str:
     return "Memcpy Unknown"
 
 
-def _bandwidth_gbps(args: dict[str, object], dur_ns: int) -> float:
-    value = args.get("memory bandwidth (GB/s)")
-    if isinstance(value, (int, float)):
-        return float(value)
-    nbytes = args.get("bytes", args.get("hpuprof.bytes"))
-    if isinstance(nbytes, (int, float)) and nbytes > 0:
+def _bandwidth_gbps(given: float, nbytes: int, dur_ns: int) -> float:
+    """A copy's bandwidth: the one the trace gives, else its bytes over its duration."""
+    if not math.isnan(given):
+        return given
+    if nbytes > 0:
         return float(nbytes) / max(dur_ns, 1)  # bytes per ns == GB/s
     return 0.0
 
@@ -306,8 +306,12 @@ def memory_bandwidth(
         return []
     dur = mem["dur_ns"].to_numpy(dtype=np.int64)
     dur = np.where(dur > 0, dur, 1000)  # HTA: a zero duration counts as 1 us
+    given = arg_values(full, "copy_bandwidth_gbps", mem.index).tolist()
+    copied = arg_values(full, "copy_bytes", mem.index)
+    modeled = arg_values(full, "bytes_moved", mem.index)  # the emulator's device copies
+    nbytes = np.where(copied != NO_ID, copied, modeled).tolist()
     bw = np.array(
-        [_bandwidth_gbps(a, int(d)) for a, d in zip(args_at(full, mem.index), dur, strict=True)]
+        [_bandwidth_gbps(g, b, int(d)) for g, b, d in zip(given, nbytes, dur, strict=True)]
     )
     kinds = np.array([copy_kind(n) for n in strs(mem["name"])], dtype=object)
     ts = mem["ts_ns"].to_numpy(dtype=np.int64)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from hpuprof.analysis._common import (
-    args_at,
+    arg_values,
     cat_test,
     is_fallback,
     isin,
@@ -94,8 +94,10 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
     if rows.empty:
         return FallbackReport(0, 0, ())
     ops = [
-        str(a.get("hpuprof.op") or n)
-        for a, n in zip(args_at(full, rows.index), strs(rows["name"]).tolist(), strict=True)
+        str(op or n)
+        for op, n in zip(
+            arg_values(full, "aten_op", rows.index), strs(rows["name"]).tolist(), strict=True
+        )
     ]
     # copies: descendants (children and grandchildren) whose name looks like a copy
     idx = rows.index.to_numpy()

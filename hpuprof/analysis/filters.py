@@ -17,6 +17,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from hpuprof.errors import UsageError
+from hpuprof.trace.broadcast_columns import subset
 from hpuprof.trace.model import Trace
 
 BoolArray = npt.NDArray[np.bool_]
@@ -148,7 +149,7 @@ def apply_filters(trace: Trace, filters: Iterable[EventFilter] | EventFilter | N
     if not fs:
         return trace
     combined = AllOf(tuple(fs))
-    events = trace.events[combined.mask(trace.events)]
+    events = subset(trace.events, combined.mask(trace.events))
     counters = trace.counters
     ranks = [f.ranks for f in fs if isinstance(f, RankFilter)]
     if ranks and not counters.empty and "rank" in counters.columns:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from hpuprof.analysis._common import args_at, host_ops, isin, strs, without_args
+from hpuprof.analysis._common import host_ops, isin, strs, without_args
 from hpuprof.analysis.advice import advise
 from hpuprof.analysis.device import trace_device
 from hpuprof.analysis.dynamicity import DYNAMIC_OP_NAMES
@@ -64,7 +64,6 @@ def analyze_hpu_graphs(trace: Trace, options: AnalysisOptions | None = None) -> 
     rows = ev[isin(ev["hpu_event"], ("graph_capture", "graph_replay"))]
     graphs: list[GraphStats] = []
     if not rows.empty:
-        a = args_at(full, rows.index)
         frame = pd.DataFrame(
             {
                 "graph": [
@@ -75,12 +74,7 @@ def analyze_hpu_graphs(trace: Trace, options: AnalysisOptions | None = None) -> 
                 ],
                 "ev": rows["hpu_event"].astype(str).to_numpy(),
                 "dur": rows["dur_ns"].to_numpy(),
-                "cause": [
-                    str((x.get("hpuprof.cause") or {}).get("kind", ""))
-                    if isinstance(x.get("hpuprof.cause"), dict)
-                    else str(x.get("hpuprof.cause", ""))
-                    for x in a
-                ],
+                "cause": strs(rows["cause_kind"]).tolist(),
             }
         )
         for gname, grp in frame.groupby("graph"):

@@ -22,7 +22,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from hpuprof.analysis._common import args_at, isin, strs, without_args
+from hpuprof.analysis._common import arg_values, isin, strs, without_args
 from hpuprof.analysis.device import trace_device
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.trace.model import Trace
@@ -150,20 +150,25 @@ def _from_allocator(trace: Trace, options: AnalysisOptions) -> MemoryReport | No
     rows = ev[isin(ev["name"], (MEMORY_EVENT,)) & isin(ev["kind"], ("instant",))]
     if rows.empty:
         return None
-    args = args_at(full, rows.index)
     kind = trace_device(trace).kind
+
+    def column(name: str) -> np.ndarray:
+        return np.asarray(arg_values(full, name, rows.index), dtype=np.int64)
+
     frame = pd.DataFrame(
         {
             "rank": rows["rank"].to_numpy(dtype=np.int64),
             "device": [
-                _device_label(kind, int(a.get("Device Type", 0)), int(a.get("Device Id", 0)))
-                for a in args
+                _device_label(kind, int(t), int(i))
+                for t, i in zip(
+                    column("memory_device_type"), column("memory_device_id"), strict=True
+                )
             ],
             "ts_ns": rows["ts_ns"].to_numpy(dtype=np.int64),
-            "bytes": np.array([int(a.get("Bytes", 0)) for a in args], dtype=np.int64),
-            "allocated_bytes": np.array([int(a.get("Total Allocated", 0)) for a in args]),
-            "reserved_bytes": np.array([int(a.get("Total Reserved", -1)) for a in args]),
-            "addr": np.array([int(a.get("Addr", 0)) for a in args], dtype=np.uint64),
+            "bytes": column("alloc_bytes"),
+            "allocated_bytes": column("total_allocated"),
+            "reserved_bytes": column("total_reserved"),
+            "addr": column("alloc_addr").astype(np.uint64),
             "op": _enclosing_names(ev, rows.index),
         }
     ).sort_values("ts_ns", kind="stable", ignore_index=True)

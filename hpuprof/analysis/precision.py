@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from hpuprof.analysis._common import (
-    args_at,
+    arg_values,
     cat_test,
     device_events,
     device_time_source,
@@ -149,11 +149,10 @@ def _casts(full: pd.DataFrame, ev: pd.DataFrame) -> tuple[list[CastRow], list[Ca
     cast_rows = ev[isin(ev["hpu_event"], ("cast",))]
     if cast_rows.empty:
         return [], []
-    a = args_at(full, cast_rows.index)
     cf = pd.DataFrame(
         {
-            "f": [norm_dtype(str(x.get("hpuprof.dtype_from", "?"))) for x in a],
-            "t": [norm_dtype(str(x.get("hpuprof.dtype_to", "?"))) for x in a],
+            "f": [norm_dtype(x or "?") for x in arg_values(full, "dtype_from", cast_rows.index)],
+            "t": [norm_dtype(x or "?") for x in arg_values(full, "dtype_to", cast_rows.index)],
             "dur": cast_rows["dur_ns"].to_numpy(),
             "where": strs(cast_rows["module"]),
         }

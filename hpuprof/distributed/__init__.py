@@ -6,7 +6,6 @@
   on a Dask `LocalCluster` bound to 127.0.0.1 with more, or on an existing cluster by address);
   failed ranks are named, the others reported;
 - `stack.stack_ranks`: the default merge of per-rank report sections;
-- `rank_set.RankSet`: a lazy view of a many-rank directory (`hpuprof.load(dir, lazy=True)`).
 
 Nothing here imports Dask until a cluster is asked for.
 """

@@ -107,8 +107,8 @@ def analyze_rank_file(
 def _with_file_rank(trace: Any, source: Path, index: int) -> Any:
     """A file whose metadata names no rank gets `rank<N>` from its name, else its index in the
     run (as `combine` numbers such files), so that rank files never share rank 0 by default."""
-    from hpuprof.distributed.rank_set import rank_of_file
     from hpuprof.trace.combine import with_rank
+    from hpuprof.trace.rank_set import rank_of_file
 
     for meta in trace.metadata.values():
         info = meta.get("distributedInfo") if isinstance(meta, dict) else None

@@ -10,10 +10,12 @@
  *
  * scan(buffer, arg_keys, arg_kinds) -> None | tuple
  *   arg_keys: tuple of bytes (the args keys the model reads), arg_kinds: bytes, one kind per
- *   key: 'i' int64 id (NO_ID when absent), 'r' raw JSON bytes, 't' tagged text, 'f' flag.
+ *   key: 'i' int64 id (NO_ID when absent), 'r' raw JSON bytes, 't' tagged text, 'f' flag,
+ *   'p' a key prefix (at most one): its column marks (1, else 0) the rows whose args hold a
+ *   key with this prefix that is none of the other keys (hpuprof's keys read later).
  *   The tuple: (n, ph, ts, dur, name, cat, pid, tid, flow_id, bp, args, *per-key columns)
  *   where ph is n uint8, ts/dur n float64 (NaN when absent or null), id and flag columns are
- *   n int64 / int8, args is a pair (offsets: n+1 int64, data: bytes), and every other column
+ *   n int64 / int8 (a prefix's too), args is a pair (offsets: n+1 int64, data: bytes), and every other column
  *   is dictionary-encoded as it is scanned: None when no row has a value, else a triple
  *   (offsets: k+1 int64, data: bytes) of its k distinct values in order of first appearance
  *   (b"" among them when some row has none) and indices: n int32 into them.
@@ -617,7 +619,8 @@ typedef struct {
     Py_ssize_t keylen[MAX_KEYS];
     char kinds[MAX_KEYS];
     uint32_t bylen[KEY_LENS + 1]; /* bit k: keys[k] has this length */
-    Buf fixed[MAX_KEYS];    /* 'i' int64, 'f' int8 */
+    Buf fixed[MAX_KEYS];    /* 'i' int64, 'f' and 'p' int8 */
+    int prefix;             /* the 'p' key, -1 when none */
     DictCol dict[MAX_KEYS]; /* 'r' raw, 't' tagged */
     size_t row; /* the event being scanned */
 } Scan;
@@ -717,6 +720,11 @@ static int parse_args(Cur *c, Scan *sc) {
                 }
             }
             if (which < 0) {
+                int p = sc->prefix;
+                /* a key with the prefix: one byte compared for most keys (no 'h' first) */
+                if (p >= 0 && (Py_ssize_t)klen > sc->keylen[p] && c->s[kstart] == sc->keys[p][0] &&
+                    !memcmp(c->s + kstart, sc->keys[p], (size_t)sc->keylen[p]))
+                    sc->fixed[p].p[sc->fixed[p].len - 1] = 1;
                 if (skip_value(c, 1)) return -1;
             } else {
                 if (seen & (1u << which)) return -1; /* a duplicate key */
@@ -777,10 +785,11 @@ static int parse_event(Cur *c, Scan *sc) {
     unsigned char ph = 0;
     double ts = NAN, dur = NAN;
     int64_t no_id = NO_ID;
-    signed char absent_flag = -1;
+    signed char absent_flag = -1, no_prefix = 0;
     for (int k = 0; k < sc->nkeys; k++) {
         if (sc->kinds[k] == 'i' && buf_put(&sc->fixed[k], &no_id, 8)) return -1;
         if (sc->kinds[k] == 'f' && buf_put(&sc->fixed[k], &absent_flag, 1)) return -1;
+        if (sc->kinds[k] == 'p' && buf_put(&sc->fixed[k], &no_prefix, 1)) return -1;
     }
     size_t id_start = 0, id_end = 0; /* the id value's span, tagged once the phase is known */
     size_t bp_start = 0, bp_end = 0;
@@ -942,17 +951,24 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         goto done;
     }
     sc->nkeys = (int)nkeys;
+    sc->prefix = -1;
     memset(sc->bylen, 0, sizeof sc->bylen);
     for (Py_ssize_t k = 0; k < nkeys; k++) {
         PyObject *key = PyTuple_GET_ITEM(keys, k);
         char kind = kinds[k];
-        if (!PyBytes_Check(key) || !strchr("irtf", kind) || !kind) {
-            PyErr_SetString(PyExc_ValueError, "keys are bytes, kinds one of 'irtf'");
+        if (!PyBytes_Check(key) || !strchr("irtfp", kind) || !kind ||
+            (kind == 'p' && (sc->prefix >= 0 || PyBytes_GET_SIZE(key) == 0))) {
+            PyErr_SetString(PyExc_ValueError,
+                            "keys are bytes, kinds one of 'irtfp' (one non-empty prefix 'p')");
             goto done;
         }
         sc->keys[k] = PyBytes_AS_STRING(key);
         sc->keylen[k] = PyBytes_GET_SIZE(key);
         sc->kinds[k] = kind;
+        if (kind == 'p') { /* matched by prefix, not among the keys of its length */
+            sc->prefix = (int)k;
+            continue;
+        }
         Py_ssize_t len = sc->keylen[k];
         sc->bylen[len < KEY_LENS ? len : KEY_LENS] |= 1u << k;
     }
@@ -1007,7 +1023,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     for (int k = 0; k < sc->nkeys; k++) {
         char kind = sc->kinds[k];
         PyObject *col =
-            (kind == 'i' || kind == 'f') ? bytes_of(&sc->fixed[k]) : dict_of(&sc->dict[k]);
+            strchr("ifp", kind) ? bytes_of(&sc->fixed[k]) : dict_of(&sc->dict[k]);
         if (!col) {
             Py_CLEAR(result);
             goto done;
@@ -1188,7 +1204,7 @@ static struct PyModuleDef module = {
 
 /* Bump KINETO_SCAN_ABI whenever scan/gather/release change their arguments or results;
    fastscan.py ignores a built module of another ABI (a stale .so from an older checkout). */
-#define KINETO_SCAN_ABI 2
+#define KINETO_SCAN_ABI 3
 
 PyMODINIT_FUNC PyInit__kineto_scan(void) {
     init_plain();

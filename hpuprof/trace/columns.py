@@ -14,6 +14,7 @@ a chunk (most hpuprof keys in a CUDA trace) cost one `tuple.count` and no more.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from msgspec.structs import astuple
 from numpy.typing import NDArray
 
 from hpuprof.trace import fastscan
-from hpuprof.trace.schema import ARG_KEYS, NO_ID
+from hpuprof.trace.schema import ARG_KEYS, ARG_PREFIX, NO_ID
 from hpuprof.trace.soon import soon
 
 _INT64_MAX = (1 << 63) - 1
@@ -92,6 +93,8 @@ RAW_ARGS = ("input_dims", "input_types")
 CODED_ARGS: tuple[str, ...] = (*RAW_ARGS, "recipe_id", "mode", "module", "phase", "graph_id")
 CODED_ARGS += ("hpu_event", "flush_reason")
 ID_ARGS = ("external_id", "correlation", "stream", "device")
+_OUR_KEY = b'"' + ARG_PREFIX.encode()
+"""What the args of a row holding one of hpuprof's keys contain (`RawColumns.our_keys`)."""
 _FLOW_PHASES = ("s", "t", "f")
 _SIDE_PHASES = ("M", "C")
 
@@ -145,6 +148,8 @@ def binary_array(values: Sequence[Any]) -> pa.LargeBinaryArray:
 
 
 _TAKE_ROWS = 1 << 16
+_FEW_ROWS = 16
+"""`take_binary` reads only the offsets of the rows it takes when they are fewer than 1 in this."""
 
 
 def _binary_piece(n: int, offsets: Any, data: Any) -> pa.LargeBinaryArray:
@@ -170,23 +175,33 @@ def take_binary(
     if gather is None or not array.num_chunks:
         return _take_joined(array.combine_chunks(), rows)
     pieces = array.chunks
-    bases = np.zeros(len(pieces) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in pieces], out=bases[1:])
-    all_offsets = [_piece_offsets(p) for p in pieces]
-    starts = np.concatenate([o[:-1] for o in all_offsets])
-    lengths = np.concatenate([np.diff(o) for o in all_offsets])
-    del all_offsets
     rows = np.ascontiguousarray(rows, dtype=np.int64)
-    if len(rows) and (rows.min() < 0 or rows.max() >= len(starts)):
+    if len(rows) and (rows.min() < 0 or rows.max() >= len(array)):
         raise IndexError("take_binary: row out of range")
+    if len(pieces) == 1 and len(rows) * _FEW_ROWS < len(array):
+        # a few rows of one piece (the args keys of some events): their offsets only, not a
+        # start and length for every row of the column
+        piece_offsets = _piece_offsets(pieces[0])
+        starts = piece_offsets[rows]
+        lengths = piece_offsets[rows + 1] - starts
+        bases = np.array([0, len(rows)], dtype=np.int64)
+        taken_rows = np.arange(len(rows), dtype=np.int64)
+    else:
+        bases = np.zeros(len(pieces) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in pieces], out=bases[1:])
+        all_offsets = [_piece_offsets(p) for p in pieces]
+        starts = np.concatenate([o[:-1] for o in all_offsets])
+        lengths = np.concatenate([np.diff(o) for o in all_offsets])
+        del all_offsets
+        taken_rows = rows
     n = len(rows)
     offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths[rows], out=offsets[1:])
+    np.cumsum(lengths[taken_rows], out=offsets[1:])
     del lengths
     data = np.empty(int(offsets[-1]), dtype=np.uint8)
     # a piece's offsets point into its whole data buffer (a sliced piece shares it)
     buffers = [memoryview(p.buffers()[2] or b"") for p in pieces]
-    gather(buffers, bases, starts, rows, offsets, data)
+    gather(buffers, bases, starts, taken_rows, offsets, data)
     return _binary_piece(n, offsets, data)
 
 
@@ -424,6 +439,20 @@ def _absent_column(field: str, n: int) -> NDArray[Any]:
     return np.zeros(n, dtype=np.int32)
 
 
+def _our_keys(data: memoryview, lengths: NDArray[np.int64]) -> NDArray[np.int8]:
+    """The chunk's rows (1, else 0) whose args (`data`: each row's `lengths` bytes, one after
+    another) hold a key with hpuprof's prefix: the compiled scanner's 'p' column, except that
+    rows holding only the keys read with the event are marked too (decoded again later, to
+    find nothing more)."""
+    if re.search(re.escape(_OUR_KEY), data) is None:
+        return np.zeros(len(lengths), dtype=np.int8)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    rows = _binary_piece(len(lengths), offsets, bytes(data))  # a copy: `data` is written on
+    hit = pc.match_substring(rows, _OUR_KEY.decode()).fill_null(False)
+    return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=np.int8)
+
+
 def _fits_int32(values: NDArray[np.int64]) -> bool:
     return not len(values) or (int(values.min()) >= _INT32_MIN and int(values.max()) <= _INT32_MAX)
 
@@ -544,6 +573,8 @@ class RawColumns:
     hpu_event: Coded
     flush_reason: Coded
     fallback: NDArray[np.int8]
+    our_keys: NDArray[np.int8]
+    """1 on the rows whose args hold hpuprof keys besides those above (read by `arg_columns`)."""
     side_args: Mapping[int, bytes]
     """Raw args of `M` and `C` events by row (decoded as dicts by the normalizer)."""
 
@@ -621,7 +652,8 @@ class ColumnBuilder:
             for name in CODED_EVENT + CODED_ARGS
         }
         self.pieces: dict[str, list[NDArray[Any]]] = {
-            name: [] for name in (*CODED_EVENT, *CODED_ARGS, *ID_ARGS, "ts", "dur", "fallback")
+            name: []
+            for name in (*CODED_EVENT, *CODED_ARGS, *ID_ARGS, "ts", "dur", "fallback", "our_keys")
         }
         # every event's raw args in one buffer (55 chunk-sized pieces left on the heap made the
         # load ~5% slower), handed to Arrow without a copy at the end
@@ -657,6 +689,7 @@ class ColumnBuilder:
         # from it) must be gone before the next write, which would raise BufferError otherwise
         with stream.getbuffer() as written:
             self._args_columns(written[start:], np.flatnonzero(lengths), n)
+            self.pieces["our_keys"].append(_our_keys(written[start:], lengths))
         self.rows += n
 
     def add_scanned(self, scanned: Sequence[Any], pool: Executor | None = None) -> None:
@@ -664,7 +697,7 @@ class ColumnBuilder:
         pieces `add` makes from the decoded events, built from buffers (no object per event;
         the text columns come dictionary-encoded: one Python value per distinct value). With
         `pool`, the chunk's args may be copied into place by its threads."""
-        n, ph, ts, dur, name, cat, pid, tid, fid, bp, args, *arg_columns = scanned
+        n, ph, ts, dur, name, cat, pid, tid, fid, bp, args, *arg_columns, our_keys = scanned
         if not n:
             return
         ph_codes = self._ph_byte_codes(np.frombuffer(ph, dtype=np.uint8))
@@ -693,6 +726,7 @@ class ColumnBuilder:
                 self.pieces[field].append(self._intern_spans(field, n, column, bytes))
             else:
                 self.pieces[field].append(self._intern_spans(field, n, column, _untag))
+        self.pieces["our_keys"].append(np.frombuffer(our_keys, dtype=np.int8))
         self.rows += n
 
     def _intern_spans(
@@ -855,7 +889,12 @@ class ColumnBuilder:
         joins.update((f, soon(pool, joined, f, None)) for f in ID_ARGS)  # int32, or int64
         joins.update(
             (f, soon(pool, joined, f, dtype))
-            for f, dtype in (("ts", np.float64), ("dur", np.float64), ("fallback", np.int8))
+            for f, dtype in (
+                ("ts", np.float64),
+                ("dur", np.float64),
+                ("fallback", np.int8),
+                ("our_keys", np.int8),
+            )
         )
         coded: dict[str, Coded] = {}
         for i, field in enumerate(coded_fields):
@@ -883,6 +922,7 @@ class ColumnBuilder:
             dur_us=joins["dur"].result(),
             args=args,
             fallback=joins["fallback"].result(),
+            our_keys=joins["our_keys"].result(),
             side_args=self.side_args,
             **fields,
         )

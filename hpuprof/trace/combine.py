@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from hpuprof.trace.broadcast_columns import absent_arg_column, holds_values
+from hpuprof.trace.categories import text_categorical
 from hpuprof.trace.model import Trace
-from hpuprof.trace.normalize import text_categorical
-from hpuprof.trace.schema import ROW_COLUMNS
+from hpuprof.trace.schema import ARG_COLUMNS, ROW_COLUMNS
 
 
 def with_rank(trace: Trace, rank: int) -> Trace:
@@ -35,12 +36,14 @@ def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     columns: dict[str, Any] = {}
     for name in frames[0].columns:
         parts = [f[name] for f in frames]
-        if isinstance(parts[0].dtype, pd.CategoricalDtype):
+        if name in ARG_COLUMNS and not any(map(holds_values, parts)):  # (no copy per rank)
+            columns[name] = absent_arg_column(name, sum(map(len, parts)))
+        elif isinstance(parts[0].dtype, pd.CategoricalDtype):
             merged = union_categoricals([p.array for p in parts], ignore_order=True)
             columns[name] = text_categorical(np.asarray(merged, dtype=object))
         else:
             columns[name] = pd.concat(parts, ignore_index=True)
-    return pd.DataFrame(columns)
+    return pd.DataFrame(columns, copy=False)
 
 
 def combine(traces: Sequence[Trace]) -> Trace:

@@ -16,8 +16,10 @@ Analyses read these columns; none of them looks into the raw args for these fact
   bridge, emulator), else the dtype of their op.
 - `flops`: device rows: `hpuprof.flops`; host matmul/conv ops: torch.profiler's `flops` arg,
   else from their shapes (`opinfo.shape_flops`); NaN when unknown.
-- `call_site`, `cause_kind`, `cause`: hpuprof runtime events' `hpuprof.call_site` and
-  `hpuprof.cause` (`cause` as compact JSON text; `cause_kind` its kind, "guard" for a text).
+- `call_site`, `cause_kind`, `cause`: `hpuprof.call_site` and `hpuprof.cause` (`cause` as
+  compact JSON text; `cause_kind` its kind, "guard" for a text).
+- the columns of hpuprof's other args keys (`schema.ARG_COLUMNS`), read by `arg_columns.py`
+  from the rows that hold them.
 
 Only rows that can carry a key have their args read (a vectorized byte search, then one JSON
 decode per hit).
@@ -38,6 +40,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
+from hpuprof.trace.arg_columns import Found, read_later_keys, read_source_keys, sparse_text
+from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import take_binary
 from hpuprof.trace.opinfo import (
     MATMUL_CONV,
@@ -48,7 +52,15 @@ from hpuprof.trace.opinfo import (
     shape_flops,
     short_op,
 )
-from hpuprof.trace.schema import DERIVED_COLUMNS, EVENT_COLUMNS, NO_ID
+from hpuprof.trace.schema import (
+    ARG_CALL_SITE,
+    ARG_CAUSE,
+    ARG_COLUMNS,
+    ARG_FLOPS,
+    EVENT_COLUMNS,
+    NO_ID,
+    stored_event_columns,
+)
 from hpuprof.trace.soon import after, soon
 
 GRAPH_LAUNCHES = {"launch": "graph_build", "graph_replay": "graph_capture"}
@@ -61,49 +73,65 @@ def with_derived(
     pool: Executor | None = None,
     late: Mapping[str, Callable[[], Any]] | None = None,
     started: Started | None = None,
+    our_rows: NDArray[np.int64] | None = None,
 ) -> pd.DataFrame:
-    """`events` with the derived columns (re)computed, every column in schema order (the parts
-    that read no nesting in `pool` when given, while this thread derives the rest; or those
-    `started` already). `late`: columns that `events` lacks and no derived column reads, each
-    got by calling its function once the derived columns are made (a column still being made
-    in another thread)."""
-    derived = derive(events, pool, started)
+    """`events` with the derived columns and those of hpuprof's args keys (re)computed, every
+    column in schema order (the parts that read no nesting in `pool` when given, while this
+    thread derives the rest; or those `started` already). `late`: columns that `events` lacks
+    and no derived column reads, each got by calling its function once the derived columns
+    are made (a column still being made in another thread). `our_rows`: the rows whose args
+    hold hpuprof keys (None: found by a byte search of the args)."""
+    derived = derive(events, pool, started, our_rows)
     derived.update((name, column()) for name, column in (late or {}).items())
     columns = {name: derived[name] if name in derived else events[name] for name in EVENT_COLUMNS}
     return pd.DataFrame(columns, index=events.index, copy=False)
 
 
 PARALLEL_SOURCES = ("is_device", "engine", "name", "kind", "input_dims", "input_types", "args")
-"""The columns that the flops, the runtime keys and the rows' own dtypes read: nothing from
-the nesting."""
+"""The columns that the flops, hpuprof's args keys and the rows' own dtypes read: nothing from
+the nesting (with `our_rows`, see `start`)."""
 _FLOPS_SOURCES = ("is_device", "engine", "name", "kind", "input_dims", "args")
-_RUNTIME_KEYS_SOURCES = ("kind", "args")
 _OWN_DTYPE_SOURCES = ("is_device", "engine", "kind", "input_types", "args")
+_ARG_KEY_SOURCES = ("kind", "engine", "name", "args")
+
+
+def _arg_keys(events: pd.DataFrame, our_rows: NDArray[np.int64] | None) -> dict[str, Any]:
+    """The columns of hpuprof's args keys read later and of `schema.SOURCE_KEYS`."""
+    keys = read_later_keys(events["args"], our_rows, len(events))
+    keys.update(read_source_keys(events))
+    return keys
 
 
 @dataclass(frozen=True)
 class Started:
     """The derived columns made in other threads (see `start`)."""
 
+    arg_keys: Future[dict[str, Any]]
     flops: Future[NDArray[np.float64]]
-    runtime_keys: Future[tuple[pd.Categorical, pd.Categorical, pd.Categorical]]
     own_dtypes: Future[tuple[NDArray[np.int64], list[str]]]
 
 
 def start(pool: Executor, sources: Future[Mapping[str, Any]]) -> Started:
-    """Make the flops, the runtime keys and the rows' own dtypes (mostly Arrow work without the
-    GIL) in `pool`, each in a frame of its own, as soon as `sources` holds their columns
-    (`PARALLEL_SOURCES`, as arrays: each part makes its own frame and Series over them, so no
-    frame or Series, whose caches are filled as they are read, is read by two threads)."""
+    """Make hpuprof's args keys, the flops and the rows' own dtypes (mostly Arrow work without
+    the GIL) in `pool`, each in a frame of its own, as soon as `sources` holds their columns
+    (`PARALLEL_SOURCES`, as arrays, and `our_rows`: the rows whose args hold hpuprof keys, or
+    None; each part makes its own frame and Series over them, so no frame or Series, whose
+    caches are filled as they are read, is read by two threads)."""
 
     def frame(columns: Mapping[str, Any], names: Sequence[str]) -> pd.DataFrame:
         return pd.DataFrame({name: columns[name] for name in names}, copy=False)
 
+    def arg_keys(columns: Mapping[str, Any]) -> dict[str, Any]:
+        return _arg_keys(frame(columns, _ARG_KEY_SOURCES), columns.get("our_rows"))
+
+    keys = after(pool, [sources], arg_keys)
+
+    def flops(columns: Mapping[str, Any], keys: dict[str, Any]) -> NDArray[np.float64]:
+        return _flops(frame(columns, _FLOPS_SOURCES), keys[ARG_FLOPS.column])
+
     return Started(
-        flops=after(pool, [sources], lambda columns: _flops(frame(columns, _FLOPS_SOURCES))),
-        runtime_keys=after(
-            pool, [sources], lambda columns: _runtime_keys(frame(columns, _RUNTIME_KEYS_SOURCES))
-        ),
+        arg_keys=keys,
+        flops=after(pool, [sources, keys], flops),
         own_dtypes=after(
             pool, [sources], lambda columns: _own_dtypes(frame(columns, _OWN_DTYPE_SOURCES))
         ),
@@ -111,23 +139,30 @@ def start(pool: Executor, sources: Future[Mapping[str, Any]]) -> Started:
 
 
 def derive(
-    events: pd.DataFrame, pool: Executor | None = None, started: Started | None = None
+    events: pd.DataFrame,
+    pool: Executor | None = None,
+    started: Started | None = None,
+    our_rows: NDArray[np.int64] | None = None,
 ) -> dict[str, Any]:
-    """The derived columns of an events table (its other columns per `schema.EVENT_COLUMNS`);
-    the parts that read no nesting in `pool` when given, or those `started` already."""
+    """The derived columns of an events table (its other columns per `schema.EVENT_COLUMNS`)
+    and those of hpuprof's args keys; the parts that read no nesting in `pool` when given, or
+    those `started` already. `our_rows`: see `with_derived`."""
     n = len(events)
     if started is None and pool is not None and set(PARALLEL_SOURCES) <= set(events.columns):
-        sources = {name: events[name].array for name in PARALLEL_SOURCES}
+        sources: dict[str, Any] = {name: events[name].array for name in PARALLEL_SOURCES}
+        sources["our_rows"] = our_rows
         started = start(pool, soon(None, dict, sources))
     parent = _parent_positions(events)
     op_pos = _op_positions(events, parent)
     if started is None:
+        keys = _arg_keys(events, our_rows)
         dtype = _dtypes(events, op_pos, _own_dtypes(events))
-        flops, keys = _flops(events), _runtime_keys(events)
+        flops = _flops(events, keys[ARG_FLOPS.column])
     else:
+        keys = started.arg_keys.result()
         dtype = _dtypes(events, op_pos, started.own_dtypes.result())
-        flops, keys = started.flops.result(), started.runtime_keys.result()
-    call_site, cause_kind, cause = keys
+        flops = started.flops.result()
+    cause_kind, cause = _causes(keys[ARG_CAUSE.column], n)
     labels = events.index.to_numpy()
     op_row = np.full(n, NO_ID, dtype=np.int64)
     known = op_pos >= 0
@@ -136,9 +171,10 @@ def derive(
         "op_row": op_row,
         "dtype": dtype,
         "flops": flops,
-        "call_site": call_site,
+        "call_site": keys[ARG_CALL_SITE.column],
         "cause_kind": cause_kind,
         "cause": cause,
+        **{name: keys[name] for name in ARG_COLUMNS},
     }
 
 
@@ -166,22 +202,6 @@ def _text(col: pd.Series) -> NDArray[Any]:
     codes, cats = _codes(col)
     table = np.array([*cats, ""], dtype=object)
     return np.asarray(table[codes], dtype=object)
-
-
-def _categorical(codes: NDArray[np.int64], vocabulary: list[str]) -> pd.Categorical:
-    from hpuprof.trace.normalize import categorical
-
-    return categorical(codes, vocabulary)
-
-
-def _sparse_text(n: int, rows: list[int], values: list[str]) -> pd.Categorical:
-    """A text column that is "" except at `rows` (built without touching the other rows)."""
-    vocabulary = ["", *sorted(set(values) - {""})]
-    at = {v: i for i, v in enumerate(vocabulary)}
-    codes = np.zeros(n, dtype=np.int64)
-    if rows:
-        codes[np.asarray(rows, dtype=np.int64)] = [at[v] for v in values]
-    return _categorical(codes, vocabulary)
 
 
 def _parent_positions(events: pd.DataFrame) -> NDArray[np.int64]:
@@ -440,15 +460,17 @@ def _dtypes(
     dev = np.flatnonzero(events["is_device"].to_numpy(dtype=bool) & (op_pos >= 0))
     inherit = dev[dtype[dev] == 0]
     dtype[inherit] = dtype[op_pos[inherit]]
-    return _categorical(dtype, vocabulary)
+    return categorical(dtype, vocabulary)
 
 
-def _flops(events: pd.DataFrame) -> NDArray[np.float64]:
+def _flops(events: pd.DataFrame, ours: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Device rows: `ours` (their `hpuprof.flops`); matmul/conv host ops: torch.profiler's
+    `flops` arg, else from their shapes."""
     n = len(events)
     flops = np.full(n, np.nan, dtype=np.float64)
     keyed = _keyed_device_rows(events)
     if len(keyed):
-        flops[keyed] = _arg_floats(events, keyed, "hpuprof.flops")
+        flops[keyed] = ours[keyed]
     ncodes, names = _codes(events["name"])
     mm_name = np.array([short_op(x) in MATMUL_CONV for x in names] + [False], dtype=bool)
     mm = np.flatnonzero(
@@ -476,45 +498,29 @@ def _flops(events: pd.DataFrame) -> NDArray[np.float64]:
 # --- hpuprof runtime keys -------------------------------------------------------------------------
 
 
-def _runtime_keys(events: pd.DataFrame) -> tuple[pd.Categorical, pd.Categorical, pd.Categorical]:
-    n = len(events)
-    sites: tuple[list[int], list[str]] = ([], [])
-    kinds: tuple[list[int], list[str]] = ([], [])
-    causes: tuple[list[int], list[str]] = ([], [])
-    rows = np.flatnonzero(_is(events["kind"], {"hpu_runtime"}))
-    hits = _arg_values(events, rows, r'(?P<v>"hpuprof\.(?:cause|call_site)")', b'"hpuprof.')
-    rows = rows[hits != ""] if len(rows) else rows
-    raw = events["args"].iloc[rows].tolist() if len(rows) else []
-    for row, blob in zip(rows.tolist(), raw, strict=True):
-        try:
-            args = msgspec.json.decode(blob) if blob else {}
-        except msgspec.DecodeError:
-            continue
-        if not isinstance(args, dict):
-            continue
-        site = args.get("hpuprof.call_site")
-        if site:
-            sites[0].append(row)
-            sites[1].append(str(site))
-        got = args.get("hpuprof.cause")
+def _causes(found: Found, n: int) -> tuple[pd.Categorical, pd.Categorical]:
+    """The `cause_kind` and `cause` columns from the `hpuprof.cause` values (a text: a guard
+    failure's)."""
+    rows: list[int] = []
+    kinds: list[str] = []
+    causes: list[str] = []
+    for row, got in zip(found.rows.tolist(), found.values, strict=True):
         if got and not isinstance(got, dict):
             got = {"kind": "guard", "text": str(got)}
         if isinstance(got, dict):
-            kinds[0].append(row)
-            kinds[1].append(str(got.get("kind") or ""))
-            causes[0].append(row)
-            causes[1].append(msgspec.json.encode(got).decode())
-    return _sparse_text(n, *sites), _sparse_text(n, *kinds), _sparse_text(n, *causes)
+            rows.append(row)
+            kinds.append(str(got.get("kind") or ""))
+            causes.append(msgspec.json.encode(got).decode())
+    return sparse_text(n, rows, kinds), sparse_text(n, rows, causes)
 
 
 OLDEST_READABLE_VERSION = 1
 """Saved traces of this schema version or later load (older derived columns recomputed)."""
 
 
-def upgrade_events(events: pd.DataFrame) -> pd.DataFrame | None:
-    """Events saved by an older schema version (every column but the derived ones) with the
-    derived columns added; None when the columns are not those of a known older version."""
-    base = [c for c in EVENT_COLUMNS if c not in DERIVED_COLUMNS]
-    if list(events.columns) != base:
+def upgrade_events(events: pd.DataFrame, version: int) -> pd.DataFrame | None:
+    """Events saved by an older schema `version` (`schema.stored_event_columns`) with the
+    columns it lacks computed; None when the columns are not those of that version."""
+    if list(events.columns) != list(stored_event_columns(version)):
         return None
     return with_derived(events)

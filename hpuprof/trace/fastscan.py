@@ -14,13 +14,13 @@ import warnings
 from functools import cache
 from typing import Any
 
-from hpuprof.trace.schema import ARG_KEYS
+from hpuprof.trace.schema import ARG_KEYS, ARG_PREFIX
 
-ABI = 2
+ABI = 3
 """The interface version of `_kineto_scan.c` this module speaks (its `KINETO_SCAN_ABI`)."""
 
 SCANNED_ARGS: tuple[tuple[str, bytes, bytes], ...] = (
-    # (column, args key, kind: i int64 id, r raw JSON, t tagged text, f flag)
+    # (column, args key, kind: i int64 id, r raw JSON, t tagged text, f flag, p key prefix)
     ("external_id", b"External id", b"i"),
     ("correlation", b"correlation", b"i"),
     ("stream", b"stream", b"i"),
@@ -32,6 +32,8 @@ SCANNED_ARGS: tuple[tuple[str, bytes, bytes], ...] = (
         (field, key.encode(), b"f" if field == "fallback" else b"t")
         for field, key in ARG_KEYS.items()
     ),
+    # rows holding hpuprof keys besides these: their args are decoded later (arg_columns.py)
+    ("our_keys", ARG_PREFIX.encode(), b"p"),
 )
 _KEYS = tuple(key for _, key, _ in SCANNED_ARGS)
 _KINDS = b"".join(kind for _, _, kind in SCANNED_ARGS)

@@ -34,6 +34,7 @@ import pandas as pd
 
 from hpuprof.errors import UsageError
 from hpuprof.trace.atomic_write import atomic_output
+from hpuprof.trace.formats import KINETO_JSON
 from hpuprof.trace.schema import METADATA_KEY, NO_ID, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -257,7 +258,7 @@ def _write_rank(
     with atomic_output(path) as raw:
         out: Any = (
             gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=5, mtime=0)
-            if path.name.endswith(".gz")
+            if path.name.lower().endswith(".gz")
             else raw
         )
         out.write(_header(metadata, clock, rank) + b',\n"traceEvents":[\n')
@@ -302,7 +303,7 @@ def write_chrome_json(
 
     Args:
         trace: the trace.
-        path: a `.json` / `.json.gz` file for a one-rank trace, or a directory (existing, or
+        path: a `.json` / `.json.gz` / `.gz` file for a one-rank trace, or a directory (existing, or
             given with a trailing separator) for one `rank-<R><suffix>` file per rank.
         suffix: the file suffix used inside a directory (`.json.gz` or `.json`).
         progress: optional callback `(done, total)` over written events, per file.
@@ -319,8 +320,10 @@ def write_chrome_json(
                 f"{target}: this trace has {len(ranks)} ranks and a Chrome-trace file holds"
                 " one; give a directory to write one file per rank"
             )
-        if not target.name.endswith((".json", ".json.gz")):
-            raise UsageError(f"{target}: a Chrome-trace file must end in .json or .json.gz")
+        if not target.name.lower().endswith(KINETO_JSON.suffixes):
+            raise UsageError(
+                f"{target}: a Chrome-trace file ends in {', '.join(KINETO_JSON.suffixes)}"
+            )
         _write_rank(trace, ranks[0], True, target, progress)
         return [target]
     written = []
@@ -329,3 +332,8 @@ def write_chrome_json(
         _write_rank(trace, rank, len(ranks) == 1, file, progress)
         written.append(file)
     return written
+
+
+def write_trace(trace: Trace, path: Path, progress: Progress | None = None) -> list[Path]:
+    """The writer of `formats.KINETO_JSON` (`write_chrome_json`)."""
+    return write_chrome_json(trace, path, progress=progress)

@@ -32,6 +32,7 @@ import msgspec
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace import fastscan
 from hpuprof.trace.columns import BadValue, ColumnBuilder, Event, RawColumns
+from hpuprof.trace.formats import ReadOptions
 from hpuprof.trace.heap import (
     BUILD_MMAP_THRESHOLD,
     BUILD_TRIM_THRESHOLD,
@@ -676,3 +677,8 @@ def trace_from_events(
         reader.read()
         columns = reader.builder.finish()
     return build_trace(columns, dict(metadata), source=source, rank=rank)
+
+
+def read_trace(path: Path, options: ReadOptions) -> Trace:
+    """The reader of `formats.KINETO_JSON` (`read_kineto_json`)."""
+    return read_kineto_json(path, progress=options.progress, threads=options.threads)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from hpuprof.trace.schema import SCHEMA_VERSION
+from hpuprof.trace.schema import DEVICE_TIME_SOURCES, METADATA_KEY, SCHEMA_VERSION, DeviceTimeSource
 
 
 @dataclass(frozen=True)
@@ -29,6 +28,10 @@ class Trace:
         sources: the files this trace was read from, one per rank.
         format: the source format and era, e.g. "kineto-json/relative-ns+gaudi".
         schema_version: the model version this trace was built with.
+        device_time: where its device times come from: "measured" (a real device),
+            "modeled" (the emulator's device model) or "none" (no device); None when the
+            trace does not say (analyses take device times as measured). When not given,
+            what hpuprof's run metadata states (`stated_device_time`).
     """
 
     events: pd.DataFrame
@@ -40,6 +43,11 @@ class Trace:
     sources: tuple[str, ...] = ()
     format: str = ""
     schema_version: int = SCHEMA_VERSION
+    device_time: DeviceTimeSource | None = None
+
+    def __post_init__(self) -> None:
+        if self.device_time is None:
+            object.__setattr__(self, "device_time", stated_device_time(self.metadata))
 
     def __len__(self) -> int:
         return len(self.events)
@@ -60,8 +68,13 @@ class Trace:
         ranks = set(self.metadata) | set(self.events["rank"].unique().tolist())
         return sorted(int(r) for r in ranks)
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the trace to one Parquet file (schema version in its metadata), atomically."""
-        from hpuprof.trace.parquet import save_parquet
 
-        save_parquet(self, path)
+def stated_device_time(metadata: Mapping[int, Mapping[str, Any]]) -> DeviceTimeSource | None:
+    """The device time source hpuprof's run metadata states (the first rank's that states
+    one), or None."""
+    for meta in metadata.values():
+        ours = meta.get(METADATA_KEY) if isinstance(meta, Mapping) else None
+        stated = ours.get("device_time") if isinstance(ours, Mapping) else None
+        if stated in DEVICE_TIME_SOURCES:
+            return stated
+    return None

@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +28,13 @@ import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
+from hpuprof.trace.categories import categorical, text_categorical
 from hpuprof.trace.columns import (
     BadValue,
     Coded,
-    NumberTexts,
     RawColumns,
     take_binary,
     to_int64_ids,
@@ -46,6 +46,7 @@ from hpuprof.trace.nesting import enclosing, lane_bounds, lane_order, nest, time
 from hpuprof.trace.schema import (
     COUNTER_COLUMNS,
     DEVICE_KINDS,
+    ENGINE_KINDS,
     EVENT_COLUMNS,
     EVENT_KINDS,
     GAUDI_DEVICE_PROCESS_PREFIX,
@@ -55,7 +56,7 @@ from hpuprof.trace.schema import (
     METADATA_KEY,
     NO_ID,
     STEP_ANNOTATION_PREFIX,
-    EngineKind,
+    STEP_MARKER_PREFIX,
 )
 from hpuprof.trace.soon import after, soon
 
@@ -73,7 +74,7 @@ GAUDI_DEVICE_KIND = {
     "gpu_user_annotation": "device_annotation",
 }
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-_STEP_NAME = re.compile(r"(?:ProfilerStep|Step)#(\d+)")
+_STEP_NAME = re.compile(rf"(?:{STEP_ANNOTATION_PREFIX}|{STEP_MARKER_PREFIX})(\d+)")
 _HPU_INDEX = re.compile(r"/device:HPU:(\d+)")
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 _EPOCH_US = 1e14  # integer µs beyond this are epoch times (1973 onwards)
@@ -83,7 +84,6 @@ _NS_LIMIT = 9.2e18  # |ns| below this fits int64 (2^63 ~ 9.223e18), float roundi
 _KIND_CODE = {kind: code for code, kind in enumerate(EVENT_KINDS)}
 _DEVICE_KIND = np.array([kind in DEVICE_KINDS for kind in EVENT_KINDS])
 """Whether each kind code is a device kind (indexed by the code)."""
-ENGINE_KINDS: tuple[str, ...] = EngineKind.__args__  # type: ignore[attr-defined]
 _ENGINE_CODE = {engine: code for code, engine in enumerate(ENGINE_KINDS)}
 
 
@@ -126,51 +126,6 @@ class _Lanes:
     lane: NDArray[np.int64]
     start: NDArray[np.int64]
     end: NDArray[np.int64]
-
-
-def categorical(codes: NDArray[Any] | Sequence[int], categories: Sequence[str]) -> pd.Categorical:
-    """A categorical with only the used categories, sorted (a canonical form for equality)."""
-    codes = np.asarray(codes)
-    if codes.dtype.kind not in "iu":
-        codes = codes.astype(np.int64)
-    if len(categories) == 0 or len(codes) == 0:
-        empty = pd.CategoricalDtype(pd.Index([], dtype="str"))
-        return pd.Categorical.from_codes(np.zeros(0, dtype=np.int8), dtype=empty)
-    used = np.flatnonzero(np.bincount(codes, minlength=len(categories)))
-    index: pd.Index
-    if isinstance(categories, NumberTexts):  # made and sorted in Arrow, without the GIL
-        texts = categories.texts_at(used)
-        order: list[int] | NDArray[np.int64] = pc.array_sort_indices(texts).to_numpy()
-        index = pd.Index(texts.take(order), dtype="str")  # (Arrow-backed: not copied)
-    else:
-        # Python str, not numpy's fixed-width unicode (which drops trailing NUL characters)
-        names = [str(categories[i]) for i in used.tolist()]
-        order = _text_order(names)
-        index = pd.Index([names[i] for i in order], dtype="str")
-    # codes of the width pandas narrows them to (pandas' coerce_indexer_dtype), taken in one
-    # pass: no second pass to narrow them
-    width = np.int8 if len(used) < 127 else np.int16 if len(used) < 32767 else np.int32
-    remap: NDArray[np.signedinteger[Any]] = np.full(len(categories), -1, dtype=width)
-    remap[used[order]] = np.arange(len(used), dtype=width)
-    dtype = pd.CategoricalDtype(index)
-    return pd.Categorical.from_codes(remap.take(codes), dtype=dtype, validate=False)
-
-
-def _text_order(names: list[str]) -> list[int] | NDArray[np.int64]:
-    """Positions of `names` in sorted order (code point order, as Python sorts str): sorted by
-    Arrow for many names (667k flow ids: 0.4 s in Python), where UTF-8 byte order is the same."""
-    if len(names) > 4096:
-        try:
-            return pc.array_sort_indices(pa.array(names, pa.large_string())).to_numpy()
-        except (pa.ArrowException, UnicodeEncodeError):  # a lone surrogate: Python's sort
-            pass
-    return sorted(range(len(names)), key=names.__getitem__)
-
-
-def text_categorical(values: Sequence[str] | NDArray[Any]) -> pd.Categorical:
-    """A categorical of text values, categories sorted."""
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    return categorical(codes, [str(u) for u in uniques]) if len(codes) else categorical([], [])
 
 
 def detect_rank(metadata: Mapping[str, Any], source: str) -> int:
@@ -468,6 +423,8 @@ class _Normalizer:
         rows, ts, dur = rows[order], ts[order], dur[order]
         del order
         n = len(rows)
+        our_rows = np.flatnonzero(raw.our_keys[rows])  # rows whose args hold more of our keys
+        raw.release("our_keys")
         # the nesting first (the longest chain: nesting -> flow correlation -> derived columns)
         pid_codes = raw.pid.codes[rows]  # int32: the int64 lane key is the only wide copy
         tid_codes = raw.tid.codes[rows]
@@ -500,7 +457,8 @@ class _Normalizer:
         started = None
         if self.pool is not None and args is not None:
             needs = [devices, taken["name"], taken["input_dims"], taken["input_types"], args]
-            started = start(self.pool, after(self.pool, needs, _parallel_sources))
+            sources = after(self.pool, needs, partial(_parallel_sources, our_rows=our_rows))
+            started = start(self.pool, sources)
 
         depth_l, parent_l = nested.result()
         del nested
@@ -554,7 +512,7 @@ class _Normalizer:
         )
         # the steps (no derived column reads them) are taken once the derived columns are made
         late = {"step": lambda: step.result().astype(np.int32)}
-        return with_derived(frame, self.pool, late, started)
+        return with_derived(frame, self.pool, late, started, our_rows)
 
     def _graph_ids(self, rows: NDArray[np.int64]) -> pd.Categorical:
         raw = self.raw
@@ -713,7 +671,7 @@ class _Normalizer:
             return step
         ours = _code_mask(hpu_event, {"step"}, rows)
         marker_names = {
-            c for c in name.categories if c.startswith((STEP_ANNOTATION_PREFIX, "Step#"))
+            c for c in name.categories if c.startswith((STEP_ANNOTATION_PREFIX, STEP_MARKER_PREFIX))
         }
         candidate = _code_mask(name, marker_names, rows)
         annotation = kind == _KIND_CODE["user_annotation"]
@@ -815,14 +773,17 @@ def _parallel_sources(
     input_dims: pd.Categorical,
     input_types: pd.Categorical,
     args: pa.LargeBinaryArray,
+    *,
+    our_rows: NDArray[np.int64],
 ) -> dict[str, Any]:
-    """The columns that `derive.start` reads (`derive.PARALLEL_SOURCES`)."""
+    """The columns that `derive.start` reads (`derive.PARALLEL_SOURCES`, and `our_rows`)."""
     return {
         **devices,
         "name": name,
         "input_dims": input_dims,
         "input_types": input_types,
         "args": _args_column(args),
+        "our_rows": our_rows,
     }
 
 

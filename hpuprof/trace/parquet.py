@@ -1,7 +1,8 @@
-"""`Trace` <-> one Parquet file (`Trace.save`, the user-facing on-disk form).
+"""`Trace` <-> one Parquet file (`save_parquet`; `hpuprof convert` to `.parquet`).
 
 File layout: the events table is the Parquet data (categoricals kept as dictionary columns,
-`args` as binary); the small tables (counters, flows, processes, threads) travel as Arrow IPC
+`args` as binary; the columns of `schema.ARG_COLUMNS` that hold no value are left out, and
+restored on reading); the small tables (counters, flows, processes, threads) travel as Arrow IPC
 streams in the file's key-value metadata, beside `hpuprof.schema_version`, the per-rank
 metadata (JSON), the sources and the format. Writes are atomic (temporary file + rename).
 `events_table` / `trace_from_table` are shared with the load cache (`cache.py`), which keeps
@@ -23,9 +24,11 @@ import pyarrow.parquet as pq
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.arrow_frame import frame_from_arrow
 from hpuprof.trace.atomic_write import atomic_output
+from hpuprof.trace.broadcast_columns import left_out_arg_columns, with_arg_columns
 from hpuprof.trace.derive import OLDEST_READABLE_VERSION
+from hpuprof.trace.formats import ReadOptions, WriteProgress
 from hpuprof.trace.model import Trace
-from hpuprof.trace.schema import DERIVED_COLUMNS, EVENT_COLUMNS, SCHEMA_VERSION
+from hpuprof.trace.schema import ARG_COLUMNS, SCHEMA_VERSION, stored_event_columns
 
 _TABLES = ("counters", "flows", "processes", "threads")
 _COMPRESSION = "lz4"
@@ -48,7 +51,7 @@ def _from_ipc(data: bytes) -> pd.DataFrame:
 
 def events_table(trace: Trace) -> pa.Table:
     """The events table as Arrow, with every other part of the trace in its schema metadata."""
-    table = pa.Table.from_pandas(trace.events, preserve_index=False)
+    table = pa.Table.from_pandas(left_out_arg_columns(trace.events), preserve_index=False)
     extra: dict[bytes, bytes] = {
         b"hpuprof.schema_version": str(trace.schema_version).encode(),
         b"hpuprof.metadata": msgspec.json.encode(
@@ -70,7 +73,7 @@ def save_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:
 
 
 def load_parquet(path: str | os.PathLike[str]) -> Trace:
-    """Read a file written by `save_parquet` (or `Trace.save`).
+    """Read a file written by `save_parquet`.
 
     Raises:
         TraceFormatError: not a Parquet file, or not one hpuprof wrote (a missing or damaged
@@ -117,11 +120,14 @@ def trace_from_table(table: pa.Table, source: Path, *, check_values: bool = True
         )
     # an older version's columns lack the derived ones: check_trace adds them once the
     # columns they are computed from are checked
-    expected = [c for c in EVENT_COLUMNS if number == SCHEMA_VERSION or c not in DERIVED_COLUMNS]
+    names = set(table.column_names)
+    expected = [c for c in stored_event_columns(number) if c not in ARG_COLUMNS or c in names]
     if list(table.column_names) != expected:
         raise TraceFormatError(str(source), "columns", "the event columns of schema.py")
     try:
         events = frame_from_arrow(table)
+        if number == SCHEMA_VERSION:
+            events = with_arg_columns(events)
         tables = {name: _from_ipc(_key(meta, name, source)) for name in _TABLES}
     except (pa.ArrowException, OSError, ValueError, TypeError) as error:
         raise TraceFormatError(
@@ -174,3 +180,14 @@ def _decoded(meta: dict[bytes, bytes], name: str, source: Path, kind: type) -> A
 def _first_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return lines[0][:200] if lines else type(error).__name__
+
+
+def read_trace(path: Path, options: ReadOptions) -> Trace:
+    """The reader of `formats.PARQUET` (`load_parquet`; one pass, no progress)."""
+    return load_parquet(path)
+
+
+def write_trace(trace: Trace, path: Path, progress: WriteProgress | None = None) -> list[Path]:
+    """The writer of `formats.PARQUET` (`save_parquet`)."""
+    save_parquet(trace, path)
+    return [path]

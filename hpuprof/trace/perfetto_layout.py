@@ -22,7 +22,7 @@ import orjson
 import pandas as pd
 import pyarrow as pa
 
-from hpuprof.trace.schema import NO_ID
+from hpuprof.trace.schema import ARG_COLUMN_DEFAULTS, NO_ID
 
 SEQUENCE_ID: Final = 1
 META_SCHEMA: Final = "hpuprof.schema"
@@ -35,8 +35,9 @@ ANN_COLUMNS: Final = "hpuprof"
 TRACK_COLUMNS: Final = ("rank", "pid", "tid")
 PACKET_COLUMNS: Final = ("name", "cat", "ts_ns", "dur_ns", "ph", "args")
 
-COLUMN_DEFAULTS: Final[dict[str, Any]] = {"depth": 0, "kind": "other"}
-"""Non-obvious defaults; otherwise text "" , integers NO_ID, booleans False."""
+COLUMN_DEFAULTS: Final[dict[str, Any]] = {"depth": 0, "kind": "other", **ARG_COLUMN_DEFAULTS}
+"""Non-obvious defaults (and those of the columns read from args); otherwise text "", integers
+NO_ID, booleans False."""
 
 
 def default_for(column: str, dtype: Any) -> Any:

@@ -29,6 +29,7 @@ import pandas as pd
 import pyarrow as pa
 
 from hpuprof.errors import TraceFormatError
+from hpuprof.trace.broadcast_columns import absent_arg_column
 from hpuprof.trace.derive import OLDEST_READABLE_VERSION
 from hpuprof.trace.perfetto_layout import (
     ANN_ARGS,
@@ -40,10 +41,11 @@ from hpuprof.trace.perfetto_layout import (
     loads,
     table_from_text,
 )
-from hpuprof.trace.schema import SCHEMA_VERSION
+from hpuprof.trace.schema import ARG_COLUMNS, SCHEMA_VERSION
 from hpuprof.trace.validate import check_trace
 
 if TYPE_CHECKING:
+    from hpuprof.trace.formats import ReadOptions
     from hpuprof.trace.model import Trace
 
 _BEGIN, _END, _INSTANT, _COUNTER = 1, 2, 3, 4
@@ -456,8 +458,11 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
         "args": [got.args[i] for i in order],
     }
     ordered_notes = [got.notes[i] or {} for i in order]
+    noted = set().union(*ordered_notes)
     for column in template.columns:
         if column in data:
+            continue
+        if column in ARG_COLUMNS and column not in noted:  # (a key no row holds)
             continue
         default = default_for(column, template[column].dtype)
         data[column] = [notes.get(column, default) for notes in ordered_notes]
@@ -467,7 +472,13 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
             for notes, value in zip(ordered_notes, data[column], strict=True)
         ]
     events = pd.DataFrame(
-        {column: _column(data[column], template[column]) for column in template.columns}
+        {
+            column: _column(data[column], template[column])
+            if column in data
+            else absent_arg_column(column, n)
+            for column in template.columns
+        },
+        copy=False,
     )
     ctemplate = table_from_text(blob["counters_dtypes"])
     ckeys = {int(uuid): key for uuid, key in blob["counter_tracks"].items()}
@@ -600,3 +611,8 @@ def load_perfetto(path: str | os.PathLike[str]) -> Trace:
             str(source), f"metadata entry {META_TRACE}", f"the tables hpuprof wrote ({_why(error)})"
         ) from None
     return check_trace(trace, str(source), version=trace.schema_version)
+
+
+def read_trace(path: Path, options: ReadOptions) -> Trace:
+    """The reader of `formats.PERFETTO` (`load_perfetto`; one pass, no progress)."""
+    return load_perfetto(path)

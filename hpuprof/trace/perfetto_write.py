@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from hpuprof.trace.atomic_write import atomic_output
+from hpuprof.trace.broadcast_columns import holds_values
 from hpuprof.trace.perfetto_layout import (
     ANN_ARGS,
     ANN_ARGS_B64,
@@ -39,7 +40,7 @@ from hpuprof.trace.perfetto_layout import (
     dumps,
     table_to_text,
 )
-from hpuprof.trace.schema import SCHEMA_VERSION
+from hpuprof.trace.schema import ARG_COLUMNS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from hpuprof.trace.model import Trace
@@ -266,7 +267,7 @@ def _column_notes(events: pd.DataFrame, is_slice: np.ndarray) -> list[dict[str, 
     notes: list[dict[str, Any]] = [{"row": i} for i in range(n)]
     skip = set(TRACK_COLUMNS) | set(PACKET_COLUMNS)
     for column in events.columns:
-        if column in skip:
+        if column in skip or (column in ARG_COLUMNS and not holds_values(events[column])):
             continue
         series = events[column]
         default = default_for(column, series.dtype)
@@ -360,54 +361,77 @@ def _metadata_blob(trace: Trace, tracks: _Tracks, ts_offset: int) -> bytes:
     return dumps(blob)
 
 
-def write_perfetto(
-    trace: Trace, path: str | os.PathLike[str], *, progress: Progress | None = None
-) -> Path:
-    """Write `trace` to `path` as a Perfetto protobuf trace, atomically.
+@dataclass(frozen=True)
+class _Events:
+    """The events of a trace as the writer walks them: times shifted to be >= 0, each row's
+    track, the slices in nesting order per lane and what closes before each opens."""
 
-    Args:
-        trace: the trace to write (every rank goes into the one file).
-        path: the output file (`.perfetto-trace` or `.pftrace` by convention).
-        progress: optional callback `(done, total)` over events.
+    ts: np.ndarray
+    ts_offset: int
+    is_slice: np.ndarray
+    track_of: np.ndarray
+    slice_rows: np.ndarray
+    pops: list[list[tuple[int, int]]]
+    outgoing: dict[int, list[int]]
+    terminating: dict[int, list[int]]
+    notes: list[dict[str, Any]]
+    names: list[str]
+    cats: list[str]
+    args: list[bytes]
 
-    Returns:
-        The path written.
-    """
-    target = Path(path)
-    events = trace.events.reset_index(drop=True)
-    counters = trace.counters.reset_index(drop=True)
-    n = len(events)
-    ranks = events["rank"].to_numpy().astype(np.int64)
-    pid_text = events["pid"].astype(object).to_numpy()
-    tid_text = events["tid"].astype(object).to_numpy()
-    ts_raw = events["ts_ns"].to_numpy().astype(np.int64)
-    dur_raw = events["dur_ns"].to_numpy().astype(np.int64)
-    counter_ts = counters["ts_ns"].to_numpy().astype(np.int64) if len(counters) else ts_raw[:0]
-    lows = [int(a.min()) for a in (ts_raw, counter_ts) if len(a)]
-    ts_offset = min([0, *lows])
-    ts = ts_raw - ts_offset
-    is_slice = (events["ph"].astype(object) == "X").to_numpy(dtype=bool)
-    end = ts + np.maximum(dur_raw, 0) * is_slice
 
+def _tracks_of(trace: Trace, events: pd.DataFrame, counters: pd.DataFrame) -> _Tracks:
+    """The process and thread tracks of the trace, named from its metadata."""
+    ranks = events["rank"].to_numpy().astype(np.int64).tolist()
     all_ranks = (
-        set(ranks.tolist())
+        set(ranks)
         | set(counters["rank"].tolist() if len(counters) else [])
         | set(trace.flows["rank"].tolist() if len(trace.flows) else [])
     )
     multi_rank = len(all_ranks) > 1
-    pid_keys = pid_text.tolist() + (
+    pid_keys = events["pid"].astype(object).tolist() + (
         counters["pid"].astype(object).tolist() if len(counters) else []
     )
-    pid_ranks = ranks.tolist() + (counters["rank"].tolist() if len(counters) else [])
+    pid_ranks = ranks + (counters["rank"].tolist() if len(counters) else [])
+    tids = events["tid"].astype(object).tolist()
     tracks = _Tracks(
         multi_rank=multi_rank,
         process_names=_name_map(trace.processes, ("rank", "pid")),
         thread_names=_name_map(trace.threads, ("rank", "pid", "tid")),
         pids=_ids([str(p) for p in pid_keys], [int(r) for r in pid_ranks], multi_rank),
-        tids=_ids([str(t) for t in tid_text.tolist()], ranks.tolist(), multi_rank),
+        tids=_ids([str(t) for t in tids], ranks, multi_rank),
+    )
+    return tracks
+
+
+def _counter_keys(counters: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """(rank, name, series, pid, tid, cat) of each counter sample: its track's key."""
+    if not len(counters):
+        return []
+    columns = ("name", "series", "pid", "tid", "cat")
+    return list(
+        zip(
+            counters["rank"].tolist(),
+            *(counters[c].astype(object).tolist() for c in columns),
+            strict=True,
+        )
     )
 
-    lane_keys = list(zip(ranks.tolist(), pid_text.tolist(), tid_text.tolist(), strict=True))
+
+def _events_of(trace: Trace, events: pd.DataFrame, tracks: _Tracks, ts_offset: int) -> _Events:
+    """The events laid out on `tracks` (see `_Events`)."""
+    n = len(events)
+    ranks = events["rank"].to_numpy().astype(np.int64)
+    ts_raw = events["ts_ns"].to_numpy().astype(np.int64)
+    ts = ts_raw - ts_offset
+    is_slice = (events["ph"].astype(object) == "X").to_numpy(dtype=bool)
+    end = ts + np.maximum(events["dur_ns"].to_numpy().astype(np.int64), 0) * is_slice
+    lane_keys = zip(
+        ranks.tolist(),
+        events["pid"].astype(object).tolist(),
+        events["tid"].astype(object).tolist(),
+        strict=True,
+    )
     lane_of: dict[tuple[int, str, str], int] = {}
     lane_codes = np.fromiter(
         (lane_of.setdefault(key, len(lane_of)) for key in lane_keys), dtype=np.int64, count=n
@@ -425,35 +449,120 @@ def write_perfetto(
         if layer:
             rank, pid, tid = lane_list[lane_codes[row]]
             track_of[row] = tracks.lane(rank, pid, tid, layer)
-
-    counter_keys: list[tuple[Any, ...]] = []
-    if len(counters):
-        counter_keys = list(
-            zip(
-                counters["rank"].tolist(),
-                counters["name"].astype(object).tolist(),
-                counters["series"].astype(object).tolist(),
-                counters["pid"].astype(object).tolist(),
-                counters["tid"].astype(object).tolist(),
-                counters["cat"].astype(object).tolist(),
-                strict=True,
-            )
-        )
-        for key in counter_keys:
-            tracks.counter(key)
-
     parent = events["parent"].to_numpy() if "parent" in events else np.full(n, -1)
     outgoing, terminating = _flow_points(
         trace.flows, lane_of, lane_codes, ts_raw, end + ts_offset, parent, slice_rows
     )
-    notes = _column_notes(events, is_slice)
-    names = events["name"].astype(object).tolist()
-    cats = events["cat"].astype(object).tolist()
-    args = events["args"].tolist() if "args" in events else [b""] * n
+    return _Events(
+        ts=ts,
+        ts_offset=ts_offset,
+        is_slice=is_slice,
+        track_of=track_of,
+        slice_rows=slice_rows,
+        pops=pops,
+        outgoing=outgoing,
+        terminating=terminating,
+        notes=_column_notes(events, is_slice),
+        names=events["name"].astype(object).tolist(),
+        cats=events["cat"].astype(object).tolist(),
+        args=events["args"].tolist() if "args" in events else [b""] * n,
+    )
 
+
+class _EventWriter:
+    """Writes the TrackEvent packets of `_Events` (begin/instant with their annotations and
+    flows, end) through one builder and interner."""
+
+    def __init__(self, builder: _ChunkedBuilder, laid: _Events) -> None:
+        self.builder = builder
+        self.interner = _Interner()
+        self.laid = laid
+
+    def open(self, row: int, kind: int) -> None:
+        laid, interner = self.laid, self.interner
+        packet = self.builder.packet(int(laid.ts[row]), interned=True)
+        event = packet.track_event
+        event.type = kind
+        event.track_uuid = int(laid.track_of[row])
+        event.name_iid = interner.iid(packet, "event_names", laid.names[row])
+        if laid.cats[row]:
+            event.category_iids.append(interner.iid(packet, "event_categories", laid.cats[row]))
+        raw = laid.args[row]
+        if raw:
+            annotation = event.debug_annotations.add()
+            try:
+                annotation.legacy_json_value = raw.decode()
+                annotation.name_iid = interner.iid(packet, _ANNOTATION_NAMES, ANN_ARGS)
+            except UnicodeDecodeError:
+                import base64
+
+                annotation.string_value = base64.b64encode(raw).decode("ascii")
+                annotation.name_iid = interner.iid(packet, _ANNOTATION_NAMES, ANN_ARGS_B64)
+        annotation = event.debug_annotations.add()
+        annotation.name_iid = interner.iid(packet, _ANNOTATION_NAMES, ANN_COLUMNS)
+        annotation.legacy_json_value = dumps(laid.notes[row]).decode()
+        if row in laid.outgoing:
+            event.flow_ids.extend(laid.outgoing[row])
+        if row in laid.terminating:
+            event.terminating_flow_ids.extend(laid.terminating[row])
+
+    def close(self, closed: list[tuple[int, int]]) -> None:
+        for row, stop in closed:
+            packet = self.builder.packet(stop)
+            packet.track_event.type = _END
+            packet.track_event.track_uuid = int(self.laid.track_of[row])
+
+    def all_events(self, progress: Progress | None) -> None:
+        """Every slice (nested per lane), then every instant."""
+        laid, n = self.laid, len(self.laid.ts)
+        for position, row in enumerate(laid.slice_rows.tolist()):
+            self.close(laid.pops[position])
+            self.open(row, _BEGIN)
+            if progress is not None and position % 50000 == 49999:
+                progress(position + 1, n)
+        self.close(laid.pops[-1])
+        for row in np.flatnonzero(~laid.is_slice).tolist():
+            self.open(row, _INSTANT)
+
+
+def _write_counters(
+    builder: _ChunkedBuilder, counters: pd.DataFrame, tracks: _Tracks, ts_offset: int
+) -> None:
+    if not len(counters):
+        return
+    values = counters["value"].to_numpy(dtype=np.float64).tolist()
+    stamps = (counters["ts_ns"].to_numpy().astype(np.int64) - ts_offset).tolist()
+    for key, stamp, value in zip(_counter_keys(counters), stamps, values, strict=True):
+        packet = builder.packet(stamp)
+        packet.track_event.type = _COUNTER
+        packet.track_event.track_uuid = tracks.counter_uuid[key]
+        packet.track_event.double_counter_value = value
+
+
+def write_perfetto(
+    trace: Trace, path: str | os.PathLike[str], *, progress: Progress | None = None
+) -> Path:
+    """Write `trace` to `path` as a Perfetto protobuf trace, atomically.
+
+    Args:
+        trace: the trace to write (every rank goes into the one file).
+        path: the output file (`.perfetto-trace` or `.pftrace` by convention).
+        progress: optional callback `(done, total)` over events.
+
+    Returns:
+        The path written.
+    """
+    target = Path(path)
+    events = trace.events.reset_index(drop=True)
+    counters = trace.counters.reset_index(drop=True)
+    lows = [int(t["ts_ns"].min()) for t in (events, counters) if len(t)]
+    ts_offset = min([0, *lows])
+    tracks = _tracks_of(trace, events, counters)
+    laid = _events_of(trace, events, tracks, ts_offset)
+    for key in _counter_keys(counters):  # (after the lanes: the track ids keep their order)
+        tracks.counter(key)
     with atomic_output(target) as out:
         builder = _ChunkedBuilder(out)
-        interner = _Interner()
         meta = builder.packet()
         schema_entry = meta.chrome_events.metadata.add()
         schema_entry.name, schema_entry.int_value = META_SCHEMA, SCHEMA_VERSION
@@ -461,57 +570,14 @@ def write_perfetto(
         blob_entry.name = META_TRACE
         blob_entry.json_value = _metadata_blob(trace, tracks, ts_offset).decode()
         tracks.emit(builder)
-
-        def open_event(row: int, kind: int) -> None:
-            packet = builder.packet(int(ts[row]), interned=True)
-            event = packet.track_event
-            event.type = kind
-            event.track_uuid = int(track_of[row])
-            event.name_iid = interner.iid(packet, "event_names", names[row])
-            if cats[row]:
-                event.category_iids.append(interner.iid(packet, "event_categories", cats[row]))
-            raw = args[row]
-            if raw:
-                annotation = event.debug_annotations.add()
-                try:
-                    annotation.legacy_json_value = raw.decode()
-                    annotation.name_iid = interner.iid(packet, _ANNOTATION_NAMES, ANN_ARGS)
-                except UnicodeDecodeError:
-                    import base64
-
-                    annotation.string_value = base64.b64encode(raw).decode("ascii")
-                    annotation.name_iid = interner.iid(packet, _ANNOTATION_NAMES, ANN_ARGS_B64)
-            annotation = event.debug_annotations.add()
-            annotation.name_iid = interner.iid(packet, _ANNOTATION_NAMES, ANN_COLUMNS)
-            annotation.legacy_json_value = dumps(notes[row]).decode()
-            if row in outgoing:
-                event.flow_ids.extend(outgoing[row])
-            if row in terminating:
-                event.terminating_flow_ids.extend(terminating[row])
-
-        def close_events(closed: list[tuple[int, int]]) -> None:
-            for row, stop in closed:
-                packet = builder.packet(stop)
-                packet.track_event.type = _END
-                packet.track_event.track_uuid = int(track_of[row])
-
-        for position, row in enumerate(slice_rows.tolist()):
-            close_events(pops[position])
-            open_event(row, _BEGIN)
-            if progress is not None and position % 50000 == 49999:
-                progress(position + 1, n)
-        close_events(pops[-1])
-        for row in np.flatnonzero(~is_slice).tolist():
-            open_event(row, _INSTANT)
-        if len(counters):
-            values = counters["value"].to_numpy(dtype=np.float64).tolist()
-            cts = (counter_ts - ts_offset).tolist()
-            for key, stamp, value in zip(counter_keys, cts, values, strict=True):
-                packet = builder.packet(stamp)
-                packet.track_event.type = _COUNTER
-                packet.track_event.track_uuid = tracks.counter_uuid[key]
-                packet.track_event.double_counter_value = value
+        _EventWriter(builder, laid).all_events(progress)
+        _write_counters(builder, counters, tracks, ts_offset)
         builder.flush()
         if progress is not None:
-            progress(n, n)
+            progress(len(events), len(events))
     return target
+
+
+def write_trace(trace: Trace, path: Path, progress: Progress | None = None) -> list[Path]:
+    """The writer of `formats.PERFETTO` (`write_perfetto`)."""
+    return [write_perfetto(trace, path, progress=progress)]

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hpuprof.trace.model import Trace
-from hpuprof.trace.schema import METADATA_KEY, NO_ID
+from hpuprof.trace.schema import NO_ID
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class TraceSummary:
     Args:
         span_ns: last event end minus first event start (0 when empty).
         devices: accelerator indexes seen on device events, with names from deviceProperties.
-        device_time: our `hpuprof.device_time` ("modeled" / "measured") or "" when absent.
+        device_time: `Trace.device_time` ("modeled" / "measured" / "none"), "" when unknown.
     """
 
     sources: tuple[str, ...]
@@ -65,11 +65,6 @@ def summarize(trace: Trace) -> TraceSummary:
     names = _device_names(trace)
     devices = {str(d): names.get(d, "") for d in device_ids}
     steps = sorted(int(s) for s in events["step"].unique() if s != NO_ID)
-    device_time = ""
-    for meta in trace.metadata.values():
-        ours = meta.get(METADATA_KEY)
-        if isinstance(ours, dict) and ours.get("device_time"):
-            device_time = str(ours["device_time"])
     cats = events["cat"].value_counts()
     kinds = events["kind"].value_counts()
     return TraceSummary(
@@ -86,5 +81,5 @@ def summarize(trace: Trace) -> TraceSummary:
         categories={str(k): int(v) for k, v in cats.items() if v},
         kinds={str(k): int(v) for k, v in kinds.items() if v},
         steps=tuple(steps),
-        device_time=device_time,
+        device_time=trace.device_time or "",
     )

@@ -21,13 +21,13 @@ from hpuprof.errors import TraceFormatError
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import (
     COUNTER_COLUMNS,
-    DERIVED_COLUMNS,
     EVENT_COLUMNS,
     EVENT_KINDS,
     FLOW_COLUMNS,
     NO_ID,
     SCHEMA_VERSION,
     EngineKind,
+    stored_event_columns,
 )
 
 ENGINES: frozenset[str] = frozenset(EngineKind.__args__)  # type: ignore[attr-defined]
@@ -64,7 +64,8 @@ def check_trace(
     from hpuprof.trace.derive import upgrade_events
 
     old = version < SCHEMA_VERSION
-    event_columns = {c: t for c, t in EVENT_COLUMNS.items() if not (old and c in DERIVED_COLUMNS)}
+    stored = stored_event_columns(version)
+    event_columns = {c: t for c, t in EVENT_COLUMNS.items() if c in stored}
     tables: tuple[tuple[str, Mapping[str, str]], ...] = (
         ("events", event_columns),
         ("counters", COUNTER_COLUMNS),
@@ -93,7 +94,7 @@ def check_trace(
     if values or old:  # (derived columns are computed from checked values only)
         _check_events(trace.events, source)
     if old:
-        upgraded = upgrade_events(trace.events)
+        upgraded = upgrade_events(trace.events, version)
         assert upgraded is not None  # (its columns were checked above)
         trace = replace(trace, events=upgraded, schema_version=SCHEMA_VERSION)
     return trace

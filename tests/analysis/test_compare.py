@@ -9,7 +9,7 @@ from hpuprof.analysis import compare
 from hpuprof.analysis.diff import diff_traces
 from hpuprof.render import get_renderer
 from hpuprof.trace.model import Trace
-from tests.analysis.tracebuild import make_trace
+from tests.tracebuild import make_trace
 
 CHAIN = ("aten::conv2d", "aten::convolution", "aten::_convolution", "aten::cudnn_convolution")
 

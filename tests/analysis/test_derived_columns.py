@@ -18,7 +18,7 @@ from hpuprof.analysis.ops import analyze_ops
 from hpuprof.trace.derive import _first_with_key
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import DERIVED_COLUMNS, EVENT_COLUMNS, NO_ID, SCHEMA_VERSION
-from tests.analysis.tracebuild import make_trace
+from tests.tracebuild import make_trace
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_traces"

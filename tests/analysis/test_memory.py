@@ -15,7 +15,7 @@ import hpuprof
 from hpuprof.analysis.memory import MAX_POINTS, analyze_memory
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import COUNTER_COLUMNS
-from tests.analysis.tracebuild import make_trace
+from tests.tracebuild import make_trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 GIB = 2**30

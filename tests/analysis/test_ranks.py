@@ -12,7 +12,7 @@ import hpuprof
 from hpuprof.analysis import analyze
 from hpuprof.analysis.ranks import analyze_ranks
 from hpuprof.trace.model import Trace
-from tests.analysis.tracebuild import make_trace
+from tests.tracebuild import make_trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 

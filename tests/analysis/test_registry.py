@@ -25,7 +25,7 @@ from hpuprof.analysis.registry import (
 from hpuprof.errors import UsageError
 from hpuprof.render import FORMATS, get_renderer
 from hpuprof.trace.model import Trace
-from tests.analysis.tracebuild import make_trace
+from tests.tracebuild import make_trace
 
 
 @dataclass(frozen=True)

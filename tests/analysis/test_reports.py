@@ -10,7 +10,7 @@ from hpuprof.analysis import intervals as iv
 from hpuprof.analysis.bucketing import recommend_buckets
 from hpuprof.analysis.filters import NamePattern, RankFilter, parse_steps
 from hpuprof.render import get_renderer
-from tests.analysis.tracebuild import make_trace
+from tests.tracebuild import make_trace
 
 
 def gaudi_like() -> list[dict]:

@@ -3,30 +3,21 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from hpuprof.analysis.time_range import summarize_time_range
 from hpuprof.trace.model import Trace
-from hpuprof.trace.schema import COUNTER_COLUMNS, EVENT_COLUMNS, FLOW_COLUMNS, NO_ID
+from hpuprof.trace.schema import NO_ID
+from tests.tracebuild import make_trace
 
 
 def _trace(rows: list[tuple[str, int, int, int, str, bool]]) -> Trace:
-    """Slices as (name, ts, dur, parent row, tid, on device)."""
-    n = len(rows)
-    base: dict[str, object] = {
-        "cat": "cpu_op", "ph": "X", "pid": "1", "rank": 0, "kind": "cpu_op", "device": NO_ID,
-        "stream": NO_ID, "engine": "", "correlation": NO_ID, "external_id": NO_ID, "depth": 0,
-        "step": NO_ID, "input_dims": "", "input_types": "", "mode": "", "module": "", "phase": "",
-        "graph_id": "", "hpu_event": "", "flush_reason": "", "fallback": False, "args": b"",
-    }  # fmt: skip
-    default = {"category": "", "bool": False, "binary": b""}
-    cols = {c: [base.get(c, default.get(t, NO_ID))] * n for c, t in EVENT_COLUMNS.items()}
-    for i, (name, ts, dur, parent, tid, dev) in enumerate(rows):
-        cols["name"][i], cols["ts_ns"][i], cols["dur_ns"][i] = name, ts, dur
-        cols["parent"][i], cols["tid"][i], cols["is_device"][i] = parent, tid, dev
-    ev = pd.DataFrame({c: pd.Series(v, dtype=t) if t != "binary" else pd.Series(v, dtype=object) for (c, t), v in zip(EVENT_COLUMNS.items(), cols.values(), strict=True)})  # fmt: skip
-    empty = lambda spec: pd.DataFrame({c: pd.Series(dtype=t) for c, t in spec.items()})  # noqa: E731
-    return Trace(ev, empty(COUNTER_COLUMNS), empty(FLOW_COLUMNS), {0: {}}, pd.DataFrame(), pd.DataFrame(), ("<t>",), "test")  # fmt: skip
+    """Slices as (name, ts, dur, parent row, tid, on device), as given (nothing derived)."""
+    events = [
+        {"name": name, "ts_ns": ts, "dur_ns": dur, "parent": parent, "tid": tid,
+         "is_device": dev, "cat": "cpu_op", "pid": "1", "kind": "cpu_op"}
+        for name, ts, dur, parent, tid, dev in rows
+    ]  # fmt: skip
+    return make_trace(events, derive=False, metadata={0: {}}, sources=("<t>",), format="test")
 
 
 def test_clipped_wall_self_and_average() -> None:

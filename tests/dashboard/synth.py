@@ -18,22 +18,16 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from hpuprof.trace.derive import with_derived
 from hpuprof.trace.model import Trace
-from hpuprof.trace.schema import (
-    COUNTER_COLUMNS,
-    DERIVED_COLUMNS,
-    EVENT_COLUMNS,
-    FLOW_COLUMNS,
-    NO_ID,
-)
+from hpuprof.trace.schema import ARG_FALLBACK, ARG_KEYS, COUNTER_COLUMNS, FLOW_COLUMNS, NO_ID
+from tests.tracebuild import GIVEN_COLUMNS, derived_events, table, typed_table
 
 OPS = ("aten::mm", "aten::add", "aten::relu", "aten::softmax", "aten::copy_", "aten::mul")
 ENGINES = (("MME", "MME 0", "kernel"), ("TPC", "TPC 0", "kernel"), ("DMA", "DMA 0", "memcpy"))
 
 
 def _rank_rows(rank: int, n_ops: int, ops_per_step: int, slow: float) -> dict[str, list[Any]]:
-    cols: dict[str, list[Any]] = {c: [] for c in EVENT_COLUMNS if c not in DERIVED_COLUMNS}
+    cols: dict[str, list[Any]] = {c: [] for c in GIVEN_COLUMNS}
     cols["uid"], cols["parent_uid"] = [], []
 
     def add(**kw: Any) -> int:
@@ -115,11 +109,8 @@ def _frame(cols: dict[str, list[Any]]) -> pd.DataFrame:
     new_row[df["uid"].to_numpy()] = np.arange(len(df))
     pu = df["parent_uid"].to_numpy()
     df["parent"] = np.where(pu >= 0, new_row[np.maximum(pu, 0)], NO_ID)
-    out = pd.DataFrame(index=df.index)
-    for col, dtype in EVENT_COLUMNS.items():
-        if col not in DERIVED_COLUMNS:
-            out[col] = df[col].astype(object) if dtype == "binary" else df[col].astype(dtype)
-    return with_derived(out)  # op_row, dtype, flops, ... as the loader derives them
+    given = {c: df[c].tolist() for c in GIVEN_COLUMNS}
+    return derived_events(typed_table(GIVEN_COLUMNS, given, len(df)))  # as a loader derives
 
 
 def synthetic_trace(n_events: int = 3_000, *, ranks: int = 1, ops_per_step: int = 60) -> Trace:
@@ -149,8 +140,8 @@ def synthetic_trace(n_events: int = 3_000, *, ranks: int = 1, ops_per_step: int 
     }
     return Trace(
         events=_frame(merged),
-        counters=pd.DataFrame({c: pd.Series(dtype=t) for c, t in COUNTER_COLUMNS.items()}),
-        flows=pd.DataFrame({c: pd.Series(dtype=t) for c, t in FLOW_COLUMNS.items()}),
+        counters=table(COUNTER_COLUMNS, []),
+        flows=table(FLOW_COLUMNS, []),
         metadata=meta,
         processes=processes,
         threads=threads,
@@ -170,15 +161,14 @@ def write_chrome_json(trace: Trace, path: Path, rank: int = 0) -> Path:
         tid = int(r["tid"]) if str(r["tid"]).isdigit() else r["tid"]
         out.append({"ph": "M", "name": "thread_name", "pid": int(r["pid"]), "tid": tid,
                     "args": {"name": r["name"]}})  # fmt: skip
-    keys = {"mode": "hpuprof.mode", "module": "hpuprof.module", "phase": "hpuprof.phase",
-            "graph_id": "hpuprof.graph_id", "hpu_event": "hpuprof.event"}  # fmt: skip
+    keys = {column: key for column, key in ARG_KEYS.items() if column != "fallback"}
     for rec in ev.to_dict("records"):
         args: dict[str, Any] = orjson.loads(rec["args"]) if rec["args"] else {}
         for col, key in keys.items():
             if rec[col]:
                 args[key] = rec[col]
         if rec["fallback"]:
-            args["hpuprof.fallback"] = True
+            args[ARG_FALLBACK.key] = True
         if rec["correlation"] != NO_ID:
             args["correlation"] = int(rec["correlation"])
         if rec["input_dims"]:

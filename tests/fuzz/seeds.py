@@ -44,13 +44,14 @@ def collect(scratch: Path, *, max_json_bytes: int) -> list[Seed]:
 
 def _parquet_seeds(scratch: Path) -> list[Seed]:
     import hpuprof
+    from hpuprof.trace.parquet import save_parquet
 
     made = []
     for path in (GAUDI, SAMPLES / "emulated_lazy" / "traces" / "gaudi_train-rank0.pt.trace.json"):
         if not path.is_file():
             continue
         target = scratch / f"{path.name}.parquet"
-        hpuprof.load(path, cache=False).save(target)
+        save_parquet(hpuprof.load(path, cache=False), target)
         made.append(Seed(f"parquet/{path.name}", "parquet", target, target.read_bytes()))
     return made
 

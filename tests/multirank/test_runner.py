@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import hpuprof
+from hpuprof.analysis import parse_reports
 from hpuprof.analysis.distributed import analyze_distributed
 from hpuprof.analysis.report import as_plain
 from hpuprof.cli.main import main
@@ -92,7 +93,7 @@ def test_lazy_rank_set_opens_ranks_on_demand(tmp_path: Path) -> None:
     assert len(ranks) == 3 and ranks.ranks == (0, 1, 2)  # read from the files' first bytes
     one = ranks.rank(2)
     assert one.ranks == [2] and len(one) > 0
-    rep = ranks.report("distributed")
+    rep, _ = analyze_files(ranks.files, parse_reports("distributed"), cache=ranks.cache)
     assert rep.sections["distributed"].straggler_ranks[0].rank == 0
 
 

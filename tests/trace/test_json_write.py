@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trace_builders import SMALL_SHARED, assert_same_trace, kineto_or_skip
 
 from hpuprof.errors import OutputError, UsageError
 from hpuprof.trace.combine import combine
@@ -16,6 +15,7 @@ from hpuprof.trace.json_write import write_chrome_json
 from hpuprof.trace.kineto_json import read_kineto_json, trace_from_events
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import SCHEMA_VERSION
+from tests.tracebuild import SMALL_SHARED, assert_same_trace, kineto_or_skip
 
 EVENTS: list[dict[str, Any]] = [
     {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "/device:HPU:0"}},

@@ -16,6 +16,7 @@ import pytest
 import hpuprof
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace import fastscan
+from hpuprof.trace.parquet import save_parquet
 
 OK_EVENT = b'{"ph": "X", "name": "a", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 1, "dur": 2}'
 
@@ -265,7 +266,9 @@ def test_damaged_parquet(tmp_path: Path, damage: str) -> None:
     import pyarrow.parquet as pq
 
     path = tmp_path / "t.parquet"
-    hpuprof.load(Path(__file__).parent / "data" / "gaudi_merged.json", cache=False).save(path)
+    save_parquet(
+        hpuprof.load(Path(__file__).parent / "data" / "gaudi_merged.json", cache=False), path
+    )
     table = pq.read_table(path)
     if damage == "truncated":
         path.write_bytes(path.read_bytes()[:-100])

@@ -8,8 +8,8 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import NumberTexts
-from hpuprof.trace.normalize import categorical
 from hpuprof.trace.schema import NO_ID
 
 INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)

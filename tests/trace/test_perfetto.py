@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from perfetto.trace_builder.proto_builder import TraceProtoBuilder
-from trace_builders import SMALL_SHARED, assert_same_trace, kineto_or_skip, make_trace
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.model import Trace
 from hpuprof.trace.perfetto_read import load_perfetto
 from hpuprof.trace.perfetto_write import write_perfetto
+from tests.tracebuild import SMALL_SHARED, assert_same_trace, kineto_or_skip, make_trace
 
 BEGIN, END, INSTANT, COUNTER = 1, 2, 3, 4
 
@@ -73,8 +73,8 @@ def gaudi_like_trace() -> Trace:
     threads = pd.DataFrame({"rank": [0], "pid": ["0"], "tid": ["1000"], "name": ["MME 0"]})
     meta = {0: {"baseTimeNanoseconds": 1_700_000_000_000_000_000, "big": 2**70, "u": "ü"}}
     return make_trace(
-        events, counters, flows, metadata=meta, processes=processes, threads=threads,
-        sources=("made.json",), format="test",
+        events, counters, flows, derive=False, metadata=meta, processes=processes,
+        threads=threads, sources=("made.json",), format="test",
     )  # fmt: skip
 
 

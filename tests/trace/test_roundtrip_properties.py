@@ -12,14 +12,14 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from trace_builders import assert_same_trace
 
 from hpuprof.trace.json_write import write_chrome_json
 from hpuprof.trace.kineto_json import read_kineto_json, trace_from_events
 from hpuprof.trace.model import Trace
-from hpuprof.trace.parquet import load_parquet
+from hpuprof.trace.parquet import load_parquet, save_parquet
 from hpuprof.trace.perfetto_read import load_perfetto
 from hpuprof.trace.perfetto_write import write_perfetto
+from tests.tracebuild import assert_same_trace
 
 BASE = 1_790_857_026_000_000_000
 LANES = [(1, 1), (1, 2), (0, 1000), ("", ""), ("Spans", "PyTorch Profiler")]
@@ -107,7 +107,7 @@ def test_json_round_trip(trace: Trace) -> None:
 def test_parquet_round_trip(trace: Trace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "t.parquet"
-        trace.save(path)
+        save_parquet(trace, path)
         back = load_parquet(path)
     assert_same_trace(trace, back)
 

@@ -1,8 +1,8 @@
 """`hpuprof convert IN OUT`: convert a trace between formats, chosen by file extension.
 
-Formats: `.json`, `.json.gz` (Kineto/Chrome trace), `.perfetto-trace` / `.pftrace`
-(Perfetto protobuf, opens natively in ui.perfetto.dev), `.parquet` (our columnar cache).
-IN may also be a directory of rank traces. OUT may be a directory (an existing one, or a
+Formats (`hpuprof.trace.formats`): `.json`, `.json.gz`, `.gz` (Kineto/Chrome trace),
+`.perfetto-trace` / `.pftrace` (Perfetto protobuf, opens natively in ui.perfetto.dev),
+`.parquet` (our columnar file). IN may also be a directory of rank traces. OUT may be a directory (an existing one, or a
 path ending in `/`): one Chrome-trace `rank-<R>.json.gz` per rank, the only way to write a
 multi-rank trace as Chrome JSON.
 """
@@ -22,15 +22,8 @@ import typer
 from hpuprof.errors import UsageError
 
 if TYPE_CHECKING:
+    from hpuprof.trace.formats import TraceFormat
     from hpuprof.trace.model import Trace
-
-INPUT_SUFFIXES = (".json", ".json.gz", ".perfetto-trace", ".pftrace", ".parquet")
-OUTPUT_SUFFIXES = INPUT_SUFFIXES
-
-
-def _suffix(path: Path, known: tuple[str, ...]) -> str | None:
-    name = path.name.lower()
-    return next((s for s in sorted(known, key=len, reverse=True) if name.endswith(s)), None)
 
 
 def _is_directory_target(text: str) -> bool:
@@ -58,25 +51,14 @@ def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
         yield update
 
 
-def _write(trace: Trace, target: str, kind: str | None) -> list[Path]:
-    if kind is None:  # a directory: Chrome JSON per rank
+def _write(trace: Trace, target: str, written_as: TraceFormat | None) -> list[Path]:
+    if written_as is None:  # a directory: Chrome JSON per rank
         from hpuprof.trace.json_write import write_chrome_json
 
         with _progress("writing JSON") as update:
             return write_chrome_json(trace, target, progress=update)
-    path = Path(target)
-    if kind in (".json", ".json.gz"):
-        from hpuprof.trace.json_write import write_chrome_json
-
-        with _progress("writing JSON") as update:
-            return write_chrome_json(trace, path, progress=update)
-    if kind in (".perfetto-trace", ".pftrace"):
-        from hpuprof.trace.perfetto_write import write_perfetto
-
-        with _progress("writing Perfetto") as update:
-            return [write_perfetto(trace, path, progress=update)]
-    trace.save(path)
-    return [path]
+    with _progress(f"writing {written_as.name}") as update:
+        return written_as.write(trace, Path(target), update)
 
 
 def run_convert(source: Path, target: str) -> int:
@@ -86,18 +68,20 @@ def run_convert(source: Path, target: str) -> int:
         UsageError: unknown extension, or a missing input.
     """
     import hpuprof
+    from hpuprof.trace.formats import FORMATS, TRACE_SUFFIXES, named_format
 
     if not source.exists():
         raise UsageError(f"{source}: no such file or directory")
-    if source.is_file() and _suffix(source, INPUT_SUFFIXES) is None:
+    if source.is_file() and named_format(source) is None:
         raise UsageError(
-            f"{source}: unknown input extension; expected one of {', '.join(INPUT_SUFFIXES)}"
+            f"{source}: unknown input extension; expected one of {', '.join(TRACE_SUFFIXES)}"
         )
     directory = _is_directory_target(target)
-    kind = None if directory else _suffix(Path(target), OUTPUT_SUFFIXES)
-    if not directory and kind is None:
+    written_as = None if directory else named_format(target)
+    if not directory and (written_as is None or not written_as.writer):
+        writable = [s for f in FORMATS if f.writer for s in f.suffixes]
         raise UsageError(
-            f"{target}: unknown output extension; expected one of {', '.join(OUTPUT_SUFFIXES)}"
+            f"{target}: unknown output extension; expected one of {', '.join(writable)}"
             " or a directory (ending in /) for one JSON file per rank"
         )
     started = time.perf_counter()
@@ -108,7 +92,7 @@ def run_convert(source: Path, target: str) -> int:
             trace: Any = hpuprof.load(source)
     else:
         trace = hpuprof.load(source)
-    written = _write(trace, target, kind)
+    written = _write(trace, target, written_as)
     seconds = time.perf_counter() - started
     names = ", ".join(str(p) for p in written)
     print(f"wrote {names}: {len(trace.events):,} events in {seconds:.1f} s")
@@ -118,7 +102,7 @@ def run_convert(source: Path, target: str) -> int:
 def register(app: typer.Typer) -> None:
     @app.command(
         "convert",
-        help="Convert a trace: .json, .json.gz, .perfetto-trace/.pftrace, .parquet (by "
+        help="Convert a trace: .json, .json.gz, .gz, .perfetto-trace/.pftrace, .parquet (by "
         "extension); OUT may be a directory for one Chrome-trace file per rank.",
     )
     def convert(

@@ -1,9 +1,10 @@
 """`RankSet`: a many-rank run as a lazy sequence of per-rank traces, opened on demand.
 
 `hpuprof.load(directory, lazy=True)` returns one instead of concatenating every rank into one
-`Trace`: nothing is read until a rank is asked for, one rank's events are in memory at a time
-when iterating, and `report()` analyses the ranks apart (in this process or on Dask workers)
-into one `Report` without holding their events.
+`Trace`: nothing is read until a rank is asked for, and one rank's events are in memory at a
+time when iterating. `hpuprof.distributed.runner.analyze_files(rank_set.files, ...)` analyses
+the ranks apart (in this process or on Dask workers) into one `Report` without holding their
+events.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from hpuprof.trace.model import Trace
+from hpuprof.trace.trace_file import load_file
 
 _RANK_IN_HEAD = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)')
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.I)
@@ -69,8 +71,6 @@ class RankSet(Sequence[Trace]):
         """The trace of the `index`-th rank file (loaded now; not kept)."""
         if isinstance(index, slice):
             return RankSet(self.files[index], self.cache)
-        from hpuprof.trace.load import load_file
-
         return load_file(self.files[index], cache=self.cache)
 
     def __iter__(self) -> Iterator[Trace]:
@@ -92,12 +92,3 @@ class RankSet(Sequence[Trace]):
             if r == rank:
                 return self[i]
         raise KeyError(f"no rank {rank} among {len(self.files)} rank files")
-
-    def report(self, reports: Sequence[str] | str | None = None, **options: Any) -> Any:
-        """Analyse the ranks apart and merge (`hpuprof.distributed.runner.analyze_files`;
-        `options`: its keyword arguments, e.g. `workers=2`). Returns the `Report`."""
-        from hpuprof.analysis import parse_reports
-        from hpuprof.distributed.runner import analyze_files
-
-        report, _ = analyze_files(self.files, parse_reports(reports), cache=self.cache, **options)
-        return report

@@ -1,0 +1,315 @@
+"""hpuprof's args keys that are not read with the event, read at load time into their columns.
+
+The scanner reads `schema.ARG_KEYS` (mode, module, phase, ...) with every event. The other keys
+of `schema.ARGS` (`LATER`: compile causes, sync reasons, cast dtypes, modeled bytes, ...) sit on
+a few rows of traces hpuprof wrote and on none of the others, so they are read here, from the
+rows that hold them only: the scanner marks those rows (`RawColumns.our_keys`), or, for tables
+made another way, a byte search of the args finds them (`our_rows`). Their args are decoded in
+one msgspec pass and each key becomes a column (`schema.ARG_COLUMNS`, and the raw values of
+`flops`, `cause` and `call_site`, which `derive.py` completes).
+
+The keys other profilers write that analyses read (`schema.SOURCE_KEYS`) are read the same
+way from the events each is declared on (`read_source_keys`).
+
+A key that no row holds costs nothing: its column is one broadcast value (a zero-stride array,
+no memory per row; `broadcast_columns.py`). A value of the wrong type for its key (text where
+a count is due) loads as absent, as other tools' keys that happen to share our prefix.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from hpuprof.trace.broadcast_columns import absent_column, absent_text
+from hpuprof.trace.categories import categorical
+from hpuprof.trace.columns import take_binary, text
+from hpuprof.trace.schema import (
+    ARG_COLUMN_DEFAULTS,
+    ARG_KEYS,
+    ARG_PREFIX,
+    ARGS,
+    NO_ID,
+    SOURCE_KEYS,
+    ArgKey,
+    EventRows,
+    SourceKey,
+)
+
+LATER: Final[tuple[ArgKey, ...]] = tuple(arg for arg in ARGS if arg.column not in ARG_KEYS)
+"""The keys read here, from the rows that hold them (the others come with the event)."""
+_OUR_KEY: Final = '"' + ARG_PREFIX
+
+
+class _Keys:
+    """Decodes the values of some args keys (each key a field of a msgspec Struct)."""
+
+    def __init__(self, name: str, keys: Sequence[str]) -> None:
+        fields = [f"k{i}" for i in range(len(keys))]
+        self.struct = msgspec.defstruct(
+            name,
+            [(field, Any, None) for field in fields],
+            rename=dict(zip(fields, keys, strict=True)),
+            gc=False,
+        )
+        self.decoder = msgspec.json.Decoder(self.struct)
+        self.count = len(keys)
+
+    def values(self, args: Any, rows: NDArray[np.int64]) -> list[Sequence[Any]]:
+        """Per key, its values in the args of `rows` (None where absent)."""
+        decoded = self._decode(args, rows) if len(rows) else []
+        if not decoded:
+            return [()] * self.count
+        return list(zip(*map(msgspec.structs.astuple, decoded), strict=True))
+
+    def _decode(self, args: Any, rows: NDArray[np.int64]) -> list[Any]:
+        taken = take_binary(arrow_args(args), rows)
+        data = taken.buffers()[2]
+        try:
+            decoded = self.decoder.decode_lines(memoryview(data) if data is not None else b"")
+        except msgspec.MsgspecError:
+            decoded = []
+        if len(decoded) == len(rows):
+            return decoded
+        return [self._one(raw) for raw in taken.to_pylist()]  # some row's args are no object
+
+    def _one(self, raw: bytes | None) -> Any:
+        try:
+            return self.decoder.decode(raw or b"{}")
+        except msgspec.MsgspecError:
+            return self.struct()
+
+
+_LATER_KEYS: Final = _Keys("_Later", [arg.key for arg in LATER])
+
+
+def arrow_args(args: Any) -> pa.Array | pa.ChunkedArray:
+    """An events `args` column (a Series or its array) as Arrow binary, without a copy when it
+    is one already (as the loaders make it)."""
+    values = args.array if isinstance(args, pd.Series) else args
+    arrow = getattr(values, "__arrow_array__", None)
+    if arrow is not None:
+        return arrow()
+    return pa.array(list(values), type=pa.large_binary())
+
+
+def our_rows(args: Any) -> NDArray[np.int64]:
+    """The rows whose raw args mention a key with hpuprof's prefix (a byte search: for tables
+    that did not come through the scanner, which marks them as it reads)."""
+    array = arrow_args(args)
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks else pa.array([], pa.large_binary())
+    if not len(array):
+        return np.zeros(0, dtype=np.int64)
+    data = array.buffers()[2]
+    if data is None or _OUR_KEY.encode() not in memoryview(data).tobytes():
+        return np.zeros(0, dtype=np.int64)
+    hit = pc.match_substring(array, _OUR_KEY).fill_null(False)
+    return np.flatnonzero(np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool))
+
+
+def read_later_keys(args: Any, rows: NDArray[np.int64] | None, n: int) -> dict[str, Any]:
+    """Every `LATER` key as its column over `n` rows: the values found in the args of `rows`
+    (all rows that may hold one; None: find them with `our_rows`), defaults elsewhere.
+
+    Args:
+        args: the events' raw args column.
+        rows: positions whose args may hold the keys, or None.
+        n: the number of events.
+
+    Returns:
+        column name -> values (dtype per `ArgKey.type`); a `json` key's values as `Found`, for
+        `derive.py` to encode.
+    """
+    if rows is None:
+        rows = our_rows(args)
+    columns = _LATER_KEYS.values(args, rows)
+    out: dict[str, Any] = {}
+    for arg, values in zip(LATER, columns, strict=True):
+        if arg.type == "json":
+            out[arg.column] = Found(rows, values if len(values) else [None] * len(rows))
+        else:
+            default = ARG_COLUMN_DEFAULTS.get(arg.column, _ABSENT[arg.type])
+            out[arg.column] = _column(arg.type, default, values, rows, n, arg.scale)
+    return out
+
+
+def read_source_keys(events: pd.DataFrame) -> dict[str, Any]:
+    """Every `schema.SOURCE_KEYS` column, read from the args of the rows each key is declared
+    on (`SourceKey.rows`); `events` needs the columns kind, engine, name and args."""
+    n = len(events)
+    selected = _selected(events, [rows for rows, _, _ in _SOURCE_GROUPS])
+    out: dict[str, Any] = {}
+    for (_, keys, decoder), rows in zip(_SOURCE_GROUPS, selected, strict=True):
+        values = iter(decoder.values(events["args"], rows))
+        for key in keys:
+            spellings = [next(values) for _ in key.keys]
+            first = (
+                spellings[0]
+                if len(spellings) == 1
+                else [
+                    next((v for v in vs if v is not None), None)
+                    for vs in zip(*spellings, strict=True)
+                ]
+            )
+            out[key.column] = _column(key.type, key.default, first, rows, n, 1)
+    return out
+
+
+def _source_groups() -> list[tuple[EventRows, list[SourceKey], _Keys]]:
+    """The source keys by the events they are read from, each group with its decoder."""
+    groups: dict[EventRows, list[SourceKey]] = {}
+    for key in SOURCE_KEYS:
+        groups.setdefault(key.rows, []).append(key)
+    assert len(groups) <= 8, "one bit per group in _selected's uint8 tables"
+    return [
+        (rows, keys, _Keys(f"_Source{i}", [s for key in keys for s in key.keys]))
+        for i, (rows, keys) in enumerate(groups.items())
+    ]
+
+
+_SOURCE_GROUPS: Final = _source_groups()
+
+
+def _selected(events: pd.DataFrame, groups: Sequence[EventRows]) -> list[NDArray[np.int64]]:
+    """The rows each of `groups` declares: one bit per group per category of the name, kind
+    and engine columns, gathered by the rows' codes (one pass per column that any group
+    names), so a trace without such events costs three small tables."""
+    bits: NDArray[np.uint8] | None = None
+    for column, test_of in _TESTS:
+        values = (
+            pd.Categorical(events[column])
+            if events[column].dtype != "category"
+            else events[column].array
+        )
+        names = [str(c) for c in values.categories]
+        table = np.zeros(len(names) + 1, dtype=np.uint8)  # (the last: a missing value, code -1)
+        for g, rows in enumerate(groups):
+            test = test_of(rows)
+            table[:-1] |= np.array([bool(test(c)) for c in names], dtype=np.uint8) << g
+        if not table.any():
+            continue
+        got = table[np.asarray(values.codes)]  # code -1 takes the last entry
+        bits = got if bits is None else bits | got
+    if bits is None:
+        return [np.zeros(0, dtype=np.int64) for _ in groups]
+    some = np.flatnonzero(bits)
+    return [some[(bits[some] >> g) & 1 == 1] for g in range(len(groups))]
+
+
+def _name_test(rows: EventRows) -> Callable[[str], bool]:
+    pattern = re.compile(rows.name_pattern) if rows.name_pattern else None
+
+    def named(name: str) -> bool:
+        return name in rows.names or (pattern is not None and pattern.match(name) is not None)
+
+    return named
+
+
+_TESTS: Final[tuple[tuple[str, Callable[[EventRows], Callable[[str], bool]]], ...]] = (
+    ("name", _name_test),
+    ("kind", lambda rows: rows.kinds.__contains__),
+    ("engine", lambda rows: rows.engines.__contains__),
+)
+"""The events column each part of an `EventRows` tests, and the test of a category."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """The values of a key as decoded (None where the row lacks it), at `rows`."""
+
+    rows: NDArray[np.int64]
+    values: Sequence[Any]
+
+
+_ABSENT: Final[dict[str, Any]] = {"text": "", "int": NO_ID, "float": math.nan, "flag": False}
+
+
+def _column(
+    type: str, default: Any, values: Sequence[Any], rows: NDArray[np.int64], n: int, scale: int
+) -> NDArray[Any] | pd.Categorical:
+    """A column of `type` over `n` rows: `values` (as decoded) at `rows`, `default` elsewhere
+    and where a value is of another type."""
+    if type == "text":
+        return sparse_text(n, rows, [_text(v) for v in values])  # ("" where absent)
+    if type == "flag":
+        flags = np.array([v is True for v in values], dtype=bool)
+        return _scattered(n, rows, flags, np.False_)
+    dtype = np.int64 if type == "int" else np.float64
+    kept = _numbers(values, dtype, scale)
+    if kept is None:  # (absent values, other types, out of range: one by one)
+        numbers = [_number(v, type, scale) for v in values]
+        kept = np.array([default if x is None else x for x in numbers], dtype=dtype)
+    return _scattered(n, rows, kept, dtype(default))
+
+
+def _numbers(values: Sequence[Any], dtype: Any, scale: int) -> NDArray[Any] | None:
+    """`values` as numbers at once when every one is an int (a float column: or a float) within
+    range, as the torch.profiler keys of most events are; None otherwise."""
+    kinds = set(map(type, values))
+    if not kinds <= ({int} if dtype is np.int64 and scale == 1 else {int, float}):
+        return None
+    try:
+        numbers = np.array(values, dtype=dtype)
+    except OverflowError:
+        return None
+    return numbers * scale if scale != 1 else numbers
+
+
+def _scattered(n: int, rows: NDArray[np.int64], values: NDArray[Any], absent: Any) -> NDArray[Any]:
+    """`values` at `rows` and `absent` elsewhere; one broadcast value when every one is absent."""
+    hit = (
+        values != absent
+        if not (isinstance(absent, float) and math.isnan(absent))
+        else ~np.isnan(values)
+    )
+    if not hit.any():
+        return absent_column(absent, n)
+    out = np.full(n, absent, dtype=values.dtype)
+    out[rows] = values
+    return out
+
+
+def sparse_text(
+    n: int, rows: Sequence[int] | NDArray[np.int64], values: list[str]
+) -> pd.Categorical:
+    """A text column that is "" except at `rows` (built without touching the other rows),
+    categories "" then the values sorted."""
+    vocabulary = ["", *sorted(set(values) - {""})]
+    if len(vocabulary) == 1:
+        return absent_text(n)
+    at = {v: i for i, v in enumerate(vocabulary)}
+    codes = np.zeros(n, dtype=np.int64)
+    if len(rows):
+        codes[np.asarray(rows, dtype=np.int64)] = [at[v] for v in values]
+    return categorical(codes, vocabulary)
+
+
+def _text(value: Any) -> str:
+    """A text key's value as its column holds it (an object or array: as compact JSON)."""
+    if isinstance(value, (dict, list)):
+        return msgspec.json.encode(value).decode()
+    return text(value)
+
+
+def _number(value: Any, type: str, scale: int) -> int | float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    scaled = value * scale if scale != 1 else value
+    if type == "float":
+        return float(scaled)
+    if isinstance(scaled, float):
+        if not math.isfinite(scaled) or abs(scaled) >= 2**63:
+            return None
+        return round(scaled)
+    return scaled if -(2**63) <= scaled < 2**63 else None

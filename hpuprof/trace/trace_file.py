@@ -1,0 +1,62 @@
+"""One trace file -> `Trace` (its format from `formats.py`, through the load cache), and the
+trace files of a directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpuprof.errors import TraceFormatError
+from hpuprof.trace.formats import TRACE_SUFFIXES, LoadProgress, ReadOptions, format_of
+from hpuprof.trace.model import Trace
+
+
+def trace_files(directory: Path) -> list[Path]:
+    """The trace files directly inside `directory`, sorted by name."""
+    return sorted(
+        p
+        for p in directory.iterdir()
+        if p.is_file() and p.name.lower().endswith(TRACE_SUFFIXES) and not p.name.startswith(".")
+    )
+
+
+def directory_trace_files(directory: Path) -> list[Path]:
+    """The trace files of a directory: those its `run.json` names (checked to lie inside it) when
+    it is a run directory, else every trace file in it; a `TraceFormatError` when there is none."""
+    from hpuprof.trace.run_manifest import is_run_directory, run_trace_files
+
+    files = run_trace_files(directory) if is_run_directory(directory) else trace_files(directory)
+    if not files:
+        raise TraceFormatError(
+            str(directory), None, f"trace files ({', '.join(TRACE_SUFFIXES)}) in the directory"
+        )
+    return files
+
+
+def load_file(
+    source: Path,
+    *,
+    cache: bool = True,
+    progress: LoadProgress | None = None,
+    threads: int | None = None,
+) -> Trace:
+    """Load one trace file (see `hpuprof.trace.load.load`)."""
+    import warnings
+
+    trace_format = format_of(source)
+    cache = cache and trace_format.cached
+    if cache:
+        from hpuprof.trace.cache import read_cache
+
+        cached = read_cache(source)
+        if cached is not None:
+            return cached
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trace = trace_format.read(source, ReadOptions(progress, threads))
+    for warning in caught:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    if cache and not caught:
+        from hpuprof.trace.cache import write_cache
+
+        write_cache(source, trace)
+    return trace

@@ -1,0 +1,104 @@
+"""Every hpuprof args key the writers use is a column after loading (schema.ARGS), with the value
+the raw args hold on every row; a trace that holds none of them pays nothing for the columns."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import hpuprof
+from hpuprof.trace.arg_columns import LATER, our_rows, read_later_keys
+from hpuprof.trace.broadcast_columns import holds_values
+from hpuprof.trace.parquet import events_table, load_parquet, save_parquet
+from hpuprof.trace.schema import ARG_COLUMNS, ARGS, EVENT_COLUMNS, NO_ID, ArgKey
+
+ROOT = Path(__file__).parents[2]
+EMULATED = sorted(d for d in (ROOT / "sample_traces").iterdir() if d.name.startswith("emulated_"))
+CPU_TRACE = ROOT / "sample_traces" / "cpu_torch_profiler" / "trace.pt.trace.json"
+
+
+def _expected(arg: ArgKey, raw: dict[str, Any]) -> Any:
+    """The column value of `arg` for a row whose args are `raw` (absent: the type's default)."""
+    value = raw.get(arg.key)
+    if arg.type == "flag":
+        return value is True
+    if arg.type in ("int", "float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return NO_ID if arg.type == "int" else math.nan
+        return round(value * arg.scale) if arg.type == "int" else float(value)
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else msgspec.json.encode(value).decode()
+
+
+@pytest.mark.parametrize("run", EMULATED, ids=lambda p: p.name)
+def test_every_key_of_every_row_is_in_its_column(run: Path) -> None:
+    events = hpuprof.load(run, cache=False).events
+    raw = [msgspec.json.decode(bytes(a)) if len(a) else {} for a in events["args"]]
+    keys_seen = {key for args in raw for key in args if key.startswith("hpuprof.")}
+    assert keys_seen <= {arg.key for arg in ARGS}, "a key the writers use is not declared"
+    checked = 0
+    for arg in ARGS:
+        if arg.key not in keys_seen or arg.column in ("cause", "flops", "graph_id"):
+            continue  # (cause, flops, graph_id: derived columns, checked in tests/analysis)
+        column = events[arg.column]
+        got = column.astype(str).tolist() if column.dtype == "category" else column.tolist()
+        want = [_expected(arg, args) for args in raw]
+        if arg.type == "float":
+            assert np.allclose(got, want, equal_nan=True), arg.key
+        else:
+            assert got == want, arg.key
+        checked += 1
+    assert checked >= 5  # each sample run writes several of the keys read later
+
+
+def test_a_trace_without_our_keys_pays_nothing_for_their_columns() -> None:
+    events = hpuprof.load(CPU_TRACE, cache=False).events
+    assert list(events.columns) == list(EVENT_COLUMNS)
+    for name in ARG_COLUMNS:
+        column = events[name]
+        assert not holds_values(column), name
+        values = column.array.codes if column.dtype == "category" else column.to_numpy()
+        assert values.strides == (0,), f"{name}: one broadcast value, no memory per row"
+
+
+def test_a_saved_trace_leaves_empty_arg_columns_out_and_restores_them(tmp_path: Path) -> None:
+    trace = hpuprof.load(EMULATED[0], cache=False)
+    stored = set(events_table(trace).column_names)
+    empty = {name for name in ARG_COLUMNS if not holds_values(trace.events[name])}
+    assert empty and not empty & stored
+    assert (set(ARG_COLUMNS) - empty) <= stored
+    save_parquet(trace, tmp_path / "t.parquet")
+    again = load_parquet(tmp_path / "t.parquet")
+    pd.testing.assert_frame_equal(again.events, trace.events)
+
+
+def test_rows_found_by_search_give_the_same_columns_as_the_scanners_rows() -> None:
+    events = hpuprof.load(EMULATED[0], cache=False).events
+    rows = our_rows(events["args"])
+    assert len(rows)
+    found = read_later_keys(events["args"], rows, len(events))
+    later = [name for name in ARG_COLUMNS if name in found]
+    assert len(later) == len([arg for arg in LATER if arg.column in ARG_COLUMNS])
+    for name in later:
+        pd.testing.assert_series_equal(
+            pd.Series(found[name], name=name), events[name].reset_index(drop=True)
+        )
+
+
+def test_a_value_of_the_wrong_type_loads_as_absent() -> None:
+    args = pd.Series(
+        [b'{"hpuprof.graph_ops": "many", "hpuprof.modeled": 1, "hpuprof.sync_reason": 3}'],
+        dtype=pd.ArrowDtype(pa.large_binary()),
+    )
+    got = read_later_keys(args, None, 1)
+    assert got["graph_ops"].tolist() == [NO_ID]
+    assert got["modeled"].tolist() == [False]
+    assert list(got["sync_reason"]) == ["3"]
