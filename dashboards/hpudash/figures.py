@@ -17,15 +17,13 @@ from hpudash.timeline import plot_text
 Figure = dict[str, Any]
 STEP_PARTS: tuple[tuple[str, str, str], ...] = (
     ("compute_ns", "compute", "#4c78a8"),
-    ("comm_ns", "communication", "#f58518"),
-    ("memory_ns", "memory copies", "#54a24b"),
+    ("exposed_comm_ns", "exposed communication", "#f58518"),
+    ("exposed_memory_ns", "exposed memory copies", "#54a24b"),
     ("idle_ns", "device idle", "#bab0ac"),
 )
-RANK_PARTS: tuple[tuple[str, str, str], ...] = (
-    ("compute_pct", "compute", "#4c78a8"),
-    ("comm_pct", "communication", "#f58518"),
-    ("memory_pct", "memory copies", "#54a24b"),
-    ("idle_pct", "device idle", "#bab0ac"),
+"""The step split (`hpuprof.analysis.step_split`) as stacked bars: field, legend, colour."""
+RANK_PARTS: tuple[tuple[str, str, str], ...] = tuple(
+    (key.replace("_ns", "_pct"), name, color) for key, name, color in STEP_PARTS
 )
 SHAPES_TOP = 20
 

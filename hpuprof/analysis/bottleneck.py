@@ -24,7 +24,6 @@ import pandas as pd
 
 from hpuprof.analysis import intervals as iv
 from hpuprof.analysis._common import (
-    KERNEL_TYPES,
     args_at,
     cat_test,
     device_events,
@@ -45,6 +44,8 @@ from hpuprof.analysis.advice import advise
 from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.analysis.step_split import DeviceSets, device_sets, split_windows
+from hpuprof.analysis.step_split import merged as _merged
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import NO_ID
 
@@ -115,14 +116,14 @@ class HostDeviceRow:
 
 @dataclass(frozen=True)
 class StepRow:
-    """One step on one rank: wall duration and device split (ns)."""
+    """One step on one rank: wall duration and the step split (`step_split`, ns)."""
 
     rank: int
     step: int
     duration_ns: int
     compute_ns: int
-    comm_ns: int
-    memory_ns: int
+    exposed_comm_ns: int
+    exposed_memory_ns: int
     idle_ns: int
     idle_pct: float
     host_ops: int
@@ -194,10 +195,6 @@ class BottleneckReport:
         from hpuprof.analysis.report import as_plain
 
         return as_plain(self)
-
-
-def _merged(df: pd.DataFrame) -> iv.Merged:
-    return iv.merge(df["ts_ns"].to_numpy(dtype=np.int64), ends(df))
 
 
 def _drop_last_step(ev: pd.DataFrame) -> pd.DataFrame:
@@ -358,11 +355,11 @@ def _idle_causes(
     return rows
 
 
-def _kernel_type_rows(per_rank_sets: list[dict[str, iv.Merged]]) -> list[KernelTypeRow]:
+def _kernel_type_rows(per_rank_sets: list[DeviceSets]) -> list[KernelTypeRow]:
     names = ["COMPUTATION", "COMMUNICATION", "MEMORY"]
     totals: dict[str, int] = {}
     for sets in per_rank_sets:
-        res = iv.sweep_classes([sets[n] for n in names])
+        res = iv.sweep_classes([sets.compute, sets.comm, sets.memory])
         for mask, t in res.items():
             label = " overlapping ".join(n for i, n in enumerate(names) if mask & (1 << i))
             totals[label] = totals.get(label, 0) + t
@@ -416,21 +413,21 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
     host_device: list[HostDeviceRow] = []
     steps: list[StepRow] = []
     causes: list[IdleCauseRow] = []
-    per_rank_sets: list[dict[str, iv.Merged]] = []
+    per_rank_sets: list[DeviceSets] = []
     windows = step_windows(ev)
     host_all = host_ops(ev)
     for rank in sorted(pd.unique(ev["rank"]).tolist()):
         rmask = dev["rank"].to_numpy() == rank
         rdev = dev[rmask]
         rtype = ktype.to_numpy()[rmask]
-        sets = {k: _merged(rdev[rtype == k]) for k in KERNEL_TYPES}
-        busy = _merged(rdev)
+        sets = device_sets(rdev, rtype)
+        busy = sets.busy
         rhost = host_all[host_all["rank"].to_numpy() == rank]
         if busy[0].size:
             per_rank_sets.append(sets)
             span = int(busy[1][-1] - busy[0][0])
             idle = span - iv.total(busy)
-            compute = iv.total(sets["COMPUTATION"])
+            compute = iv.total(sets.compute)
             temporal.append(
                 TemporalRow(
                     rank=int(rank),
@@ -438,8 +435,8 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
                     idle_ns=idle,
                     compute_ns=compute,
                     non_compute_ns=span - idle - compute,
-                    comm_ns=iv.total(sets["COMMUNICATION"]),
-                    memory_ns=iv.total(sets["MEMORY"]),
+                    comm_ns=iv.total(sets.comm),
+                    memory_ns=iv.total(sets.memory),
                     idle_pct=pct(idle, span),
                     compute_pct=pct(compute, span),
                     non_compute_pct=pct(span - idle - compute, span),
@@ -480,24 +477,20 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
         if not w.empty:
             lo_w = w["start_ns"].to_numpy(dtype=np.int64)
             hi_w = w["end_ns"].to_numpy(dtype=np.int64)
-            all_cov = iv.covered_in_windows(busy, lo_w, hi_w)
-            comp = iv.covered_in_windows(sets["COMPUTATION"], lo_w, hi_w)
-            comm = iv.covered_in_windows(sets["COMMUNICATION"], lo_w, hi_w)
-            mem = iv.covered_in_windows(sets["MEMORY"], lo_w, hi_w)
+            split = split_windows(sets, lo_w, hi_w)
             ops_per = rhost["step"].value_counts()
             for i, s in enumerate(w["step"].tolist()):
                 dur = int(hi_w[i] - lo_w[i])
-                idle_s = dur - int(all_cov[i]) if busy[0].size else 0
                 steps.append(
                     StepRow(
                         int(rank),
                         int(s),
                         dur,
-                        int(comp[i]),
-                        int(comm[i]),
-                        int(mem[i]),
-                        idle_s,
-                        pct(idle_s, dur) if busy[0].size else 0.0,
+                        int(split["compute"][i]),
+                        int(split["exposed_comm"][i]),
+                        int(split["exposed_memory"][i]),
+                        int(split["idle"][i]),
+                        pct(int(split["idle"][i]), dur),
                         int(ops_per.get(s, 0)),
                     )
                 )

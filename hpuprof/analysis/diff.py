@@ -373,9 +373,9 @@ def _metrics(a: Trace, b: Trace, sa: _Samples, sb: _Samples) -> list[MetricDelta
             return float(sum(getattr(r, f) for r in rep.ranks))
 
         covered_a, covered_b = total(ra, "covered_ns"), total(rb, "covered_ns")
-        for f in ("compute_ns", "comm_ns", "memory_ns", "idle_ns"):
+        for f in ("compute_ns", "exposed_comm_ns", "exposed_memory_ns", "idle_ns"):
             out.append(_metric(f, total(ra, f), total(rb, f)))
-        for f in ("compute", "comm", "idle"):
+        for f in ("compute", "exposed_comm", "idle"):
             out.append(
                 _metric(
                     f"{f}_pct",

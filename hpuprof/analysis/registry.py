@@ -536,7 +536,7 @@ BUILTIN: tuple[ReportSpec, ...] = (
                     "steps",
                     Column("median_step_ns", "Median step"),
                     "compute_pct",
-                    Column("comm_pct", "Communication %"),
+                    Column("exposed_comm_pct", "Exposed communication %"),
                     "idle_pct",
                     Column("vs_median_pct", "vs median rank %"),
                     "straggler",
