@@ -8,7 +8,8 @@ Work splits in two so that ranks can be analysed apart (one process or one Dask 
   each step (`distributed_critical_path`), its collective instances (`distributed_collectives`)
   and its compute time per step;
 - `merge_partials(partials) -> DistributedReport`: concatenates the per-rank rows, matches the
-  collectives across ranks (stragglers) and compares compute across ranks (load imbalance).
+  collectives across ranks (collective skew: who arrives last, and the waiting it causes) and
+  compares compute across ranks (load imbalance).
 
 `analyze_distributed(trace, options)` does both on an in-memory `Trace` (one or many ranks).
 """
@@ -85,7 +86,7 @@ class ComputeRow:
 
 
 @dataclass(frozen=True)
-class StragglerRankRow:
+class SkewRankRow:
     """How often a rank arrives last at matched collectives, the waiting it causes the others
     and the time it waits itself for later arrivals (inside its collectives)."""
 
@@ -98,7 +99,7 @@ class StragglerRankRow:
 
 
 @dataclass(frozen=True)
-class StragglerStepRow:
+class SkewStepRow:
     """Per step: the rank that arrived last most often and the waiting it caused."""
 
     step: int
@@ -160,8 +161,9 @@ class DistributedReport:
         launch_stats: per rank, host launch time, device time and launch delay.
         critical_path: per rank and step, the critical path length and shares by bound.
         critical_path_overlay: the edges of the longest critical path (a timeline overlay).
-        stragglers: every collective matched across ranks: last rank, skew, waiting caused.
-        straggler_ranks / straggler_steps: the same per rank and per step.
+        collective_skew: every collective matched across ranks: last rank, skew, waiting
+            caused.
+        skew_by_rank / skew_by_step: the same per rank and per step.
         load_imbalance: compute time per rank against the mean.
         failed: ranks that could not be analysed (the others are reported).
     """
@@ -174,9 +176,9 @@ class DistributedReport:
     launch_stats: tuple[LaunchRow, ...]
     critical_path: tuple[CriticalPathRow, ...]
     critical_path_overlay: tuple[CriticalEdge, ...]
-    stragglers: tuple[CollectiveSkew, ...]
-    straggler_ranks: tuple[StragglerRankRow, ...]
-    straggler_steps: tuple[StragglerStepRow, ...]
+    collective_skew: tuple[CollectiveSkew, ...]
+    skew_by_rank: tuple[SkewRankRow, ...]
+    skew_by_step: tuple[SkewStepRow, ...]
     load_imbalance: tuple[ComputeRow, ...]
     failed: tuple[FailedRank, ...] = ()
     notes: tuple[str, ...] = ()
@@ -247,9 +249,9 @@ def rank_partial(
     )
 
 
-def _straggler_tables(
+def _skew_tables(
     matched: pd.DataFrame, coll: list[CollectiveSkew]
-) -> tuple[list[StragglerRankRow], list[StragglerStepRow]]:
+) -> tuple[list[SkewRankRow], list[SkewStepRow]]:
     if not coll:
         return [], []
     sk = pd.DataFrame([c.__dict__ for c in coll])
@@ -260,7 +262,7 @@ def _straggler_tables(
         n_seen = len(grp[["pg", "key"]].drop_duplicates())
         mine = sk[sk["last_rank"].to_numpy() == rank]
         ranks.append(
-            StragglerRankRow(
+            SkewRankRow(
                 rank=rank,
                 collectives=n_seen,
                 times_last=len(mine),
@@ -274,7 +276,7 @@ def _straggler_tables(
         counts = grp["last_rank"].value_counts()
         top = int(counts.index.to_numpy()[0])
         steps.append(
-            StragglerStepRow(
+            SkewStepRow(
                 step=step,
                 collectives=len(grp),
                 last_rank=top,
@@ -318,7 +320,7 @@ def merge_partials(
     device = "hpu" if "hpu" in devices else ("gpu" if "gpu" in devices else "")
     matched = match_collectives({p.rank: p.collectives for p in parts})
     coll = skews(matched)
-    s_ranks, s_steps = _straggler_tables(matched, coll)
+    s_ranks, s_steps = _skew_tables(matched, coll)
     cp = [r for p in parts for r in p.critical_path]
     overlay: tuple[CriticalEdge, ...] = ()
     if cp:
@@ -340,9 +342,9 @@ def merge_partials(
         launch_stats=tuple(p.launch for p in parts if p.launch is not None),
         critical_path=tuple(cp),
         critical_path_overlay=overlay,
-        stragglers=tuple(coll),
-        straggler_ranks=tuple(s_ranks),
-        straggler_steps=tuple(s_steps),
+        collective_skew=tuple(coll),
+        skew_by_rank=tuple(s_ranks),
+        skew_by_step=tuple(s_steps),
         load_imbalance=tuple(_compute_rows(parts)),
         failed=tuple(failed),
         notes=tuple(notes),
@@ -359,17 +361,17 @@ def _mean_step_ns(parts: Sequence[RankPartial]) -> float:
     return float(np.mean(durations)) if durations else 0.0
 
 
-def _straggler_finding(
+def _skew_finding(
     rep: DistributedReport, parts: Sequence[RankPartial], device: str
 ) -> Finding | None:
-    if len(rep.ranks) < 2 or not rep.straggler_ranks:
+    if len(rep.ranks) < 2 or not rep.skew_by_rank:
         return None
-    top = rep.straggler_ranks[0]
+    top = rep.skew_by_rank[0]
     share = top.times_last / top.collectives if top.collectives else 0.0
     need = max(STRAGGLER_MIN_LAST_SHARE, min(0.75, 2.0 / len(rep.ranks)))
     if top.collectives < STRAGGLER_MIN_COLLECTIVES or share < need:
         return None
-    steps = [s for s in rep.straggler_steps if s.step >= 0] or list(rep.straggler_steps)
+    steps = [s for s in rep.skew_by_step if s.step >= 0] or list(rep.skew_by_step)
     n_steps = max(len(steps), 1)
     step_ns = _mean_step_ns(parts)
     others = max(len(rep.ranks) - 1, 1)
@@ -378,7 +380,7 @@ def _straggler_finding(
     if step_ns and wait_pct < STRAGGLER_MIN_WAIT_PCT:
         return None
     worst = max(
-        (c for c in rep.stragglers if c.last_rank == top.rank),
+        (c for c in rep.collective_skew if c.last_rank == top.rank),
         key=lambda c: c.skew_ns,
         default=None,
     )
@@ -391,11 +393,11 @@ def _straggler_finding(
         severity="critical" if wait_pct >= STRAGGLER_CRITICAL_WAIT_PCT else "warning",
         report=REPORT,
         title=(
-            f"straggler: rank {top.rank} arrives last at {100 * share:.0f}% of collectives "
+            f"collective skew: rank {top.rank} arrives last at {100 * share:.0f}% of collectives "
             f"({top.times_last} of {top.collectives}); the other ranks wait "
             f"{wait_per_step / 1e6:.2f} ms per step for it"
         ),
-        metric="straggler_last_pct",
+        metric="last_arrival_pct",
         value=round(100 * share, 2),
         threshold=round(100 * need, 2),
         evidence={
@@ -448,13 +450,13 @@ def _imbalance_finding(rep: DistributedReport) -> Finding | None:
 
 def _exposed_comm_findings(rep: DistributedReport, parts: Sequence[RankPartial]) -> list[Finding]:
     """Communication time not hidden by compute, less the time the rank's collectives spent
-    waiting for later ranks (a straggler's doing, not the transfer's)."""
+    waiting for later ranks (the late rank's doing, not the transfer's)."""
     out = []
     spans = {p.rank: p.device_span_ns for p in parts}
     device_colls = {
         p.rank for p in parts if len(p.collectives) and p.collectives["source"].iloc[0] == "device"
     }
-    waited = {r.rank: r.waited_ns for r in rep.straggler_ranks if r.rank in device_colls}
+    waited = {r.rank: r.waited_ns for r in rep.skew_by_rank if r.rank in device_colls}
     for row in rep.comm_comp_overlap:
         span = spans.get(row.rank, 0)
         if row.overlap_pct is None or not span:
@@ -495,8 +497,9 @@ def _exposed_comm_findings(rep: DistributedReport, parts: Sequence[RankPartial])
 def distributed_findings(
     rep: DistributedReport, parts: Sequence[RankPartial], device: str = ""
 ) -> list[Finding]:
-    """Stragglers, load imbalance and exposed communication (only where the evidence holds)."""
-    found = [f for f in (_straggler_finding(rep, parts, device), _imbalance_finding(rep)) if f]
+    """Collective skew, load imbalance and exposed communication (only where the evidence
+    holds)."""
+    found = [f for f in (_skew_finding(rep, parts, device), _imbalance_finding(rep)) if f]
     found += _exposed_comm_findings(rep, parts)
     return sort_findings(found)
 

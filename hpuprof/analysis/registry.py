@@ -591,7 +591,7 @@ BUILTIN: tuple[ReportSpec, ...] = (
     ),
     ReportSpec(
         "distributed",
-        "Distributed: ranks, streams, critical path, stragglers",
+        "Distributed: ranks, streams, critical path, collective skew",
         "hpuprof.analysis.distributed:analyze_distributed",
         tables=(
             Table(
@@ -645,14 +645,14 @@ BUILTIN: tuple[ReportSpec, ...] = (
                 "full",
             ),
             Table("critical_path_overlay", "Critical path edges", "critical_path_overlay"),
-            Table("stragglers", "Collectives: arrival skew", "stragglers"),
+            Table("collective_skew", "Collectives: arrival skew", "collective_skew"),
             Table(
-                "straggler_ranks",
+                "skew_by_rank",
                 "Last arrivals at collectives per rank",
-                "straggler_ranks",
+                "skew_by_rank",
                 view="brief",
             ),
-            Table("straggler_steps", "Stragglers per step", "straggler_steps", view="full"),
+            Table("skew_by_step", "Collective skew per step", "skew_by_step", view="full"),
             Table("load_imbalance", "Compute per rank", "load_imbalance", view="full"),
             Table("failed_ranks", "Ranks not analysed", "failed", view="brief"),
         ),
