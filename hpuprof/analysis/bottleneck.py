@@ -50,14 +50,6 @@ from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import NO_ID
 
 DATA_LOADING_RE = r"enumerate\(DataLoader\)|DataLoader|dataloader|_next_data|__next__"
-LAUNCH_RUNTIME_OUTLIER_NS = 50_000
-"""A launch call longer than this is a runtime outlier (HTA's `runtime_cutoff`, 50 us)."""
-LAUNCH_DELAY_OUTLIER_NS = 100_000
-"""A launch-to-device-start delay longer than this is an outlier (HTA's `launch_delay_cutoff`)."""
-IDLE_CAUSE_WARN_PCT = 20.0
-"""Share of device idle time above which a sync-wait or data-loading cause is a finding."""
-HOST_BOUND_CRITICAL_PCT = 50.0
-"""Device idle share of a step at which a host-bound finding is critical, not a warning."""
 
 
 @dataclass(frozen=True)
@@ -250,7 +242,7 @@ def _launch_pairs(ev: pd.DataFrame, dev: pd.DataFrame) -> pd.DataFrame:
     return left.merge(right, on=["rank", "correlation"], how="inner")
 
 
-def _launch_stats(pairs: pd.DataFrame) -> LaunchStats:
+def _launch_stats(pairs: pd.DataFrame, options: AnalysisOptions) -> LaunchStats:
     if pairs.empty:
         return LaunchStats(0, {}, 0.0, 0.0, 0.0, 0.0, 0, 0, 0)
     first = pairs.drop_duplicates(["rank", "correlation"])
@@ -267,8 +259,8 @@ def _launch_stats(pairs: pd.DataFrame) -> LaunchStats:
         delay_mean_ns=round(float(delay.mean()), 1),
         delay_p95_ns=round(float(np.percentile(delay, 95)), 1),
         short_kernels=int((first["gpu_dur"].to_numpy() < cpu).sum()),
-        runtime_outliers=int((cpu > LAUNCH_RUNTIME_OUTLIER_NS).sum()),
-        delay_outliers=int((delay > LAUNCH_DELAY_OUTLIER_NS).sum()),
+        runtime_outliers=int((cpu > options.launch_runtime_outlier_ns).sum()),
+        delay_outliers=int((delay > options.launch_delay_outlier_ns).sum()),
     )
 
 
@@ -497,7 +489,7 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
     if dev.empty:
         notes.append("no device events: device breakdowns are empty (CPU-only trace?)")
     host_rows, dev_rows = _top_ops(ev, dev, ktype, options.top_n)
-    launch = _launch_stats(pairs)
+    launch = _launch_stats(pairs, options)
     src = device_time_source(trace)
     if src == "modeled":
         notes.append(
@@ -543,7 +535,7 @@ def bottleneck_findings(
             where = "of each step" if rank_steps else "of the device span"
             out.append(
                 Finding(
-                    severity="critical" if idle >= HOST_BOUND_CRITICAL_PCT else "warning",
+                    severity="critical" if idle >= options.host_bound_critical_pct else "warning",
                     report="bottleneck",
                     title=(
                         f"host-bound: device idle {idle:.0f}% {where}, {ops:,} host ops per step"
@@ -558,12 +550,13 @@ def bottleneck_findings(
                         "idle_causes_ns": {c.cause: c.time_ns for c in rc},
                     },
                     advice=host_bound,
+                    threshold_option="host_bound_idle_pct",
                 )
             )
     for c in rep.idle_causes:
         if (
             c.cause.startswith("sync wait")
-            and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT
+            and c.pct_of_idle >= options.idle_cause_warn_pct
             and sync_wait is not None
         ):
             out.append(
@@ -574,14 +567,15 @@ def bottleneck_findings(
                     f"{c.gaps} waits, rank {c.rank}",
                     "idle_pct_sync",
                     c.pct_of_idle,
-                    IDLE_CAUSE_WARN_PCT,
+                    options.idle_cause_warn_pct,
                     {"rank": c.rank, "cause": c.cause, "time_ns": c.time_ns},
                     sync_wait,
+                    "idle_cause_warn_pct",
                 )
             )
         if (
             c.cause == "data loading"
-            and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT
+            and c.pct_of_idle >= options.idle_cause_warn_pct
             and data_loading is not None
         ):
             out.append(
@@ -591,13 +585,15 @@ def bottleneck_findings(
                     f"{c.pct_of_idle:.0f}% of device idle is data loading (rank {c.rank})",
                     "idle_pct_data_loading",
                     c.pct_of_idle,
-                    IDLE_CAUSE_WARN_PCT,
+                    options.idle_cause_warn_pct,
                     {"rank": c.rank, "time_ns": c.time_ns},
                     data_loading,
+                    "idle_cause_warn_pct",
                 )
             )
+    ratio = options.tpc_bound_ratio
     for h in rep.host_device:
-        if h.mme_ns and h.tpc_ns and h.tpc_ns > 2 * h.mme_ns and tpc_bound is not None:
+        if h.mme_ns and h.tpc_ns and h.tpc_ns > ratio * h.mme_ns and tpc_bound is not None:
             out.append(
                 Finding(
                     "info",
@@ -606,9 +602,10 @@ def bottleneck_findings(
                     f" (rank {h.rank})",
                     "tpc_to_mme_ratio",
                     round(h.tpc_ns / h.mme_ns, 2),
-                    2.0,
+                    ratio,
                     {"rank": h.rank, "tpc_ns": h.tpc_ns, "mme_ns": h.mme_ns},
                     tpc_bound,
+                    "tpc_bound_ratio",
                 )
             )
     return out

@@ -59,18 +59,6 @@ from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.trace.model import Trace
 
 REPORT: Final = "distributed"
-STRAGGLER_MIN_COLLECTIVES: Final = 3
-"""Matched collectives a rank needs before it can be named a straggler."""
-STRAGGLER_MIN_LAST_SHARE: Final = 0.3
-"""A straggler arrives last at least this often, and at least twice as often as chance
-(2/ranks, capped at 75% for two ranks)."""
-STRAGGLER_MIN_WAIT_PCT: Final = 1.0
-"""...and makes the others wait at least this share of their step time (in %)."""
-STRAGGLER_CRITICAL_WAIT_PCT: Final = 10.0
-IMBALANCE_WARN_PCT: Final = 10.0
-"""Compute of the busiest rank above the mean by this much (in %) is a load imbalance."""
-EXPOSED_COMM_WARN_PCT: Final = 10.0
-"""Communication not hidden behind compute, as a share of the device span, worth a finding."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +116,7 @@ class RankPartial:
         critical_overlay: the edges of the rank's longest critical path (`CriticalEdge`
             columns; a table, small to ship).
         step_compute: per step: step, start_ns, end_ns, compute_ns.
+        options: the analysis options (the merge's thresholds).
     """
 
     rank: int
@@ -147,6 +136,7 @@ class RankPartial:
     compute_ns: int
     step_compute: pd.DataFrame
     notes: tuple[str, ...] = ()
+    options: AnalysisOptions = field(default_factory=AnalysisOptions)
 
 
 @dataclass(frozen=True)
@@ -200,7 +190,7 @@ def rank_partial(
     options = options or AnalysisOptions()
     full = _rank_events(events, options)
     ev = without_args(full)
-    overlap, idle, queue, memory, launch = stream_metrics(rank, full)
+    overlap, idle, queue, memory, launch = stream_metrics(rank, full, options)
     windows = step_windows(ev)
     cp_rows, cp_edges = critical_paths(full, rank, windows)
     dev = device_rows(ev)
@@ -246,6 +236,7 @@ def rank_partial(
         compute_ns=iv.total(busy),
         step_compute=step_compute,
         notes=notes,
+        options=options,
     )
 
 
@@ -312,10 +303,14 @@ def _compute_rows(partials: Sequence[RankPartial]) -> list[ComputeRow]:
 
 
 def merge_partials(
-    partials: Iterable[RankPartial], failed: Iterable[FailedRank] = ()
+    partials: Iterable[RankPartial],
+    failed: Iterable[FailedRank] = (),
+    options: AnalysisOptions | None = None,
 ) -> DistributedReport:
-    """The distributed report of these ranks (failed ones listed, not silently dropped)."""
+    """The distributed report of these ranks (failed ones listed, not silently dropped);
+    `options` default to those the partials were made with."""
     parts = sorted(partials, key=lambda p: p.rank)
+    options = options or (parts[0].options if parts else AnalysisOptions())
     devices = {p.device for p in parts}
     device = "hpu" if "hpu" in devices else ("gpu" if "gpu" in devices else "")
     matched = match_collectives({p.rank: p.collectives for p in parts})
@@ -349,7 +344,7 @@ def merge_partials(
         failed=tuple(failed),
         notes=tuple(notes),
     )
-    return replace(report, findings=tuple(distributed_findings(report, parts, device)))
+    return replace(report, findings=tuple(distributed_findings(report, parts, options, device)))
 
 
 def _mean_step_ns(parts: Sequence[RankPartial]) -> float:
@@ -362,14 +357,15 @@ def _mean_step_ns(parts: Sequence[RankPartial]) -> float:
 
 
 def _skew_finding(
-    rep: DistributedReport, parts: Sequence[RankPartial], device: str
+    rep: DistributedReport, parts: Sequence[RankPartial], options: AnalysisOptions, device: str
 ) -> Finding | None:
     if len(rep.ranks) < 2 or not rep.skew_by_rank:
         return None
     top = rep.skew_by_rank[0]
     share = top.times_last / top.collectives if top.collectives else 0.0
-    need = max(STRAGGLER_MIN_LAST_SHARE, min(0.75, 2.0 / len(rep.ranks)))
-    if top.collectives < STRAGGLER_MIN_COLLECTIVES or share < need:
+    chance = min(options.skew_chance_cap_pct / 100, 2.0 / len(rep.ranks))
+    need = max(options.skew_min_last_pct / 100, chance)
+    if top.collectives < options.skew_min_collectives or share < need:
         return None
     steps = [s for s in rep.skew_by_step if s.step >= 0] or list(rep.skew_by_step)
     n_steps = max(len(steps), 1)
@@ -377,7 +373,7 @@ def _skew_finding(
     others = max(len(rep.ranks) - 1, 1)
     wait_per_step = top.wait_caused_ns / n_steps
     wait_pct = 100.0 * wait_per_step / (step_ns * others) if step_ns else 0.0
-    if step_ns and wait_pct < STRAGGLER_MIN_WAIT_PCT:
+    if step_ns and wait_pct < options.skew_min_wait_pct:
         return None
     worst = max(
         (c for c in rep.collective_skew if c.last_rank == top.rank),
@@ -390,7 +386,7 @@ def _skew_finding(
         else ""
     )
     return Finding(
-        severity="critical" if wait_pct >= STRAGGLER_CRITICAL_WAIT_PCT else "warning",
+        severity="critical" if wait_pct >= options.skew_critical_wait_pct else "warning",
         report=REPORT,
         title=(
             f"collective skew: rank {top.rank} arrives last at {100 * share:.0f}% of collectives "
@@ -416,15 +412,16 @@ def _skew_finding(
             "a slower or throttled device. Compare its compute per step in the load-imbalance "
             "table; rebalance the data or fix its host before tuning communication."
         ),
+        threshold_option="skew_min_last_pct",
     )
 
 
-def _imbalance_finding(rep: DistributedReport) -> Finding | None:
+def _imbalance_finding(rep: DistributedReport, options: AnalysisOptions) -> Finding | None:
     rows = [r for r in rep.load_imbalance if r.per_step_ns > 0]
     if len(rows) < 2:
         return None
     top = max(rows, key=lambda r: r.vs_mean_pct)
-    if top.vs_mean_pct < IMBALANCE_WARN_PCT:
+    if top.vs_mean_pct < options.imbalance_warn_pct:
         return None
     low = min(rows, key=lambda r: r.per_step_ns)
     return Finding(
@@ -436,7 +433,8 @@ def _imbalance_finding(rep: DistributedReport) -> Finding | None:
         ),
         metric="compute_above_mean_pct",
         value=top.vs_mean_pct,
-        threshold=IMBALANCE_WARN_PCT,
+        threshold=options.imbalance_warn_pct,
+        threshold_option="imbalance_warn_pct",
         evidence={
             "per_step_ns": {str(r.rank): r.per_step_ns for r in rows},
             "source": top.source,
@@ -448,7 +446,9 @@ def _imbalance_finding(rep: DistributedReport) -> Finding | None:
     )
 
 
-def _exposed_comm_findings(rep: DistributedReport, parts: Sequence[RankPartial]) -> list[Finding]:
+def _exposed_comm_findings(
+    rep: DistributedReport, parts: Sequence[RankPartial], options: AnalysisOptions
+) -> list[Finding]:
     """Communication time not hidden by compute, less the time the rank's collectives spent
     waiting for later ranks (the late rank's doing, not the transfer's)."""
     out = []
@@ -464,7 +464,7 @@ def _exposed_comm_findings(rep: DistributedReport, parts: Sequence[RankPartial])
         wait = min(waited.get(row.rank, 0), row.comm_ns - row.overlap_ns)
         exposed = row.comm_ns - row.overlap_ns - wait
         share = 100.0 * exposed / span
-        if share < EXPOSED_COMM_WARN_PCT:
+        if share < options.exposed_comm_warn_pct:
             continue
         out.append(
             Finding(
@@ -477,7 +477,8 @@ def _exposed_comm_findings(rep: DistributedReport, parts: Sequence[RankPartial])
                 ),
                 metric="exposed_comm_pct",
                 value=round(share, 2),
-                threshold=EXPOSED_COMM_WARN_PCT,
+                threshold=options.exposed_comm_warn_pct,
+                threshold_option="exposed_comm_warn_pct",
                 evidence={
                     "comm_ns": row.comm_ns,
                     "overlap_ns": row.overlap_ns,
@@ -495,12 +496,17 @@ def _exposed_comm_findings(rep: DistributedReport, parts: Sequence[RankPartial])
 
 
 def distributed_findings(
-    rep: DistributedReport, parts: Sequence[RankPartial], device: str = ""
+    rep: DistributedReport,
+    parts: Sequence[RankPartial],
+    options: AnalysisOptions | None = None,
+    device: str = "",
 ) -> list[Finding]:
     """Collective skew, load imbalance and exposed communication (only where the evidence
     holds)."""
-    found = [f for f in (_skew_finding(rep, parts, device), _imbalance_finding(rep)) if f]
-    found += _exposed_comm_findings(rep, parts)
+    options = options or AnalysisOptions()
+    skew = _skew_finding(rep, parts, options, device)
+    found = [f for f in (skew, _imbalance_finding(rep, options)) if f]
+    found += _exposed_comm_findings(rep, parts, options)
     return sort_findings(found)
 
 
@@ -523,7 +529,7 @@ def analyze_distributed(trace: Trace, options: AnalysisOptions | None = None) ->
         sources = trace.sources
         source = sources[len(parts)] if len(sources) > len(parts) else ""
         parts.append(rank_partial(events[rank_col == rank], rank, options, source))
-    return merge_partials(parts)
+    return merge_partials(parts, options=options)
 
 
 def partial_of_rank(trace: Trace, options: AnalysisOptions | None = None) -> RankPartial:

@@ -279,6 +279,7 @@ def _findings(rep: RanksReport, options: AnalysisOptions) -> list[Finding]:
                 },
                 "the other ranks wait for this one at every collective: compare its input "
                 "batches (uneven sizes), data loading and host load with the other ranks",
+                "straggler_pct",
             )
         )
     return out
