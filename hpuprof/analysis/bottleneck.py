@@ -388,6 +388,110 @@ def _top_ops(
     return host_rows, dev_rows
 
 
+def _temporal_row(rank: int, sets: DeviceSets) -> TemporalRow:
+    """HTA's temporal breakdown of one rank's device span (`sets.busy` not empty)."""
+    busy = sets.busy
+    span = int(busy[1][-1] - busy[0][0])
+    idle = span - iv.total(busy)
+    compute = iv.total(sets.compute)
+    return TemporalRow(
+        rank=rank,
+        span_ns=span,
+        idle_ns=idle,
+        compute_ns=compute,
+        non_compute_ns=span - idle - compute,
+        comm_ns=iv.total(sets.comm),
+        memory_ns=iv.total(sets.memory),
+        idle_pct=pct(idle, span),
+        compute_pct=pct(compute, span),
+        non_compute_pct=pct(span - idle - compute, span),
+    )
+
+
+def _engine_rows(rank: int, rdev: pd.DataFrame, span: int) -> list[EngineRow]:
+    """Busy time of each engine class of one rank, as a share of its device span."""
+    eng = strs(rdev["engine"])
+    rows = []
+    for e in sorted(set(eng.tolist()) - {""}):
+        sel = rdev[eng == e]
+        b = iv.total(_merged(sel))
+        rows.append(EngineRow(rank, e, b, len(sel), pct(b, span)))
+    return rows
+
+
+def _host_device_row(
+    rank: int, rdev: pd.DataFrame, sets: DeviceSets, rhost: pd.DataFrame
+) -> HostDeviceRow:
+    """habana_perf_tool's host / device summary of one rank (`sets.busy` not empty)."""
+    busy = sets.busy
+    eng = strs(rdev["engine"])
+    mme = _merged(rdev[eng == "MME"])
+    tpc = _merged(rdev[eng == "TPC"])
+    dma = _merged(rdev[eng == "DMA"])
+    # the union of every host op: ops under a ProfilerStep annotation have depth >= 1
+    host_set = _merged(rhost)
+    lo = min(int(busy[0][0]), int(host_set[0][0]) if host_set[0].size else int(busy[0][0]))
+    hi = max(int(busy[1][-1]), int(host_set[1][-1]) if host_set[1].size else 0)
+    dev_busy = iv.total(busy)
+    host_busy = iv.total(host_set)
+    return HostDeviceRow(
+        rank=rank,
+        wall_ns=hi - lo,
+        device_busy_ns=dev_busy,
+        host_busy_ns=host_busy,
+        device_ratio_pct=pct(dev_busy, hi - lo),
+        host_ratio_pct=pct(host_busy, hi - lo),
+        mme_ns=iv.total(mme),
+        tpc_ns=iv.total(tpc),
+        dma_ns=iv.total(dma),
+        mme_tpc_overlap_ns=iv.overlap(mme, tpc),
+        device_idle_ns=int(busy[1][-1] - busy[0][0]) - dev_busy,
+        overlap_host_device_pct=pct(iv.overlap(busy, host_set), dev_busy),
+    )
+
+
+def _step_rows(
+    rank: int, sets: DeviceSets, windows: pd.DataFrame, rhost: pd.DataFrame
+) -> list[StepRow]:
+    """Each step of one rank: its duration, the step split and its host op count."""
+    if windows.empty:
+        return []
+    lo = windows["start_ns"].to_numpy(dtype=np.int64)
+    hi = windows["end_ns"].to_numpy(dtype=np.int64)
+    split = split_windows(sets, lo, hi)
+    ops_per = rhost["step"].value_counts()
+    rows = []
+    for i, s in enumerate(windows["step"].tolist()):
+        dur = int(hi[i] - lo[i])
+        rows.append(
+            StepRow(
+                rank,
+                int(s),
+                dur,
+                int(split["compute"][i]),
+                int(split["exposed_comm"][i]),
+                int(split["exposed_memory"][i]),
+                int(split["idle"][i]),
+                pct(int(split["idle"][i]), dur),
+                int(ops_per.get(s, 0)),
+            )
+        )
+    return rows
+
+
+def _time_source_note(trace: Trace) -> str | None:
+    """What the trace's device and host times are, when they are not both measured."""
+    if device_time_source(trace) != "modeled":
+        return None
+    if host_time_source(trace) == "projected":
+        return (
+            "device times are MODELED by the emulated runtime; host times PROJECTED (as a "
+            "Gaudi host would see them: the emulator's own work removed, the bridge's costs "
+            "and device waits modeled)"
+        )
+    return "device times are MODELED by the emulated runtime, host times measured"
+
+
 def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) -> BottleneckReport:
     """Temporal and kernel-type breakdowns, idle causes, top ops, launch stats, findings."""
     options = options or AnalysisOptions()
@@ -408,97 +512,23 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
     per_rank_sets: list[DeviceSets] = []
     windows = step_windows(ev)
     host_all = host_ops(ev)
-    for rank in sorted(pd.unique(ev["rank"]).tolist()):
+    for rank in sorted(int(r) for r in pd.unique(ev["rank"])):
         rmask = dev["rank"].to_numpy() == rank
         rdev = dev[rmask]
-        rtype = ktype.to_numpy()[rmask]
-        sets = device_sets(rdev, rtype)
-        busy = sets.busy
+        sets = device_sets(rdev, ktype.to_numpy()[rmask])
         rhost = host_all[host_all["rank"].to_numpy() == rank]
-        if busy[0].size:
+        if sets.busy[0].size:
             per_rank_sets.append(sets)
-            span = int(busy[1][-1] - busy[0][0])
-            idle = span - iv.total(busy)
-            compute = iv.total(sets.compute)
-            temporal.append(
-                TemporalRow(
-                    rank=int(rank),
-                    span_ns=span,
-                    idle_ns=idle,
-                    compute_ns=compute,
-                    non_compute_ns=span - idle - compute,
-                    comm_ns=iv.total(sets.comm),
-                    memory_ns=iv.total(sets.memory),
-                    idle_pct=pct(idle, span),
-                    compute_pct=pct(compute, span),
-                    non_compute_pct=pct(span - idle - compute, span),
-                )
-            )
-            causes += _idle_causes(ev, full, int(rank), busy, pairs, options)
-            eng = strs(rdev["engine"])
-            for e in sorted(set(eng.tolist()) - {""}):
-                sel = rdev[eng == e]
-                b = iv.total(_merged(sel))
-                engines.append(EngineRow(int(rank), e, b, len(sel), pct(b, span)))
-            mme = _merged(rdev[eng == "MME"])
-            tpc = _merged(rdev[eng == "TPC"])
-            dma = _merged(rdev[eng == "DMA"])
-            # the union of every host op: ops under a ProfilerStep annotation have depth >= 1
-            host_set = _merged(rhost)
-            lo = min(int(busy[0][0]), int(host_set[0][0]) if host_set[0].size else int(busy[0][0]))
-            hi = max(int(busy[1][-1]), int(host_set[1][-1]) if host_set[1].size else 0)
-            dev_busy = iv.total(busy)
-            host_busy = iv.total(host_set)
-            host_device.append(
-                HostDeviceRow(
-                    rank=int(rank),
-                    wall_ns=hi - lo,
-                    device_busy_ns=dev_busy,
-                    host_busy_ns=host_busy,
-                    device_ratio_pct=pct(dev_busy, hi - lo),
-                    host_ratio_pct=pct(host_busy, hi - lo),
-                    mme_ns=iv.total(mme),
-                    tpc_ns=iv.total(tpc),
-                    dma_ns=iv.total(dma),
-                    mme_tpc_overlap_ns=iv.overlap(mme, tpc),
-                    device_idle_ns=idle,
-                    overlap_host_device_pct=pct(iv.overlap(busy, host_set), dev_busy),
-                )
-            )
-        w = windows[windows["rank"] == rank]
-        if not w.empty:
-            lo_w = w["start_ns"].to_numpy(dtype=np.int64)
-            hi_w = w["end_ns"].to_numpy(dtype=np.int64)
-            split = split_windows(sets, lo_w, hi_w)
-            ops_per = rhost["step"].value_counts()
-            for i, s in enumerate(w["step"].tolist()):
-                dur = int(hi_w[i] - lo_w[i])
-                steps.append(
-                    StepRow(
-                        int(rank),
-                        int(s),
-                        dur,
-                        int(split["compute"][i]),
-                        int(split["exposed_comm"][i]),
-                        int(split["exposed_memory"][i]),
-                        int(split["idle"][i]),
-                        pct(int(split["idle"][i]), dur),
-                        int(ops_per.get(s, 0)),
-                    )
-                )
+            temporal.append(_temporal_row(rank, sets))
+            causes += _idle_causes(ev, full, rank, sets.busy, pairs, options)
+            engines += _engine_rows(rank, rdev, temporal[-1].span_ns)
+            host_device.append(_host_device_row(rank, rdev, sets, rhost))
+        steps += _step_rows(rank, sets, windows[windows["rank"] == rank], rhost)
     if dev.empty:
         notes.append("no device events: device breakdowns are empty (CPU-only trace?)")
     host_rows, dev_rows = _top_ops(ev, dev, ktype, options.top_n)
-    launch = _launch_stats(pairs, options)
-    src = device_time_source(trace)
-    if src == "modeled":
-        notes.append(
-            "device times are MODELED by the emulated runtime; host times PROJECTED (as a "
-            "Gaudi host would see them: the emulator's own work removed, the bridge's costs "
-            "and device waits modeled)"
-            if host_time_source(trace) == "projected"
-            else "device times are MODELED by the emulated runtime, host times measured"
-        )
+    source_note = _time_source_note(trace)
+    notes += [source_note] if source_note else []
     report = BottleneckReport(
         temporal=tuple(temporal),
         kernel_types=tuple(_kernel_type_rows(per_rank_sets)),
@@ -508,8 +538,8 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
         idle_causes=tuple(causes),
         top_host_ops=tuple(host_rows),
         top_device_ops=tuple(dev_rows),
-        launch=launch,
-        device_time=src,
+        launch=_launch_stats(pairs, options),
+        device_time=device_time_source(trace),
         notes=tuple(notes),
     )
     device = trace_device(trace)
