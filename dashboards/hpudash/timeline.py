@@ -11,7 +11,6 @@ counter tracks ride along. `figure(window)` draws either.
 
 from __future__ import annotations
 
-import html
 import zlib
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ import numpy as np
 
 from hpudash import fmt
 from hpudash.timeline_index import MARKS, TimelineIndex, build_index, mark_codes
+from hpuprof.render.figures import plot_text
 
 __all__ = ["MARKS", "TimelineIndex", "build_index", "figure", "lanes", "mark_codes", "query"]
 
@@ -47,11 +47,6 @@ LABEL_PX = 40
 LANE_PX = 18
 EXPAND_ALL_ROWS = 60
 """Groups start expanded when all their rows together are at most this many."""
-
-
-def plot_text(value: object) -> str:
-    """A trace-supplied string made inert for plotly's pseudo-HTML (hover, ticks, legends)."""
-    return html.escape(str(value), quote=False)
 
 
 @dataclass(frozen=True)

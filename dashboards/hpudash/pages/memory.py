@@ -11,10 +11,10 @@ from typing import Any
 import dash
 from dash import dcc, html
 
-from hpudash import figures
 from hpudash.data import DataStore
 from hpudash.pages.common import Context, errors_of, kv_table, notes, report_grid, run_meta
-from hpudash.reportview import facts
+from hpudash.reportview import facts, report_of
+from hpuprof.render import figures
 
 PATH = "/memory"
 TITLE = "Memory"
@@ -32,7 +32,7 @@ def layout(ctx: Context) -> Any:
             *errors_of(doc, "memory"),
             kv_table(facts(doc, "memory"), id_="memory-facts"),
             *notes(doc, "memory"),
-            dcc.Graph(id=GRAPH, figure=figures.memory_figure(doc)),
+            dcc.Graph(id=GRAPH, figure=figures.memory_figure(report_of(doc))),
             html.H3("Peak per device"),
             report_grid("memory-devices", doc, "memory_devices", height=240),
             html.H3("Top allocating ops"),

@@ -7,7 +7,6 @@ from typing import Any
 import dash
 from dash import dcc, html
 
-from hpudash import figures
 from hpudash.data import DataStore
 from hpudash.ids import Id
 from hpudash.pages.common import (
@@ -19,7 +18,8 @@ from hpudash.pages.common import (
     report_grid,
     run_meta,
 )
-from hpudash.reportview import facts, findings, table
+from hpudash.reportview import facts, findings, report_of, table
+from hpuprof.render import figures
 
 PATH = "/precision"
 TITLE = "Precision"
@@ -50,7 +50,7 @@ def layout(ctx: Context) -> Any:
             kv_table(facts(doc, "precision"), id_="prec-facts"),
             *[finding_card(f) for f in findings(doc, "precision")],
             *notes(doc, "precision"),
-            dcc.Graph(id=Id.PREC_DTYPE, figure=figures.dtype_figure(doc)),
+            dcc.Graph(id=Id.PREC_DTYPE, figure=figures.dtype_figure(report_of(doc))),
             html.Div(parts, id=Id.PREC_TABLES),
         ]
     )
