@@ -74,7 +74,7 @@ def layout(ctx: Context) -> Any:
             dcc.Graph(id=Id.DYN_COMPILES, figure=figures.compiles_figure(report_of(doc))),
             html.H3(f"Compilations by graph ({len(graphs)})"),
             report_grid(
-                "dyn-graphs",
+                Id.DYN_GRAPHS,
                 doc_sorted,
                 "compiles_by_graph",
                 ("key", "compilations", "recompilations", "time_ns"),
@@ -87,10 +87,10 @@ def layout(ctx: Context) -> Any:
             dcc.Graph(id=Id.DYN_SHAPES, figure=figures.shapes_figure(report_of(doc))),
             html.H3("Input shapes per op"),
             report_grid(
-                "dyn-shape-table", doc, "shape_histograms", height=320, wide=("op", "shape")
+                Id.DYN_SHAPE_TABLE, doc, "shape_histograms", height=320, wide=("op", "shape")
             ),
             html.H3("Data-dependent-shape ops"),
-            report_grid("dyn-dynamic-ops", doc, "dynamic_ops", height=240),
+            report_grid(Id.DYN_DYNAMIC_OPS, doc, "dynamic_ops", height=240),
             html.H3("Bucketing"),
             html.Div(
                 message(bucket)

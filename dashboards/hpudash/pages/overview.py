@@ -37,7 +37,7 @@ def layout(ctx: Context) -> Any:
         html.A(
             f"Download {p.name}",
             href=file_href(store, p),
-            id=Id.OVERVIEW_DOWNLOAD_TRACE if i == 0 else f"{Id.OVERVIEW_DOWNLOAD_TRACE}-{i}",
+            id=Id.OVERVIEW_DOWNLOAD_TRACE if i == 0 else Id.OVERVIEW_DOWNLOAD_TRACE.item(i),
             className="button",
         )
         for i, p in enumerate(entry.files())

@@ -40,14 +40,14 @@ def layout(ctx: Context) -> Any:
         count = len(spec["rows"]) if spec else 0
         parts += [
             html.H3(f"{title} ({count})"),
-            report_grid(f"prec-table-{i}", doc, name, height=260),
+            report_grid(Id.PREC_TABLE.item(i), doc, name, height=260),
         ]
     return html.Div(
         [
             html.H2(f"Precision: {entry.key}"),
             run_meta(doc),
             *errors_of(doc, "precision"),
-            kv_table(facts(doc, "precision"), id_="prec-facts"),
+            kv_table(facts(doc, "precision"), id_=Id.PREC_FACTS),
             *[finding_card(f) for f in findings(doc, "precision")],
             *notes(doc, "precision"),
             dcc.Graph(id=Id.PREC_DTYPE, figure=figures.dtype_figure(report_of(doc))),
