@@ -446,11 +446,13 @@ def _imbalance_finding(rep: DistributedReport, options: AnalysisOptions) -> Find
     )
 
 
-def _exposed_comm_findings(
+def _exposed_transfer_findings(
     rep: DistributedReport, parts: Sequence[RankPartial], options: AnalysisOptions
 ) -> list[Finding]:
-    """Communication time not hidden by compute, less the time the rank's collectives spent
-    waiting for later ranks (the late rank's doing, not the transfer's)."""
+    """Exposed transfer: communication busy time not hidden by compute, less the time the
+    rank's collectives spent waiting for later ranks (the late rank's doing, not the
+    transfer's), as a share of the device span. Not the step split's `exposed_comm_ns`
+    (`step_split`), which keeps that waiting and counts over steps."""
     out = []
     spans = {p.rank: p.device_span_ns for p in parts}
     device_colls = {
@@ -464,21 +466,21 @@ def _exposed_comm_findings(
         wait = min(waited.get(row.rank, 0), row.comm_ns - row.overlap_ns)
         exposed = row.comm_ns - row.overlap_ns - wait
         share = 100.0 * exposed / span
-        if share < options.exposed_comm_warn_pct:
+        if share < options.exposed_transfer_warn_pct:
             continue
         out.append(
             Finding(
                 severity="warning",
                 report=REPORT,
                 title=(
-                    f"exposed communication: {share:.0f}% of rank {row.rank}'s device time is "
+                    f"exposed transfer: {share:.0f}% of rank {row.rank}'s device time is "
                     f"transfer not overlapped by compute ({row.overlap_pct:.0f}% of its "
                     "communication overlapped)"
                 ),
-                metric="exposed_comm_pct",
+                metric="exposed_transfer_pct",
                 value=round(share, 2),
-                threshold=options.exposed_comm_warn_pct,
-                threshold_option="exposed_comm_warn_pct",
+                threshold=options.exposed_transfer_warn_pct,
+                threshold_option="exposed_transfer_warn_pct",
                 evidence={
                     "comm_ns": row.comm_ns,
                     "overlap_ns": row.overlap_ns,
@@ -501,12 +503,11 @@ def distributed_findings(
     options: AnalysisOptions | None = None,
     device: str = "",
 ) -> list[Finding]:
-    """Collective skew, load imbalance and exposed communication (only where the evidence
-    holds)."""
+    """Collective skew, load imbalance and exposed transfer (only where the evidence holds)."""
     options = options or AnalysisOptions()
     skew = _skew_finding(rep, parts, options, device)
     found = [f for f in (skew, _imbalance_finding(rep, options)) if f]
-    found += _exposed_comm_findings(rep, parts, options)
+    found += _exposed_transfer_findings(rep, parts, options)
     return sort_findings(found)
 
 

@@ -56,7 +56,7 @@ class AnalysisOptions:
             critical.
         imbalance_warn_pct: distributed: compute per step of the busiest rank this much (%)
             above the ranks' mean is a load imbalance.
-        exposed_comm_warn_pct: distributed: communication not hidden by compute (waiting for
+        exposed_transfer_warn_pct: distributed: communication not hidden by compute (waiting for
             later ranks excluded), as % of a rank's device span, at or above which a finding
             is raised.
         regression_pct: compare: relative change (%) above which a metric is a regression.
@@ -87,7 +87,7 @@ class AnalysisOptions:
     skew_min_wait_pct: float = 1.0
     skew_critical_wait_pct: float = 10.0
     imbalance_warn_pct: float = 10.0
-    exposed_comm_warn_pct: float = 10.0
+    exposed_transfer_warn_pct: float = 10.0
     regression_pct: float = 5.0
     regression_min_ns: int = 10_000
     noise_sigmas: float = 3.0

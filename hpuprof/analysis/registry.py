@@ -695,7 +695,7 @@ BUILTIN: tuple[ReportSpec, ...] = (
             "skew_by_step",
             "last_arrival_pct",
             "compute_above_mean_pct",
-            "exposed_comm_pct",
+            "exposed_transfer_pct",
         ),
     ),
     ReportSpec(
