@@ -147,7 +147,7 @@ def browser_pages(root: Path, key: str) -> None:
     import logging
     import threading
 
-    from hpudash import create_app
+    from hpudash.app import create_app
     from playwright.sync_api import sync_playwright
     from werkzeug.serving import make_server
 

@@ -315,8 +315,8 @@ def main() -> int:
             flush=True,
         )
         dist = main_run["doc"]["distributed"]
-        top = dist["straggler_ranks"][0] if dist["straggler_ranks"] else {}
-        found = [f for f in main_run["doc"]["findings"] if f["metric"] == "straggler_last_pct"]
+        top = dist["skew_by_rank"][0] if dist["skew_by_rank"] else {}
+        found = [f for f in main_run["doc"]["findings"] if f["metric"] == "last_arrival_pct"]
         budget = 1.2 * a.ranks * t1 / a.workers
         peaks = [main_run["client_peak"], *main_run["worker_peaks"]]
         print(

@@ -1,7 +1,8 @@
 """`create_app(run_dir)`: the Dash app over a directory of runs, pages registered explicitly.
 
 The factory builds the layout shell (header, URL, page container), registers each page's
-callbacks and the file routes, and loads nothing: data is read by the store on first request.
+callbacks (its `pages`, `Page`s, by default `default_pages()`) and the file routes, and loads
+nothing: data is read by the store on first request.
 Routing is one thin callback from the URL to a page's `layout(ctx)`; a change of the URL that
 only moves a view (the timeline's zoom, kept in the URL) does not rebuild the page.
 """
@@ -9,8 +10,8 @@ only moves a view (the timeline's zoom, kept in the URL) does not rebuild the pa
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import dash
@@ -19,6 +20,7 @@ from dash import Input, Output, State, dcc, html
 from hpudash import server
 from hpudash.data import Analyzer, DataStore, Loader
 from hpudash.ids import Id
+from hpudash.page import Page
 from hpudash.pages import (
     common,
     compare,
@@ -34,21 +36,23 @@ from hpudash.pages import timeline as timeline_page
 from hpudash.respcache import DEFAULT_BYTES, ResponseCache
 from hpuprof.errors import HpuprofError, UsageError
 
-PAGES: tuple[ModuleType, ...] = (
-    runs, overview, timeline_page, ops, dynamicity, precision, ranks, memory, compare,
-)  # fmt: skip
 VIEW_PARAMS = frozenset({"t0", "t1"})
 """Query keys that move a view inside a page: changing them never rebuilds the page."""
 log = logging.getLogger("hpudash")
 
 
-def _nav(path: str, run: str) -> list[Any]:
+def default_pages() -> tuple[Page, ...]:
+    """The dashboard's pages, in menu order (mypy checks each against `Page`)."""
+    return (runs, overview, timeline_page, ops, dynamicity, precision, ranks, memory, compare)
+
+
+def _nav(pages: Sequence[Page], path: str, run: str) -> list[Any]:
     links: list[Any] = [html.Span("hpudash", className="brand")]
-    for page in PAGES:
+    for page in pages:
         target = common.href(page.PATH, run=run) if page.PATH != "/" else "/"
         cls = "active" if path == page.PATH else ""
         name = page.__name__.rsplit(".", 1)[-1]
-        links.append(dcc.Link(page.TITLE, href=target, className=cls, id=f"nav-{name}"))
+        links.append(dcc.Link(page.TITLE, href=target, className=cls, id=Id.NAV.item(name)))
     return links
 
 
@@ -58,10 +62,13 @@ def page_identity(path: str, search: str) -> str:
     return common.href(path, **dict(sorted(query.items())))
 
 
-def render_page(store: DataStore, path: str, search: str) -> Any:
-    """The layout of page `path` for the query `search` (errors become a message)."""
+def render_page(
+    store: DataStore, path: str, search: str, pages: Sequence[Page] | None = None
+) -> Any:
+    """The layout of page `path` (one of `pages`, default `default_pages()`) for the query
+    `search` (errors become a message)."""
     query = common.parse_query(search)
-    page = next((p for p in PAGES if path == p.PATH), None)
+    page = next((p for p in pages or default_pages() if path == p.PATH), None)
     if page is None:
         return common.message("There is no page at this address.", "error")
     run = query.get("run", "")
@@ -91,6 +98,7 @@ def create_app(
     analyzer: Analyzer | None = None,
     store: DataStore | None = None,
     response_cache_bytes: int = DEFAULT_BYTES,
+    pages: Sequence[Page] | None = None,
 ) -> dash.Dash:
     """The dashboard over `run_dir` (runs and traces found recursively, rescanned per request).
 
@@ -101,7 +109,9 @@ def create_app(
         store: a ready `DataStore` (cache budgets, disk cache) instead of the default one.
         response_cache_bytes: budget of the kept answers of deterministic callbacks
             (`hpudash.respcache`); 0 turns it off.
+        pages: the pages served, in menu order (default `default_pages()`).
     """
+    pages = tuple(pages) if pages is not None else default_pages()
     root = Path(run_dir)
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory")
@@ -136,7 +146,8 @@ def create_app(
         if identity == shown:
             return dash.no_update, dash.no_update, dash.no_update
         run = common.parse_query(search).get("run", "")
-        return render_page(store, path or "/", search or ""), _nav(path or "/", run), identity
+        page = render_page(store, path or "/", search or "", pages)
+        return page, _nav(pages, path or "/", run), identity
 
     @app.callback(
         Output(Id.URL, "search"),
@@ -151,12 +162,12 @@ def create_app(
         kept = {k: v for k, v in query.items() if k not in VIEW_PARAMS}
         return "?" + common.href("", **(kept | {"run": run})).lstrip("?")
 
-    for page in PAGES:
+    for page in pages:
         page.register(app, store)
     server.register_routes(app.server, store)
     if response_cache_bytes > 0:
         ResponseCache(store, response_cache_bytes).install(
-            app.server, frozenset(p.PATH for p in PAGES)
+            app.server, frozenset(p.PATH for p in pages)
         )
     app.server.config["hpudash.store"] = store
     return app

@@ -55,11 +55,11 @@ def user_cache_dir() -> Path:
 @functools.cache
 def code_stamp() -> str:
     """A hash of the code that computes what is cached (changes when that code changes)."""
-    import hpudash
     import hpuprof
 
     parts = [hpuprof.__version__, str(CACHE_VERSION)]
-    for package in (Path(hpuprof.__file__).parent / "analysis", Path(hpudash.__file__).parent):
+    library = Path(hpuprof.__file__).parent
+    for package in (library / "analysis", library / "render", Path(__file__).parent):
         for path in sorted(package.rglob("*.py")):
             try:
                 parts.append(f"{path.name}:{path.stat().st_mtime_ns}")

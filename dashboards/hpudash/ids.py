@@ -6,7 +6,12 @@ from enum import StrEnum
 
 
 class Id(StrEnum):
-    """Component ids. Values are the DOM ids the browser tests look for."""
+    """Component ids. Values are the DOM ids the browser tests (and assets/*.js) look for; a
+    component repeated on a page takes `item(key)` of its kind's id."""
+
+    def item(self, key: int | str) -> str:
+        """The id of one of several components of this kind: `<id>-<key>`."""
+        return f"{self.value}-{key}"
 
     URL = "url"
     NAV = "nav"
@@ -36,23 +41,44 @@ class Id(StrEnum):
     TIMELINE_WINDOW = "timeline-window"
     TIMELINE_RANGE = "timeline-range"
     TIMELINE_PERFETTO = "timeline-perfetto"
+    TIMELINE_PERFETTO_STATUS = "perfetto-status"
+    TIMELINE_DETAILS_TABLE = "timeline-details-table"
+    TIMELINE_RANGE_GRID = "timeline-range-grid"
 
     OPS_SEARCH = "ops-search"
     OPS_GRID = "ops-grid"
+    OPS_KERNELS = "ops-kernels"
+    OPS_FACTS = "ops-facts"
 
     DYN_KPIS = "dyn-kpis"
     DYN_COMPILES = "dyn-compiles"
     DYN_CAUSES = "dyn-causes"
     DYN_SHAPES = "dyn-shapes"
     DYN_BUCKETING = "dyn-bucketing"
+    DYN_GRAPHS = "dyn-graphs"
+    DYN_SHAPE_TABLE = "dyn-shape-table"
+    DYN_DYNAMIC_OPS = "dyn-dynamic-ops"
 
     PREC_DTYPE = "prec-dtype"
     PREC_TABLES = "prec-tables"
+    PREC_TABLE = "prec-table"
+    PREC_FACTS = "prec-facts"
 
     CMP_A = "compare-a"
     CMP_B = "compare-b"
     CMP_KPIS = "compare-kpis"
     CMP_OPS = "compare-ops"
+    CMP_KERNELS = "compare-kernels"
+    CMP_BODY = "compare-body"
 
     RANKS_GRAPH = "ranks-graph"
     RANKS_STRAGGLERS = "ranks-stragglers"
+    RANKS_FACTS = "ranks-facts"
+    RANKS_SPLIT = "ranks-split"
+    RANKS_TABLE = "ranks-table"
+    RANKS_STEPS = "ranks-steps"
+
+    MEMORY_GRAPH = "memory-graph"
+    MEMORY_FACTS = "memory-facts"
+    MEMORY_DEVICES = "memory-devices"
+    MEMORY_TOP_OPS = "memory-top-ops"

@@ -124,11 +124,15 @@ def findings(doc: Mapping[str, Any], report: str | None = None) -> list[Mapping[
     ]
 
 
+def report_of(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The report dict of a view (the JSON contract, what `hpuprof.render.figures` draws),
+    {} when nothing was analysed."""
+    data = doc.get("data")
+    return data if isinstance(data, Mapping) else {}
+
+
 def section(doc: Mapping[str, Any], *path: str) -> Any:
     """`doc["data"][path[0]][path[1]]...` (the JSON contract), or None when missing."""
-    cur: Any = doc.get("data") or {}
-    for key in path:
-        if not isinstance(cur, Mapping) or key not in cur:
-            return None
-        cur = cur[key]
-    return cur
+    from hpuprof.render.figures import section as report_section
+
+    return report_section(report_of(doc), *path)

@@ -11,7 +11,6 @@ counter tracks ride along. `figure(window)` draws either.
 
 from __future__ import annotations
 
-import html
 import zlib
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ import numpy as np
 
 from hpudash import fmt
 from hpudash.timeline_index import MARKS, TimelineIndex, build_index, mark_codes
+from hpuprof.render.figures import plot_text
 
 __all__ = ["MARKS", "TimelineIndex", "build_index", "figure", "lanes", "mark_codes", "query"]
 
@@ -47,11 +47,6 @@ LABEL_PX = 40
 LANE_PX = 18
 EXPAND_ALL_ROWS = 60
 """Groups start expanded when all their rows together are at most this many."""
-
-
-def plot_text(value: object) -> str:
-    """A trace-supplied string made inert for plotly's pseudo-HTML (hover, ticks, legends)."""
-    return html.escape(str(value), quote=False)
 
 
 @dataclass(frozen=True)
@@ -188,6 +183,79 @@ def _sum_range(idx: TimelineIndex, g: int, lo: int, hi: int) -> np.ndarray:
     return np.arange(first, max(first, last), dtype=np.int64)
 
 
+Counters = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""A window's counter samples: lane, time, value, the lane's scale (`_counters`)."""
+
+
+@dataclass(frozen=True)
+class _Marks:
+    """Marked events of a window on their drawn lanes (time, lane, kind, event, name code)."""
+
+    ts: np.ndarray
+    lane: np.ndarray
+    kind: np.ndarray
+    event: np.ndarray
+    name: np.ndarray
+
+    def keep(self, mask: np.ndarray) -> _Marks:
+        return _Marks(
+            self.ts[mask], self.lane[mask], self.kind[mask], self.event[mask], self.name[mask]
+        )
+
+
+def _clamp(idx: TimelineIndex, t0: float | None, t1: float | None) -> tuple[int, int]:
+    """The window [t0, t1] ns (None: the trace's edge) inside the trace, never empty."""
+    lo_t = 0 if t0 is None else max(int(t0), 0)
+    hi_t = idx.span_ns if t1 is None else min(int(t1), idx.span_ns)
+    if hi_t <= lo_t:
+        lo_t, hi_t = max(0, min(lo_t, idx.span_ns - 1)), max(lo_t + 1, min(hi_t, idx.span_ns))
+    return lo_t, hi_t
+
+
+def _lane_slices(idx: TimelineIndex, shown: tuple[Lane, ...], lo: int, hi: int) -> list[np.ndarray]:
+    """Per lane, the positions of its slices (a row) or busy intervals (a summary) in the
+    window; none for a counter lane."""
+    out = []
+    for lane in shown:
+        if lane.kind == "row":
+            out.append(_row_range(idx, lane.ref, lo, hi))
+        elif lane.kind == "summary":
+            out.append(_sum_range(idx, lane.ref, lo, hi))
+        else:
+            out.append(np.zeros(0, dtype=np.int64))
+    return out
+
+
+def _marks(
+    idx: TimelineIndex, shown: tuple[Lane, ...], lo: int, hi: int
+) -> tuple[_Marks, np.ndarray]:
+    """(the marks in the window, each drawn row's lane or -1): a mark goes on its row when the
+    row is drawn, else on its group's summary lane, else nowhere."""
+    lane_of_row = np.full(len(idx.row_track), -1, dtype=np.int64)
+    summary_lane = np.full(len(idx.groups), -1, dtype=np.int64)
+    for y, lane in enumerate(shown):
+        if lane.kind == "row":
+            lane_of_row[lane.ref] = y
+        elif lane.kind == "summary":
+            summary_lane[lane.ref] = y
+    track_group = np.array([t.group for t in idx.tracks], dtype=np.int64)
+    row_group = track_group[idx.row_track] if len(idx.row_track) else idx.row_track
+    ml = int(np.searchsorted(idx.mark_ts, lo, side="left"))
+    mh = int(np.searchsorted(idx.mark_ts, hi, side="right"))
+    m_row = idx.mark_row[ml:mh]
+    m_lane = lane_of_row[m_row] if len(m_row) else m_row
+    if len(m_row):
+        m_lane = np.where(m_lane >= 0, m_lane, summary_lane[row_group[m_row]])
+    every = _Marks(
+        idx.mark_ts[ml:mh],
+        m_lane,
+        idx.mark_kind[ml:mh],
+        idx.mark_event[ml:mh],
+        idx.mark_name[ml:mh],
+    )
+    return every.keep(m_lane >= 0), lane_of_row
+
+
 def query(
     idx: TimelineIndex,
     shown: tuple[Lane, ...] | None = None,
@@ -198,95 +266,70 @@ def query(
     exact_limit: int = EXACT_LIMIT,
     flows: bool = True,
 ) -> Window:
-    """The view of [t0, t1] ns (relative; None = the whole trace) of `shown` lanes."""
+    """The view of [t0, t1] ns (relative; None = the whole trace) of `shown` lanes: every
+    slice when at most `exact_limit` overlap it, else busy time per bucket."""
     shown = lanes(idx) if shown is None else shown
-    lo_t = 0 if t0 is None else max(int(t0), 0)
-    hi_t = idx.span_ns if t1 is None else min(int(t1), idx.span_ns)
-    if hi_t <= lo_t:
-        lo_t, hi_t = max(0, min(lo_t, idx.span_ns - 1)), max(lo_t + 1, min(hi_t, idx.span_ns))
-    per_lane: list[np.ndarray] = []
-    total = 0
-    for lane in shown:
-        if lane.kind == "row":
-            sel = _row_range(idx, lane.ref, lo_t, hi_t)
-        elif lane.kind == "summary":
-            sel = _sum_range(idx, lane.ref, lo_t, hi_t)
-        else:
-            sel = np.zeros(0, dtype=np.int64)
-        per_lane.append(sel)
-        total += len(sel)
-    lane_of_row = np.full(len(idx.row_track), -1, dtype=np.int64)
-    summary_lane = np.full(len(idx.groups), -1, dtype=np.int64)
-    open_groups = set()
-    for y, lane in enumerate(shown):
-        if lane.kind == "row":
-            lane_of_row[lane.ref] = y
-            open_groups.add(lane.group)
-        elif lane.kind == "summary":
-            summary_lane[lane.ref] = y
-    track_group = np.array([t.group for t in idx.tracks], dtype=np.int64)
-    row_group = track_group[idx.row_track] if len(idx.row_track) else idx.row_track
-    # marks: on their row when drawn, else on their group's summary lane
-    ml = int(np.searchsorted(idx.mark_ts, lo_t, side="left"))
-    mh = int(np.searchsorted(idx.mark_ts, hi_t, side="right"))
-    m_row = idx.mark_row[ml:mh]
-    m_lane = lane_of_row[m_row] if len(m_row) else m_row
-    if len(m_row):
-        m_lane = np.where(m_lane >= 0, m_lane, summary_lane[row_group[m_row]])
-    m_keep = m_lane >= 0
-    m_ts, m_kind = idx.mark_ts[ml:mh][m_keep], idx.mark_kind[ml:mh][m_keep]
-    m_event, m_name = idx.mark_event[ml:mh][m_keep], idx.mark_name[ml:mh][m_keep]
-    m_lane = m_lane[m_keep]
-    marked = len(m_ts)
+    lo_t, hi_t = _clamp(idx, t0, t1)
+    per_lane = _lane_slices(idx, shown, lo_t, hi_t)
+    total = sum(len(sel) for sel in per_lane)
+    marks, lane_of_row = _marks(idx, shown, lo_t, hi_t)
     ctr = _counters(idx, shown, lo_t, hi_t, buckets)
-    empty_i = np.zeros(0, dtype=np.int64)
-    empty_f = np.zeros(0, dtype=np.float64)
     if total <= exact_limit:
-        ys, tss, ends, events, marks, classes = [], [], [], [], [], []
-        for y, (lane, sel) in enumerate(zip(shown, per_lane, strict=True)):
-            if not len(sel):
-                continue
-            ys.append(np.full(len(sel), y))
-            if lane.kind == "row":
-                tss.append(idx.ts[sel])
-                ends.append(idx.end[sel])
-                events.append(sel)
-                marks.append(idx.mark[sel])
-                classes.append(np.full(len(sel), CLASS_DEVICE if lane.is_device else CLASS_HOST))
-            else:
-                tss.append(idx.sum_ts[sel])
-                ends.append(idx.sum_end[sel])
-                events.append(np.full(len(sel), -1))
-                marks.append(np.zeros(len(sel), dtype=np.int8))
-                classes.append(np.full(len(sel), CLASS_SUMMARY))
-        pos = np.concatenate(events) if events else empty_i
-        is_slice = pos >= 0
-        names = tuple(idx.names[int(idx.name_code[p])] if p >= 0 else "busy" for p in pos.tolist())
-        fx0, fy0, fx1, fy1 = _flows(idx, pos[is_slice], lane_of_row) if flows else (empty_i,) * 4
-        # a marked slice is drawn as a coloured bar: its marker would only cover it
-        bar_events = idx.event[pos[is_slice]]
-        drawn = np.isin(m_event, bar_events)
-        m_ts, m_lane, m_kind, m_event, m_name = (
-            m_ts[~drawn],
-            m_lane[~drawn],
-            m_kind[~drawn],
-            m_event[~drawn],
-            m_name[~drawn],
-        )
-        return Window(
-            "exact", lo_t, hi_t, shown, total,
-            np.concatenate(ys) if ys else empty_i,
-            np.concatenate(tss) if tss else empty_i,
-            np.concatenate(ends) if ends else empty_i,
-            np.where(is_slice, idx.event[np.maximum(pos, 0)] if len(pos) else pos, -1),
-            np.concatenate(marks) if marks else np.zeros(0, dtype=np.int8),
-            np.concatenate(classes) if classes else empty_i,
-            names,
-            empty_f, np.zeros((len(shown), 0)), np.zeros((len(shown), 0), dtype=np.int64),
-            m_ts, m_lane, m_kind, m_event, tuple(idx.names[int(c)] for c in m_name),
-            fx0, fy0, fx1, fy1, *ctr, marked,
-        )  # fmt: skip
-    edges = np.linspace(lo_t, hi_t, buckets + 1)
+        return _exact(idx, shown, (lo_t, hi_t), per_lane, marks, lane_of_row, ctr, flows)
+    return _aggregated(idx, shown, (lo_t, hi_t), total, marks, ctr, buckets)
+
+
+def _exact(
+    idx: TimelineIndex, shown: tuple[Lane, ...], window: tuple[int, int],
+    per_lane: list[np.ndarray], marks: _Marks, lane_of_row: np.ndarray, ctr: Counters,
+    flows: bool,
+) -> Window:  # fmt: skip
+    """Every slice (and summary interval) of the window as a bar, with launch arrows."""
+    empty_i = np.zeros(0, dtype=np.int64)
+    ys, tss, ends, events, marks_, classes = [], [], [], [], [], []
+    for y, (lane, sel) in enumerate(zip(shown, per_lane, strict=True)):
+        if not len(sel):
+            continue
+        ys.append(np.full(len(sel), y))
+        if lane.kind == "row":
+            tss.append(idx.ts[sel])
+            ends.append(idx.end[sel])
+            events.append(sel)
+            marks_.append(idx.mark[sel])
+            classes.append(np.full(len(sel), CLASS_DEVICE if lane.is_device else CLASS_HOST))
+        else:
+            tss.append(idx.sum_ts[sel])
+            ends.append(idx.sum_end[sel])
+            events.append(np.full(len(sel), -1))
+            marks_.append(np.zeros(len(sel), dtype=np.int8))
+            classes.append(np.full(len(sel), CLASS_SUMMARY))
+    pos = np.concatenate(events) if events else empty_i
+    is_slice = pos >= 0
+    names = tuple(idx.names[int(idx.name_code[p])] if p >= 0 else "busy" for p in pos.tolist())
+    fx0, fy0, fx1, fy1 = _flows(idx, pos[is_slice], lane_of_row) if flows else (empty_i,) * 4
+    # a marked slice is drawn as a coloured bar: its marker would only cover it
+    m = marks.keep(~np.isin(marks.event, idx.event[pos[is_slice]]))
+    return Window(
+        "exact", *window, shown, len(pos),
+        np.concatenate(ys) if ys else empty_i,
+        np.concatenate(tss) if tss else empty_i,
+        np.concatenate(ends) if ends else empty_i,
+        np.where(is_slice, idx.event[np.maximum(pos, 0)] if len(pos) else pos, -1),
+        np.concatenate(marks_) if marks_ else np.zeros(0, dtype=np.int8),
+        np.concatenate(classes) if classes else empty_i,
+        names,
+        np.zeros(0, dtype=np.float64), np.zeros((len(shown), 0)), np.zeros((len(shown), 0), dtype=np.int64),
+        m.ts, m.lane, m.kind, m.event, tuple(idx.names[int(c)] for c in m.name),
+        fx0, fy0, fx1, fy1, *ctr, len(marks.ts),
+    )  # fmt: skip
+
+
+def _busy_per_bucket(
+    idx: TimelineIndex, shown: tuple[Lane, ...], edges: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per lane x bucket: the busy fraction (at least 1 % where a slice starts) and the
+    number of slices starting there."""
+    buckets = len(edges) - 1
     width = np.diff(edges)
     busy = np.zeros((len(shown), buckets))
     counts = np.zeros((len(shown), buckets), dtype=np.int64)
@@ -306,18 +349,31 @@ def query(
         # a slice shorter than its bucket still shows: at least 1 % of the bucket
         counts_here = counts[y] > 0
         busy[y] = np.where(counts_here & (busy[y] < 0.01), 0.01, busy[y])
-    if len(m_ts) > MARKER_LIMIT:
-        bucket = np.minimum(((m_ts - lo_t) / (hi_t - lo_t) * buckets).astype(np.int64), buckets - 1)
-        _, first = np.unique(m_lane * (buckets + 1) * 8 + bucket * 8 + m_kind, return_index=True)
+    return busy, counts
+
+
+def _aggregated(
+    idx: TimelineIndex, shown: tuple[Lane, ...], window: tuple[int, int], total: int,
+    marks: _Marks, ctr: Counters, buckets: int,
+) -> Window:  # fmt: skip
+    """Busy time per bucket of each lane; marks thinned to one per lane, bucket and kind
+    when there are more than `MARKER_LIMIT`."""
+    lo_t, hi_t = window
+    edges = np.linspace(lo_t, hi_t, buckets + 1)
+    busy, counts = _busy_per_bucket(idx, shown, edges)
+    m = marks
+    if len(m.ts) > MARKER_LIMIT:
+        bucket = np.minimum(((m.ts - lo_t) / (hi_t - lo_t) * buckets).astype(np.int64), buckets - 1)
+        _, first = np.unique(m.lane * (buckets + 1) * 8 + bucket * 8 + m.kind, return_index=True)
         first.sort()
-        m_ts, m_lane, m_kind = m_ts[first], m_lane[first], m_kind[first]
-        m_event, m_name = m_event[first], m_name[first]
+        m = m.keep(first)
+    empty_i = np.zeros(0, dtype=np.int64)
     return Window(
         "aggregated", lo_t, hi_t, shown, total,
         empty_i, empty_i, empty_i, empty_i, np.zeros(0, dtype=np.int8), empty_i, (),
         edges, busy, counts,
-        m_ts, m_lane, m_kind, m_event, tuple(idx.names[int(c)] for c in m_name),
-        empty_i, empty_i, empty_i, empty_i, *ctr, marked,
+        m.ts, m.lane, m.kind, m.event, tuple(idx.names[int(c)] for c in m.name),
+        empty_i, empty_i, empty_i, empty_i, *ctr, len(marks.ts),
     )  # fmt: skip
 
 
@@ -343,7 +399,7 @@ def _flows(
 
 def _counters(
     idx: TimelineIndex, shown: tuple[Lane, ...], lo: int, hi: int, buckets: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> Counters:
     """(lane, ts, value, lane's max |value|) of the counter samples to draw in [lo, hi]:
     the sample before `lo` (the value at the window's start) and, when a series has more
     samples than buckets, the largest of each bucket (peaks never disappear)."""

@@ -257,17 +257,31 @@ def _union(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ts[first], reach[last]
 
 
-def build_index(trace: Trace) -> TimelineIndex:
-    """Sort the trace's slices once into tracks, rows and groups (see the module docstring)."""
+@dataclass(frozen=True)
+class _Lanes:
+    """The distinct (rank, pid, tid, device) lanes of the slices, found by integer codes.
+
+    Args:
+        table: one row per lane: rank, is_device, pid, tid (text).
+        of_slice: each slice's lane (a position in `table`).
+        pid_code / tid_code: every event's pid / tid code (-1: none).
+        pid_text / tid_text: code -> text (the last entry, "", for -1).
+    """
+
+    table: pd.DataFrame
+    of_slice: np.ndarray
+    pid_code: np.ndarray
+    tid_code: np.ndarray
+    pid_text: np.ndarray
+    tid_text: np.ndarray
+
+
+def _lanes(ev: pd.DataFrame, rows: np.ndarray) -> _Lanes:
+    """The lanes of the slices `rows` (no per-event strings: one unique over integer keys)."""
     import pandas as pd
 
-    from hpuprof.analysis._common import cat_test, factor, isin
+    from hpuprof.analysis._common import factor
 
-    ev = trace.events
-    is_slice = isin(ev["ph"], ("X",)) & ~isin(ev["kind"], ("span",))
-    codes = mark_codes(ev)
-    rows = np.flatnonzero(is_slice)
-    # lanes by integer codes (no per-event strings): one unique per (rank, pid, tid, device)
     pid_code, pid_name = factor(ev["pid"])
     tid_code, tid_name = factor(ev["tid"])
     rank_all = ev["rank"].to_numpy(dtype=np.int64)
@@ -283,29 +297,17 @@ def build_index(trace: Trace) -> TimelineIndex:
     u_rank = uniq // 2 // n_tid // n_pid
     pid_text = np.append(pid_name.astype(str), "")
     tid_text = np.append(tid_name.astype(str), "")
-    lane = pd.DataFrame(
-        {
-            "rank": u_rank,
-            "is_device": u_dev,
-            "pid": pid_text[u_pid],
-            "tid": tid_text[u_tid],
-        }
+    table = pd.DataFrame(
+        {"rank": u_rank, "is_device": u_dev, "pid": pid_text[u_pid], "tid": tid_text[u_tid]}
     )
-    ts_all = ev["ts_ns"].to_numpy(dtype=np.int64)
-    dur_all = np.maximum(ev["dur_ns"].to_numpy(dtype=np.int64), 0)
-    marked = np.flatnonzero(codes > 0)
-    ctr = trace.counters
-    starts = [ts_all[rows], ts_all[marked]]
-    if len(ctr):
-        starts.append(ctr["ts_ns"].to_numpy(dtype=np.int64))
-    joined = np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)
-    t0 = int(joined.min()) if len(joined) else 0
-    procs = _meta(trace.processes, ("rank", "pid"))
-    threads = _meta(trace.threads, ("rank", "pid", "tid"))
+    return _Lanes(table, lane_id, pid_code, tid_code, pid_text, tid_text)
 
-    # groups: processes of each rank, host first, in the trace's own sort order
-    gkeys = lane.groupby(["rank", "pid"], sort=False)["is_device"].any().reset_index()
-    multi = lane["rank"].nunique() > 1 or bool(len(ctr) and ctr["rank"].nunique() > 1)
+
+def _group_list(
+    lanes: pd.DataFrame, procs: dict[tuple[Any, ...], dict[str, Any]], multi: bool
+) -> list[Group]:
+    """The processes of each rank, host first, in the trace's own sort order."""
+    gkeys = lanes.groupby(["rank", "pid"], sort=False)["is_device"].any().reset_index()
 
     def gsort(rec: tuple[int, str, bool]) -> tuple[Any, ...]:
         r, p, dev = rec
@@ -315,16 +317,24 @@ def build_index(trace: Trace) -> TimelineIndex:
     grecs = sorted(
         ((int(r), str(p), bool(d)) for r, p, d in gkeys.itertuples(index=False)), key=gsort
     )
-    groups = [
-        Group(r, p, _group_label(r, p, d, procs.get((r, p), {}), bool(multi)), d)
-        for r, p, d in grecs
+    return [
+        Group(r, p, _group_label(r, p, d, procs.get((r, p), {}), multi), d) for r, p, d in grecs
     ]
-    gid = {(g.rank, g.pid): i for i, g in enumerate(groups)}
 
-    # tracks: threads / streams of each group
-    tkeys = lane
 
-    def tsort(rec: tuple[int, str, str, bool]) -> tuple[Any, ...]:
+TrackKey = tuple[int, str, str, bool]
+"""(rank, pid, tid, is_device) of a track."""
+
+
+def _track_keys(
+    lanes: pd.DataFrame,
+    gid: dict[tuple[int, str], int],
+    threads: dict[tuple[Any, ...], dict[str, Any]],
+) -> tuple[list[TrackKey], np.ndarray]:
+    """The tracks (threads and streams of each group, in the trace's sort order) and each
+    lane's track."""
+
+    def tsort(rec: TrackKey) -> tuple[Any, ...]:
         r, p, t, dev = rec
         th = threads.get((r, p, t), {})
         si = int(th.get("sort_index", NO_ID))
@@ -333,16 +343,24 @@ def build_index(trace: Trace) -> TimelineIndex:
     trecs = sorted(
         (
             (int(r), str(p), str(t), bool(d))
-            for r, d, p, t in tkeys[["rank", "is_device", "pid", "tid"]].itertuples(index=False)
+            for r, d, p, t in lanes[["rank", "is_device", "pid", "tid"]].itertuples(index=False)
         ),
         key=tsort,
     )
-    tid_of = {(r, p, t, d): i for i, (r, p, t, d) in enumerate(trecs)}
-    first_key = [
+    tid_of = {key: i for i, key in enumerate(trecs)}
+    of_lane = [
         tid_of[(int(r), str(p), str(t), bool(d))]
-        for r, p, t, d in tkeys[["rank", "pid", "tid", "is_device"]].itertuples(index=False)
+        for r, p, t, d in lanes[["rank", "pid", "tid", "is_device"]].itertuples(index=False)
     ]
-    track_of = np.asarray(first_key, dtype=np.int64)[lane_id] if len(lane_id) else lane_id
+    return trecs, np.asarray(of_lane, dtype=np.int64)
+
+
+def _slice_depths(
+    ev: pd.DataFrame, rows: np.ndarray, track_of: np.ndarray, ts: np.ndarray, end: np.ndarray
+) -> np.ndarray:
+    """Each slice's drawing row within its track (`free_rows` of its clipped nesting depth)."""
+    from hpuprof.analysis._common import cat_test, isin
+
     depth = np.minimum(ev["depth"].to_numpy(dtype=np.int64)[rows], MAX_DEPTH - 1)
     depth = np.maximum(depth, 0)
     # steps are the top row of their thread, as in Perfetto: a slice crossing a step boundary
@@ -351,153 +369,248 @@ def build_index(trace: Trace) -> TimelineIndex:
         ev["name"], lambda n: n.startswith(STEP_ANNOTATION_PREFIX)
     )
     depth = np.where(is_step[rows], 0, depth)
-    depth = free_rows(track_of, depth, ts_all[rows], ts_all[rows] + dur_all[rows])
-    n_tracks = len(trecs)
-    depths = np.zeros(n_tracks, dtype=np.int64)
-    if len(track_of):
-        np.maximum.at(depths, track_of, depth + 1)
-    tracks = [
-        Track(
-            gid[(r, p)],
-            t,
-            _thread_label(t, d, threads.get((r, p, t), {})),
-            d,
-            int(depths[i]),
-        )
-        for i, (r, p, t, d) in enumerate(trecs)
-    ]
+    return free_rows(track_of, depth, ts, end)
 
-    # rows: (track, depth), slices sorted by (row, ts)
+
+@dataclass(frozen=True)
+class _Rows:
+    """The slices laid out in rows (a track's depths), sorted by (row, start).
+
+    Args:
+        track / depth: each row's track and depth; base: each track's first row (+ the end).
+        of_slice: each sorted slice's row; event: its event (a row of the events table).
+        offsets: each row's first sorted slice (+ the end).
+        ts / end / dur: the sorted slices' start, end and duration (ns from t0).
+    """
+
+    track: np.ndarray
+    depth: np.ndarray
+    base: np.ndarray
+    of_slice: np.ndarray
+    event: np.ndarray
+    offsets: np.ndarray
+    ts: np.ndarray
+    end: np.ndarray
+    dur: np.ndarray
+
+
+def _row_layout(
+    rows: np.ndarray, track_of: np.ndarray, depth: np.ndarray, depths: np.ndarray,
+    ts: np.ndarray, dur: np.ndarray,
+) -> _Rows:  # fmt: skip
+    """The rows of every track (`depths` each) and the slices sorted into them."""
+    n_tracks = len(depths)
     row_base = np.concatenate([[0], np.cumsum(depths)])
     row_of = row_base[track_of] + depth if len(track_of) else np.zeros(0, dtype=np.int64)
     n_rows = int(row_base[-1])
     row_track = np.repeat(np.arange(n_tracks), depths)
     row_depth = np.concatenate([np.arange(d) for d in depths]) if n_tracks else np.zeros(0)
-    ts = ts_all[rows] - t0
-    dur = dur_all[rows]
     order = np.lexsort((ts, row_of))
     row_sorted = row_of[order]
     ts_s, dur_s = ts[order], dur[order]
     offsets = np.searchsorted(row_sorted, np.arange(n_rows + 1))
-    max_dur = np.zeros(n_rows, dtype=np.int64)
-    if len(dur_s):
-        np.maximum.at(max_dur, row_sorted, dur_s)
-    cum = np.cumsum(dur_s)
-    end_s = ts_s + dur_s
-    event = rows[order]
-    names = ev["name"]
-    if hasattr(names, "cat"):
-        name_codes_all = names.cat.codes.to_numpy(dtype=np.int64)
-        categories = tuple(str(c) for c in names.cat.categories)
-    else:  # pragma: no cover - the loaders always intern names
-        cat = names.astype("category")
-        name_codes_all = cat.cat.codes.to_numpy(dtype=np.int64)
-        categories = tuple(str(c) for c in cat.cat.categories)
+    return _Rows(
+        row_track, row_depth, row_base, row_sorted, rows[order], offsets, ts_s, ts_s + dur_s, dur_s
+    )
 
-    # group summaries: union of each group's depth-0 slices
+
+def _summaries(
+    tracks: list[Track], layout: _Rows, n_groups: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each group's busy time (the union of its depth-0 slices): offsets, starts, ends."""
     track_group = np.array([t.group for t in tracks], dtype=np.int64)
-    top = row_depth[row_sorted] == 0 if len(row_sorted) else np.zeros(0, dtype=bool)
-    slice_group = track_group[row_track[row_sorted]] if len(row_sorted) else row_sorted
-    sum_parts: list[tuple[np.ndarray, np.ndarray]] = []
-    for g in range(len(groups)):
+    row_sorted = layout.of_slice
+    top = layout.depth[row_sorted] == 0 if len(row_sorted) else np.zeros(0, dtype=bool)
+    slice_group = track_group[layout.track[row_sorted]] if len(row_sorted) else row_sorted
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    for g in range(n_groups):
         sel = top & (slice_group == g)
-        sum_parts.append(_union(ts_s[sel], end_s[sel]))
-    sum_offsets = np.concatenate([[0], np.cumsum([len(a) for a, _ in sum_parts])])
-    sum_ts = np.concatenate([a for a, _ in sum_parts]) if sum_parts else np.zeros(0, np.int64)
-    sum_end = np.concatenate([b for _, b in sum_parts]) if sum_parts else np.zeros(0, np.int64)
+        parts.append(_union(layout.ts[sel], layout.end[sel]))
+    offsets = np.concatenate([[0], np.cumsum([len(a) for a, _ in parts])])
+    starts = np.concatenate([a for a, _ in parts]) if parts else np.zeros(0, np.int64)
+    ends = np.concatenate([b for _, b in parts]) if parts else np.zeros(0, np.int64)
+    return offsets, starts, ends
 
-    # marks: on the row of their slice; instants on their thread's top row
+
+def _mark_rows(
+    ev: pd.DataFrame, marked: np.ndarray, lanes: _Lanes, layout: _Rows,
+    host_track: dict[tuple[int, str, str], int],
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(marked events kept, their rows): a marked slice on its own row, an instant on its
+    thread's top row; marks with neither are dropped."""
     pos_of_event = np.full(len(ev), -1, dtype=np.int64)
-    pos_of_event[event] = np.arange(len(event))
+    pos_of_event[layout.event] = np.arange(len(layout.event))
     mk_pos = pos_of_event[marked]
-    mk_row = np.where(mk_pos >= 0, row_sorted[np.maximum(mk_pos, 0)] if len(row_sorted) else -1, -1)
+    on_row = layout.of_slice[np.maximum(mk_pos, 0)] if len(layout.of_slice) else -1
+    mk_row = np.where(mk_pos >= 0, on_row, -1)
     if (mk_row < 0).any():
-        ranks_m = rank_all[marked]
-        pids_m, tids_m = pid_text[pid_code[marked]], tid_text[tid_code[marked]]
-        host_track = {(r, p, t): i for (r, p, t, d), i in tid_of.items() if not d}
+        ranks_m = ev["rank"].to_numpy(dtype=np.int64)[marked]
+        pids_m = lanes.pid_text[lanes.pid_code[marked]]
+        tids_m = lanes.tid_text[lanes.tid_code[marked]]
         for j in np.flatnonzero(mk_row < 0):
             tr = host_track.get((int(ranks_m[j]), str(pids_m[j]), str(tids_m[j])))
             if tr is not None:
-                mk_row[j] = row_base[tr]
+                mk_row[j] = layout.base[tr]
     keep = mk_row >= 0
-    marked, mk_row = marked[keep], mk_row[keep]
-    mk_ts = ts_all[marked] - t0
-    mk_order = np.argsort(mk_ts, kind="stable")
+    return marked[keep], mk_row[keep]
 
-    # flows: host launch -> device op of the same correlation and rank
-    corr = ev["correlation"].to_numpy(dtype=np.int64)[event]
+
+def _flows(ev: pd.DataFrame, tracks: list[Track], layout: _Rows) -> pd.DataFrame:
+    """Host launch -> device op of the same correlation and rank: (src, dst) sorted slices,
+    by dst."""
+    import pandas as pd
+
+    corr = ev["correlation"].to_numpy(dtype=np.int64)[layout.event]
     track_dev = np.array([t.is_device for t in tracks], dtype=bool)
-    dev_slice = track_dev[row_track[row_sorted]] if len(row_sorted) else np.zeros(0, dtype=bool)
-    rank_slice = ev["rank"].to_numpy(dtype=np.int64)[event]
+    row_sorted = layout.of_slice
+    dev_slice = track_dev[layout.track[row_sorted]] if len(row_sorted) else np.zeros(0, dtype=bool)
+    rank_slice = ev["rank"].to_numpy(dtype=np.int64)[layout.event]
     has = corr != NO_ID
+    host, dev = has & ~dev_slice, has & dev_slice
     src = pd.DataFrame(
-        {
-            "rank": rank_slice[has & ~dev_slice],
-            "corr": corr[has & ~dev_slice],
-            "src": np.flatnonzero(has & ~dev_slice),
-        }
+        {"rank": rank_slice[host], "corr": corr[host], "src": np.flatnonzero(host)}
     ).drop_duplicates(["rank", "corr"])
-    dst = pd.DataFrame(
+    dst = pd.DataFrame({"rank": rank_slice[dev], "corr": corr[dev], "dst": np.flatnonzero(dev)})
+    return src.merge(dst, on=["rank", "corr"], how="inner").sort_values("dst")
+
+
+@dataclass(frozen=True)
+class _Counters:
+    """Counter series as tracks: `TimelineIndex.ctr_*` and the groups and tracks they add."""
+
+    groups: tuple[Group, ...]
+    tracks: tuple[Track, ...]
+    track: np.ndarray
+    offsets: np.ndarray
+    ts: np.ndarray
+    value: np.ndarray
+
+
+def _counters(
+    ctr: pd.DataFrame, t0: int, gid: dict[tuple[int, str], int], n_groups: int, n_tracks: int,
+    multi: bool,
+) -> _Counters:  # fmt: skip
+    """One track per (rank, name, series), in a "counters" group per rank (new groups and
+    tracks numbered after the `n_groups` and `n_tracks` there are)."""
+    import pandas as pd
+
+    if not len(ctr):
+        zero = np.zeros(0, dtype=np.int64)
+        return _Counters((), (), zero, np.zeros(1, dtype=np.int64), zero, np.zeros(0))
+    c = pd.DataFrame(
         {
-            "rank": rank_slice[has & dev_slice],
-            "corr": corr[has & dev_slice],
-            "dst": np.flatnonzero(has & dev_slice),
+            "rank": ctr["rank"].to_numpy(dtype=np.int64),
+            "name": ctr["name"].astype(str).to_numpy(),
+            "series": ctr["series"].astype(str).to_numpy(),
+            "ts": ctr["ts_ns"].to_numpy(dtype=np.int64) - t0,
+            "value": ctr["value"].to_numpy(dtype=np.float64),
         }
     )
-    pairs = src.merge(dst, on=["rank", "corr"], how="inner").sort_values("dst")
+    c = c[np.isfinite(c["value"])].sort_values(["rank", "name", "series", "ts"], kind="stable")
+    keys = c[["rank", "name", "series"]].drop_duplicates().reset_index(drop=True)
+    groups: list[Group] = []
+    tracks: list[Track] = []
+    for r, name, series in keys.itertuples(index=False):
+        key = (int(r), "counters")
+        if key not in gid:
+            gid[key] = n_groups + len(groups)
+            label = f"rank {r} · counters" if multi else "counters"
+            groups.append(Group(int(r), "counters", label, False))
+        label = name if series in ("", "value", name) else f"{name} ({series})"
+        tracks.append(Track(gid[key], f"{name}/{series}", label, False, 1, counter=True))
+    sizes = c.groupby(["rank", "name", "series"], sort=True).size().to_numpy()
+    return _Counters(
+        tuple(groups),
+        tuple(tracks),
+        np.arange(n_tracks, n_tracks + len(tracks), dtype=np.int64),
+        np.concatenate([[0], np.cumsum(sizes)]),
+        c["ts"].to_numpy(dtype=np.int64),
+        c["value"].to_numpy(dtype=np.float64),
+    )
 
-    # counters: one track per (rank, name, series), in a "counters" group per rank
-    ctr_track = np.zeros(0, dtype=np.int64)
-    ctr_offsets = np.zeros(1, dtype=np.int64)
-    ctr_ts = np.zeros(0, dtype=np.int64)
-    ctr_value = np.zeros(0, dtype=np.float64)
+
+def _name_codes(names: pd.Series) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Every event's name code and the names (the loaders intern names as categories)."""
+    if hasattr(names, "cat"):
+        return names.cat.codes.to_numpy(dtype=np.int64), tuple(str(c) for c in names.cat.categories)
+    cat = names.astype("category")  # pragma: no cover - the loaders always intern names
+    return cat.cat.codes.to_numpy(dtype=np.int64), tuple(str(c) for c in cat.cat.categories)
+
+
+def _first_start(
+    ts_all: np.ndarray, rows: np.ndarray, marked: np.ndarray, ctr: pd.DataFrame
+) -> int:
+    """t0: the first slice, mark or counter sample."""
+    starts = [ts_all[rows], ts_all[marked]]
     if len(ctr):
-        c = pd.DataFrame(
-            {
-                "rank": ctr["rank"].to_numpy(dtype=np.int64),
-                "name": ctr["name"].astype(str).to_numpy(),
-                "series": ctr["series"].astype(str).to_numpy(),
-                "ts": ctr["ts_ns"].to_numpy(dtype=np.int64) - t0,
-                "value": ctr["value"].to_numpy(dtype=np.float64),
-            }
-        )
-        c = c[np.isfinite(c["value"])].sort_values(["rank", "name", "series", "ts"], kind="stable")
-        keys = c[["rank", "name", "series"]].drop_duplicates().reset_index(drop=True)
-        tids = []
-        for r, name, series in keys.itertuples(index=False):
-            key = (int(r), "counters")
-            if key not in gid:
-                gid[key] = len(groups)
-                label = f"rank {r} · counters" if multi else "counters"
-                groups.append(Group(int(r), "counters", label, False))
-            label = name if series in ("", "value", name) else f"{name} ({series})"
-            tids.append(len(tracks))
-            tracks.append(Track(gid[key], f"{name}/{series}", label, False, 1, counter=True))
-        sizes = c.groupby(["rank", "name", "series"], sort=True).size().to_numpy()
-        ctr_track = np.asarray(tids, dtype=np.int64)
-        ctr_offsets = np.concatenate([[0], np.cumsum(sizes)])
-        ctr_ts = c["ts"].to_numpy(dtype=np.int64)
-        ctr_value = c["value"].to_numpy(dtype=np.float64)
+        starts.append(ctr["ts_ns"].to_numpy(dtype=np.int64))
+    joined = np.concatenate(starts)
+    return int(joined.min()) if len(joined) else 0
+
+
+def build_index(trace: Trace) -> TimelineIndex:
+    """Sort the trace's slices once into tracks, rows and groups (see the module docstring)."""
+    from hpuprof.analysis._common import isin
+
+    ev = trace.events
+    codes = mark_codes(ev)
+    rows = np.flatnonzero(isin(ev["ph"], ("X",)) & ~isin(ev["kind"], ("span",)))
+    lanes = _lanes(ev, rows)
+    ts_all = ev["ts_ns"].to_numpy(dtype=np.int64)
+    dur_all = np.maximum(ev["dur_ns"].to_numpy(dtype=np.int64), 0)
+    marked = np.flatnonzero(codes > 0)
+    ctr = trace.counters
+    t0 = _first_start(ts_all, rows, marked, ctr)
+    procs = _meta(trace.processes, ("rank", "pid"))
+    threads = _meta(trace.threads, ("rank", "pid", "tid"))
+    multi = lanes.table["rank"].nunique() > 1 or bool(len(ctr) and ctr["rank"].nunique() > 1)
+    groups = _group_list(lanes.table, procs, bool(multi))
+    gid = {(g.rank, g.pid): i for i, g in enumerate(groups)}
+    trecs, track_of_lane = _track_keys(lanes.table, gid, threads)
+    track_of = track_of_lane[lanes.of_slice] if len(lanes.of_slice) else lanes.of_slice
+    ts, dur = ts_all[rows], dur_all[rows]
+    depth = _slice_depths(ev, rows, track_of, ts, ts + dur)
+    depths = np.zeros(len(trecs), dtype=np.int64)
+    if len(track_of):
+        np.maximum.at(depths, track_of, depth + 1)
+    tracks = [
+        Track(gid[(r, p)], t, _thread_label(t, d, threads.get((r, p, t), {})), d, int(depths[i]))
+        for i, (r, p, t, d) in enumerate(trecs)
+    ]
+    layout = _row_layout(rows, track_of, depth, depths, ts - t0, dur)
+    max_dur = np.zeros(len(layout.offsets) - 1, dtype=np.int64)
+    if len(layout.dur):
+        np.maximum.at(max_dur, layout.of_slice, layout.dur)
+    name_codes, names = _name_codes(ev["name"])
+    sum_offsets, sum_ts, sum_end = _summaries(tracks, layout, len(groups))
+    host_track = {(r, p, t): i for i, (r, p, t, d) in enumerate(trecs) if not d}
+    marked, mk_row = _mark_rows(ev, marked, lanes, layout, host_track)
+    mk_ts = ts_all[marked] - t0
+    mk_order = np.argsort(mk_ts, kind="stable")
+    pairs = _flows(ev, tracks, layout)
+    counters = _counters(ctr, t0, gid, len(groups), len(tracks), bool(multi))
+    groups += counters.groups
+    tracks += counters.tracks
     missing = len(groups) + 1 - len(sum_offsets)  # counter groups have no busy intervals
     sum_offsets = np.concatenate([sum_offsets, np.full(missing, sum_offsets[-1])])
-    span_parts = [end_s.max() if len(end_s) else 0, mk_ts.max() if len(mk_ts) else 0]
-    span_parts.append(int(ctr_ts.max()) if len(ctr_ts) else 0)
+    span_parts = [layout.end.max() if len(layout.end) else 0, mk_ts.max() if len(mk_ts) else 0]
+    span_parts.append(int(counters.ts.max()) if len(counters.ts) else 0)
     return TimelineIndex(
         t0_ns=t0,
         span_ns=max(int(max(span_parts)), 1),
         groups=tuple(groups),
         tracks=tuple(tracks),
-        names=categories,
-        row_track=row_track.astype(np.int64),
-        row_depth=np.asarray(row_depth, dtype=np.int64),
-        offsets=offsets.astype(np.int64),
-        ts=ts_s,
-        end=end_s,
-        cum=cum,
+        names=names,
+        row_track=layout.track.astype(np.int64),
+        row_depth=np.asarray(layout.depth, dtype=np.int64),
+        offsets=layout.offsets.astype(np.int64),
+        ts=layout.ts,
+        end=layout.end,
+        cum=np.cumsum(layout.dur),
         max_dur=max_dur,
-        event=event.astype(np.int64),
-        name_code=name_codes_all[event].astype(np.int32),
-        mark=codes[event],
+        event=layout.event.astype(np.int64),
+        name_code=name_codes[layout.event].astype(np.int32),
+        mark=codes[layout.event],
         sum_offsets=sum_offsets.astype(np.int64),
         sum_ts=sum_ts.astype(np.int64),
         sum_end=sum_end.astype(np.int64),
@@ -506,11 +619,11 @@ def build_index(trace: Trace) -> TimelineIndex:
         mark_row=mk_row[mk_order].astype(np.int64),
         mark_kind=codes[marked][mk_order],
         mark_event=marked[mk_order].astype(np.int64),
-        mark_name=name_codes_all[marked][mk_order].astype(np.int32),
+        mark_name=name_codes[marked][mk_order].astype(np.int32),
         flow_src=pairs["src"].to_numpy(dtype=np.int64),
         flow_dst=pairs["dst"].to_numpy(dtype=np.int64),
-        ctr_track=ctr_track,
-        ctr_offsets=ctr_offsets.astype(np.int64),
-        ctr_ts=ctr_ts,
-        ctr_value=ctr_value,
+        ctr_track=counters.track,
+        ctr_offsets=counters.offsets.astype(np.int64),
+        ctr_ts=counters.ts,
+        ctr_value=counters.value,
     )

@@ -24,7 +24,6 @@ import pandas as pd
 
 from hpuprof.analysis import intervals as iv
 from hpuprof.analysis._common import (
-    KERNEL_TYPES,
     arg_values,
     cat_test,
     device_events,
@@ -45,18 +44,12 @@ from hpuprof.analysis.advice import advise
 from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.analysis.step_split import DeviceSets, device_sets, split_windows
+from hpuprof.analysis.step_split import merged as _merged
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import NO_ID
 
 DATA_LOADING_RE = r"enumerate\(DataLoader\)|DataLoader|dataloader|_next_data|__next__"
-LAUNCH_RUNTIME_OUTLIER_NS = 50_000
-"""A launch call longer than this is a runtime outlier (HTA's `runtime_cutoff`, 50 us)."""
-LAUNCH_DELAY_OUTLIER_NS = 100_000
-"""A launch-to-device-start delay longer than this is an outlier (HTA's `launch_delay_cutoff`)."""
-IDLE_CAUSE_WARN_PCT = 20.0
-"""Share of device idle time above which a sync-wait or data-loading cause is a finding."""
-HOST_BOUND_CRITICAL_PCT = 50.0
-"""Device idle share of a step at which a host-bound finding is critical, not a warning."""
 
 
 @dataclass(frozen=True)
@@ -115,14 +108,14 @@ class HostDeviceRow:
 
 @dataclass(frozen=True)
 class StepRow:
-    """One step on one rank: wall duration and device split (ns)."""
+    """One step on one rank: wall duration and the step split (`step_split`, ns)."""
 
     rank: int
     step: int
     duration_ns: int
     compute_ns: int
-    comm_ns: int
-    memory_ns: int
+    exposed_comm_ns: int
+    exposed_memory_ns: int
     idle_ns: int
     idle_pct: float
     host_ops: int
@@ -196,10 +189,6 @@ class BottleneckReport:
         return as_plain(self)
 
 
-def _merged(df: pd.DataFrame) -> iv.Merged:
-    return iv.merge(df["ts_ns"].to_numpy(dtype=np.int64), ends(df))
-
-
 def _drop_last_step(ev: pd.DataFrame) -> pd.DataFrame:
     """HTA's default: drop events at or after the start of the last ProfilerStep (>= 2 steps).
 
@@ -253,7 +242,7 @@ def _launch_pairs(ev: pd.DataFrame, dev: pd.DataFrame) -> pd.DataFrame:
     return left.merge(right, on=["rank", "correlation"], how="inner")
 
 
-def _launch_stats(pairs: pd.DataFrame) -> LaunchStats:
+def _launch_stats(pairs: pd.DataFrame, options: AnalysisOptions) -> LaunchStats:
     if pairs.empty:
         return LaunchStats(0, {}, 0.0, 0.0, 0.0, 0.0, 0, 0, 0)
     first = pairs.drop_duplicates(["rank", "correlation"])
@@ -270,8 +259,8 @@ def _launch_stats(pairs: pd.DataFrame) -> LaunchStats:
         delay_mean_ns=round(float(delay.mean()), 1),
         delay_p95_ns=round(float(np.percentile(delay, 95)), 1),
         short_kernels=int((first["gpu_dur"].to_numpy() < cpu).sum()),
-        runtime_outliers=int((cpu > LAUNCH_RUNTIME_OUTLIER_NS).sum()),
-        delay_outliers=int((delay > LAUNCH_DELAY_OUTLIER_NS).sum()),
+        runtime_outliers=int((cpu > options.launch_runtime_outlier_ns).sum()),
+        delay_outliers=int((delay > options.launch_delay_outlier_ns).sum()),
     )
 
 
@@ -362,11 +351,11 @@ def _idle_causes(
     return rows
 
 
-def _kernel_type_rows(per_rank_sets: list[dict[str, iv.Merged]]) -> list[KernelTypeRow]:
+def _kernel_type_rows(per_rank_sets: list[DeviceSets]) -> list[KernelTypeRow]:
     names = ["COMPUTATION", "COMMUNICATION", "MEMORY"]
     totals: dict[str, int] = {}
     for sets in per_rank_sets:
-        res = iv.sweep_classes([sets[n] for n in names])
+        res = iv.sweep_classes([sets.compute, sets.comm, sets.memory])
         for mask, t in res.items():
             label = " overlapping ".join(n for i, n in enumerate(names) if mask & (1 << i))
             totals[label] = totals.get(label, 0) + t
@@ -403,6 +392,110 @@ def _top_ops(
     return host_rows, dev_rows
 
 
+def _temporal_row(rank: int, sets: DeviceSets) -> TemporalRow:
+    """HTA's temporal breakdown of one rank's device span (`sets.busy` not empty)."""
+    busy = sets.busy
+    span = int(busy[1][-1] - busy[0][0])
+    idle = span - iv.total(busy)
+    compute = iv.total(sets.compute)
+    return TemporalRow(
+        rank=rank,
+        span_ns=span,
+        idle_ns=idle,
+        compute_ns=compute,
+        non_compute_ns=span - idle - compute,
+        comm_ns=iv.total(sets.comm),
+        memory_ns=iv.total(sets.memory),
+        idle_pct=pct(idle, span),
+        compute_pct=pct(compute, span),
+        non_compute_pct=pct(span - idle - compute, span),
+    )
+
+
+def _engine_rows(rank: int, rdev: pd.DataFrame, span: int) -> list[EngineRow]:
+    """Busy time of each engine class of one rank, as a share of its device span."""
+    eng = strs(rdev["engine"])
+    rows = []
+    for e in sorted(set(eng.tolist()) - {""}):
+        sel = rdev[eng == e]
+        b = iv.total(_merged(sel))
+        rows.append(EngineRow(rank, e, b, len(sel), pct(b, span)))
+    return rows
+
+
+def _host_device_row(
+    rank: int, rdev: pd.DataFrame, sets: DeviceSets, rhost: pd.DataFrame
+) -> HostDeviceRow:
+    """habana_perf_tool's host / device summary of one rank (`sets.busy` not empty)."""
+    busy = sets.busy
+    eng = strs(rdev["engine"])
+    mme = _merged(rdev[eng == "MME"])
+    tpc = _merged(rdev[eng == "TPC"])
+    dma = _merged(rdev[eng == "DMA"])
+    # the union of every host op: ops under a ProfilerStep annotation have depth >= 1
+    host_set = _merged(rhost)
+    lo = min(int(busy[0][0]), int(host_set[0][0]) if host_set[0].size else int(busy[0][0]))
+    hi = max(int(busy[1][-1]), int(host_set[1][-1]) if host_set[1].size else 0)
+    dev_busy = iv.total(busy)
+    host_busy = iv.total(host_set)
+    return HostDeviceRow(
+        rank=rank,
+        wall_ns=hi - lo,
+        device_busy_ns=dev_busy,
+        host_busy_ns=host_busy,
+        device_ratio_pct=pct(dev_busy, hi - lo),
+        host_ratio_pct=pct(host_busy, hi - lo),
+        mme_ns=iv.total(mme),
+        tpc_ns=iv.total(tpc),
+        dma_ns=iv.total(dma),
+        mme_tpc_overlap_ns=iv.overlap(mme, tpc),
+        device_idle_ns=int(busy[1][-1] - busy[0][0]) - dev_busy,
+        overlap_host_device_pct=pct(iv.overlap(busy, host_set), dev_busy),
+    )
+
+
+def _step_rows(
+    rank: int, sets: DeviceSets, windows: pd.DataFrame, rhost: pd.DataFrame
+) -> list[StepRow]:
+    """Each step of one rank: its duration, the step split and its host op count."""
+    if windows.empty:
+        return []
+    lo = windows["start_ns"].to_numpy(dtype=np.int64)
+    hi = windows["end_ns"].to_numpy(dtype=np.int64)
+    split = split_windows(sets, lo, hi)
+    ops_per = rhost["step"].value_counts()
+    rows = []
+    for i, s in enumerate(windows["step"].tolist()):
+        dur = int(hi[i] - lo[i])
+        rows.append(
+            StepRow(
+                rank,
+                int(s),
+                dur,
+                int(split["compute"][i]),
+                int(split["exposed_comm"][i]),
+                int(split["exposed_memory"][i]),
+                int(split["idle"][i]),
+                pct(int(split["idle"][i]), dur),
+                int(ops_per.get(s, 0)),
+            )
+        )
+    return rows
+
+
+def _time_source_note(trace: Trace) -> str | None:
+    """What the trace's device and host times are, when they are not both measured."""
+    if device_time_source(trace) != "modeled":
+        return None
+    if host_time_source(trace) == "projected":
+        return (
+            "device times are MODELED by the emulated runtime; host times PROJECTED (as a "
+            "Gaudi host would see them: the emulator's own work removed, the bridge's costs "
+            "and device waits modeled)"
+        )
+    return "device times are MODELED by the emulated runtime, host times measured"
+
+
 def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) -> BottleneckReport:
     """Temporal and kernel-type breakdowns, idle causes, top ops, launch stats, findings."""
     options = options or AnalysisOptions()
@@ -420,104 +513,26 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
     host_device: list[HostDeviceRow] = []
     steps: list[StepRow] = []
     causes: list[IdleCauseRow] = []
-    per_rank_sets: list[dict[str, iv.Merged]] = []
+    per_rank_sets: list[DeviceSets] = []
     windows = step_windows(ev)
     host_all = host_ops(ev)
-    for rank in sorted(pd.unique(ev["rank"]).tolist()):
+    for rank in sorted(int(r) for r in pd.unique(ev["rank"])):
         rmask = dev["rank"].to_numpy() == rank
         rdev = dev[rmask]
-        rtype = ktype.to_numpy()[rmask]
-        sets = {k: _merged(rdev[rtype == k]) for k in KERNEL_TYPES}
-        busy = _merged(rdev)
+        sets = device_sets(rdev, ktype.to_numpy()[rmask])
         rhost = host_all[host_all["rank"].to_numpy() == rank]
-        if busy[0].size:
+        if sets.busy[0].size:
             per_rank_sets.append(sets)
-            span = int(busy[1][-1] - busy[0][0])
-            idle = span - iv.total(busy)
-            compute = iv.total(sets["COMPUTATION"])
-            temporal.append(
-                TemporalRow(
-                    rank=int(rank),
-                    span_ns=span,
-                    idle_ns=idle,
-                    compute_ns=compute,
-                    non_compute_ns=span - idle - compute,
-                    comm_ns=iv.total(sets["COMMUNICATION"]),
-                    memory_ns=iv.total(sets["MEMORY"]),
-                    idle_pct=pct(idle, span),
-                    compute_pct=pct(compute, span),
-                    non_compute_pct=pct(span - idle - compute, span),
-                )
-            )
-            causes += _idle_causes(ev, full, int(rank), busy, pairs, options)
-            eng = strs(rdev["engine"])
-            for e in sorted(set(eng.tolist()) - {""}):
-                sel = rdev[eng == e]
-                b = iv.total(_merged(sel))
-                engines.append(EngineRow(int(rank), e, b, len(sel), pct(b, span)))
-            mme = _merged(rdev[eng == "MME"])
-            tpc = _merged(rdev[eng == "TPC"])
-            dma = _merged(rdev[eng == "DMA"])
-            # the union of every host op: ops under a ProfilerStep annotation have depth >= 1
-            host_set = _merged(rhost)
-            lo = min(int(busy[0][0]), int(host_set[0][0]) if host_set[0].size else int(busy[0][0]))
-            hi = max(int(busy[1][-1]), int(host_set[1][-1]) if host_set[1].size else 0)
-            dev_busy = iv.total(busy)
-            host_busy = iv.total(host_set)
-            host_device.append(
-                HostDeviceRow(
-                    rank=int(rank),
-                    wall_ns=hi - lo,
-                    device_busy_ns=dev_busy,
-                    host_busy_ns=host_busy,
-                    device_ratio_pct=pct(dev_busy, hi - lo),
-                    host_ratio_pct=pct(host_busy, hi - lo),
-                    mme_ns=iv.total(mme),
-                    tpc_ns=iv.total(tpc),
-                    dma_ns=iv.total(dma),
-                    mme_tpc_overlap_ns=iv.overlap(mme, tpc),
-                    device_idle_ns=idle,
-                    overlap_host_device_pct=pct(iv.overlap(busy, host_set), dev_busy),
-                )
-            )
-        w = windows[windows["rank"] == rank]
-        if not w.empty:
-            lo_w = w["start_ns"].to_numpy(dtype=np.int64)
-            hi_w = w["end_ns"].to_numpy(dtype=np.int64)
-            all_cov = iv.covered_in_windows(busy, lo_w, hi_w)
-            comp = iv.covered_in_windows(sets["COMPUTATION"], lo_w, hi_w)
-            comm = iv.covered_in_windows(sets["COMMUNICATION"], lo_w, hi_w)
-            mem = iv.covered_in_windows(sets["MEMORY"], lo_w, hi_w)
-            ops_per = rhost["step"].value_counts()
-            for i, s in enumerate(w["step"].tolist()):
-                dur = int(hi_w[i] - lo_w[i])
-                idle_s = dur - int(all_cov[i]) if busy[0].size else 0
-                steps.append(
-                    StepRow(
-                        int(rank),
-                        int(s),
-                        dur,
-                        int(comp[i]),
-                        int(comm[i]),
-                        int(mem[i]),
-                        idle_s,
-                        pct(idle_s, dur) if busy[0].size else 0.0,
-                        int(ops_per.get(s, 0)),
-                    )
-                )
+            temporal.append(_temporal_row(rank, sets))
+            causes += _idle_causes(ev, full, rank, sets.busy, pairs, options)
+            engines += _engine_rows(rank, rdev, temporal[-1].span_ns)
+            host_device.append(_host_device_row(rank, rdev, sets, rhost))
+        steps += _step_rows(rank, sets, windows[windows["rank"] == rank], rhost)
     if dev.empty:
         notes.append("no device events: device breakdowns are empty (CPU-only trace?)")
     host_rows, dev_rows = _top_ops(ev, dev, ktype, options.top_n)
-    launch = _launch_stats(pairs)
-    src = device_time_source(trace)
-    if src == "modeled":
-        notes.append(
-            "device times are MODELED by the emulated runtime; host times PROJECTED (as a "
-            "Gaudi host would see them: the emulator's own work removed, the bridge's costs "
-            "and device waits modeled)"
-            if host_time_source(trace) == "projected"
-            else "device times are MODELED by the emulated runtime, host times measured"
-        )
+    source_note = _time_source_note(trace)
+    notes += [source_note] if source_note else []
     report = BottleneckReport(
         temporal=tuple(temporal),
         kernel_types=tuple(_kernel_type_rows(per_rank_sets)),
@@ -527,8 +542,8 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
         idle_causes=tuple(causes),
         top_host_ops=tuple(host_rows),
         top_device_ops=tuple(dev_rows),
-        launch=launch,
-        device_time=src,
+        launch=_launch_stats(pairs, options),
+        device_time=device_time_source(trace),
         notes=tuple(notes),
     )
     device = trace_device(trace)
@@ -554,7 +569,7 @@ def bottleneck_findings(
             where = "of each step" if rank_steps else "of the device span"
             out.append(
                 Finding(
-                    severity="critical" if idle >= HOST_BOUND_CRITICAL_PCT else "warning",
+                    severity="critical" if idle >= options.host_bound_critical_pct else "warning",
                     report="bottleneck",
                     title=(
                         f"host-bound: device idle {idle:.0f}% {where}, {ops:,} host ops per step"
@@ -569,12 +584,13 @@ def bottleneck_findings(
                         "idle_causes_ns": {c.cause: c.time_ns for c in rc},
                     },
                     advice=host_bound,
+                    threshold_option="host_bound_idle_pct",
                 )
             )
     for c in rep.idle_causes:
         if (
             c.cause.startswith("sync wait")
-            and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT
+            and c.pct_of_idle >= options.idle_cause_warn_pct
             and sync_wait is not None
         ):
             out.append(
@@ -585,14 +601,15 @@ def bottleneck_findings(
                     f"{c.gaps} waits, rank {c.rank}",
                     "idle_pct_sync",
                     c.pct_of_idle,
-                    IDLE_CAUSE_WARN_PCT,
+                    options.idle_cause_warn_pct,
                     {"rank": c.rank, "cause": c.cause, "time_ns": c.time_ns},
                     sync_wait,
+                    "idle_cause_warn_pct",
                 )
             )
         if (
             c.cause == "data loading"
-            and c.pct_of_idle >= IDLE_CAUSE_WARN_PCT
+            and c.pct_of_idle >= options.idle_cause_warn_pct
             and data_loading is not None
         ):
             out.append(
@@ -602,13 +619,15 @@ def bottleneck_findings(
                     f"{c.pct_of_idle:.0f}% of device idle is data loading (rank {c.rank})",
                     "idle_pct_data_loading",
                     c.pct_of_idle,
-                    IDLE_CAUSE_WARN_PCT,
+                    options.idle_cause_warn_pct,
                     {"rank": c.rank, "time_ns": c.time_ns},
                     data_loading,
+                    "idle_cause_warn_pct",
                 )
             )
+    ratio = options.tpc_bound_ratio
     for h in rep.host_device:
-        if h.mme_ns and h.tpc_ns and h.tpc_ns > 2 * h.mme_ns and tpc_bound is not None:
+        if h.mme_ns and h.tpc_ns and h.tpc_ns > ratio * h.mme_ns and tpc_bound is not None:
             out.append(
                 Finding(
                     "info",
@@ -617,9 +636,10 @@ def bottleneck_findings(
                     f" (rank {h.rank})",
                     "tpc_to_mme_ratio",
                     round(h.tpc_ns / h.mme_ns, 2),
-                    2.0,
+                    ratio,
                     {"rank": h.rank, "tpc_ns": h.tpc_ns, "mme_ns": h.mme_ns},
                     tpc_bound,
+                    "tpc_bound_ratio",
                 )
             )
     return out

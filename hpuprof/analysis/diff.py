@@ -9,7 +9,7 @@ Numbers are per step: every (rank, step) window of a trace is one sample (the wh
 one sample when it has no steps), an op's value is its mean over the samples, and its noise is
 the run-to-run spread of those samples. A change is a regression only when it is larger than
 `options.regression_pct` of A, larger than `options.regression_min_ns`, and larger than
-`NOISE_SIGMAS` standard errors of the difference of the two means; with fewer than two steps
+`options.noise_sigmas` standard errors of the difference of the two means; with fewer than two steps
 on a side the noise is unknown and a change is reported as `info`, never as a regression.
 
 `op_summary` / `first_step` / `events_with_steps` keep HTA's `TraceDiff` definition (counts and
@@ -38,9 +38,6 @@ from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import NO_ID
-
-NOISE_SIGMAS = 3.0
-"""A change must exceed this many standard errors of the difference to be a regression."""
 
 
 @dataclass(frozen=True)
@@ -258,7 +255,7 @@ def _noise(var_a: np.ndarray, na: int, var_b: np.ndarray, nb: int) -> np.ndarray
 def _beyond(diff: float, a: float, noise: float, options: AnalysisOptions) -> bool:
     """A worsening large in absolute, relative and noise terms."""
     big = diff > options.regression_min_ns and (a == 0 or 100.0 * diff / a > options.regression_pct)
-    return big and not math.isnan(noise) and diff > NOISE_SIGMAS * noise
+    return big and not math.isnan(noise) and diff > options.noise_sigmas * noise
 
 
 def _status(a_calls: float, b_calls: float, same: bool) -> str:
@@ -373,9 +370,9 @@ def _metrics(a: Trace, b: Trace, sa: _Samples, sb: _Samples) -> list[MetricDelta
             return float(sum(getattr(r, f) for r in rep.ranks))
 
         covered_a, covered_b = total(ra, "covered_ns"), total(rb, "covered_ns")
-        for f in ("compute_ns", "comm_ns", "memory_ns", "idle_ns"):
+        for f in ("compute_ns", "exposed_comm_ns", "exposed_memory_ns", "idle_ns"):
             out.append(_metric(f, total(ra, f), total(rb, f)))
-        for f in ("compute", "comm", "idle"):
+        for f in ("compute", "exposed_comm", "idle"):
             out.append(
                 _metric(
                     f"{f}_pct",
@@ -428,6 +425,7 @@ def diff_traces(
                 options.regression_pct,
                 {"a_ns": step.a, "b_ns": step.b, "noise_ns": step.noise},
                 "the per-op changes below show where the time went",
+                "regression_pct",
             )
         )
     for d, dh, dd in deltas:
@@ -447,6 +445,7 @@ def diff_traces(
                 float(options.regression_min_ns),
                 {"name": d.name, "diff_ns": round(worse, 1), "noise_ns": noise},
                 "",
+                "regression_min_ns",
             )
         )
     notes = [

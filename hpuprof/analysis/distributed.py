@@ -8,7 +8,8 @@ Work splits in two so that ranks can be analysed apart (one process or one Dask 
   each step (`distributed_critical_path`), its collective instances (`distributed_collectives`)
   and its compute time per step;
 - `merge_partials(partials) -> DistributedReport`: concatenates the per-rank rows, matches the
-  collectives across ranks (stragglers) and compares compute across ranks (load imbalance).
+  collectives across ranks (collective skew: who arrives last, and the waiting it causes) and
+  compares compute across ranks (load imbalance).
 
 `analyze_distributed(trace, options)` does both on an in-memory `Trace` (one or many ranks).
 """
@@ -59,18 +60,6 @@ from hpuprof.trace.broadcast_columns import subset
 from hpuprof.trace.model import Trace
 
 REPORT: Final = "distributed"
-STRAGGLER_MIN_COLLECTIVES: Final = 3
-"""Matched collectives a rank needs before it can be named a straggler."""
-STRAGGLER_MIN_LAST_SHARE: Final = 0.3
-"""A straggler arrives last at least this often, and at least twice as often as chance
-(2/ranks, capped at 75% for two ranks)."""
-STRAGGLER_MIN_WAIT_PCT: Final = 1.0
-"""...and makes the others wait at least this share of their step time (in %)."""
-STRAGGLER_CRITICAL_WAIT_PCT: Final = 10.0
-IMBALANCE_WARN_PCT: Final = 10.0
-"""Compute of the busiest rank above the mean by this much (in %) is a load imbalance."""
-EXPOSED_COMM_WARN_PCT: Final = 10.0
-"""Communication not hidden behind compute, as a share of the device span, worth a finding."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +75,7 @@ class ComputeRow:
 
 
 @dataclass(frozen=True)
-class StragglerRankRow:
+class SkewRankRow:
     """How often a rank arrives last at matched collectives, the waiting it causes the others
     and the time it waits itself for later arrivals (inside its collectives)."""
 
@@ -99,7 +88,7 @@ class StragglerRankRow:
 
 
 @dataclass(frozen=True)
-class StragglerStepRow:
+class SkewStepRow:
     """Per step: the rank that arrived last most often and the waiting it caused."""
 
     step: int
@@ -128,6 +117,7 @@ class RankPartial:
         critical_overlay: the edges of the rank's longest critical path (`CriticalEdge`
             columns; a table, small to ship).
         step_compute: per step: step, start_ns, end_ns, compute_ns.
+        options: the analysis options (the merge's thresholds).
     """
 
     rank: int
@@ -147,6 +137,7 @@ class RankPartial:
     compute_ns: int
     step_compute: pd.DataFrame
     notes: tuple[str, ...] = ()
+    options: AnalysisOptions = field(default_factory=AnalysisOptions)
 
 
 @dataclass(frozen=True)
@@ -161,8 +152,9 @@ class DistributedReport:
         launch_stats: per rank, host launch time, device time and launch delay.
         critical_path: per rank and step, the critical path length and shares by bound.
         critical_path_overlay: the edges of the longest critical path (a timeline overlay).
-        stragglers: every collective matched across ranks: last rank, skew, waiting caused.
-        straggler_ranks / straggler_steps: the same per rank and per step.
+        collective_skew: every collective matched across ranks: last rank, skew, waiting
+            caused.
+        skew_by_rank / skew_by_step: the same per rank and per step.
         load_imbalance: compute time per rank against the mean.
         failed: ranks that could not be analysed (the others are reported).
     """
@@ -175,9 +167,9 @@ class DistributedReport:
     launch_stats: tuple[LaunchRow, ...]
     critical_path: tuple[CriticalPathRow, ...]
     critical_path_overlay: tuple[CriticalEdge, ...]
-    stragglers: tuple[CollectiveSkew, ...]
-    straggler_ranks: tuple[StragglerRankRow, ...]
-    straggler_steps: tuple[StragglerStepRow, ...]
+    collective_skew: tuple[CollectiveSkew, ...]
+    skew_by_rank: tuple[SkewRankRow, ...]
+    skew_by_step: tuple[SkewStepRow, ...]
     load_imbalance: tuple[ComputeRow, ...]
     failed: tuple[FailedRank, ...] = ()
     notes: tuple[str, ...] = ()
@@ -200,7 +192,7 @@ def rank_partial(
     options = options or AnalysisOptions()
     full = _rank_events(events, options)
     ev = without_args(full)
-    overlap, idle, queue, memory, launch = stream_metrics(rank, full)
+    overlap, idle, queue, memory, launch = stream_metrics(rank, full, options)
     windows = step_windows(ev)
     cp_rows, cp_edges = critical_paths(full, rank, windows)
     dev = device_rows(ev)
@@ -246,12 +238,13 @@ def rank_partial(
         compute_ns=iv.total(busy),
         step_compute=step_compute,
         notes=notes,
+        options=options,
     )
 
 
-def _straggler_tables(
+def _skew_tables(
     matched: pd.DataFrame, coll: list[CollectiveSkew]
-) -> tuple[list[StragglerRankRow], list[StragglerStepRow]]:
+) -> tuple[list[SkewRankRow], list[SkewStepRow]]:
     if not coll:
         return [], []
     sk = pd.DataFrame([c.__dict__ for c in coll])
@@ -262,7 +255,7 @@ def _straggler_tables(
         n_seen = len(grp[["pg", "key"]].drop_duplicates())
         mine = sk[sk["last_rank"].to_numpy() == rank]
         ranks.append(
-            StragglerRankRow(
+            SkewRankRow(
                 rank=rank,
                 collectives=n_seen,
                 times_last=len(mine),
@@ -276,7 +269,7 @@ def _straggler_tables(
         counts = grp["last_rank"].value_counts()
         top = int(counts.index.to_numpy()[0])
         steps.append(
-            StragglerStepRow(
+            SkewStepRow(
                 step=step,
                 collectives=len(grp),
                 last_rank=top,
@@ -312,15 +305,19 @@ def _compute_rows(partials: Sequence[RankPartial]) -> list[ComputeRow]:
 
 
 def merge_partials(
-    partials: Iterable[RankPartial], failed: Iterable[FailedRank] = ()
+    partials: Iterable[RankPartial],
+    failed: Iterable[FailedRank] = (),
+    options: AnalysisOptions | None = None,
 ) -> DistributedReport:
-    """The distributed report of these ranks (failed ones listed, not silently dropped)."""
+    """The distributed report of these ranks (failed ones listed, not silently dropped);
+    `options` default to those the partials were made with."""
     parts = sorted(partials, key=lambda p: p.rank)
+    options = options or (parts[0].options if parts else AnalysisOptions())
     devices = {p.device for p in parts}
     device = "hpu" if "hpu" in devices else ("gpu" if "gpu" in devices else "")
     matched = match_collectives({p.rank: p.collectives for p in parts})
     coll = skews(matched)
-    s_ranks, s_steps = _straggler_tables(matched, coll)
+    s_ranks, s_steps = _skew_tables(matched, coll)
     cp = [r for p in parts for r in p.critical_path]
     overlay: tuple[CriticalEdge, ...] = ()
     if cp:
@@ -342,14 +339,14 @@ def merge_partials(
         launch_stats=tuple(p.launch for p in parts if p.launch is not None),
         critical_path=tuple(cp),
         critical_path_overlay=overlay,
-        stragglers=tuple(coll),
-        straggler_ranks=tuple(s_ranks),
-        straggler_steps=tuple(s_steps),
+        collective_skew=tuple(coll),
+        skew_by_rank=tuple(s_ranks),
+        skew_by_step=tuple(s_steps),
         load_imbalance=tuple(_compute_rows(parts)),
         failed=tuple(failed),
         notes=tuple(notes),
     )
-    return replace(report, findings=tuple(distributed_findings(report, parts, device)))
+    return replace(report, findings=tuple(distributed_findings(report, parts, options, device)))
 
 
 def _mean_step_ns(parts: Sequence[RankPartial]) -> float:
@@ -361,26 +358,27 @@ def _mean_step_ns(parts: Sequence[RankPartial]) -> float:
     return float(np.mean(durations)) if durations else 0.0
 
 
-def _straggler_finding(
-    rep: DistributedReport, parts: Sequence[RankPartial], device: str
+def _skew_finding(
+    rep: DistributedReport, parts: Sequence[RankPartial], options: AnalysisOptions, device: str
 ) -> Finding | None:
-    if len(rep.ranks) < 2 or not rep.straggler_ranks:
+    if len(rep.ranks) < 2 or not rep.skew_by_rank:
         return None
-    top = rep.straggler_ranks[0]
+    top = rep.skew_by_rank[0]
     share = top.times_last / top.collectives if top.collectives else 0.0
-    need = max(STRAGGLER_MIN_LAST_SHARE, min(0.75, 2.0 / len(rep.ranks)))
-    if top.collectives < STRAGGLER_MIN_COLLECTIVES or share < need:
+    chance = min(options.skew_chance_cap_pct / 100, 2.0 / len(rep.ranks))
+    need = max(options.skew_min_last_pct / 100, chance)
+    if top.collectives < options.skew_min_collectives or share < need:
         return None
-    steps = [s for s in rep.straggler_steps if s.step >= 0] or list(rep.straggler_steps)
+    steps = [s for s in rep.skew_by_step if s.step >= 0] or list(rep.skew_by_step)
     n_steps = max(len(steps), 1)
     step_ns = _mean_step_ns(parts)
     others = max(len(rep.ranks) - 1, 1)
     wait_per_step = top.wait_caused_ns / n_steps
     wait_pct = 100.0 * wait_per_step / (step_ns * others) if step_ns else 0.0
-    if step_ns and wait_pct < STRAGGLER_MIN_WAIT_PCT:
+    if step_ns and wait_pct < options.skew_min_wait_pct:
         return None
     worst = max(
-        (c for c in rep.stragglers if c.last_rank == top.rank),
+        (c for c in rep.collective_skew if c.last_rank == top.rank),
         key=lambda c: c.skew_ns,
         default=None,
     )
@@ -390,14 +388,14 @@ def _straggler_finding(
         else ""
     )
     return Finding(
-        severity="critical" if wait_pct >= STRAGGLER_CRITICAL_WAIT_PCT else "warning",
+        severity="critical" if wait_pct >= options.skew_critical_wait_pct else "warning",
         report=REPORT,
         title=(
-            f"straggler: rank {top.rank} arrives last at {100 * share:.0f}% of collectives "
+            f"collective skew: rank {top.rank} arrives last at {100 * share:.0f}% of collectives "
             f"({top.times_last} of {top.collectives}); the other ranks wait "
             f"{wait_per_step / 1e6:.2f} ms per step for it"
         ),
-        metric="straggler_last_pct",
+        metric="last_arrival_pct",
         value=round(100 * share, 2),
         threshold=round(100 * need, 2),
         evidence={
@@ -416,15 +414,16 @@ def _straggler_finding(
             "a slower or throttled device. Compare its compute per step in the load-imbalance "
             "table; rebalance the data or fix its host before tuning communication."
         ),
+        threshold_option="skew_min_last_pct",
     )
 
 
-def _imbalance_finding(rep: DistributedReport) -> Finding | None:
+def _imbalance_finding(rep: DistributedReport, options: AnalysisOptions) -> Finding | None:
     rows = [r for r in rep.load_imbalance if r.per_step_ns > 0]
     if len(rows) < 2:
         return None
     top = max(rows, key=lambda r: r.vs_mean_pct)
-    if top.vs_mean_pct < IMBALANCE_WARN_PCT:
+    if top.vs_mean_pct < options.imbalance_warn_pct:
         return None
     low = min(rows, key=lambda r: r.per_step_ns)
     return Finding(
@@ -436,7 +435,8 @@ def _imbalance_finding(rep: DistributedReport) -> Finding | None:
         ),
         metric="compute_above_mean_pct",
         value=top.vs_mean_pct,
-        threshold=IMBALANCE_WARN_PCT,
+        threshold=options.imbalance_warn_pct,
+        threshold_option="imbalance_warn_pct",
         evidence={
             "per_step_ns": {str(r.rank): r.per_step_ns for r in rows},
             "source": top.source,
@@ -448,15 +448,19 @@ def _imbalance_finding(rep: DistributedReport) -> Finding | None:
     )
 
 
-def _exposed_comm_findings(rep: DistributedReport, parts: Sequence[RankPartial]) -> list[Finding]:
-    """Communication time not hidden by compute, less the time the rank's collectives spent
-    waiting for later ranks (a straggler's doing, not the transfer's)."""
+def _exposed_transfer_findings(
+    rep: DistributedReport, parts: Sequence[RankPartial], options: AnalysisOptions
+) -> list[Finding]:
+    """Exposed transfer: communication busy time not hidden by compute, less the time the
+    rank's collectives spent waiting for later ranks (the late rank's doing, not the
+    transfer's), as a share of the device span. Not the step split's `exposed_comm_ns`
+    (`step_split`), which keeps that waiting and counts over steps."""
     out = []
     spans = {p.rank: p.device_span_ns for p in parts}
     device_colls = {
         p.rank for p in parts if len(p.collectives) and p.collectives["source"].iloc[0] == "device"
     }
-    waited = {r.rank: r.waited_ns for r in rep.straggler_ranks if r.rank in device_colls}
+    waited = {r.rank: r.waited_ns for r in rep.skew_by_rank if r.rank in device_colls}
     for row in rep.comm_comp_overlap:
         span = spans.get(row.rank, 0)
         if row.overlap_pct is None or not span:
@@ -464,20 +468,21 @@ def _exposed_comm_findings(rep: DistributedReport, parts: Sequence[RankPartial])
         wait = min(waited.get(row.rank, 0), row.comm_ns - row.overlap_ns)
         exposed = row.comm_ns - row.overlap_ns - wait
         share = 100.0 * exposed / span
-        if share < EXPOSED_COMM_WARN_PCT:
+        if share < options.exposed_transfer_warn_pct:
             continue
         out.append(
             Finding(
                 severity="warning",
                 report=REPORT,
                 title=(
-                    f"exposed communication: {share:.0f}% of rank {row.rank}'s device time is "
+                    f"exposed transfer: {share:.0f}% of rank {row.rank}'s device time is "
                     f"transfer not overlapped by compute ({row.overlap_pct:.0f}% of its "
                     "communication overlapped)"
                 ),
-                metric="exposed_comm_pct",
+                metric="exposed_transfer_pct",
                 value=round(share, 2),
-                threshold=EXPOSED_COMM_WARN_PCT,
+                threshold=options.exposed_transfer_warn_pct,
+                threshold_option="exposed_transfer_warn_pct",
                 evidence={
                     "comm_ns": row.comm_ns,
                     "overlap_ns": row.overlap_ns,
@@ -495,11 +500,16 @@ def _exposed_comm_findings(rep: DistributedReport, parts: Sequence[RankPartial])
 
 
 def distributed_findings(
-    rep: DistributedReport, parts: Sequence[RankPartial], device: str = ""
+    rep: DistributedReport,
+    parts: Sequence[RankPartial],
+    options: AnalysisOptions | None = None,
+    device: str = "",
 ) -> list[Finding]:
-    """Stragglers, load imbalance and exposed communication (only where the evidence holds)."""
-    found = [f for f in (_straggler_finding(rep, parts, device), _imbalance_finding(rep)) if f]
-    found += _exposed_comm_findings(rep, parts)
+    """Collective skew, load imbalance and exposed transfer (only where the evidence holds)."""
+    options = options or AnalysisOptions()
+    skew = _skew_finding(rep, parts, options, device)
+    found = [f for f in (skew, _imbalance_finding(rep, options)) if f]
+    found += _exposed_transfer_findings(rep, parts, options)
     return sort_findings(found)
 
 
@@ -522,7 +532,7 @@ def analyze_distributed(trace: Trace, options: AnalysisOptions | None = None) ->
         sources = trace.sources
         source = sources[len(parts)] if len(sources) > len(parts) else ""
         parts.append(rank_partial(events[rank_col == rank], rank, options, source))
-    return merge_partials(parts)
+    return merge_partials(parts, options=options)
 
 
 def partial_of_rank(trace: Trace, options: AnalysisOptions | None = None) -> RankPartial:

@@ -1,4 +1,4 @@
-"""Collectives across ranks: per-rank arrival tables, matching, stragglers (pure functions).
+"""Collectives across ranks: per-rank arrival tables, matching, collective skew (pure functions).
 
 Per rank (`collective_table`), each collective instance is one row: where it comes from
 (`device`: a communication op on the accelerator, e.g. an NCCL kernel or an HCCL op on a Gaudi

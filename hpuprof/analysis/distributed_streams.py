@@ -15,8 +15,8 @@ merges. Definitions follow HTA 0.5.0 (hta/analyzers/*.py), in integer nanosecond
 - `comm_comp_overlap`: |merged COMMUNICATION intersected with merged COMPUTATION| / |merged
   COMMUNICATION| in % (HTA `get_comm_comp_overlap`); None when the rank has no communication.
 - `idle_breakdown`: per stream, each gap before a device event is host_wait (its launch began
-  after the previous event ended), kernel_wait (a shorter gap than 30 us, HTA's
-  `consecutive_kernel_delay`) or other (HTA `get_idle_time_breakdown`). Unlike HTA, gaps are
+  after the previous event ended), kernel_wait (a gap shorter than `options.launch_gap_ns`,
+  30 us as HTA's `consecutive_kernel_delay`) or other (HTA `get_idle_time_breakdown`). Unlike HTA, gaps are
   measured from the running end of the stream (not the previous row's end), so overlapping
   events on a stream never count negative idle.
 - `queue_length`: per stream, +1 at each launch and -1 when its device event starts; the
@@ -27,7 +27,8 @@ merges. Definitions follow HTA 0.5.0 (hta/analyzers/*.py), in integer nanosecond
   (GB/s)" arg, else its bytes over its duration.
 - `launch_stats`: per launch correlation: host duration, device duration (first start to last
   end of its device events: one kernel on CUDA, a whole recipe on a Gaudi) and launch delay
-  (device start - host end, clipped at 0), with HTA's outlier cut-offs.
+  (device start - host end, clipped at 0), with HTA's outlier cut-offs
+  (`options.launch_runtime_outlier_ns`, `options.launch_delay_outlier_ns`).
 """
 
 from __future__ import annotations
@@ -51,14 +52,9 @@ from hpuprof.analysis._common import (
     strs,
     without_args,
 )
+from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.trace.schema import NO_ID
 
-KERNEL_WAIT_NS: Final = 30_000
-"""HTA's `consecutive_kernel_delay` (30, in its microsecond time base)."""
-RUNTIME_OUTLIER_NS: Final = 50_000
-"""HTA's `runtime_cutoff`: a launch call longer than this is an outlier."""
-LAUNCH_DELAY_OUTLIER_NS: Final = 100_000
-"""HTA's `launch_delay_cutoff`: a launch-to-start delay longer than this is an outlier."""
 IDLE_CATEGORIES: Final = ("host_wait", "kernel_wait", "other")
 
 SYNCHRONOUS_API_RE: Final = re.compile(
@@ -205,7 +201,7 @@ def comm_comp_overlap(rank: int, dev: pd.DataFrame, ktype: np.ndarray) -> Overla
 
 
 def idle_breakdown(
-    rank: int, dev: pd.DataFrame, pairs: pd.DataFrame, kernel_wait_ns: int = KERNEL_WAIT_NS
+    rank: int, dev: pd.DataFrame, pairs: pd.DataFrame, kernel_wait_ns: int
 ) -> list[IdleRow]:
     """Idle time per stream split into host_wait / kernel_wait / other (HTA's rules)."""
     if dev.empty:
@@ -339,7 +335,7 @@ def memory_bandwidth(
     return rows
 
 
-def launch_stats(rank: int, pairs: pd.DataFrame) -> LaunchRow | None:
+def launch_stats(rank: int, pairs: pd.DataFrame, options: AnalysisOptions) -> LaunchRow | None:
     """Per-correlation launch statistics of one rank (None when it has no launches)."""
     if pairs.empty:
         return None
@@ -364,13 +360,13 @@ def launch_stats(rank: int, pairs: pd.DataFrame) -> LaunchRow | None:
         delay_p95_ns=round(float(np.percentile(delay, 95)), 1),
         delay_max_ns=int(delay.max()),
         short_kernels=int((device < cpu).sum()),
-        runtime_outliers=int((cpu > RUNTIME_OUTLIER_NS).sum()),
-        delay_outliers=int((delay > LAUNCH_DELAY_OUTLIER_NS).sum()),
+        runtime_outliers=int((cpu > options.launch_runtime_outlier_ns).sum()),
+        delay_outliers=int((delay > options.launch_delay_outlier_ns).sum()),
     )
 
 
 def stream_metrics(
-    rank: int, full: pd.DataFrame
+    rank: int, full: pd.DataFrame, options: AnalysisOptions
 ) -> tuple[OverlapRow, list[IdleRow], list[QueueRow], list[MemoryBandwidthRow], LaunchRow | None]:
     """Every metric of this module for the events `full` of one rank."""
     ev = without_args(full)
@@ -379,8 +375,8 @@ def stream_metrics(
     pairs = launches(ev, dev)
     return (
         comm_comp_overlap(rank, dev, ktype),
-        idle_breakdown(rank, dev, pairs),
+        idle_breakdown(rank, dev, pairs, options.launch_gap_ns),
         queue_length(rank, pairs),
         memory_bandwidth(rank, full, dev, ktype),
-        launch_stats(rank, pairs),
+        launch_stats(rank, pairs, options),
     )

@@ -49,7 +49,6 @@ SHAPE_ONLY_OPS = frozenset({"aten::arange"})
 """Dynamic-shape ops whose output size needs no device value (no host sync off a Gaudi)."""
 DYNAMIC_FLUSH_REASONS = ("non zero", "unique")
 NEW_GRAPH_KINDS = ("", "new_graph")
-RECOMPILE_CRITICAL = 5
 """Recompilations of one graph/module/call site at which the finding is critical."""
 
 
@@ -618,7 +617,7 @@ def dynamicity_findings(
             continue
         out.append(
             Finding(
-                "critical" if g.recompilations >= RECOMPILE_CRITICAL else "warning",
+                "critical" if g.recompilations >= options.recompile_critical else "warning",
                 "dynamicity",
                 f"{g.key} recompiled {g.recompilations} times ({g.time_ns / 1e6:.1f} ms "
                 f"compiling); causes: {', '.join(f'{k} x{v}' for k, v in kinds.items())}",
@@ -627,6 +626,7 @@ def dynamicity_findings(
                 options.recompile_warn,
                 {"key": g.key, "causes": kinds, "example": example},
                 advice,
+                "recompile_warn",
             )
         )
     dyn_advice = advise("dynamic_ops", device)

@@ -153,7 +153,7 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
     device = trace_device(trace)
     findings = [
         Finding(
-            "critical" if o.count >= 10 else "warning",
+            "critical" if o.count >= options.fallback_critical else "warning",
             "fallback",
             f"{o.op} fell back to CPU {o.count} times ({o.host_time_ns / 1e6:.2f} ms host, "
             f"{o.copies} copies, {o.forced_flush} forced flushes)",

@@ -22,6 +22,8 @@ class Finding:
         threshold: the value above (or below) which this finding is raised.
         evidence: supporting numbers (names, counts, times in ns).
         advice: what to do about it.
+        threshold_option: the `AnalysisOptions` field the threshold comes from ("" where
+            any occurrence is a finding, threshold 0).
     """
 
     severity: Severity
@@ -32,6 +34,7 @@ class Finding:
     threshold: float
     evidence: dict[str, Any] = field(default_factory=dict)
     advice: str = ""
+    threshold_option: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -41,6 +44,7 @@ class Finding:
             "metric": self.metric,
             "value": self.value,
             "threshold": self.threshold,
+            "threshold_option": self.threshold_option,
             "evidence": dict(self.evidence),
             "advice": self.advice,
         }

@@ -44,8 +44,6 @@ from hpuprof.trace.schema import NO_ID
 LOWER_PRECISION_OPS = frozenset(DEFAULT_LOWER_OPS)
 FP32_OPS = frozenset(DEFAULT_FP32_OPS)
 LOW = ("bf16", "fp16", "fp8")
-BF16_COVERAGE_WARN_PCT = 90.0
-"""Share of matmul/conv FLOPs in low precision below which a coverage finding is raised."""
 SILENT = {("fp64", "fp32"), ("int64", "int32"), ("float64", "float32")}
 
 
@@ -272,10 +270,12 @@ def analyze_precision(trace: Trace, options: AnalysisOptions | None = None) -> P
         flops_source=flops_source,
         notes=tuple(notes),
     )
-    return replace(rep, findings=tuple(precision_findings(rep, trace_device(trace))))
+    return replace(rep, findings=tuple(precision_findings(rep, trace_device(trace), options)))
 
 
-def precision_findings(rep: PrecisionReport, device: TraceDevice) -> list[Finding]:
+def precision_findings(
+    rep: PrecisionReport, device: TraceDevice, options: AnalysisOptions
+) -> list[Finding]:
     """Low bf16 coverage, lower-precision-list ops left in fp32, FP32-list ops in low
     precision, and silent dtype narrowings (Gaudi's autocast lists: Gaudi traces only)."""
     out: list[Finding] = []
@@ -286,7 +286,7 @@ def precision_findings(rep: PrecisionReport, device: TraceDevice) -> list[Findin
     silent = advise("silent_dtype", device)
     if (
         rep.matmul_conv_flops > 0
-        and rep.bf16_coverage_pct < BF16_COVERAGE_WARN_PCT
+        and rep.bf16_coverage_pct < options.bf16_coverage_warn_pct
         and autocast is not None
     ):
         out.append(
@@ -296,9 +296,10 @@ def precision_findings(rep: PrecisionReport, device: TraceDevice) -> list[Findin
                 f"only {rep.bf16_coverage_pct:.0f}% of matmul/conv FLOPs run in bf16/fp16",
                 "bf16_coverage_pct",
                 rep.bf16_coverage_pct,
-                BF16_COVERAGE_WARN_PCT,
+                options.bf16_coverage_warn_pct,
                 {"matmul_conv_flops": rep.matmul_conv_flops},
                 autocast,
+                "bf16_coverage_warn_pct",
             )
         )
     if rep.missed_lower_precision and has_low and lower_list is not None:

@@ -1,16 +1,14 @@
-"""Ranks report: step time per rank and step, the compute / communication / idle split per rank,
-and stragglers.
+"""Ranks report: step time per rank and step, the step split per rank, and stragglers.
 
 Steps are counted per rank (a two-rank run of 4 steps has 4 steps on each rank, never 8). A
-rank's split covers its steps (its device span when it has none) with exclusive classes, so
-they add up to the time covered: `compute_ns` (any compute kernel), `comm_ns` (communication
-not hidden under compute), `memory_ns` (copies and sets under neither), `idle_ns` (nothing on
-the device). `overlapped_comm_ns` is the communication hidden under compute.
+rank's split is the step split (`hpuprof.analysis.step_split`: compute, exposed communication,
+exposed memory, idle, exclusive, in that precedence) over its steps, or over its device span
+when it has none; `overlapped_comm_ns` is the communication hidden under compute.
 
-A straggler is a rank whose median step time exceeds the median rank's by more than
+A straggler is a slow rank: one whose median step time exceeds the median rank's by more than
 `options.straggler_pct` and by more than the run-to-run spread of that rank's own steps
 (`noise_ns`: the median absolute deviation of its step times), so ordinary jitter is no
-finding.
+finding. (Arrival order at collectives is the distributed report's collective skew.)
 """
 
 from __future__ import annotations
@@ -22,10 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hpuprof.analysis import intervals as iv
 from hpuprof.analysis._common import (
     device_events,
-    ends,
     kernel_types,
     pct,
     step_windows,
@@ -33,19 +29,20 @@ from hpuprof.analysis._common import (
 )
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.analysis.step_split import OVERLAPPED_COMM, SPLIT_PARTS, device_sets, split_windows
 from hpuprof.trace.model import Trace
 
 
 @dataclass(frozen=True)
 class RankStep:
-    """One step on one rank (ns); the device split is exclusive (see the module docstring)."""
+    """One step on one rank (ns) and its step split (`step_split`)."""
 
     rank: int
     step: int
     duration_ns: int
     compute_ns: int
-    comm_ns: int
-    memory_ns: int
+    exposed_comm_ns: int
+    exposed_memory_ns: int
     idle_ns: int
     vs_median_pct: float
 
@@ -63,13 +60,13 @@ class RankSummary:
     noise_ns: float
     covered_ns: int
     compute_ns: int
-    comm_ns: int
-    memory_ns: int
+    exposed_comm_ns: int
+    exposed_memory_ns: int
     idle_ns: int
     overlapped_comm_ns: int
     compute_pct: float
-    comm_pct: float
-    memory_pct: float
+    exposed_comm_pct: float
+    exposed_memory_pct: float
     idle_pct: float
     vs_median_pct: float
     straggler: bool
@@ -96,26 +93,6 @@ class RanksReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _merged(rows: pd.DataFrame) -> iv.Merged:
-    return iv.merge(rows["ts_ns"].to_numpy(dtype=np.int64), ends(rows))
-
-
-def _split(sets: dict[str, iv.Merged], lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
-    """Exclusive compute / comm / memory / idle time inside each window [lo, hi)."""
-    compute = sets["COMPUTATION"]
-    comm_only = iv.subtract(sets["COMMUNICATION"], compute)
-    memory_only = iv.subtract(sets["MEMORY"], iv.union(compute, sets["COMMUNICATION"]))
-    busy = sets["busy"]
-    out = {
-        "compute": iv.covered_in_windows(compute, lo, hi),
-        "comm": iv.covered_in_windows(comm_only, lo, hi),
-        "memory": iv.covered_in_windows(memory_only, lo, hi),
-        "overlap": iv.covered_in_windows(iv.intersect(sets["COMMUNICATION"], compute), lo, hi),
-    }
-    out["idle"] = (hi - lo) - iv.covered_in_windows(busy, lo, hi)
-    return out
-
-
 def _mad(values: np.ndarray) -> float:
     return float(np.median(np.abs(values - np.median(values)))) if len(values) else 0.0
 
@@ -130,7 +107,7 @@ class RankPartial:
         steps: step numbers (empty when the rank has no steps: then one window, its device
             span).
         lo_ns / hi_ns: each window's start and end.
-        split_ns: "compute", "comm", "memory", "idle", "overlap" time inside each window.
+        split_ns: the step split inside each window (`step_split.split_windows`).
         options: the analysis options (the merge's straggler thresholds).
     """
 
@@ -145,19 +122,18 @@ class RankPartial:
 def _rank_partial(
     rank: int, rdev: pd.DataFrame, rtype: np.ndarray, w: pd.DataFrame, options: AnalysisOptions
 ) -> RankPartial | None:
-    sets = {k: _merged(rdev[rtype == k]) for k in ("COMPUTATION", "COMMUNICATION", "MEMORY")}
-    sets["busy"] = _merged(rdev)
+    sets = device_sets(rdev, rtype)
     if len(w):
         lo = w["start_ns"].to_numpy(dtype=np.int64)
         hi = w["end_ns"].to_numpy(dtype=np.int64)
         steps = w["step"].to_numpy(dtype=np.int64)
-    elif sets["busy"][0].size:
-        lo = sets["busy"][0][:1]
-        hi = sets["busy"][1][-1:]
+    elif sets.busy[0].size:
+        lo = sets.busy[0][:1]
+        hi = sets.busy[1][-1:]
         steps = np.zeros(0, dtype=np.int64)
     else:
         return None
-    split = _split(sets, lo, hi)
+    split = split_windows(sets, lo, hi)
     return RankPartial(
         rank,
         tuple(steps.tolist()),
@@ -190,7 +166,7 @@ def partial_of_rank(trace: Trace, options: AnalysisOptions | None = None) -> Ran
 
 
 def analyze_ranks(trace: Trace, options: AnalysisOptions | None = None) -> RanksReport:
-    """Per-rank step times (rank x step), compute / communication / idle split, stragglers."""
+    """Per-rank step times (rank x step), the step split per rank, stragglers."""
     options = options or AnalysisOptions()
     return merge_ranks(_partials(trace, options), options=options)
 
@@ -223,14 +199,14 @@ def merge_ranks(
                     int(step),
                     int(dur[i]),
                     int(s["compute"][i]),
-                    int(s["comm"][i]),
-                    int(s["memory"][i]),
+                    int(s["exposed_comm"][i]),
+                    int(s["exposed_memory"][i]),
                     int(s["idle"][i]),
                     pct(float(dur[i]) - median_rank, median_rank),
                 )
             )
         covered = int(dur.sum())
-        totals = {k: int(s[k].sum()) for k in ("compute", "comm", "memory", "idle", "overlap")}
+        totals = {k: int(s[k].sum()) for k in (*SPLIT_PARTS, OVERLAPPED_COMM)}
         has_steps = len(part.steps) > 0
         med = medians.get(rank, 0.0)
         noise = _mad(dur.astype(np.float64)) if has_steps else 0.0
@@ -251,13 +227,13 @@ def merge_ranks(
                 noise_ns=round(noise, 1),
                 covered_ns=covered,
                 compute_ns=totals["compute"],
-                comm_ns=totals["comm"],
-                memory_ns=totals["memory"],
+                exposed_comm_ns=totals["exposed_comm"],
+                exposed_memory_ns=totals["exposed_memory"],
                 idle_ns=totals["idle"],
-                overlapped_comm_ns=totals["overlap"],
+                overlapped_comm_ns=totals[OVERLAPPED_COMM],
                 compute_pct=pct(totals["compute"], covered),
-                comm_pct=pct(totals["comm"], covered),
-                memory_pct=pct(totals["memory"], covered),
+                exposed_comm_pct=pct(totals["exposed_comm"], covered),
+                exposed_memory_pct=pct(totals["exposed_memory"], covered),
                 idle_pct=pct(totals["idle"], covered),
                 vs_median_pct=slower,
                 straggler=bool(straggler),
@@ -299,10 +275,11 @@ def _findings(rep: RanksReport, options: AnalysisOptions) -> list[Finding]:
                     "median_rank_step_ns": median,
                     "noise_ns": s.noise_ns,
                     "idle_pct": s.idle_pct,
-                    "comm_pct": s.comm_pct,
+                    "exposed_comm_pct": s.exposed_comm_pct,
                 },
                 "the other ranks wait for this one at every collective: compare its input "
                 "batches (uneven sizes), data loading and host load with the other ranks",
+                "straggler_pct",
             )
         )
     return out

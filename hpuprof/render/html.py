@@ -1,4 +1,5 @@
-"""Self-contained HTML renderer: findings, tables and plotly figures; every name escaped."""
+"""Self-contained HTML renderer: findings, tables and the report's figures (`figures`, the
+dashboard's too); every name escaped."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import orjson
 
 from hpuprof.analysis.registry import Column
 from hpuprof.analysis.report import Report
+from hpuprof.render.figures import report_figures
 from hpuprof.render.tables import (
     evidence_rows,
     fmt_column,
@@ -45,110 +47,6 @@ def _evidence(rows: list[dict[str, str]]) -> str:
     return f"<table class='evidence'>{body}</table>"
 
 
-def _figures(report: Report) -> list[dict[str, Any]]:
-    """Plotly figure dicts (data + layout), built from the report only."""
-    figs: list[dict[str, Any]] = []
-    b = report.sections.get("bottleneck")
-    if b is not None and b.temporal:
-        ranks = [str(t.rank) for t in b.temporal]
-        figs.append(
-            {
-                "data": [
-                    {"type": "bar", "name": k, "x": ranks, "y": [getattr(t, f) for t in b.temporal]}
-                    for k, f in (
-                        ("idle", "idle_pct"),
-                        ("compute", "compute_pct"),
-                        ("non-compute", "non_compute_pct"),
-                    )
-                ],
-                "layout": {"barmode": "stack", "title": {"text": "Temporal breakdown (% of span)"}},
-            }
-        )
-    if b is not None and b.steps:
-        figs.append(
-            {
-                "data": [
-                    {
-                        "type": "bar",
-                        "name": "step ms",
-                        "x": [f"r{s.rank}:{s.step}" for s in b.steps],
-                        "y": [s.duration_ns / 1e6 for s in b.steps],
-                    }
-                ],
-                "layout": {"title": {"text": "Step time (ms)"}},
-            }
-        )
-    p = report.sections.get("precision")
-    if p is not None and p.by_dtype:
-        figs.append(
-            {
-                "data": [
-                    {
-                        "type": "pie",
-                        "labels": [r.dtype for r in p.by_dtype],
-                        "values": [r.device_time_ns for r in p.by_dtype],
-                    }
-                ],
-                "layout": {"title": {"text": "Device time by dtype"}},
-            }
-        )
-    figs += _rank_and_memory_figures(report)
-    return figs
-
-
-def _rank_and_memory_figures(report: Report) -> list[dict[str, Any]]:
-    """Step time per rank and step (heat map) and memory over time, from those reports."""
-    figs: list[dict[str, Any]] = []
-    r = report.sections.get("ranks")
-    if r is not None and len(r.ranks) > 1 and r.steps:
-        ranks = sorted({s.rank for s in r.steps})
-        steps = sorted({s.step for s in r.steps})
-        at = {(s.rank, s.step): s.duration_ns / 1e6 for s in r.steps}
-        figs.append(
-            {
-                "data": [
-                    {
-                        "type": "heatmap",
-                        "x": steps,
-                        "y": [f"rank {k}" for k in ranks],
-                        "z": [[at.get((k, st)) for st in steps] for k in ranks],
-                        "colorbar": {"title": {"text": "ms"}},
-                    }
-                ],
-                "layout": {
-                    "title": {"text": "Step time per rank and step (ms)"},
-                    "xaxis": {"title": {"text": "step"}, "dtick": 1},
-                },
-            }
-        )
-    m = report.sections.get("memory")
-    if m is not None and m.timeline:
-        series: dict[str, tuple[list[float], list[float]]] = {}
-        for p in m.timeline:
-            xs, ys = series.setdefault(f"rank {p.rank} {p.device}", ([], []))
-            xs.append(p.t_ns / 1e6)
-            ys.append(p.allocated_bytes / 2**20)
-        figs.append(
-            {
-                "data": [
-                    {
-                        "type": "scatter",
-                        "mode": "lines",
-                        "name": k,
-                        "x": xs,
-                        "y": ys,
-                        "line": {"shape": "hv"},
-                    }
-                    for k, (xs, ys) in series.items()
-                ],
-                "layout": {
-                    "title": {"text": "Memory allocated (MiB) over time (ms from the trace start)"}
-                },
-            }
-        )
-    return figs
-
-
 class HtmlRenderer:
     """A single HTML file with inline plotly.js (no network needed to view it)."""
 
@@ -165,7 +63,7 @@ class HtmlRenderer:
             "margin-bottom:1em}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
             ".critical{color:#b00}.warning{color:#a60}.info{color:#06a}</style>",
         ]
-        figs = _figures(report)
+        figs = report_figures(report.to_dict())
         if figs and self.include_plotlyjs:
             from plotly.offline import get_plotlyjs
 
@@ -187,7 +85,7 @@ class HtmlRenderer:
         for i, fig in enumerate(figs):
             payload = orjson.dumps(fig).decode().replace("</", "<\\/")
             parts.append(
-                f"<div id='fig{i}' style='height:360px'></div><script>"
+                f"<div id='fig{i}'></div><script>"
                 f"(function(){{var f={payload};Plotly.newPlot('fig{i}',f.data,f.layout);}})();"
                 "</script>"
             )

@@ -95,6 +95,7 @@ def finding_rows(findings: tuple[Finding, ...] | list[Finding]) -> list[dict[str
             "metric": f.metric,
             "value": f.value,
             "threshold": f.threshold,
+            "threshold_option": f.threshold_option,
             "evidence": evidence_text(f),
             "advice": f.advice,
         }

@@ -1,12 +1,16 @@
-"""Golden reports for the sample traces (`sample_traces/`), regenerated only on request.
+"""Golden reports of the sample traces, generated from the report registry: every report, every
+table, regenerated only on request.
 
-What is compared, and why: the emulated samples have fixed seeds, so their ops, shapes,
-compilations and causes, fallbacks, casts and *modeled* device durations are the same on every
-regeneration (`sample_traces/README.md`), while host times are measured and change each time.
-A golden therefore holds only the deterministic part of each report (`stable_view`): counts,
-names, causes, steps and modeled device sums, compared exactly (floats to 1e-6 relative, for
-rounding across platforms). Measured host times, and everything derived from them (idle %,
-host-bound findings, top ops ordered by host time), are left out on purpose.
+For each sample (`sample_traces/`) the golden holds every single-trace report of the registry
+(`hpuprof.analysis.registry.specs()`), and the two-trace ones hold the pair `COMPARED`: a new
+report gets its golden without a change to this test. What is kept, and why: the emulated
+samples have fixed seeds, so their ops, shapes, compilations and causes, fallbacks, casts,
+engines, kernels, bytes and FLOPs are the same on every regeneration (`sample_traces/README.md`),
+while host times are measured and change each time. A golden therefore holds each report's
+tables and facts as every view shows them (`hpuprof.render.tables.report_views`) without their
+time, timestamp and % columns, and without the parts the registry declares `host_timed` (rows
+chosen by host times, counts of slow calls, arrival orders: `ReportSpec.host_timed`); rows
+sorted, findings as (report, metric). Compared exactly, floats to 1e-6 relative.
 
 Regenerate after a deliberate change of the analyses or of the samples:
 
@@ -15,21 +19,30 @@ Regenerate after a deliberate change of the analyses or of the samples:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 
 import hpuprof
-from hpuprof.analysis import analyze
+from hpuprof.analysis import AnalysisOptions, Report, analyze
+from hpuprof.analysis.registry import report_names, spec, specs
+from hpuprof.render.tables import report_views
+from hpuprof.trace.model import Trace
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_traces"
 GOLDEN = Path(__file__).with_name("golden")
 REGEN = os.environ.get("HPUPROF_REGEN_GOLDEN") == "1"
+COMPARED = ("emulated_lazy", "emulated_bf16")
+"""The samples a two-trace report (the comparison) compares: B (bf16) against A."""
+TIME_UNITS = frozenset({"ns", "ts", "pct", "row"})
+"""Column units left out: durations, timestamps, shares, and per-row units (times mostly)."""
 
 
 def _sample_inputs() -> dict[str, Path]:
@@ -45,78 +58,41 @@ def _sample_inputs() -> dict[str, Path]:
     return out
 
 
-def stable_view(report: dict[str, Any], emulated: bool) -> dict[str, Any]:
-    """The deterministic part of a report dict (see the module docstring)."""
-    dyn, fb, pr, gr, bo = (
-        report[k] for k in ("dynamicity", "fallback", "precision", "graphs", "bottleneck")
-    )
+def _row_key(row: dict[str, Any]) -> bytes:
+    return orjson.dumps(row, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+
+
+def golden_view(report: Report) -> dict[str, Any]:
+    """The part of a report that holds across regenerations of a sample (module docstring)."""
     view: dict[str, Any] = {
-        "schema": report["schema"],
-        "format": report["meta"]["format"],
-        "ranks": report["meta"]["ranks"],
-        "device_time": bo["device_time"],
-        "dynamicity": {
-            "source": dyn["source"],
-            "compilations": dyn["compilations"],
-            "recompilations": dyn["recompilations"],
-            "graph_compilations": dyn["graph_compilations"],
-            "compiles": [
-                [
-                    e["rank"],
-                    e["step"],
-                    e["graph"],
-                    e["recompile"],
-                    e["cause_kind"],
-                    e["cause_from"],
-                    e["cause_to"],
-                ]
-                for e in dyn["events"]
-            ],
-            "shape_histograms": [
-                [h["op"], h["calls"], h["unique_shapes"]] for h in dyn["shape_histograms"]
-            ],
-            "dynamic_ops": [[d["op"], d["count"], d["steps"]] for d in dyn["dynamic_ops"]],
-            "bucketing_target": dyn["bucketing_target"],
-            "bucketing": dyn["bucketing"],
-            "port_estimate": dyn["port_estimate"],
-        },
-        "fallback": {
-            "total": fb["total"],
-            "ops": [
-                [o["op"], o["count"], o["copies"], o["steps"], o["forced_flush"]] for o in fb["ops"]
-            ],
-        },
-        "precision": {
-            "flops_source": pr["flops_source"],
-            "casts": [[c["dtype_from"], c["dtype_to"], c["count"]] for c in pr["casts"]],
-            "to_copy_ops": pr["to_copy_ops"],
-            "missed_lower_precision": sorted({r["name"] for r in pr["missed_lower_precision"]}),
-            "fp32_list_in_low_precision": sorted(
-                {r["name"] for r in pr["fp32_list_in_low_precision"]}
-            ),
-        },
-        "graphs": {k: gr[k] for k in ("captures", "replays", "cache_misses")},
-        "bottleneck": {
-            "steps": sorted([s["rank"], s["step"]] for s in bo["steps"]),
-            "engines": sorted([e["rank"], e["engine"], e["ops"]] for e in bo["engines"]),
-            "device_ops": sorted([o["name"], o["count"]] for o in bo["top_device_ops"]),
-            "launches": bo["launch"]["launches"],
-        },
-        "findings": sorted(
-            [f["report"], f["metric"]] for f in report["findings"] if f["report"] != "bottleneck"
-        ),
+        "meta": {"format": report.meta.get("format"), "ranks": report.meta.get("ranks")}
     }
-    if emulated:
-        # modeled device time: deterministic on the emulator, measured (so left out) elsewhere
-        view["precision"]["by_dtype"] = sorted(
-            [d["dtype"], d["device_time_ns"], d["flops"], d["ops"]] for d in pr["by_dtype"]
-        )
-        view["precision"]["bf16_coverage_pct"] = pr["bf16_coverage_pct"]
-        view["dynamicity"]["graph_compile_time_ns"] = dyn["graph_compile_time_ns"]
-        view["bottleneck"]["device_ops"] = sorted(
-            [o["name"], o["count"], o["total_ns"]] for o in bo["top_device_ops"]
-        )
-    return view
+    for table in report_views(report):
+        if table.name == "findings" or table.name in spec(table.report).host_timed:
+            continue
+        timed = spec(table.report).host_timed
+        keep = [
+            c.key
+            for c in table.columns
+            if c.kind not in TIME_UNITS and f"{table.name}.{c.key}" not in timed
+        ]
+        rows = sorted(({k: r.get(k) for k in keep} for r in table.rows), key=_row_key)
+        view.setdefault(table.report, {})[table.name] = rows
+    view["findings"] = sorted(
+        [f.report, f.metric] for f in report.findings if f.metric not in spec(f.report).host_timed
+    )
+    return orjson.loads(orjson.dumps(view, option=orjson.OPT_NON_STR_KEYS))
+
+
+def _all_reports(trace: Trace) -> Report:
+    return analyze(trace, reports=",".join(report_names()))
+
+
+def _compared(name: str, a: Trace, b: Trace) -> Report:
+    """A two-trace report of the registry on (a, b), as a Report (its one section)."""
+    section = spec(name).load()(a, b, AnalysisOptions())
+    findings = tuple(getattr(section, "findings", ()))
+    return Report(source=(), sections={name: section}, findings=findings, meta={})
 
 
 def _same(a: Any, b: Any, path: str = "") -> list[str]:
@@ -139,15 +115,7 @@ def _same(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b else [f"{path}: {a!r:.200} != {b!r:.200}"]
 
 
-@pytest.mark.parametrize("name", sorted(_sample_inputs()) or ["(no samples)"])
-def test_sample_report_matches_golden(name: str) -> None:
-    inputs = _sample_inputs()
-    if name not in inputs:
-        pytest.skip("sample_traces/ has no samples")
-    trace = hpuprof.load(inputs[name], cache=False)
-    view = stable_view(analyze(trace).to_dict(), emulated=name.startswith("emulated"))
-    view = orjson.loads(orjson.dumps(view))
-    golden = GOLDEN / f"{name}.json"
+def _check(view: dict[str, Any], golden: Path) -> None:
     if REGEN:
         GOLDEN.mkdir(exist_ok=True)
         golden.write_bytes(
@@ -160,23 +128,48 @@ def test_sample_report_matches_golden(name: str) -> None:
     assert not diffs, "\n".join(diffs[:20])
 
 
-def test_stable_view_ignores_measured_host_times() -> None:
-    """Two reports that differ only in host times give the same view; a count change does not."""
+@pytest.mark.parametrize("name", sorted(_sample_inputs()) or ["(no samples)"])
+def test_sample_report_matches_golden(name: str) -> None:
     inputs = _sample_inputs()
-    if "emulated_lazy" not in inputs:
-        pytest.skip("sample_traces/emulated_lazy is not present")
-    trace = hpuprof.load(inputs["emulated_lazy"], cache=False)
-    ev = trace.events
-    # measured: host ops (compile events carry modeled compile time on the emulator)
-    host = (ev["kind"] == "cpu_op").to_numpy()
-    slower = ev.copy()
-    slower.loc[host, "dur_ns"] = slower.loc[host, "dur_ns"] * 2
-    import dataclasses
+    if name not in inputs:
+        pytest.skip("sample_traces/ has no samples")
+    view = golden_view(_all_reports(hpuprof.load(inputs[name], cache=False)))
+    assert set(report_names()) <= set(view)  # every report of the registry has its part
+    _check(view, GOLDEN / f"{name}.json")
 
-    base = stable_view(analyze(trace).to_dict(), emulated=True)
-    other = stable_view(analyze(dataclasses.replace(trace, events=slower)).to_dict(), emulated=True)
-    assert _same(base, other) == []
-    changed = dict(base, fallback=dict(base["fallback"], total=base["fallback"]["total"] + 1))
-    assert _same(base, changed) == [
-        f".fallback.total: {base['fallback']['total']} != {base['fallback']['total'] + 1}"
-    ]
+
+@pytest.mark.parametrize("name", [s.name for s in specs(inputs=2)])
+def test_two_trace_report_matches_golden(name: str) -> None:
+    inputs = _sample_inputs()
+    if not set(COMPARED) <= set(inputs):
+        pytest.skip(f"sample_traces/ lacks {COMPARED}")
+    a, b = (hpuprof.load(inputs[n], cache=False) for n in COMPARED)
+    view = golden_view(_compared(name, a, b))
+    assert name in view
+    _check(view, GOLDEN / f"{name}__{COMPARED[0]}__{COMPARED[1]}.json")
+
+
+def _with_other_host_times(trace: Trace, seed: int = 0) -> Trace:
+    """The trace with every host event's duration scaled by a random 0.5..2 (a re-run's
+    measured host times, roughly)."""
+    ev = trace.events.copy()
+    host = ~ev["is_device"].to_numpy(dtype=bool)
+    dur = ev.loc[host, "dur_ns"].to_numpy()
+    scale = np.random.default_rng(seed).uniform(0.5, 2.0, len(dur))
+    ev.loc[host, "dur_ns"] = (dur * scale).astype(np.int64)
+    return dataclasses.replace(trace, events=ev)
+
+
+@pytest.mark.parametrize("name", ["emulated_lazy", "emulated_two_ranks"])
+def test_golden_view_ignores_measured_host_times(name: str) -> None:
+    """Other host times give the same view (the registry's `host_timed` declarations cover
+    what follows them); a changed count does not."""
+    inputs = _sample_inputs()
+    if name not in inputs:
+        pytest.skip(f"sample_traces/{name} is not present")
+    trace = hpuprof.load(inputs[name], cache=False)
+    base = golden_view(_all_reports(trace))
+    assert _same(base, golden_view(_all_reports(_with_other_host_times(trace)))) == []
+    facts = base["fallback"]["fallback_summary"][0]
+    changed = dict(base, fallback=dict(base["fallback"], fallback_summary=[dict(facts, total=-1)]))
+    assert _same(base, changed) == [f".fallback.fallback_summary[0].total: {facts['total']} != -1"]

@@ -1,5 +1,6 @@
-"""ranks: steps per rank (never summed across ranks), the exclusive compute / communication /
-memory / idle split, and stragglers only beyond a rank's own step noise."""
+"""ranks: steps per rank (never summed across ranks), the step split (exclusive compute /
+exposed communication / exposed memory / idle, the same in every report), and stragglers only
+beyond a rank's own step noise."""
 
 from __future__ import annotations
 
@@ -40,11 +41,35 @@ def test_steps_are_per_rank_and_the_split_is_exclusive() -> None:
     assert rep.steps_per_rank == 4 and len(rep.steps) == 8
     assert rep.mean_step_ns == 1_000_000
     r0 = rep.ranks[0]
-    assert (r0.compute_ns, r0.comm_ns, r0.memory_ns) == (1_600_000, 800_000, 200_000)
+    assert (r0.compute_ns, r0.exposed_comm_ns, r0.exposed_memory_ns) == (
+        1_600_000,
+        800_000,
+        200_000,
+    )
     assert r0.overlapped_comm_ns == 400_000
-    assert r0.compute_ns + r0.comm_ns + r0.memory_ns + r0.idle_ns == r0.covered_ns == 4_000_000
-    assert (r0.compute_pct, r0.comm_pct, r0.memory_pct, r0.idle_pct) == (40.0, 20.0, 5.0, 35.0)
+    parts = r0.compute_ns + r0.exposed_comm_ns + r0.exposed_memory_ns + r0.idle_ns
+    assert parts == r0.covered_ns == 4_000_000
+    pcts = (r0.compute_pct, r0.exposed_comm_pct, r0.exposed_memory_pct, r0.idle_pct)
+    assert pcts == (40.0, 20.0, 5.0, 35.0)
     assert rep.stragglers == () and not rep.findings
+
+
+def test_every_report_splits_a_step_the_same_way() -> None:
+    """The bottleneck report's steps carry the very split of the ranks report's steps (one
+    definition, `step_split`), a rank without device ops idle all along in both."""
+    step = {"name": "ProfilerStep#0", "kind": "user_annotation", "cat": "user_annotation"}
+    op = {"name": "aten::add", "kind": "cpu_op", "cat": "cpu_op", "ts_ns": 10, "dur_ns": 100}
+    cpu_only = [{**step, "ts_ns": 0, "dur_ns": 500_000, "rank": 2}, {**op, "rank": 2}]
+    trace = make_trace(_rank_rows(0, [1_000_000, 900_000]) + cpu_only)
+    report = analyze(trace, reports="bottleneck,ranks")
+    split = ("rank", "step", "duration_ns", "compute_ns", "exposed_comm_ns", "exposed_memory_ns", "idle_ns")  # fmt: skip
+    from_ranks = [tuple(getattr(s, f) for f in split) for s in report.sections["ranks"].steps]
+    from_bottleneck = [
+        tuple(getattr(s, f) for f in split) for s in report.sections["bottleneck"].steps
+    ]
+    assert from_bottleneck == from_ranks
+    assert from_ranks[0][3:] == (400_000, 200_000, 50_000, 350_000)
+    assert from_ranks[-1][2:] == (500_000, 0, 0, 0, 500_000)
 
 
 def test_a_steadily_slower_rank_is_a_straggler() -> None:

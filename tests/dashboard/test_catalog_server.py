@@ -210,7 +210,7 @@ TRAVERSAL = (
 
 
 def test_routes_serve_only_listed_files(tree: Path, tmp_path: Path) -> None:
-    from hpudash import create_app
+    from hpudash.app import create_app
 
     outside = _touch(tmp_path.parent / f"{tmp_path.name}-out3" / "secret.json", b"SECRET")
     (tree / "lone" / "out.json").symlink_to(outside)
@@ -232,7 +232,7 @@ def test_routes_serve_only_listed_files(tree: Path, tmp_path: Path) -> None:
 
 
 def test_hostile_file_names_in_headers(tmp_path: Path) -> None:
-    from hpudash import create_app
+    from hpudash.app import create_app
 
     from tests.dashboard.synth import synthetic_trace, write_chrome_json
 

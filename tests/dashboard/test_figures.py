@@ -1,4 +1,5 @@
-"""Pages' figures, tables and key figures from the report view, as pure functions (no browser)."""
+"""Pages' figures (`hpuprof.render.figures`, the HTML report's too), tables and key figures from
+the report view, as pure functions (no browser)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import pytest
 
 pytest.importorskip("dash")
 
-from hpudash import figures
 from hpudash.pages.common import grid, key_figure_items, key_figure_row
 from hpudash.reportview import facts, findings, screen_columns, table, view_doc
-from hpudash.timeline import plot_text
 
+from hpuprof.render import figures
+from hpuprof.render.figures import plot_text
 from hpuprof.trace.model import Trace
 from tests.dashboard.conftest import HOSTILE
 from tests.dashboard.synth import synthetic_trace
@@ -91,18 +92,18 @@ def test_key_figures_are_the_reports_own(doc: dict[str, Any]) -> None:
 
 
 def test_figures_have_data(doc: dict[str, Any]) -> None:
-    steps = _fig(figures.steps_figure(doc))
+    steps = _fig(figures.steps_figure(doc["data"]))
     assert [t.name for t in steps.data] == [name for _, name, _ in figures.STEP_PARTS]
     assert len(steps.data[0].x) == len(doc["data"]["ranks"]["steps"])
-    heat = _fig(figures.rank_heatmap(doc))
+    heat = _fig(figures.rank_heatmap(doc["data"]))
     assert heat.data[0].type == "heatmap"
     assert list(heat.data[0].y) == [0, 1] and all(isinstance(s, int) for s in heat.data[0].x)
     assert heat.layout.xaxis.tickformat == "d"  # integer step axis
-    split = _fig(figures.rank_split_figure(doc))
+    split = _fig(figures.rank_split_figure(doc["data"]))
     assert [t.name for t in split.data] == [name for _, name, _ in figures.RANK_PARTS]
     for fn in (figures.host_device_figure, figures.compiles_figure, figures.shapes_figure,
                figures.dtype_figure, figures.memory_figure):  # fmt: skip
-        _fig(fn(doc))
+        _fig(fn(doc["data"]))
 
 
 def test_empty_report_gives_figures_that_say_why() -> None:
@@ -114,15 +115,15 @@ def test_empty_report_gives_figures_that_say_why() -> None:
 
 
 def test_no_compilations_drawn_from_shapes_alone() -> None:
-    doc = {"data": {"dynamicity": {"source": "no compile events in this trace",
-                                   "timeline": [{"step": 1, "compilations": 5, "recompilations": 4}]}}}  # fmt: skip
-    fig = _fig(figures.compiles_figure(doc))
+    report = {"dynamicity": {"source": "no compile events in this trace",
+                             "timeline": [{"step": 1, "compilations": 5, "recompilations": 4}]}}  # fmt: skip
+    fig = _fig(figures.compiles_figure(report))
     assert fig.data == () and "no compilations recorded" in fig.layout.annotations[0].text
 
 
 def test_shapes_are_a_readable_top_list() -> None:
     hist = [{"op": f"aten::op{i}", "calls": 100, "unique_shapes": i, "shapes": []} for i in range(60)]  # fmt: skip
-    fig = _fig(figures.shapes_figure({"data": {"dynamicity": {"shape_histograms": hist}}}))
+    fig = _fig(figures.shapes_figure({"dynamicity": {"shape_histograms": hist}}))
     bar = fig.data[0]
     assert bar.orientation == "h" and len(bar.y) == figures.SHAPES_TOP
     assert list(bar.x) == sorted(bar.x, reverse=True) and bar.y[0] == "aten::op59"
@@ -130,8 +131,8 @@ def test_shapes_are_a_readable_top_list() -> None:
 
 def test_trace_strings_are_inert_in_figures_and_grids() -> None:
     assert "<img" not in plot_text(HOSTILE) and "&lt;img" in plot_text(HOSTILE)
-    doc = {"data": {"precision": {"by_dtype": [{"dtype": HOSTILE, "device_time_ns": 5, "ops": 1}]}}}
-    assert all("<img" not in str(x) for x in _fig(figures.dtype_figure(doc)).data[0].x)
+    report = {"precision": {"by_dtype": [{"dtype": HOSTILE, "device_time_ns": 5, "ops": 1}]}}
+    assert all("<img" not in str(x) for x in _fig(figures.dtype_figure(report)).data[0].x)
     g = grid("g", [{"name": HOSTILE}])
     assert all("cellRenderer" not in c for c in g.columnDefs)
     assert g.dangerously_allow_code is False
@@ -141,3 +142,19 @@ def test_trace_strings_are_inert_in_figures_and_grids() -> None:
     ):
         with pytest.raises(ValueError):
             grid("g", [], **unsafe)
+
+
+def test_the_html_report_draws_the_dashboards_figures(trace: Trace, doc: dict[str, Any]) -> None:
+    """One figure module: the HTML report embeds the very figures the pages show."""
+    import orjson
+
+    from hpuprof.analysis import analyze
+    from hpuprof.render.html import HtmlRenderer
+
+    report = doc["data"]
+    shown = figures.report_figures(report)
+    assert figures.steps_figure(report) in shown and figures.rank_heatmap(report) in shown
+    assert all(fig["data"] for fig in shown)  # figures without data are left out
+    page = HtmlRenderer(include_plotlyjs=False).render(analyze(trace))
+    for fig in shown:
+        assert orjson.dumps(fig).decode().replace("</", "<\\/") in page

@@ -140,7 +140,7 @@ def test_unknown_run_names_get_a_message_not_a_500(served: Any) -> None:
 
 def test_repeated_callbacks_are_answered_from_kept_answers(tmp_path: Path) -> None:
     """The same page of the same files is built once; a changed file is built again."""
-    from hpudash import create_app
+    from hpudash.app import create_app
     from hpudash.data import DataStore
     from hpudash.respcache import ResponseCache
 

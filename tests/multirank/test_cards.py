@@ -72,27 +72,27 @@ def test_three_cards_with_a_slow_host_name_the_straggler(tmp_path: Path) -> None
     dist = doc["distributed"]
     assert not dist["failed"]
     # one bucket all-reduce per step, on each card's NIC lane, matched by process group + Seq
-    stragglers = dist["stragglers"]
-    assert [(c["collective"], c["step"], c["ranks"]) for c in stragglers] == [
+    skews = dist["collective_skew"]
+    assert [(c["collective"], c["step"], c["ranks"]) for c in skews] == [
         ("allreduce", step, 3) for step in range(3)
-    ], stragglers
+    ], skews
     # rank 2 sleeps SLOW_S before every step; on a loaded 2-core machine another card can be
     # descheduled as long once, so the straggler is asserted the way the analysis names it: the
     # rank last most often, and the skew where it is last
-    late = [c for c in stragglers if c["last_rank"] == 2]
-    assert len(late) >= 2, stragglers
+    late = [c for c in skews if c["last_rank"] == 2]
+    assert len(late) >= 2, skews
     assert all(c["skew_ns"] >= 0.6 * SLOW_S * 1e9 for c in late), late
-    assert dist["straggler_ranks"][0]["rank"] == 2, dist["straggler_ranks"]
+    assert dist["skew_by_rank"][0]["rank"] == 2, dist["skew_by_rank"]
     overlap = {r["rank"]: r for r in dist["comm_comp_overlap"]}
     assert sorted(overlap) == [0, 1, 2]
     assert all(r["comm_ns"] > 0 for r in overlap.values())  # collectives on the device clock
     # the early cards wait inside their collectives for rank 2: their waiting is rank 2's
-    waited = {r["rank"]: r["waited_ns"] for r in dist["straggler_ranks"]}
+    waited = {r["rank"]: r["waited_ns"] for r in dist["skew_by_rank"]}
     assert waited[2] < min(waited[0], waited[1]), waited
     assert {r["category"] for r in dist["idle_breakdown"]} <= {"host_wait", "kernel_wait", "other"}
     assert {r["rank"] for r in dist["queue_length"]} == {0, 1, 2}
     assert dist["critical_path"] and all(r["length_ns"] > 0 for r in dist["critical_path"])
-    found = [f for f in doc["findings"] if f["metric"] == "straggler_last_pct"]
+    found = [f for f in doc["findings"] if f["metric"] == "last_arrival_pct"]
     assert found and found[0]["evidence"]["rank"] == 2, found
 
 
@@ -152,8 +152,8 @@ def test_ddp_and_fsdp_on_two_cards_train_like_explicit_all_reduces_without_host_
         nic = names[device.index[device["engine"].astype(str) == "NIC"]]
         assert nic.str.startswith("hccl_").all(), nic.value_counts()
         assert (collectives == "hccl_reduce_scatter_base").sum() >= 2 * 3
-    stragglers = _distributed_report(tmp_path, out)["distributed"]["stragglers"]
-    assert len(stragglers) >= 9 * 3 and all(c["ranks"] == 2 for c in stragglers), stragglers
+    skews = _distributed_report(tmp_path, out)["distributed"]["collective_skew"]
+    assert len(skews) >= 9 * 3 and all(c["ranks"] == 2 for c in skews), skews
 
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp"])

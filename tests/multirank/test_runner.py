@@ -43,7 +43,7 @@ def test_rank_by_rank_equals_the_in_memory_report(tmp_path: Path) -> None:
     assert stats.workers == 0  # no cluster for --workers 1
     assert _plain(report.sections["distributed"]) == _plain(combined)
     assert report.meta["ranks"] == [0, 1, 2] and report.meta["failed"] == []
-    top = report.sections["distributed"].straggler_ranks[0]
+    top = report.sections["distributed"].skew_by_rank[0]
     assert (top.rank, top.times_last, top.collectives) == (1, 12, 12)
 
 
@@ -94,7 +94,7 @@ def test_lazy_rank_set_opens_ranks_on_demand(tmp_path: Path) -> None:
     one = ranks.rank(2)
     assert one.ranks == [2] and len(one) > 0
     rep, _ = analyze_files(ranks.files, parse_reports("distributed"), cache=ranks.cache)
-    assert rep.sections["distributed"].straggler_ranks[0].rank == 0
+    assert rep.sections["distributed"].skew_by_rank[0].rank == 0
 
 
 def test_missing_dask_is_one_clear_line(
@@ -188,14 +188,14 @@ def test_local_cluster_names_straggler_and_failed_ranks(tmp_path: Path) -> None:
     assert {r["category"] for r in idle} == {"host_wait", "kernel_wait", "other"}
     assert {"rank", "stream", "category", "idle_ns", "ratio"} <= set(idle[0])
     assert {"rank", "stream", "mean", "max"} <= set(dist["queue_length"][0])
-    assert {"collective", "step", "last_rank", "skew_ns"} <= set(dist["stragglers"][0])
+    assert {"collective", "step", "last_rank", "skew_ns"} <= set(dist["collective_skew"][0])
     assert {"step", "length_ns", "cpu_bound_pct"} <= set(dist["critical_path"][0])
-    assert {s["last_rank"] for s in dist["stragglers"]} == {3}
-    straggler = [f for f in doc["findings"] if f["metric"] == "straggler_last_pct"]
+    assert {s["last_rank"] for s in dist["collective_skew"]} == {3}
+    straggler = [f for f in doc["findings"] if f["metric"] == "last_arrival_pct"]
     assert straggler and straggler[0]["evidence"]["rank"] == 3
     # each rank's load cache was written by the workers and serves the next run
     entries = sorted(cache.glob("*.arrow"))
     assert len(entries) == 4
     again, _ = analyze_files(sorted(run.glob("rank[0-3].json")), ["distributed"], workers=1)
     assert sorted(cache.glob("*.arrow")) == entries
-    assert _plain(again.sections["distributed"])["stragglers"] == dist["stragglers"]
+    assert _plain(again.sections["distributed"])["collective_skew"] == dist["collective_skew"]

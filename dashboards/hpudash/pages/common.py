@@ -240,13 +240,14 @@ def report_grid(
 
 
 def finding_card(f: Mapping[str, Any]) -> html.Div:
-    """One finding: severity, title, the measured value against its threshold, advice, and
-    the evidence as a small table."""
+    """One finding: severity, title, the measured value against its threshold (and the
+    `AnalysisOptions` field that sets it), advice, and the evidence as a small table."""
     from hpuprof.analysis.registry import Column
     from hpuprof.render.tables import fmt_cell
 
     metric = str(f.get("metric") or "")
-    value = f"{Column(metric).header}: {fmt_cell(metric, f.get('value'))} (threshold {fmt_cell(metric, f.get('threshold'))})"  # fmt: skip
+    option = f", option {f['threshold_option']}" if f.get("threshold_option") else ""
+    value = f"{Column(metric).header}: {fmt_cell(metric, f.get('value'))} (threshold {fmt_cell(metric, f.get('threshold'))}{option})"  # fmt: skip
     evidence = [r for r in f.get("evidence_rows") or [] if isinstance(r, Mapping)]
     severity = str(f.get("severity") or "info")
     return html.Div(

@@ -17,7 +17,6 @@ from hpuprof.errors import HpuprofError
 PATH = "/compare"
 TITLE = "Compare"
 NEEDS_RUN = False
-BODY = "compare-body"
 OP_COLUMNS = (
     "name", "status", "regression", "a_calls", "b_calls", "a_host_ns", "b_host_ns", "diff_host_ns",
     "a_device_ns", "b_device_ns", "diff_device_ns",
@@ -51,7 +50,7 @@ def body(store: DataStore, a: Any, b: Any) -> list[Any]:
         html.H3("Per-op changes (per step: host self time, device time counted once)"),
         report_grid(Id.CMP_OPS, doc, "compare_ops", OP_COLUMNS, height=420),
         html.H3("Per-kernel changes (device time per step)"),
-        report_grid("compare-kernels", doc, "compare_kernels", height=360),
+        report_grid(Id.CMP_KERNELS, doc, "compare_kernels", height=360),
     ]
 
 
@@ -71,14 +70,14 @@ def layout(ctx: Context) -> Any:
                 ],
                 className="pickers",
             ),
-            html.Div(body(ctx.store, a, b), id=BODY),
+            html.Div(body(ctx.store, a, b), id=Id.CMP_BODY),
         ]
     )
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
     @app.callback(
-        Output(BODY, "children"),
+        Output(Id.CMP_BODY, "children"),
         Input(Id.CMP_A, "value"),
         Input(Id.CMP_B, "value"),
         prevent_initial_call=True,

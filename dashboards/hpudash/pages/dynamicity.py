@@ -13,7 +13,6 @@ from typing import Any
 import dash
 from dash import dcc, html
 
-from hpudash import figures
 from hpudash.data import DataStore
 from hpudash.ids import Id
 from hpudash.pages.common import (  # fmt: skip
@@ -25,7 +24,8 @@ from hpudash.pages.common import (  # fmt: skip
     report_grid,
     run_meta,
 )
-from hpudash.reportview import facts, section
+from hpudash.reportview import facts, report_of, section
+from hpuprof.render import figures
 
 PATH = "/dynamicity"
 TITLE = "Dynamicity"
@@ -71,10 +71,10 @@ def layout(ctx: Context) -> Any:
             kv_table(facts(doc, "dynamicity"), id_=Id.DYN_KPIS),
             message(str(label)) if label else None,
             *notes(doc, "dynamicity"),
-            dcc.Graph(id=Id.DYN_COMPILES, figure=figures.compiles_figure(doc)),
+            dcc.Graph(id=Id.DYN_COMPILES, figure=figures.compiles_figure(report_of(doc))),
             html.H3(f"Compilations by graph ({len(graphs)})"),
             report_grid(
-                "dyn-graphs",
+                Id.DYN_GRAPHS,
                 doc_sorted,
                 "compiles_by_graph",
                 ("key", "compilations", "recompilations", "time_ns"),
@@ -84,13 +84,13 @@ def layout(ctx: Context) -> Any:
             report_grid(
                 Id.DYN_CAUSES, doc, "compilations", RECOMPILE_KEYS, height=320, wide=("cause_text",)
             ),
-            dcc.Graph(id=Id.DYN_SHAPES, figure=figures.shapes_figure(doc)),
+            dcc.Graph(id=Id.DYN_SHAPES, figure=figures.shapes_figure(report_of(doc))),
             html.H3("Input shapes per op"),
             report_grid(
-                "dyn-shape-table", doc, "shape_histograms", height=320, wide=("op", "shape")
+                Id.DYN_SHAPE_TABLE, doc, "shape_histograms", height=320, wide=("op", "shape")
             ),
             html.H3("Data-dependent-shape ops"),
-            report_grid("dyn-dynamic-ops", doc, "dynamic_ops", height=240),
+            report_grid(Id.DYN_DYNAMIC_OPS, doc, "dynamic_ops", height=240),
             html.H3("Bucketing"),
             html.Div(
                 message(bucket)

@@ -11,15 +11,15 @@ from typing import Any
 import dash
 from dash import dcc, html
 
-from hpudash import figures
 from hpudash.data import DataStore
+from hpudash.ids import Id
 from hpudash.pages.common import Context, errors_of, kv_table, notes, report_grid, run_meta
-from hpudash.reportview import facts
+from hpudash.reportview import facts, report_of
+from hpuprof.render import figures
 
 PATH = "/memory"
 TITLE = "Memory"
 NEEDS_RUN = True
-GRAPH = "memory-graph"
 
 
 def layout(ctx: Context) -> Any:
@@ -30,13 +30,13 @@ def layout(ctx: Context) -> Any:
             html.H2(f"Memory: {entry.key}"),
             run_meta(doc),
             *errors_of(doc, "memory"),
-            kv_table(facts(doc, "memory"), id_="memory-facts"),
+            kv_table(facts(doc, "memory"), id_=Id.MEMORY_FACTS),
             *notes(doc, "memory"),
-            dcc.Graph(id=GRAPH, figure=figures.memory_figure(doc)),
+            dcc.Graph(id=Id.MEMORY_GRAPH, figure=figures.memory_figure(report_of(doc))),
             html.H3("Peak per device"),
-            report_grid("memory-devices", doc, "memory_devices", height=240),
+            report_grid(Id.MEMORY_DEVICES, doc, "memory_devices", height=240),
             html.H3("Top allocating ops"),
-            report_grid("memory-top-ops", doc, "memory_top_ops", height=360),
+            report_grid(Id.MEMORY_TOP_OPS, doc, "memory_top_ops", height=360),
         ]
     )
 

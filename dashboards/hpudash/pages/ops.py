@@ -19,7 +19,6 @@ from hpudash.reportview import facts, section
 PATH = "/ops"
 TITLE = "Ops"
 NEEDS_RUN = True
-KERNELS_GRID = "ops-kernels"
 OP_COLUMNS = (
     "name", "calls", "self_ns", "total_ns", "device_self_ns", "device_total_ns", "device_ops",
     "mean_ns", "fallbacks", "shapes", "dtype", "module", "phase",
@@ -37,7 +36,7 @@ def layout(ctx: Context) -> Any:
             html.H2(f"Ops: {entry.key}"),
             run_meta(doc),
             *errors_of(doc, "ops"),
-            kv_table(facts(doc, "ops"), id_="ops-facts"),
+            kv_table(facts(doc, "ops"), id_=Id.OPS_FACTS),
             *notes(doc, "ops"),
             dcc.Input(
                 id=Id.OPS_SEARCH,
@@ -49,7 +48,7 @@ def layout(ctx: Context) -> Any:
             html.H3(f"Host ops ({n_ops:,})"),
             report_grid(Id.OPS_GRID, doc, "ops", OP_COLUMNS, height=520),
             html.H3(f"Device kernels ({n_kernels:,})"),
-            report_grid(KERNELS_GRID, doc, "kernels", KERNEL_COLUMNS, height=420),
+            report_grid(Id.OPS_KERNELS, doc, "kernels", KERNEL_COLUMNS, height=420),
         ]
     )
 
@@ -57,7 +56,7 @@ def layout(ctx: Context) -> Any:
 def register(app: dash.Dash, store: DataStore) -> None:
     @app.callback(
         Output(Id.OPS_GRID, "dashGridOptions"),
-        Output(KERNELS_GRID, "dashGridOptions"),
+        Output(Id.OPS_KERNELS, "dashGridOptions"),
         Input(Id.OPS_SEARCH, "value"),
         prevent_initial_call=True,
     )

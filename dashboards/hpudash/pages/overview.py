@@ -8,7 +8,6 @@ from urllib.parse import quote
 import dash
 from dash import dcc, html
 
-from hpudash import figures
 from hpudash.data import DataStore
 from hpudash.ids import Id
 from hpudash.pages.common import (
@@ -20,8 +19,9 @@ from hpudash.pages.common import (
     run_meta,
     section_errors,
 )
-from hpudash.reportview import findings
+from hpudash.reportview import findings, report_of
 from hpudash.server import file_href
+from hpuprof.render import figures
 
 PATH = "/overview"
 TITLE = "Overview"
@@ -37,7 +37,7 @@ def layout(ctx: Context) -> Any:
         html.A(
             f"Download {p.name}",
             href=file_href(store, p),
-            id=Id.OVERVIEW_DOWNLOAD_TRACE if i == 0 else f"{Id.OVERVIEW_DOWNLOAD_TRACE}-{i}",
+            id=Id.OVERVIEW_DOWNLOAD_TRACE if i == 0 else Id.OVERVIEW_DOWNLOAD_TRACE.item(i),
             className="button",
         )
         for i, p in enumerate(entry.files())
@@ -67,8 +67,8 @@ def layout(ctx: Context) -> Any:
             html.H3("Key figures"),
             kpis(key_figure_items(figs), Id.OVERVIEW_KPIS),
             message(f"Compilations: {estimate}.", "info") if estimate else None,
-            dcc.Graph(id=Id.OVERVIEW_STEPS, figure=figures.steps_figure(doc)),
-            dcc.Graph(id=Id.OVERVIEW_RATIO, figure=figures.host_device_figure(doc)),
+            dcc.Graph(id=Id.OVERVIEW_STEPS, figure=figures.steps_figure(report_of(doc))),
+            dcc.Graph(id=Id.OVERVIEW_RATIO, figure=figures.host_device_figure(report_of(doc))),
             html.H3("Files"),
             html.Div(downloads, className="downloads"),
         ]

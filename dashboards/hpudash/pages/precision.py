@@ -7,7 +7,6 @@ from typing import Any
 import dash
 from dash import dcc, html
 
-from hpudash import figures
 from hpudash.data import DataStore
 from hpudash.ids import Id
 from hpudash.pages.common import (
@@ -19,7 +18,8 @@ from hpudash.pages.common import (
     report_grid,
     run_meta,
 )
-from hpudash.reportview import facts, findings, table
+from hpudash.reportview import facts, findings, report_of, table
+from hpuprof.render import figures
 
 PATH = "/precision"
 TITLE = "Precision"
@@ -40,17 +40,17 @@ def layout(ctx: Context) -> Any:
         count = len(spec["rows"]) if spec else 0
         parts += [
             html.H3(f"{title} ({count})"),
-            report_grid(f"prec-table-{i}", doc, name, height=260),
+            report_grid(Id.PREC_TABLE.item(i), doc, name, height=260),
         ]
     return html.Div(
         [
             html.H2(f"Precision: {entry.key}"),
             run_meta(doc),
             *errors_of(doc, "precision"),
-            kv_table(facts(doc, "precision"), id_="prec-facts"),
+            kv_table(facts(doc, "precision"), id_=Id.PREC_FACTS),
             *[finding_card(f) for f in findings(doc, "precision")],
             *notes(doc, "precision"),
-            dcc.Graph(id=Id.PREC_DTYPE, figure=figures.dtype_figure(doc)),
+            dcc.Graph(id=Id.PREC_DTYPE, figure=figures.dtype_figure(report_of(doc))),
             html.Div(parts, id=Id.PREC_TABLES),
         ]
     )

@@ -13,7 +13,6 @@ from typing import Any
 import dash
 from dash import dcc, html
 
-from hpudash import figures
 from hpudash.data import DataStore
 from hpudash.ids import Id
 from hpudash.pages.common import (
@@ -26,7 +25,8 @@ from hpudash.pages.common import (
     report_grid,
     run_meta,
 )
-from hpudash.reportview import facts, findings, section
+from hpudash.reportview import facts, findings, report_of, section
+from hpuprof.render import figures
 
 PATH = "/ranks"
 TITLE = "Ranks"
@@ -55,14 +55,14 @@ def layout(ctx: Context) -> Any:
             *errors_of(doc, "ranks"),
             *not_read,
             html.Div(verdict, id=Id.RANKS_STRAGGLERS),
-            kv_table(facts(doc, "ranks"), id_="ranks-facts"),
+            kv_table(facts(doc, "ranks"), id_=Id.RANKS_FACTS),
             *notes(doc, "ranks"),
-            dcc.Graph(id=Id.RANKS_GRAPH, figure=figures.rank_heatmap(doc)),
-            dcc.Graph(id="ranks-split", figure=figures.rank_split_figure(doc)),
+            dcc.Graph(id=Id.RANKS_GRAPH, figure=figures.rank_heatmap(report_of(doc))),
+            dcc.Graph(id=Id.RANKS_SPLIT, figure=figures.rank_split_figure(report_of(doc))),
             html.H3("Per rank"),
-            report_grid("ranks-table", doc, "rank_summary", height=280),
+            report_grid(Id.RANKS_TABLE, doc, "rank_summary", height=280),
             html.H3("Per rank and step"),
-            report_grid("ranks-steps", doc, "rank_steps", height=320),
+            report_grid(Id.RANKS_STEPS, doc, "rank_steps", height=320),
         ]
     )
 

@@ -123,7 +123,7 @@ def _perfetto_buttons(store: DataStore, entry: Entry) -> list[Any]:
         out.append(
             html.Button(
                 f"Open {path.name} in Perfetto UI",
-                id=Id.TIMELINE_PERFETTO if i == 0 else f"{Id.TIMELINE_PERFETTO}-{i}",
+                id=Id.TIMELINE_PERFETTO if i == 0 else Id.TIMELINE_PERFETTO.item(i),
                 className="button perfetto-open",
                 n_clicks=0,
                 **{"data-url": file_href(store, path), "data-title": f"{entry.key}: {path.name}"},  # type: ignore[arg-type]
@@ -165,7 +165,7 @@ def layout(ctx: Context) -> Any:
         [
             html.H2(f"Timeline: {entry.key}"),
             html.Div(_perfetto_buttons(store, entry), className="downloads"),
-            html.Div(id="perfetto-status", className="small"),
+            html.Div(id=Id.TIMELINE_PERFETTO_STATUS, className="small"),
             html.Div(
                 [html.Span("Ranks", className="label") if multi else None, rank_picker, options],
                 className="pickers",
@@ -307,7 +307,7 @@ def register(app: dash.Dash, store: DataStore) -> None:
             return message(str(error), "error")
         if not rows:
             return message("No such slice in this run.", "error")
-        return kv_table(rows, id_="timeline-details-table")
+        return kv_table(rows, id_=Id.TIMELINE_DETAILS_TABLE)
 
     @app.callback(
         Output(Id.TIMELINE_RANGE, "children"),
@@ -332,4 +332,4 @@ def register(app: dash.Dash, store: DataStore) -> None:
             return message("That selection has no time range.", "error")
         if not rows:
             return message(head or "No slices in the selected range.")
-        return [html.Div(head, className="small"), grid("timeline-range-grid", rows, columns=RANGE_COLUMNS, wide=("name",), height=320)]  # fmt: skip
+        return [html.Div(head, className="small"), grid(Id.TIMELINE_RANGE_GRID, rows, columns=RANGE_COLUMNS, wide=("name",), height=320)]  # fmt: skip

@@ -1,39 +1,58 @@
-"""Pure functions from a run's report view to plotly figures (plain dicts, as dcc.Graph takes).
+"""The report's figures, as pure functions: the HTML report and the dashboard draw the same ones.
 
-Every number comes from the report (`reportview`: the dict of `hpuprof analyze`); these only
-choose units (ms, MiB, %) and layout. No Dash and no I/O here: tests call them directly. A
-section the report lacks gives a figure that says so, never an error. Trace-supplied strings
-that plotly renders as pseudo-HTML go through `plot_text`.
+Each function takes a report as plain data (`Report.to_dict()`, the JSON contract; the dashboard
+keeps it as its view's `data`) and returns a plotly figure as a dict (data + layout, what
+plotly.js and dcc.Graph take). Every number comes from the report; these functions only choose
+units (ms, MiB, %) and layout. A section the report lacks gives a figure that says why
+(`empty`), never an error; the HTML report leaves those out (`report_figures`). No plotly, Dash
+or I/O here. Trace-supplied strings that plotly renders as pseudo-HTML go through `plot_text`.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 from typing import Any
-
-from hpudash.reportview import section
-from hpudash.timeline import plot_text
 
 Figure = dict[str, Any]
 STEP_PARTS: tuple[tuple[str, str, str], ...] = (
     ("compute_ns", "compute", "#4c78a8"),
-    ("comm_ns", "communication", "#f58518"),
-    ("memory_ns", "memory copies", "#54a24b"),
+    ("exposed_comm_ns", "exposed communication", "#f58518"),
+    ("exposed_memory_ns", "exposed memory copies", "#54a24b"),
     ("idle_ns", "device idle", "#bab0ac"),
 )
-RANK_PARTS: tuple[tuple[str, str, str], ...] = (
-    ("compute_pct", "compute", "#4c78a8"),
-    ("comm_pct", "communication", "#f58518"),
-    ("memory_pct", "memory copies", "#54a24b"),
-    ("idle_pct", "device idle", "#bab0ac"),
+"""The step split (`hpuprof.analysis.step_split`) as stacked bars: field, legend, colour."""
+RANK_PARTS: tuple[tuple[str, str, str], ...] = tuple(
+    (key.replace("_ns", "_pct"), name, color) for key, name, color in STEP_PARTS
 )
 SHAPES_TOP = 20
 
 
-def rows(doc: Mapping[str, Any], *path: str) -> list[dict[str, Any]]:
+def plot_text(value: object) -> str:
+    """A trace-supplied string made inert for plotly's pseudo-HTML (hover, ticks, legends)."""
+    return html.escape(str(value), quote=False)
+
+
+def section(data: Mapping[str, Any], *path: str) -> Any:
+    """`data[path[0]][path[1]]...` of a report dict, or None when missing."""
+    cur: Any = data
+    for key in path:
+        if not isinstance(cur, Mapping) or key not in cur:
+            return None
+        cur = cur[key]
+    return cur
+
+
+def rows(data: Mapping[str, Any], *path: str) -> list[dict[str, Any]]:
     """A list-of-dicts section of the report, or []."""
-    got = section(doc, *path)
+    got = section(data, *path)
     return [dict(r) for r in got if isinstance(r, Mapping)] if isinstance(got, list) else []
+
+
+def step_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each step of each rank with its step split: the ranks report's, else the bottleneck
+    report's (the same split, `hpuprof.analysis.step_split`)."""
+    return rows(report, "ranks", "steps") or rows(report, "bottleneck", "steps")
 
 
 def _layout(title: str, height: int = 320, **extra: Any) -> dict[str, Any]:
@@ -74,9 +93,9 @@ def _ms(ns: Any) -> float:
     return float(ns or 0) / 1e6
 
 
-def steps_figure(doc: Mapping[str, Any]) -> Figure:
+def steps_figure(report: Mapping[str, Any]) -> Figure:
     """Each step's time split into compute, communication, memory copies and device idle."""
-    st = rows(doc, "ranks", "steps")
+    st = step_rows(report)
     if not st:
         return empty("Time per step", "no steps in this trace (no ProfilerStep or step markers)")
     multi = len({r.get("rank") for r in st}) > 1
@@ -92,22 +111,43 @@ def steps_figure(doc: Mapping[str, Any]) -> Figure:
     return {"data": data, "layout": _layout("Time per step (device view)", 340, barmode="stack", xaxis=xaxis, yaxis={"title": {"text": "ms"}})}  # fmt: skip
 
 
-def host_device_figure(doc: Mapping[str, Any]) -> Figure:
+def _pct_bars_per_rank(
+    table: list[dict[str, Any]],
+    parts: tuple[tuple[str, str, str | None], ...],
+    title: str,
+    barmode: str,
+    axis: str,
+) -> Figure:
+    """One bar per rank and part (field, legend, colour or None), shares in % (0-100)."""
+    ranks = [f"rank {r.get('rank')}" for r in table]
+    data = [
+        {"type": "bar", "name": name, "x": ranks, "y": [r.get(key) for r in table]} | ({"marker": {"color": color}} if color else {})
+        for key, name, color in parts
+    ]  # fmt: skip
+    return {"data": data, "layout": _layout(title, 300, barmode=barmode, yaxis={"title": {"text": axis}, "range": [0, 100]})}  # fmt: skip
+
+
+def temporal_figure(report: Mapping[str, Any]) -> Figure:
+    """HTA's temporal breakdown per rank: idle, compute and non-compute, % of its device span."""
+    tb = rows(report, "bottleneck", "temporal")
+    if not tb:
+        return empty("Temporal breakdown", "no device activity in this trace")
+    parts = (("idle_pct", "idle", "#bab0ac"), ("compute_pct", "compute", "#4c78a8"), ("non_compute_pct", "non-compute", "#f58518"))  # fmt: skip
+    return _pct_bars_per_rank(tb, parts, "Temporal breakdown (% of the device span)", "stack", "% of span")  # fmt: skip
+
+
+def host_device_figure(report: Mapping[str, Any]) -> Figure:
     """Host-busy and device-busy share of wall time, per rank."""
-    hd = rows(doc, "bottleneck", "host_device")
+    hd = rows(report, "bottleneck", "host_device")
     if not hd:
         return empty("Host and device busy", "no device activity in this trace")
-    ranks = [f"rank {r.get('rank')}" for r in hd]
-    data = [
-        {"type": "bar", "name": "host busy %", "x": ranks, "y": [r.get("host_ratio_pct") for r in hd]},
-        {"type": "bar", "name": "device busy %", "x": ranks, "y": [r.get("device_ratio_pct") for r in hd]},
-    ]  # fmt: skip
-    return {"data": data, "layout": _layout("Host and device busy, % of wall time", 300, barmode="group", yaxis={"title": {"text": "% of wall time"}, "range": [0, 100]})}  # fmt: skip
+    parts = (("host_ratio_pct", "host busy %", None), ("device_ratio_pct", "device busy %", None))
+    return _pct_bars_per_rank(hd, parts, "Host and device busy, % of wall time", "group", "% of wall time")  # fmt: skip
 
 
-def rank_heatmap(doc: Mapping[str, Any]) -> Figure:
+def rank_heatmap(report: Mapping[str, Any]) -> Figure:
     """Step time of every rank and step (ms) as a heat map: a straggler is a bright row."""
-    st = rows(doc, "ranks", "steps")
+    st = step_rows(report)
     if not st:
         return empty("Step time per rank and step", "no steps in this trace")
     ranks = sorted({int(r["rank"]) for r in st if isinstance(r.get("rank"), int)})
@@ -138,9 +178,9 @@ def rank_heatmap(doc: Mapping[str, Any]) -> Figure:
     return {"data": data, "layout": layout}
 
 
-def rank_split_figure(doc: Mapping[str, Any]) -> Figure:
+def rank_split_figure(report: Mapping[str, Any]) -> Figure:
     """Each rank's step time split: compute, communication, memory copies, device idle (%)."""
-    rk = rows(doc, "ranks", "ranks")
+    rk = rows(report, "ranks", "ranks")
     if not rk:
         return empty("Where each rank's step time goes", "no steps in this trace")
     y = [f"rank {r.get('rank')}" for r in rk]
@@ -159,11 +199,11 @@ def rank_split_figure(doc: Mapping[str, Any]) -> Figure:
     return {"data": data, "layout": layout}
 
 
-def compiles_figure(doc: Mapping[str, Any]) -> Figure:
+def compiles_figure(report: Mapping[str, Any]) -> Figure:
     """Compilations and recompilations per step (only from recorded compile events)."""
-    if section(doc, "dynamicity", "source") not in (None, "compile events"):
+    if section(report, "dynamicity", "source") not in (None, "compile events"):
         return empty("Compilations per step", "no compilations recorded in this trace")
-    tl = rows(doc, "dynamicity", "timeline")
+    tl = rows(report, "dynamicity", "timeline")
     if not tl:
         return empty("Compilations per step", "no compilations recorded in this trace")
     x = [r.get("step") if (r.get("step") or 0) >= 0 else "outside steps" for r in tl]
@@ -175,9 +215,9 @@ def compiles_figure(doc: Mapping[str, Any]) -> Figure:
     return {"data": data, "layout": _layout("Compilations per step", 300, barmode="stack", xaxis={"title": {"text": "step"}, "type": "category"}, yaxis={"title": {"text": "compilations"}})}  # fmt: skip
 
 
-def shapes_figure(doc: Mapping[str, Any], limit: int = SHAPES_TOP) -> Figure:
+def shapes_figure(report: Mapping[str, Any], limit: int = SHAPES_TOP) -> Figure:
     """The ops with the most distinct input shapes (top `limit`), readable as a bar list."""
-    hs = [h for h in rows(doc, "dynamicity", "shape_histograms") if isinstance(h.get("unique_shapes"), int)]  # fmt: skip
+    hs = [h for h in rows(report, "dynamicity", "shape_histograms") if isinstance(h.get("unique_shapes"), int)]  # fmt: skip
     if not hs:
         return empty(
             "Distinct input shapes per op", "no input shapes recorded (record_shapes off?)"
@@ -194,9 +234,9 @@ def shapes_figure(doc: Mapping[str, Any], limit: int = SHAPES_TOP) -> Figure:
     return {"data": data, "layout": layout}
 
 
-def dtype_figure(doc: Mapping[str, Any]) -> Figure:
+def dtype_figure(report: Mapping[str, Any]) -> Figure:
     """Device time (ms) by dtype."""
-    by = rows(doc, "precision", "by_dtype")
+    by = rows(report, "precision", "by_dtype")
     if not by:
         return empty("Device time by dtype", "no dtypes recorded (record_shapes off?)")
     names = [plot_text(r.get("dtype") or "unknown") for r in by]
@@ -206,9 +246,9 @@ def dtype_figure(doc: Mapping[str, Any]) -> Figure:
     return {"data": data, "layout": _layout("Device time by dtype", 300, yaxis={"title": {"text": "ms"}})}  # fmt: skip
 
 
-def memory_figure(doc: Mapping[str, Any]) -> Figure:
+def memory_figure(report: Mapping[str, Any]) -> Figure:
     """Memory in use over time per device (MiB), the peak marked."""
-    tl = rows(doc, "memory", "timeline")
+    tl = rows(report, "memory", "timeline")
     if not tl:
         return empty("Memory over time", "no memory data in this trace (profile_memory off?)")
     data: list[dict[str, Any]] = []
@@ -223,7 +263,7 @@ def memory_figure(doc: Mapping[str, Any]) -> Figure:
             "y": [float(p.get("allocated_bytes") or 0) / 2**20 for p in pts],
             "hovertemplate": "%{x:.3f} ms: %{y:.3f} MiB<extra>" + plot_text(label) + "</extra>",
         })  # fmt: skip
-    for d in rows(doc, "memory", "devices"):
+    for d in rows(report, "memory", "devices"):
         if isinstance(d.get("peak_at_ns"), (int, float)) and isinstance(d.get("peak_bytes"), (int, float)):  # fmt: skip
             data.append({
                 "type": "scatter", "mode": "markers", "name": "peak", "showlegend": False,
@@ -233,3 +273,14 @@ def memory_figure(doc: Mapping[str, Any]) -> Figure:
             })  # fmt: skip
     layout = _layout("Memory in use over time", 340, xaxis={"title": {"text": "ms since the first event"}}, yaxis={"title": {"text": "MiB"}})  # fmt: skip
     return {"data": data, "layout": layout}
+
+
+def report_figures(report: Mapping[str, Any]) -> list[Figure]:
+    """The figures the HTML report shows, those the report has data for: the temporal
+    breakdown, time per step, device time by dtype, step time per rank and step (several
+    ranks), memory over time."""
+    several_ranks = len({r.get("rank") for r in step_rows(report)}) > 1
+    figs = [temporal_figure(report), steps_figure(report), dtype_figure(report)]
+    figs += [rank_heatmap(report)] if several_ranks else []
+    figs.append(memory_figure(report))
+    return [f for f in figs if f["data"]]
