@@ -40,7 +40,8 @@ from typing import Any
 
 import orjson
 
-from hpuprof.capture.run_end import RunEnd, pid_alive, summarize
+from hpuprof._version import __version__
+from hpuprof.capture.run_end import RunEnd, pid_alive, run_end, summarize
 from hpuprof.capture.stream_writer import check_writable_dir
 from hpuprof.errors import HpuprofError
 from hpuprof.trace.atomic_write import write_bytes_atomic
@@ -139,8 +140,6 @@ def read_manifest(root: Path) -> dict[str, Any]:
 def read_run_end(root: Path) -> RunEnd | None:
     """How the run in directory `root` ended, as a reader finds it now; None when `root` has no
     readable `run.json` (not a run directory, or a damaged manifest the loader reports itself)."""
-    from hpuprof.capture.run_end import run_end
-
     if not (Path(root) / MANIFEST).is_file():
         return None
     try:
@@ -153,8 +152,6 @@ def base_manifest(
     *, rank: int, world_size: int, mode: str, device_profile: str, backend: str, device_time: str
 ) -> dict[str, Any]:
     """The fields a rank knows when it starts."""
-    import hpuprof
-
     torch_version = ""
     if "torch" in sys.modules:
         torch_version = str(getattr(sys.modules["torch"], "__version__", ""))
@@ -174,7 +171,7 @@ def base_manifest(
         "ranks": [rank],
         "world_size": world_size,
         "torch_version": torch_version,
-        "hpuprof_version": hpuprof.__version__,
+        "hpuprof_version": __version__,
         "python_version": sys.version.split()[0],
         "mode": mode,
         "device_profile": device_profile,
