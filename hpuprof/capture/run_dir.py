@@ -5,7 +5,8 @@ Layout (paths in the manifest are relative to the run directory):
     run.json                                  the manifest (this module)
     traces/<stem>-rank<R>.pt.trace.json       Kineto-compatible Chrome JSON, one per rank
     traces/<stem>-rank<R>.pt.trace.incomplete.json   while the run goes on (valid JSON)
-    perfetto/<stem>-rank<R>.perfetto-trace    Perfetto protobuf, one per rank
+    perfetto/<stem>-rank<R>.perfetto-trace    Perfetto protobuf, one per rank, made after the run
+                                              (`perfetto_export.py`)
     metrics/<stem>-rank<R>.json               Habana metrics dump (JSON array format)
 
 Several ranks (processes) may share one run directory: each merges its own entries into
@@ -207,6 +208,7 @@ def update_manifest(
     *,
     fresh_for_rank: int | None = None,
     remove: Mapping[str, list[str]] | None = None,
+    append: Mapping[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """Merge `fields` into `root/run.json` under a lock and write it atomically.
 
@@ -216,6 +218,7 @@ def update_manifest(
         fresh_for_rank: starting rank: an old manifest that already lists this rank belongs
             to an earlier run in the same directory and is replaced, not merged.
         remove: relative paths to drop from the given file lists (e.g. `incomplete`).
+        append: entries to add at the end of the given lists (e.g. `warnings`), each once.
     """
     root = Path(root)
     with _locked(root):
@@ -225,6 +228,9 @@ def update_manifest(
         merged = _merge(old, fields)
         for key, paths in (remove or {}).items():
             merged[key] = [p for p in merged.get(key, []) if p not in set(paths)]
+        for key, entries in (append or {}).items():
+            kept = list(merged.get(key) or [])
+            merged[key] = kept + [e for e in dict.fromkeys(entries) if e not in kept]
         if merged.get("ranks"):
             merged["world_size"] = max(int(merged.get("world_size") or 1), len(merged["ranks"]))
         if isinstance(merged.get("ends"), dict):

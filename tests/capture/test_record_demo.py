@@ -88,6 +88,10 @@ def test_record_cpu_script_passes_exit_code_and_schedule(tmp_path: Path) -> None
     assert manifest["backend"] == "cpu" and manifest["status"] == "failed: exit code 3"
     assert manifest["end_state"] == "failed" and manifest["ends"]["0"]["exit_code"] == 3
     assert manifest["argv"][1] == "record"
+    # the Perfetto trace, written by `record` once the script had ended (not by its stop)
+    assert manifest["perfetto"] == ["perfetto/train-rank0.perfetto-trace"]
+    assert (out / "perfetto" / "train-rank0.perfetto-trace").stat().st_size > 0
+    assert f"perfetto  {out / 'perfetto' / 'train-rank0.perfetto-trace'}" in done.stdout
 
 
 def test_record_missing_script_is_a_clear_error(tmp_path: Path) -> None:

@@ -4,6 +4,9 @@ The sink is written without locks by the thread that drives the emulated device,
 drained on that thread only: at `prof.step()`, at optimizer steps, at `profile(action)` exits
 and at stop (see `HPUProfiler.poll`). Device times in these traces are modeled
 (`device_time: "modeled"`), host times projected (`timeline: "projected"`) or measured.
+
+`hpusim` (which imports torch) is imported inside the methods: importing the backends costs a
+run on another backend nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from hpuprof.capture import compile_mode
 from hpuprof.capture.backends.base import Backend, BackendContext
 from hpuprof.errors import HpuprofError
 
@@ -83,8 +87,6 @@ class EmulatedBackend(Backend):
 
     def run_metadata(self) -> dict[str, Any]:
         import hpusim
-
-        from hpuprof.capture import compile_mode
 
         meta = dict(hpusim.run_metadata())
         meta.pop("backend", None)
