@@ -1,6 +1,6 @@
-"""Importing capture is light: the profiler and `hpuprof record`'s session import neither
-torch, the emulator nor pandas until a run needs them (the backends import torch when they
-start; the Perfetto export and the summary load the trace after the run)."""
+"""Importing capture is light: the profiler, `hpuprof record`'s session and the emulated cards
+import neither torch, the emulator nor pandas until a run needs them (the backends import torch
+when they start; the Perfetto export and the summary load the trace after the run)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ HEAVY = ("torch", "hpusim", "pandas", "pyarrow", "hpuprof.analysis", "hpuprof.tr
 def test_capture_modules_import_nothing_heavy() -> None:
     code = (
         "import sys\n"
-        "import hpuprof.capture.profiler, hpuprof.capture.record_session\n"
+        "import hpuprof.capture.profiler, hpuprof.capture.record_session, hpuprof.capture.cards\n"
         "import hpuprof.capture.backends\n"
         "from hpuprof import HPUProfiler\n"
         "HPUProfiler('unused-dir', backend='cpu')\n"

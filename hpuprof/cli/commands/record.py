@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
         from hpuprof.capture.record_session import record_command
 
         if cards:
-            from hpuprof.distributed.cards import record_cards
+            from hpuprof.capture.cards import record_cards
 
             return record_cards(
                 cards, list(ctx.args), emulate, mode, device, output, schedule, backend,
