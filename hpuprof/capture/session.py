@@ -13,7 +13,6 @@ hooks and the run writer. Its `phase` is the run's: idle -> live -> stopping -> 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
@@ -25,7 +24,7 @@ from hpuprof._version import __version__
 from hpuprof.capture import backends
 from hpuprof.capture.backends.base import Backend, CaptureOptions
 from hpuprof.capture.dynamo_records import DynamoRecorder, dynamo_counters
-from hpuprof.capture.run_writer import RunWriter
+from hpuprof.capture.run_writer import RunWriter, Shield
 from hpuprof.capture.schedule import RECORDING, Action, action_of
 from hpuprof.capture.windows import WindowPolicy
 from hpuprof.errors import HpuprofError, UsageError
@@ -38,7 +37,6 @@ POLL_INTERVAL_NS = 200_000_000
 """Optimizer-step hooks drain the emulated sink at most this often."""
 
 Phase = Literal["idle", "live", "stopping", "done"]
-Shield = Callable[[], contextlib.AbstractContextManager[None]]
 
 
 class CaptureSession:

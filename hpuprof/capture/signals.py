@@ -202,7 +202,7 @@ def _safely(callback: Callback | None, signum: int, frame: FrameType | None) -> 
         return callback(signum, frame)
     except BaseException as error:  # nothing of ours may escape a handler
         try:
-            name = signal.Signals(signum).name
+            name = signal_name(signum)
             print(
                 f"hpuprof: while saving the run on {name}: {type(error).__name__}: {error}",
                 file=sys.stderr,

@@ -107,7 +107,9 @@ def test_record_emulated_gaudi_script_unchanged(tmp_path: Path) -> None:
     script.write_text(GAUDI_SCRIPT)
     out = tmp_path / "run"
     done = _hpuprof(
-        "record", "--emulate", "-o", str(out), "--", "python", str(script), cwd=tmp_path
+        *("record", "--emulate", "--no-perfetto", "-o", str(out)),
+        *("--", "python", str(script)),
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     trace = read_trace(out / "traces" / "gaudi_train-rank0.pt.trace.json")
@@ -127,6 +129,7 @@ def test_record_emulated_gaudi_script_unchanged(tmp_path: Path) -> None:
     assert manifest["backend"] == "emulated"
     assert manifest["device_profile"] == "gaudi2"
     assert manifest["metrics"] == ["metrics/gaudi_train-rank0.json"]
+    assert manifest["perfetto"] == [] and not list((out / "perfetto").iterdir())  # --no-perfetto
 
 
 @pytest.mark.skipif(not _hpusim_available(), reason="the emulated runtime is not available")
