@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hpuprof._version import __version__
 from hpuprof.errors import HpuprofError, TraceFormatError
-
-__version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from hpuprof.trace.model import Trace

@@ -103,7 +103,7 @@ class ReportSpec:
             returning a small picklable per-rank result; empty: `function` itself.
         merge: `"module:function"` called as `function({rank: partial}, failed)` on the
             client, returning the report dataclass; empty: the per-rank reports stacked with
-            their rank (`hpuprof.distributed.stack:stack_ranks`).
+            their rank (`hpuprof.analysis.stack:stack_ranks`).
         host_timed: the parts of the report that follow measured host times even where their
             unit is no time: a table (its rows are chosen or ordered by them), a
             `"table.column"` (facts are the table `"<report>_summary"`), or a finding's
@@ -128,7 +128,7 @@ class ReportSpec:
     ) -> Callable[..., Any]:
         """The analysis function (or its per-rank `partial` / `merge`), imported on first use."""
         target = getattr(self, which) or (
-            self.function if which == "partial" else "hpuprof.distributed.stack:stack_ranks"
+            self.function if which == "partial" else "hpuprof.analysis.stack:stack_ranks"
         )
         module, _, attr = target.partition(":")
         fn: Callable[..., Any] = getattr(importlib.import_module(module), attr)
@@ -304,7 +304,7 @@ def all_tables() -> dict[str, tuple[ReportSpec, Table]]:
 
 
 def _rank_of(row: Any) -> dict[str, Any]:
-    """{"rank": r} for a row stacked rank by rank (`hpuprof.distributed.stack`), else {}."""
+    """{"rank": r} for a row stacked rank by rank (`hpuprof.analysis.stack`), else {}."""
     return {"rank": row.rank} if hasattr(row, "rank") else {}
 
 

@@ -1,4 +1,11 @@
-"""`hpuprof record` and `hpuprof demo`: enable the emulator if asked, profile, report."""
+"""`hpuprof record` and `hpuprof demo`: enable the emulator if asked, profile, then -- once the
+script has ended, outside the profiler's stop -- write the Perfetto trace and report.
+
+The recorded trace is loaded once after the run, for both the Perfetto trace
+(`perfetto_export.py`) and the summary. While that is written, a SIGINT / SIGTERM / SIGHUP the
+process would die of still ends it, but only after the half-written file is removed
+(`signals.fatal_signals_raise`): the run itself was complete before.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +14,20 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hpuprof.capture.profiler import (
-    DEFAULT_WINDOW_S,
-    HPUProfiler,
-    analysis_summary,
-    format_counts,
-)
+from hpuprof.capture import compile_mode
+from hpuprof.capture.profiler import DEFAULT_WINDOW_S, HPUProfiler
+from hpuprof.capture.run_dir import update_manifest
 from hpuprof.capture.run_end import RunEnd, from_exception, from_exit_code
+from hpuprof.capture.run_summary import load_trace, summary_text
 from hpuprof.capture.runner import ScriptOutcome, run_script, split_command
 from hpuprof.capture.schedule import parse_schedule
+from hpuprof.capture.signals import fatal_signals_raise
 from hpuprof.errors import UsageError
+
+if TYPE_CHECKING:
+    from hpuprof.trace.model import Trace
 
 MODES = ("lazy", "eager", "compile")
 DEVICES = ("gaudi2", "gaudi3")
@@ -43,10 +53,9 @@ def enable_emulator(
         raise UsageError(f"--cards {cards}: must be at least 1")
 
     try:
-        import hpusim
+        import hpusim  # the emulator (and torch): only when a run asks for it
     except ImportError as error:
         raise UsageError(f"the emulated runtime (hpusim) is not installed: {error}") from None
-    from hpuprof.capture import compile_mode
 
     if mode == "compile":  # the eager frontend, and torch.compile calls get hpu_backend
         os.environ["PT_HPU_LAZY_MODE"] = "0"
@@ -57,8 +66,28 @@ def enable_emulator(
         hpusim.enable(mode=mode, device=device, timeline=timeline, compute=compute, cards=cards)
 
 
-def report(prof: HPUProfiler, out: Callable[[str], None] = print, *, summary: bool = True) -> None:
-    """Where the run went, and a one-screen summary (or only the event counts)."""
+def finish_run(
+    prof: HPUProfiler, out: Callable[[str], None] = print, *, summary: bool = True
+) -> None:
+    """After the script (the profiler stopped): the Perfetto trace when `prof.perfetto`, the
+    compile-mode note in `run.json`, and the report -- the trace loaded once for all."""
+    written = prof.end is not None and prof.paths.trace.is_file()
+    trace = load_trace(prof.paths.trace) if written and (summary or prof.perfetto) else None
+    with fatal_signals_raise():
+        if written and prof.perfetto:
+            prof.export_perfetto(trace)
+        _note_compile_backends(prof)
+    report(prof, out, summary=summary, trace=trace)
+
+
+def report(
+    prof: HPUProfiler,
+    out: Callable[[str], None] = print,
+    *,
+    summary: bool = True,
+    trace: Trace | None = None,
+) -> None:
+    """Where the run went, and a one-screen summary of `trace` (or only the event counts)."""
     end = prof.end
     ended = prof.status if end is None else end.state
     if end is not None and end.detail:
@@ -69,8 +98,7 @@ def report(prof: HPUProfiler, out: Callable[[str], None] = print, *, summary: bo
             out(f"  {key:<9} {prof.dirpath / rel}")
     for warning in prof.warnings:
         out(f"  warning: {warning}")
-    text = analysis_summary(prof.paths.trace) if summary and prof.paths.trace.is_file() else None
-    out(text if text is not None else format_counts(prof.event_counts, prof.backend))
+    out(summary_text(trace if summary else None, prof.event_counts, prof.backend))
 
 
 def record_command(
@@ -88,6 +116,7 @@ def record_command(
     window_s: float | None = DEFAULT_WINDOW_S,
     window_steps: int | None = None,
     summary: bool = True,
+    perfetto: bool = True,
 ) -> int:
     """Profile `command` (`python script.py args`); returns the script's exit code."""
     if not command:
@@ -106,6 +135,7 @@ def record_command(
         step_on_optimizer=True,
         window_s=window_s,
         window_steps=window_steps,
+        perfetto=perfetto,
     )
     try:
         prof.start()
@@ -116,8 +146,7 @@ def record_command(
     finally:
         sys.stdout.flush()
     prof.stop(end=script_end(outcome, prof.signal_seen))
-    _note_compile_backends(prof)
-    report(prof, summary=summary)
+    finish_run(prof, summary=summary)
     return outcome.exit_code
 
 
@@ -133,9 +162,6 @@ def script_end(outcome: ScriptOutcome, signal_seen: str | None) -> RunEnd:
 
 def _note_compile_backends(prof: HPUProfiler) -> None:
     """Emulated compile mode: which backends the script asked for were replaced (run.json)."""
-    from hpuprof.capture import compile_mode
-    from hpuprof.capture.run_dir import update_manifest
-
     if compile_mode.is_installed() and compile_mode.replaced:
         replaced = dict(compile_mode.replaced)
         update_manifest(prof.dirpath, {"compile_backends_replaced": replaced})

@@ -5,7 +5,8 @@ Layout (paths in the manifest are relative to the run directory):
     run.json                                  the manifest (this module)
     traces/<stem>-rank<R>.pt.trace.json       Kineto-compatible Chrome JSON, one per rank
     traces/<stem>-rank<R>.pt.trace.incomplete.json   while the run goes on (valid JSON)
-    perfetto/<stem>-rank<R>.perfetto-trace    Perfetto protobuf, one per rank
+    perfetto/<stem>-rank<R>.perfetto-trace    Perfetto protobuf, one per rank, made after the run
+                                              (`perfetto_export.py`)
     metrics/<stem>-rank<R>.json               Habana metrics dump (JSON array format)
 
 Several ranks (processes) may share one run directory: each merges its own entries into
@@ -40,7 +41,8 @@ from typing import Any
 
 import orjson
 
-from hpuprof.capture.run_end import RunEnd, pid_alive, summarize
+from hpuprof._version import __version__
+from hpuprof.capture.run_end import RunEnd, pid_alive, run_end, summarize
 from hpuprof.capture.stream_writer import check_writable_dir
 from hpuprof.errors import HpuprofError
 from hpuprof.trace.atomic_write import write_bytes_atomic
@@ -139,8 +141,6 @@ def read_manifest(root: Path) -> dict[str, Any]:
 def read_run_end(root: Path) -> RunEnd | None:
     """How the run in directory `root` ended, as a reader finds it now; None when `root` has no
     readable `run.json` (not a run directory, or a damaged manifest the loader reports itself)."""
-    from hpuprof.capture.run_end import run_end
-
     if not (Path(root) / MANIFEST).is_file():
         return None
     try:
@@ -153,8 +153,6 @@ def base_manifest(
     *, rank: int, world_size: int, mode: str, device_profile: str, backend: str, device_time: str
 ) -> dict[str, Any]:
     """The fields a rank knows when it starts."""
-    import hpuprof
-
     torch_version = ""
     if "torch" in sys.modules:
         torch_version = str(getattr(sys.modules["torch"], "__version__", ""))
@@ -174,7 +172,7 @@ def base_manifest(
         "ranks": [rank],
         "world_size": world_size,
         "torch_version": torch_version,
-        "hpuprof_version": hpuprof.__version__,
+        "hpuprof_version": __version__,
         "python_version": sys.version.split()[0],
         "mode": mode,
         "device_profile": device_profile,
@@ -210,6 +208,7 @@ def update_manifest(
     *,
     fresh_for_rank: int | None = None,
     remove: Mapping[str, list[str]] | None = None,
+    append: Mapping[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """Merge `fields` into `root/run.json` under a lock and write it atomically.
 
@@ -219,6 +218,7 @@ def update_manifest(
         fresh_for_rank: starting rank: an old manifest that already lists this rank belongs
             to an earlier run in the same directory and is replaced, not merged.
         remove: relative paths to drop from the given file lists (e.g. `incomplete`).
+        append: entries to add at the end of the given lists (e.g. `warnings`), each once.
     """
     root = Path(root)
     with _locked(root):
@@ -228,6 +228,9 @@ def update_manifest(
         merged = _merge(old, fields)
         for key, paths in (remove or {}).items():
             merged[key] = [p for p in merged.get(key, []) if p not in set(paths)]
+        for key, entries in (append or {}).items():
+            kept = list(merged.get(key) or [])
+            merged[key] = kept + [e for e in dict.fromkeys(entries) if e not in kept]
         if merged.get("ranks"):
             merged["world_size"] = max(int(merged.get("world_size") or 1), len(merged["ranks"]))
         if isinstance(merged.get("ends"), dict):

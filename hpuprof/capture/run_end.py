@@ -179,6 +179,14 @@ def from_exit_code(code: int) -> RunEnd:
     return RunEnd("completed", exit_code=0) if code == 0 else RunEnd("failed", exit_code=code)
 
 
+def final_end(end: RunEnd, signal_seen: str | None, time: str) -> RunEnd:
+    """`end` as written at `time`: a run that ended after a signal says so (a script that
+    caught KeyboardInterrupt and shut down cleanly was still stopped by SIGINT)."""
+    if signal_seen is not None and end.state in ("completed", "failed"):
+        end = RunEnd("signal", signal=signal_seen, exit_code=end.exit_code)
+    return dataclasses.replace(end, time=time)
+
+
 def summarize(ends: Mapping[str, RunEnd]) -> RunEnd:
     """The run's ending from its ranks': the most severe one (running while any runs)."""
     if not ends:

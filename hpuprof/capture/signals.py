@@ -34,7 +34,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -73,8 +73,16 @@ class SignalGuard:
     def is_busy(self) -> bool:
         return self._busy > 0
 
-    def install(self, on_fatal: Callback, on_notice: Callback) -> tuple[int, ...]:
-        """Install where the disposition allows (see the module doc); returns the signals.
+    @property
+    def in_flight(self) -> frozenset[int]:
+        """The signals put off and not sent again yet (a timer will, or `uninstall`)."""
+        return frozenset(self._in_flight)
+
+    def install(
+        self, on_fatal: Callback, on_notice: Callback, signals: Iterable[int] = HANDLED
+    ) -> tuple[int, ...]:
+        """Install for `signals` where the disposition allows (see the module doc); returns
+        the signals taken.
 
         Nothing is installed off the main thread (Python allows handlers only there)."""
         if threading.current_thread() is not threading.main_thread() or self._installed:
@@ -82,7 +90,7 @@ class SignalGuard:
         self._on_fatal, self._on_notice = on_fatal, on_notice
         self._pid = os.getpid()
         self._chain = {}
-        for sig in HANDLED:
+        for sig in signals:
             try:
                 previous = signal.getsignal(sig)
                 if previous is None or previous == signal.SIG_IGN:
@@ -178,6 +186,14 @@ class SignalGuard:
         return True
 
 
+def signal_name(signum: int) -> str:
+    """ "SIGTERM" for 15; "signal N" for a number the platform does not name."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 def _safely(callback: Callback | None, signum: int, frame: FrameType | None) -> bool | None:
     """Run our callback; report, never raise, what goes wrong (we are in the user's code)."""
     if callback is None:
@@ -186,7 +202,7 @@ def _safely(callback: Callback | None, signum: int, frame: FrameType | None) -> 
         return callback(signum, frame)
     except BaseException as error:  # nothing of ours may escape a handler
         try:
-            name = signal.Signals(signum).name
+            name = signal_name(signum)
             print(
                 f"hpuprof: while saving the run on {name}: {type(error).__name__}: {error}",
                 file=sys.stderr,
@@ -204,3 +220,47 @@ def _chain(signum: int, previous: Any, frame: FrameType | None) -> None:
     else:  # SIG_DFL: die the way the signal would have killed us
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
+
+
+class FatalSignal(BaseException):
+    """Raised by `fatal_signals_raise` in place of dying at once: `signum` is the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal_name(signum))
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def fatal_signals_raise() -> Iterator[None]:
+    """Inside the block, SIGINT / SIGTERM / SIGHUP that would kill the process outright (their
+    default disposition) raise `FatalSignal` instead, so files the block writes atomically are
+    cleaned up; then the process dies of the signal as it would have. Ignored signals and
+    Python handlers (Python's SIGINT handler raises KeyboardInterrupt itself) are left alone;
+    off the main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_it(signum: int, frame: FrameType | None) -> None:
+        raise FatalSignal(signum)
+
+    taken: dict[int, Any] = {}
+    for sig in HANDLED:
+        with contextlib.suppress(ValueError, OSError):
+            if signal.getsignal(sig) == signal.SIG_DFL:
+                taken[int(sig)] = signal.signal(sig, raise_it)
+    try:
+        yield
+    except FatalSignal as stop:
+        _restore(taken, raise_it)
+        _chain(stop.signum, signal.SIG_DFL, None)
+        raise  # only if the signal did not end the process (it is blocked in this thread)
+    finally:
+        _restore(taken, raise_it)
+
+
+def _restore(taken: dict[int, Any], ours: Any) -> None:
+    for sig, previous in taken.items():
+        with contextlib.suppress(ValueError, OSError):
+            if signal.getsignal(sig) == ours:
+                signal.signal(sig, previous)

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from hpuprof.capture.profiler import HPUProfiler
-from hpuprof.capture.record_session import enable_emulator, report
+from hpuprof.capture.record_session import enable_emulator, finish_run
 
 GUIDE = """
 What the demo planted, and where the analysis shows it:
@@ -39,7 +39,7 @@ def run_demo(output: Path, *, device: str = "gaudi2", mode: str = "lazy") -> int
     )
     for note in notes.skipped:
         print(f"  skipped (not in the runtime yet): {note}")
-    report(prof)
+    finish_run(prof)
     print(GUIDE)
     print(f"\nOpen the dashboard: hpuprof dashboard {output}")
     return 0

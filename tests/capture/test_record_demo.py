@@ -88,6 +88,10 @@ def test_record_cpu_script_passes_exit_code_and_schedule(tmp_path: Path) -> None
     assert manifest["backend"] == "cpu" and manifest["status"] == "failed: exit code 3"
     assert manifest["end_state"] == "failed" and manifest["ends"]["0"]["exit_code"] == 3
     assert manifest["argv"][1] == "record"
+    # the Perfetto trace, written by `record` once the script had ended (not by its stop)
+    assert manifest["perfetto"] == ["perfetto/train-rank0.perfetto-trace"]
+    assert (out / "perfetto" / "train-rank0.perfetto-trace").stat().st_size > 0
+    assert f"perfetto  {out / 'perfetto' / 'train-rank0.perfetto-trace'}" in done.stdout
 
 
 def test_record_missing_script_is_a_clear_error(tmp_path: Path) -> None:
@@ -103,7 +107,9 @@ def test_record_emulated_gaudi_script_unchanged(tmp_path: Path) -> None:
     script.write_text(GAUDI_SCRIPT)
     out = tmp_path / "run"
     done = _hpuprof(
-        "record", "--emulate", "-o", str(out), "--", "python", str(script), cwd=tmp_path
+        *("record", "--emulate", "--no-perfetto", "-o", str(out)),
+        *("--", "python", str(script)),
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     trace = read_trace(out / "traces" / "gaudi_train-rank0.pt.trace.json")
@@ -123,6 +129,7 @@ def test_record_emulated_gaudi_script_unchanged(tmp_path: Path) -> None:
     assert manifest["backend"] == "emulated"
     assert manifest["device_profile"] == "gaudi2"
     assert manifest["metrics"] == ["metrics/gaudi_train-rank0.json"]
+    assert manifest["perfetto"] == [] and not list((out / "perfetto").iterdir())  # --no-perfetto
 
 
 @pytest.mark.skipif(not _hpusim_available(), reason="the emulated runtime is not available")

@@ -126,7 +126,7 @@ def test_nothing_process_wide_left_changed(tmp_path: Path) -> None:
         torch.mm(x, x)
     before = _process_state()
     with HPUProfiler(tmp_path / "a", backend="cpu", window_s=0.5) as prof:
-        assert prof._signals.installed  # took them while recording
+        assert set(prof.hooks.signals_taken) == {int(s) for s in HANDLED}  # while recording
         torch.mm(x, x)
     assert _process_state() == before
     with pytest.raises(ZeroDivisionError), HPUProfiler(tmp_path / "b", backend="cpu"):
@@ -151,10 +151,19 @@ def test_ignored_signals_are_not_taken(tmp_path: Path) -> None:
     old = signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         with HPUProfiler(tmp_path, backend="cpu") as prof:
-            assert signal.SIGTERM not in prof._signals.installed
+            assert signal.SIGTERM not in prof.hooks.signals_taken
+            assert signal.SIGINT in prof.hooks.signals_taken  # the others are taken
             assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+def _never(signum: int, frame: object) -> bool:
+    raise AssertionError(f"SIGUSR1 has a Python handler: {signum} is not fatal here")
+
+
+def _nothing(signum: int, frame: object) -> None:
+    return None
 
 
 class Interrupted(Exception):
@@ -174,9 +183,7 @@ def test_a_signal_during_a_tick_reaches_the_users_code() -> None:
     old = signal.signal(signal.SIGUSR1, handler)
     guard = SignalGuard()
     try:
-        guard._chain = {int(signal.SIGUSR1): handler}
-        guard._installed = {int(signal.SIGUSR1): handler}
-        signal.signal(signal.SIGUSR1, guard._handle)
+        assert guard.install(_never, _nothing, signals=(signal.SIGUSR1,)) == (signal.SIGUSR1,)
 
         def tick() -> None:
             signal.raise_signal(signal.SIGUSR1)
@@ -206,10 +213,7 @@ def _guarding_usr1(
     old = signal.signal(signal.SIGUSR1, lambda s, f: handled.append(s))
     guard = SignalGuard()
     try:
-        guard._chain = {int(signal.SIGUSR1): signal.getsignal(signal.SIGUSR1)}
-        guard._installed = dict(guard._chain)
-        guard._on_notice = on_notice
-        signal.signal(signal.SIGUSR1, guard._handle)
+        assert guard.install(_never, on_notice, signals=(signal.SIGUSR1,)) == (signal.SIGUSR1,)
         yield guard, handled
     finally:
         guard.uninstall()
@@ -242,7 +246,7 @@ def test_a_signal_put_off_when_the_profiler_lets_go_is_handled_then(
     monkeypatch.setattr("hpuprof.capture.signals.RETRY_S", 0.3)
     with _guarding_usr1(lambda s, f: f is None) as (guard, handled):  # unsafe in any frame
         signal.raise_signal(signal.SIGUSR1)
-        assert handled == [] and guard._in_flight == {signal.SIGUSR1}
+        assert handled == [] and guard.in_flight == {signal.SIGUSR1}
         with guard.busy():  # the profiler's final write lets go of the signals
             guard.uninstall()
             assert handled == []  # not inside the write

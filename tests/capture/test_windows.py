@@ -15,6 +15,8 @@ import pytest
 from hpuprof.capture.profiler import HPUProfiler
 from hpuprof.capture.run_dir import read_manifest
 from hpuprof.capture.run_end import run_end
+from hpuprof.capture.windows import WindowPolicy
+from hpuprof.errors import UsageError
 
 from .helpers import REPO, child_env, names, read_trace, try_load
 
@@ -34,16 +36,26 @@ def _ops(events: list[dict[str, object]]) -> int:
 def test_first_windows_are_short_then_window_s(tmp_path: Path) -> None:
     """A run killed a few seconds in loses little: 1, 2, 4, 8 s, then `window_s` each."""
     prof = HPUProfiler(tmp_path, backend="cpu", window_s=10.0)
-    lengths = []
-    for done in range(7):
-        prof.windows = done
-        lengths.append(prof._window_ns())
+    policy = prof.session.policy
+    lengths = [policy.length_ns(done) for done in range(7)]
     assert lengths == [int(s * 1e9) for s in (1, 2, 4, 8, 10, 10, 10)]
-    prof.windows = 10_000  # no overflow however long the run
-    assert prof._window_ns() == int(10e9)
-    short = HPUProfiler(tmp_path, backend="cpu", window_s=0.5)
-    assert short._window_ns() == int(0.5e9)
-    assert HPUProfiler(tmp_path, backend="cpu", window_s=None)._window_ns() is None
+    assert policy.length_ns(10_000) == int(10e9)  # no overflow however long the run
+    assert WindowPolicy(0.5).length_ns(0) == int(0.5e9)
+    assert WindowPolicy(None).length_ns(0) is None
+    assert HPUProfiler(tmp_path, backend="cpu", window_s=None).session.policy.seconds is None
+
+
+def test_when_a_window_is_due() -> None:
+    by_time, by_steps = WindowPolicy(10.0), WindowPolicy(None, steps=3)
+    assert not by_time.due(0, steps_in_window=99, ns_in_window=999_999_999)
+    assert by_time.due(0, steps_in_window=0, ns_in_window=1_000_000_000)
+    assert not by_time.due(2, steps_in_window=0, ns_in_window=3_999_999_999)  # 3rd: 4 s
+    assert not by_steps.due(5, steps_in_window=2, ns_in_window=10**15)
+    assert by_steps.due(0, steps_in_window=3, ns_in_window=0)
+    assert by_time.quiet_too_long(1, 2_000_000_000) and not by_steps.quiet_too_long(0, 10**15)
+    for bad in ({"seconds": 0}, {"seconds": -1.0}, {"steps": 0}):
+        with pytest.raises(UsageError):
+            WindowPolicy(**bad)  # type: ignore[arg-type]
 
 
 def test_step_windows_stream_every_n_steps(tmp_path: Path) -> None:
@@ -99,7 +111,7 @@ def test_timer_windows_without_steps(tmp_path: Path) -> None:
     """No step, no optimizer: the ticker borrows the main thread between two bytecodes."""
     x = torch.ones(8, 8)
     with HPUProfiler(tmp_path, backend="cpu", window_s=0.2) as prof:
-        ticker = prof._ticker
+        ticker = prof.hooks.ticker
         assert ticker is not None
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and prof.windows < 2:

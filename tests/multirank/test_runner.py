@@ -20,8 +20,8 @@ import hpuprof
 from hpuprof.analysis import parse_reports
 from hpuprof.analysis.distributed import analyze_distributed
 from hpuprof.analysis.report import as_plain
+from hpuprof.cli.commands.analyze_ranks import rank_files
 from hpuprof.cli.main import main
-from hpuprof.distributed.cli import rank_files
 from hpuprof.distributed.runner import analyze_files
 from tests.conftest import SAMPLE_TRACES
 from tests.multirank.ranks import write_memory_bomb, write_run

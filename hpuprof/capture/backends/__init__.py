@@ -11,9 +11,20 @@ import importlib.util
 import sys
 
 from hpuprof.capture.backends.base import Backend, BackendContext, CaptureOptions
+from hpuprof.capture.backends.cpu import CpuBackend
+from hpuprof.capture.backends.cuda import CudaBackend
+from hpuprof.capture.backends.emulated import EmulatedBackend
+from hpuprof.capture.backends.gaudi import GaudiBackend
 from hpuprof.errors import UsageError
 
-BACKEND_NAMES = ("emulated", "gaudi", "cuda", "cpu")
+BACKENDS: dict[str, type[Backend]] = {
+    "emulated": EmulatedBackend,
+    "gaudi": GaudiBackend,
+    "cuda": CudaBackend,
+    "cpu": CpuBackend,
+}
+"""Every backend by name (their modules import torch or the emulator only once started)."""
+BACKEND_NAMES = tuple(BACKENDS)
 
 __all__ = ["BACKEND_NAMES", "Backend", "BackendContext", "CaptureOptions", "choose", "create"]
 
@@ -39,7 +50,7 @@ def choose() -> str:
     if _real_habana_importable():
         return "gaudi"
     if "torch" in sys.modules or importlib.util.find_spec("torch") is not None:
-        import torch
+        import torch  # seconds: only when no other backend was chosen
 
         if torch.cuda.is_available():
             return "cuda"
@@ -49,20 +60,7 @@ def choose() -> str:
 def create(name: str | None) -> Backend:
     """A new backend by name (None or "auto": `choose()`)."""
     name = choose() if name in (None, "auto") else name
-    if name == "emulated":
-        from hpuprof.capture.backends.emulated import EmulatedBackend
-
-        return EmulatedBackend()
-    if name == "gaudi":
-        from hpuprof.capture.backends.gaudi import GaudiBackend
-
-        return GaudiBackend()
-    if name == "cuda":
-        from hpuprof.capture.backends.cuda import CudaBackend
-
-        return CudaBackend()
-    if name == "cpu":
-        from hpuprof.capture.backends.cpu import CpuBackend
-
-        return CpuBackend()
+    backend = BACKENDS.get(name or "")
+    if backend is not None:
+        return backend()
     raise UsageError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")

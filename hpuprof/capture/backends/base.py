@@ -31,12 +31,21 @@ class CaptureOptions:
 
 
 class BackendContext(Protocol):
-    """The profiler side a backend talks to."""
+    """The capture session a backend talks to (`hpuprof.capture.session.CaptureSession`)."""
 
-    base_ns: int  # epoch ns that is ts 0 in the Chrome JSON we write
-    pid: int
-    options: CaptureOptions
-    scratch_dir: Path  # for temporary exports
+    @property
+    def base_ns(self) -> int:
+        """Epoch ns that is ts 0 in the Chrome JSON we write."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def options(self) -> CaptureOptions: ...
+
+    @property
+    def scratch_dir(self) -> Path:
+        """A folder for temporary exports (removed at the end of the run)."""
 
     def emit(self, events: list[dict[str, Any]]) -> None:
         """Stream a chunk of Chrome-trace event dicts (ts relative to base_ns) to disk."""
@@ -48,7 +57,7 @@ class BackendContext(Protocol):
         """Top-level trace keys learnt on the way (deviceProperties, ...), written at close."""
 
     def window_ready(self) -> None:
-        """A schedule window closed and was emitted (the profiler calls on_trace_ready)."""
+        """A schedule window closed and was emitted (on_trace_ready is called)."""
 
 
 class Backend(abc.ABC):

@@ -2,8 +2,11 @@
 
 The sink is written without locks by the thread that drives the emulated device, so it is
 drained on that thread only: at `prof.step()`, at optimizer steps, at `profile(action)` exits
-and at stop (see `HPUProfiler.poll`). Device times in these traces are modeled
+and at stop (see `CaptureSession.poll`). Device times in these traces are modeled
 (`device_time: "modeled"`), host times projected (`timeline: "projected"`) or measured.
+
+`hpusim` (which imports torch) is imported inside the methods: importing the backends costs a
+run on another backend nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from hpuprof.capture import compile_mode
 from hpuprof.capture.backends.base import Backend, BackendContext
 from hpuprof.errors import HpuprofError
 
@@ -27,7 +31,7 @@ class EmulatedBackend(Backend):
         self._compile_ids: set[str] = set()
 
     def start(self, ctx: BackendContext) -> None:
-        from hpusim.chrome_events import metadata_events
+        from hpusim.chrome_events import metadata_events  # hpusim: torch (see module doc)
         from hpusim.sink import get_sink
 
         self._ctx = ctx
@@ -45,14 +49,14 @@ class EmulatedBackend(Backend):
     def poll(self) -> None:
         if self._sink is None or self._ctx is None or not len(self._sink):
             return
-        import hpusim
+        import hpusim  # torch: only on this backend (module doc)
 
         with hpusim.host_overhead():  # the profiler's own work is not the script's host time
             self._poll()
 
     def _poll(self) -> None:
         assert self._sink is not None and self._ctx is not None
-        from hpusim.chrome_events import to_chrome_events
+        from hpusim.chrome_events import to_chrome_events  # as above
 
         batch = self._sink.drain()
         if len(batch):
@@ -82,9 +86,7 @@ class EmulatedBackend(Backend):
             self._sink.recording = False
 
     def run_metadata(self) -> dict[str, Any]:
-        import hpusim
-
-        from hpuprof.capture import compile_mode
+        import hpusim  # torch: only on this backend (module doc)
 
         meta = dict(hpusim.run_metadata())
         meta.pop("backend", None)
@@ -93,13 +95,13 @@ class EmulatedBackend(Backend):
         return meta
 
     def project_epoch_ns(self, epoch_ns: int, end: bool = False) -> int:
-        import hpusim
+        import hpusim  # torch: only on this backend (module doc)
 
         projected: int = hpusim.project_epoch_ns(epoch_ns, end=end)
         return projected
 
     def metrics(self) -> list[dict[str, Any]] | None:
-        import hpusim
+        import hpusim  # torch: only on this backend (module doc)
 
         snap: Any = hpusim.metrics_snapshot()
         if isinstance(snap, list):

@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
         from hpuprof.cli.commands._report_io import run_analyze
 
         if workers or scheduler:
-            from hpuprof.distributed.cli import analyze_by_rank
+            from hpuprof.cli.commands.analyze_ranks import analyze_by_rank
 
             return analyze_by_rank(
                 paths, report, fmt, output, (rank, steps, name), drop_last_step, color,

@@ -5,6 +5,10 @@ Formats (`hpuprof.trace.formats`): `.json`, `.json.gz`, `.gz` (Kineto/Chrome tra
 `.parquet` (our columnar file). IN may also be a directory of rank traces. OUT may be a directory (an existing one, or a
 path ending in `/`): one Chrome-trace `rank-<R>.json.gz` per rank, the only way to write a
 multi-rank trace as Chrome JSON.
+
+`hpuprof convert RUN_DIR` (no OUT) writes the Perfetto trace of every finished rank of a run
+directory into its `perfetto/` folder and lists them in its `run.json`
+(`hpuprof.capture.perfetto_export`): what `hpuprof record` does after the script, on demand.
 """
 
 from __future__ import annotations
@@ -61,6 +65,23 @@ def _write(trace: Trace, target: str, written_as: TraceFormat | None) -> list[Pa
         return written_as.write(trace, Path(target), update)
 
 
+def run_perfetto_of_run(source: Path) -> int:
+    """`hpuprof convert RUN_DIR`: the Perfetto trace of each finished rank; 1 if one failed."""
+    from hpuprof.capture.perfetto_export import export_run
+
+    if not source.is_dir():
+        raise UsageError(f"{source}: give an output file (or dir/) to convert a trace file")
+    done = export_run(source)
+    for item in done:
+        if item.perfetto is None:
+            print(f"hpuprof: {item.trace}: {item.warning}", file=sys.stderr)
+        else:
+            print(f"wrote {source / item.perfetto}")
+    if not done:
+        print(f"{source}: no finished rank to convert", file=sys.stderr)
+    return 1 if not done or any(item.perfetto is None for item in done) else 0
+
+
 def run_convert(source: Path, target: str) -> int:
     """Load `source`, write it to `target` in the format its extension names.
 
@@ -103,10 +124,15 @@ def register(app: typer.Typer) -> None:
     @app.command(
         "convert",
         help="Convert a trace: .json, .json.gz, .gz, .perfetto-trace/.pftrace, .parquet (by "
-        "extension); OUT may be a directory for one Chrome-trace file per rank.",
+        "extension); OUT may be a directory for one Chrome-trace file per rank. Without OUT, "
+        "a run directory gets the Perfetto trace of each finished rank.",
     )
     def convert(
         source: Path = typer.Argument(..., help="Input trace file or directory of rank traces."),
-        target: str = typer.Argument(..., help="Output file (format by extension) or dir/."),
+        target: str | None = typer.Argument(
+            None, help="Output file (format by extension) or dir/; none: a run's Perfetto traces."
+        ),
     ) -> int:
+        if target is None:
+            return run_perfetto_of_run(source)
         return run_convert(source, target)

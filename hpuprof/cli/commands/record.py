@@ -10,7 +10,8 @@ HELP = """Run a script unchanged under HPUProfiler and write a run directory.
 
 The script runs in this process (like `python script.py args`); its exit code is passed
 through. With --emulate, the emulated Gaudi runtime serves `habana_frameworks` and `hpu`
-tensors. Steps advance at every optimizer.step(), which drives --schedule.
+tensors. Steps advance at every optimizer.step(), which drives --schedule. Once the script
+has ended, the Perfetto trace is written from the recorded one (--no-perfetto: not).
 """
 
 
@@ -59,11 +60,17 @@ def register(app: typer.Typer) -> None:
         summary: bool = typer.Option(
             True, "--summary/--no-summary", help="Analyse the run and print a summary at the end."
         ),
+        perfetto: bool = typer.Option(
+            True,
+            "--perfetto/--no-perfetto",
+            help="Write the Perfetto trace once the script has ended (later: hpuprof convert "
+            "RUN_DIR).",
+        ),
     ) -> int:
         from hpuprof.capture.record_session import record_command
 
         if cards:
-            from hpuprof.distributed.cards import record_cards
+            from hpuprof.capture.cards import record_cards
 
             return record_cards(
                 cards, list(ctx.args), emulate, mode, device, output, schedule, backend,
@@ -72,6 +79,7 @@ def register(app: typer.Typer) -> None:
                     "--timeline", timeline, "--window-s", str(window_s),
                     "--window-steps", str(window_steps),
                     "--summary" if summary else "--no-summary",
+                    "--perfetto" if perfetto else "--no-perfetto",
                 ],
             )  # fmt: skip
 
@@ -89,4 +97,5 @@ def register(app: typer.Typer) -> None:
             window_s=window_s or None,
             window_steps=window_steps or None,
             summary=summary,
+            perfetto=perfetto,
         )

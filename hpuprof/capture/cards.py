@@ -19,7 +19,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hpuprof.errors import UsageError
+from hpuprof.capture.profiler import default_run_dir
+from hpuprof.capture.runner import split_command
+from hpuprof.errors import HpuprofError, UsageError
 
 GRACE_S = 10.0
 """How long the other cards get to exit after one failed, before they are killed."""
@@ -112,9 +114,6 @@ def record_cards(
 ) -> int:
     """`hpuprof record --cards N`: check the options, launch the cards, summarize the run.
     `card_options`: further `hpuprof record` options every card gets as they are."""
-    from hpuprof.capture.profiler import default_run_dir
-    from hpuprof.capture.runner import split_command
-
     if not (emulate or backend == "emulated"):
         raise UsageError("--cards starts emulated cards: add --emulate")
     if not command:
@@ -135,12 +134,12 @@ def record_cards(
 
 def _summary(out: Path) -> None:
     """The distributed findings of the run, rank by rank in this process."""
-    from hpuprof.distributed.cli import rank_files
+    # the loaders and analyses (pandas): only once the cards are done
     from hpuprof.distributed.runner import analyze_files
-    from hpuprof.errors import HpuprofError
+    from hpuprof.trace.load import directory_trace_files
 
     try:
-        report, _ = analyze_files(rank_files(out), ["distributed"], workers=1)
+        report, _ = analyze_files(directory_trace_files(out), ["distributed"], workers=1)
     except HpuprofError as error:
         print(f"hpuprof: no distributed summary: {error}", file=sys.stderr)
         return

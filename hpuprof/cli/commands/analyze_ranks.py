@@ -1,4 +1,8 @@
-"""`hpuprof analyze PATH --workers N | --scheduler ADDRESS`: the rank-by-rank run of the CLI."""
+"""`hpuprof analyze PATH --workers N | --scheduler ADDRESS`: the rank-by-rank run of the CLI.
+
+The work itself runs in `hpuprof.distributed.runner` (in this process or as Dask tasks); this
+module finds the rank files, shows the progress and renders the merged report.
+"""
 
 from __future__ import annotations
 
