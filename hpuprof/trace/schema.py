@@ -12,6 +12,7 @@ integer epoch microseconds), otherwise the source's own zero. Sizes are bytes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final, Literal
 
 SCHEMA_VERSION: Final = 2
@@ -119,9 +120,13 @@ DEVICE_KINDS: Final = frozenset({"kernel", "memcpy", "memset", "device_op", "dev
 
 EngineKind = Literal["", "MME", "TPC", "DMA", "NIC", "ROTATOR", "ARC", "GPU", "OTHER"]
 """Device engine class. Gaudi lanes map by thread name; CUDA/ROCm/MTIA streams are 'GPU'."""
+ENGINE_KINDS: Final[tuple[str, ...]] = EngineKind.__args__  # type: ignore[attr-defined]
+"""EngineKind in order: the emulator's lanes ("", MME, TPC, DMA, NIC) are its first five."""
 
 ExecutionMode = Literal["", "lazy", "eager", "compile"]
+EXECUTION_MODES: Final[tuple[str, ...]] = ExecutionMode.__args__  # type: ignore[attr-defined]
 Phase = Literal["", "fwd", "bwd", "optimizer", "other"]
+PHASES: Final[tuple[str, ...]] = Phase.__args__  # type: ignore[attr-defined]
 
 HpuEvent = Literal[
     "",
@@ -140,6 +145,7 @@ HpuEvent = Literal[
     "step",  # our step marker (a training / inference step)
 ]
 HPU_EVENTS: Final[tuple[str, ...]] = HpuEvent.__args__  # type: ignore[attr-defined]
+"""HpuEvent in order (the emulator's sink stores the index)."""
 
 FlushReason = Literal[
     "",
@@ -153,6 +159,37 @@ FlushReason = Literal[
     "synchronize",
     "step marker",
 ]
+FLUSH_REASONS: Final[tuple[str, ...]] = FlushReason.__args__  # type: ignore[attr-defined]
+"""The lazy flush reasons the analyses know by name (the bridge's words). The vocabulary is
+open: the emulator also writes the bridge's other reasons verbatim (`H2D copy`, `collective`,
+`HPUGraph::replay`, ...), and the column keeps any text."""
+
+CauseKind = Literal[
+    "",
+    "new_graph",  # a graph (or frame) never compiled before
+    "shape",  # an input's shape changed
+    "stride",
+    "dtype",
+    "scalar",  # a scalar argument baked into the graph changed
+    "storage_offset",
+    "structure",  # same structure, different graph key
+    "guard",  # a dynamo guard failed (its text says which)
+    "graph_break",  # dynamo split the frame
+]
+CAUSE_KINDS: Final[tuple[str, ...]] = CauseKind.__args__  # type: ignore[attr-defined]
+"""`kind` of an `hpuprof.cause` object: the `cause_kind` column."""
+
+CacheResult = Literal["", "hit", "miss"]
+CACHE_RESULTS: Final[tuple[str, ...]] = CacheResult.__args__  # type: ignore[attr-defined]
+CastSource = Literal["", "autocast", "hmp"]
+CAST_SOURCES: Final[tuple[str, ...]] = CastSource.__args__  # type: ignore[attr-defined]
+
+HPUPROF_CATEGORY: Final = "hpuprof"
+"""The `cat` of hpuprof's runtime events (compile, launch, sync, ...) and counters."""
+STEP_MARKER_PREFIX: Final = "Step#"
+"""Name prefix of our own step slices (`hpuprof.event` "step"), `Step#N`."""
+COUNTERS: Final = ("hpu.recipe_cache_size", "hpu.memory_in_use_bytes")
+"""The counter tracks (`ph: C`) the emulator writes."""
 
 # --- source categories, every era ------------------------------------------------------------
 
@@ -184,7 +221,7 @@ KINETO_CATEGORY_KIND: Final[dict[str, str]] = {
     "collective_comm": "collective",
     "cpu_instant_event": "instant",
     "Trace": "span",
-    "hpuprof": "hpu_runtime",
+    HPUPROF_CATEGORY: "hpu_runtime",
 }
 """Source `cat` to EventKind. `hpu_op` is lane-dependent (device lane -> device_op, host ->
 runtime) and resolved by the loader, as are categories not listed here ("other")."""
@@ -211,21 +248,336 @@ GAUDI_ENGINE_PREFIXES: Final[tuple[tuple[str, str], ...]] = (
 
 STEP_ANNOTATION_PREFIX: Final = "ProfilerStep#"
 
-# --- our own keys inside Chrome-trace args and metadata ---------------------------------------
+# --- our own keys inside Chrome-trace args: the contract between writers and the loader ---
 
 ARG_PREFIX: Final = "hpuprof."
 """Our keys inside an event's args are namespaced so other tools ignore them gracefully."""
 
-ARG_KEYS: Final[dict[str, str]] = {
-    "mode": "hpuprof.mode",
-    "module": "hpuprof.module",
-    "phase": "hpuprof.phase",
-    "graph_id": "hpuprof.graph_id",
-    "hpu_event": "hpuprof.event",
-    "flush_reason": "hpuprof.flush_reason",
-    "fallback": "hpuprof.fallback",
+ArgType = Literal["text", "int", "float", "flag", "json"]
+"""How a key's value loads: text (a category, "" absent), int (int64, NO_ID absent), float
+(float64, NaN absent), flag (bool, False absent), json (an object kept as compact JSON text)."""
+
+ARG_DTYPES: Final[dict[str, str]] = {
+    "text": "category",
+    "json": "category",
+    "int": "int64",
+    "float": "float64",
+    "flag": "bool",
 }
-"""Event column -> args key written by hpuprof's writers and read back by the loader."""
+"""The events column dtype of each `ArgType`."""
+
+
+@dataclass(frozen=True)
+class ArgKey:
+    """One key hpuprof writes inside an event's args, and the events column it loads into.
+
+    Writers (the emulator, capture) write `key`; the loader turns it into `column`; analyses
+    read only the column. docs/trace-keys.md lists these (a test checks it does).
+
+    Args:
+        key: the args key as written, `hpuprof.` + a name.
+        column: the events column the loader fills from it.
+        type: how the value loads (`ArgType`).
+        unit: the column's unit ("ns", "bytes", "count", "FLOP"; "" for none).
+        on: which events carry it.
+        meaning: what the value says.
+        scale: the column holds the written value times this (1000: written in µs, held in ns).
+    """
+
+    key: str
+    column: str
+    type: ArgType
+    unit: str
+    on: str
+    meaning: str
+    scale: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.key.startswith(ARG_PREFIX):
+            raise ValueError(f"{self.key!r}: hpuprof's args keys start with {ARG_PREFIX!r}")
+
+    @property
+    def dtype(self) -> str:
+        """The events column dtype (`ARG_DTYPES`)."""
+        return ARG_DTYPES[self.type]
+
+
+ARG_EVENT: Final = ArgKey(
+    "hpuprof.event",
+    "hpu_event",
+    "text",
+    "",
+    "emulated host ops and every hpuprof runtime event",
+    "`HpuEvent`: op, graph_build, compile, launch, fallback, sync, mark_step, graph_capture, "
+    "graph_replay, cast, dynamo_compile, graph_break, step",
+)
+ARG_MODE: Final = ArgKey(
+    "hpuprof.mode",
+    "mode",
+    "text",
+    "",
+    "emulated host ops, runtime events",
+    "`ExecutionMode`: lazy, eager, compile",
+)
+ARG_MODULE: Final = ArgKey(
+    "hpuprof.module",
+    "module",
+    "text",
+    "",
+    "emulated host ops, runtime events",
+    "nn.Module path, e.g. `encoder.layers.0.self_attn`",
+)
+ARG_PHASE: Final = ArgKey(
+    "hpuprof.phase",
+    "phase",
+    "text",
+    "",
+    "emulated host ops, runtime events",
+    "`Phase`: fwd, bwd, optimizer, other",
+)
+ARG_GRAPH_ID: Final = ArgKey(
+    "hpuprof.graph_id",
+    "graph_id",
+    "text",
+    "",
+    "emulated host, runtime and device events",
+    "recipe / graph / HPU-graph id (real Gaudi traces: their `recipeId`)",
+)
+ARG_FLUSH_REASON: Final = ArgKey(
+    "hpuprof.flush_reason",
+    "flush_reason",
+    "text",
+    "",
+    "graph_build (flush) events",
+    "lazy flush reason in the bridge's words (`FLUSH_REASONS`: `mark_step`, `local scalar`, "
+    "`d2h_maybe_eval`, `cpu fallback`, `non zero`, `unique`, `op count limit`, `synchronize`, ...)",
+)
+ARG_FALLBACK: Final = ArgKey(
+    "hpuprof.fallback", "fallback", "flag", "", "fallback events", "true when the op ran on CPU"
+)
+ARG_CAUSE: Final = ArgKey(
+    "hpuprof.cause",
+    "cause",
+    "json",
+    "",
+    "compile, dynamo_compile, graph_break, graph_capture events",
+    'why it compiled: `{"kind": CauseKind, "input", "op_index", "op", "from", '
+    '"to", "text"}` (a bare text is a guard failure); its kind is also the `cause_kind` '
+    "column",
+)
+ARG_CALL_SITE: Final = ArgKey(
+    "hpuprof.call_site",
+    "call_site",
+    "text",
+    "",
+    "compile, sync, dynamo_compile events",
+    "`file.py:123` of the user frame that triggered it",
+)
+ARG_FLOPS: Final = ArgKey(
+    "hpuprof.flops",
+    "flops",
+    "float",
+    "FLOP",
+    "emulated device ops",
+    "modeled floating-point operations (host matmul/conv ops get torch.profiler's `flops`, "
+    "else theirs from shapes, in the same column)",
+)
+ARG_BYTES: Final = ArgKey(
+    "hpuprof.bytes", "bytes_moved", "int", "bytes", "emulated device ops", "modeled bytes moved"
+)
+ARG_MODELED: Final = ArgKey(
+    "hpuprof.modeled",
+    "modeled",
+    "flag",
+    "",
+    "emulated device events (bridge-shaped traces: API calls too)",
+    "true when the duration is modeled by the device model, not measured",
+)
+ARG_MEASURED_US: Final = ArgKey(
+    "hpuprof.measured_us",
+    "measured_dur_ns",
+    "int",
+    "ns",
+    "emulated host ops of a projected timeline",
+    "the op's own measured duration on the emulating CPU (written in µs)",
+    scale=1000,
+)
+ARG_OP: Final = ArgKey(
+    "hpuprof.op",
+    "aten_op",
+    "text",
+    "",
+    "fallback, cast events",
+    "the ATen op, e.g. `aten::digamma`",
+)
+ARG_SYNC_REASON: Final = ArgKey(
+    "hpuprof.sync_reason",
+    "sync_reason",
+    "text",
+    "",
+    "sync, fallback events",
+    "why the host waited: `local scalar`, `d2h_maybe_eval`, `synchronize`, `cpu fallback`, ...",
+)
+ARG_MODELED_WAIT_NS: Final = ArgKey(
+    "hpuprof.modeled_wait_ns",
+    "modeled_wait_ns",
+    "int",
+    "ns",
+    "sync, fallback events, emulated collectives",
+    "modeled time the host (or a collective) waited for the device",
+)
+ARG_GRAPH_OPS: Final = ArgKey(
+    "hpuprof.graph_ops",
+    "graph_ops",
+    "int",
+    "count",
+    "graph_build, compile, launch, graph_capture, graph_replay, dynamo_compile events",
+    "number of ops in the graph",
+)
+ARG_CACHE: Final = ArgKey(
+    "hpuprof.cache",
+    "recipe_cache",
+    "text",
+    "",
+    "compile, launch events",
+    "`CacheResult`: hit or miss",
+)
+ARG_EAGER: Final = ArgKey(
+    "hpuprof.eager",
+    "eager_compile",
+    "flag",
+    "",
+    "compile events",
+    "true for an eager-mode op's compile",
+)
+ARG_DTYPE_FROM: Final = ArgKey(
+    "hpuprof.dtype_from", "dtype_from", "text", "", "cast events", "the dtype cast from (`float32`)"
+)
+ARG_DTYPE_TO: Final = ArgKey(
+    "hpuprof.dtype_to", "dtype_to", "text", "", "cast events", "the dtype cast to (`bfloat16`)"
+)
+ARG_POLICY: Final = ArgKey(
+    "hpuprof.policy",
+    "cast_policy",
+    "text",
+    "",
+    "cast events",
+    "`lower_precision_fp`, `lower_first_arg`, `fp32`, `promote`, `cpu_mirror` (autocast) or "
+    "`bf16_list`, `fp32_list`, `widest_input`, `inplace_first_input`, `O2_fp32` (HMP)",
+)
+ARG_SOURCE: Final = ArgKey(
+    "hpuprof.source", "cast_source", "text", "", "cast events", "`CastSource`: autocast or hmp"
+)
+ARG_RULE: Final = ArgKey(
+    "hpuprof.rule",
+    "dtype_rule",
+    "text",
+    "",
+    "cast events of the device's dtype rules",
+    "the rule, e.g. `fp64_as_fp32`",
+)
+ARG_COMPUTED_AS: Final = ArgKey(
+    "hpuprof.computed_as",
+    "computed_as",
+    "text",
+    "",
+    "cast events of the device's dtype rules",
+    "the dtype the device computes in",
+)
+ARG_COMPILE_ID: Final = ArgKey(
+    "hpuprof.compile_id",
+    "compile_id",
+    "text",
+    "",
+    "dynamo_compile events",
+    "dynamo's compile id (`0/1`)",
+)
+ARG_FRAME: Final = ArgKey(
+    "hpuprof.frame", "compiled_frame", "text", "", "dynamo_compile events", "the compiled frame"
+)
+ARG_DYNAMIC: Final = ArgKey(
+    "hpuprof.dynamic",
+    "dynamic_shapes",
+    "flag",
+    "",
+    "dynamo_compile events",
+    "true when the compiled graph has symbolic sizes",
+)
+ARG_SUBGRAPHS: Final = ArgKey(
+    "hpuprof.subgraphs",
+    "subgraphs",
+    "int",
+    "count",
+    "graph_capture events",
+    "sub-graphs split by flushes inside the capture",
+)
+ARG_DRY_RUN: Final = ArgKey(
+    "hpuprof.dry_run", "dry_run", "flag", "", "graph_capture events", "true for a dry-run capture"
+)
+ARG_STEP: Final = ArgKey(
+    "hpuprof.step", "step_marker", "int", "count", "step events", "the number of our step marker"
+)
+ARG_MARK_STEP: Final = ArgKey(
+    "hpuprof.mark_step",
+    "mark_steps",
+    "int",
+    "count",
+    "mark_step events",
+    "how many mark_step calls the run has made so far",
+)
+
+ARGS: Final[tuple[ArgKey, ...]] = (
+    ARG_EVENT,
+    ARG_MODE,
+    ARG_MODULE,
+    ARG_PHASE,
+    ARG_GRAPH_ID,
+    ARG_FLUSH_REASON,
+    ARG_FALLBACK,
+    ARG_CAUSE,
+    ARG_CALL_SITE,
+    ARG_FLOPS,
+    ARG_BYTES,
+    ARG_MODELED,
+    ARG_MEASURED_US,
+    ARG_OP,
+    ARG_SYNC_REASON,
+    ARG_MODELED_WAIT_NS,
+    ARG_GRAPH_OPS,
+    ARG_CACHE,
+    ARG_EAGER,
+    ARG_DTYPE_FROM,
+    ARG_DTYPE_TO,
+    ARG_POLICY,
+    ARG_SOURCE,
+    ARG_RULE,
+    ARG_COMPUTED_AS,
+    ARG_COMPILE_ID,
+    ARG_FRAME,
+    ARG_DYNAMIC,
+    ARG_SUBGRAPHS,
+    ARG_DRY_RUN,
+    ARG_STEP,
+    ARG_MARK_STEP,
+)
+"""Every `hpuprof.*` args key, once. Writers import the `ARG_*` constants; the loader makes
+each a column."""
+ARG_BY_KEY: Final[dict[str, ArgKey]] = {arg.key: arg for arg in ARGS}
+
+ARG_KEYS: Final[dict[str, str]] = {
+    arg.column: arg.key
+    for arg in (
+        ARG_MODE,
+        ARG_MODULE,
+        ARG_PHASE,
+        ARG_GRAPH_ID,
+        ARG_EVENT,
+        ARG_FLUSH_REASON,
+        ARG_FALLBACK,
+    )
+}
+"""Event column -> args key of the keys the scanner reads with the event itself (`columns.py`,
+`fastscan.py`); the others are read from the rows that hold them (`derive.py`)."""
 
 METADATA_KEY: Final = "hpuprof"
 """Top-level key in our Chrome JSON holding run metadata: {"schema", "device_time": "modeled"
