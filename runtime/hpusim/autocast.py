@@ -41,6 +41,7 @@ import hpusim.device_module as device_module
 import hpusim.dispatch as dispatch
 import hpusim.state as state
 from hpuprof.gaudi_autocast_lists import DEFAULT_FP32_OPS, DEFAULT_LOWER_OPS
+from hpuprof.trace.schema import CastSource
 from hpusim.tensor import HpuTensor
 
 LOWER_FIRST_ARG: Final = frozenset({"layer_norm", "group_norm", "instance_norm", "batch_norm"})
@@ -238,7 +239,7 @@ def _eligible(t: Any, H: type) -> bool:
 
 
 def record_cast(
-    op: str, src: Any, dst: Any, policy: str, ts: int, source: str = "autocast"
+    op: str, src: Any, dst: Any, policy: str, ts: int, source: CastSource = "autocast"
 ) -> None:
     """One `cast` event (`hpuprof.op`, `hpuprof.dtype_from/to`, `hpuprof.policy`)."""
     rt = state.RT
@@ -247,7 +248,7 @@ def record_cast(
     rt.events.autocast_cast(op, src, dst, policy, source, ts, perf_counter_ns() - ts, rt.mode_code)
 
 
-def cast(x: Any, dtype: Any, op: str, policy: str, H: type, source: str = "autocast") -> Any:
+def cast(x: Any, dtype: Any, op: str, policy: str, H: type, source: CastSource = "autocast") -> Any:
     """`x` (or each tensor of a list) cast to `dtype` when it is an eligible hpu float tensor;
     each cast recorded."""
     if _eligible(x, H) and x.dtype != dtype:

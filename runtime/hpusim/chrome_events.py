@@ -11,18 +11,41 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from hpuprof.trace.schema import (
+    ARG_BYTES,
+    ARG_EVENT,
+    ARG_FLOPS,
+    ARG_GRAPH_ID,
+    ARG_MEASURED_US,
+    ARG_MODE,
+    ARG_MODELED,
+    ARG_MODULE,
+    ARG_PHASE,
+    HPU_EVENTS,
+    HPUPROF_CATEGORY,
+    PHASES,
+)
 from hpusim.recipe_cache import recipe_name
 from hpusim.sink import (
     ENGINES,
-    HPU_EVENTS,
     KIND_COUNTER,
     KIND_DEVICE,
     KIND_OP,
     KIND_RUNTIME,
     MODES,
-    PHASES,
     EventBatch,
 )
+
+# the args keys this export writes (hpuprof.trace.schema declares them), bound once
+_BYTES: Final = ARG_BYTES.key
+_EVENT: Final = ARG_EVENT.key
+_FLOPS: Final = ARG_FLOPS.key
+_GRAPH_ID: Final = ARG_GRAPH_ID.key
+_MEASURED_US: Final = ARG_MEASURED_US.key
+_MODE: Final = ARG_MODE.key
+_MODELED: Final = ARG_MODELED.key
+_MODULE: Final = ARG_MODULE.key
+_PHASE: Final = ARG_PHASE.key
 
 DEVICE_PID: Final = 0
 DEVICE_PROCESS_NAME: Final = "/device:HPU:0"
@@ -172,10 +195,10 @@ def _host_op(
     args: dict[str, Any] = {
         "Input Dims": parsed(batch.dims[i]),
         "Input type": parsed(batch.types[i]),
-        "hpuprof.event": "op",
+        _EVENT: "op",
     }
     if batch.measured_dur_ns is not None:  # projected timeline: the emulator's own time
-        args["hpuprof.measured_us"] = round(batch.measured_dur_ns[i] / 1000.0, 3)
+        args[_MEASURED_US] = round(batch.measured_dur_ns[i] / 1000.0, 3)
     _common_args(args, batch, i)
     if corr >= 0:
         args["correlation"] = corr
@@ -214,10 +237,10 @@ def _device_op(
         "streamHandle": STREAM_HANDLE,
         "eventHandle": _event_handle(corr),
         "dataType": _data_type(name),
-        "hpuprof.graph_id": str(graph),
-        "hpuprof.modeled": True,
-        "hpuprof.flops": batch.flops[i],
-        "hpuprof.bytes": batch.nbytes[i],
+        _GRAPH_ID: str(graph),
+        _MODELED: True,
+        _FLOPS: batch.flops[i],
+        _BYTES: batch.nbytes[i],
     }
     if batch.payload[i] >= 0:
         args.update(batch.payloads[batch.payload[i]])
@@ -255,7 +278,7 @@ def _counter(batch: EventBatch, i: int, pid: int, base_ns: int) -> dict[str, Any
     values = batch.payloads[p] if p >= 0 else {}
     return {
         "ph": "C",
-        "cat": "hpuprof",
+        "cat": HPUPROF_CATEGORY,
         "name": batch.strings[batch.name[i]],
         "pid": pid,
         "tid": 0,
@@ -272,7 +295,7 @@ def _runtime_event(
     ts = _us(batch.ts_ns[i], base_ns)
     corr = batch.corr[i]
     hev = HPU_EVENTS[batch.hpu_event[i]]
-    args: dict[str, Any] = {"hpuprof.event": hev}
+    args: dict[str, Any] = {_EVENT: hev}
     _common_args(args, batch, i)
     p = batch.payload[i]
     if p >= 0:
@@ -283,12 +306,12 @@ def _runtime_event(
     name, tid = batch.strings[batch.name[i]], batch.tid[i]
     if hev in _INSTANT_EVENTS and dur_ns == 0:
         out.append(
-            {"ph": "i", "s": "t", "cat": "hpuprof", "name": name, "pid": pid, "tid": tid,
+            {"ph": "i", "s": "t", "cat": HPUPROF_CATEGORY, "name": name, "pid": pid, "tid": tid,
              "ts": ts, "args": args}
         )  # fmt: skip
     else:
         out.append(
-            {"ph": "X", "cat": "hpuprof", "name": name, "pid": pid, "tid": tid, "ts": ts,
+            {"ph": "X", "cat": HPUPROF_CATEGORY, "name": name, "pid": pid, "tid": tid, "ts": ts,
              "dur": round(dur_ns / 1000.0, 3), "args": args}
         )  # fmt: skip
     if hev in ("launch", "fallback") and corr >= 0:
@@ -388,7 +411,7 @@ def bridge_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[str
                 "streamHandle": STREAM_HANDLE,
                 "eventHandle": _event_handle(corr),
                 "dataType": _data_type(name),
-                "hpuprof.modeled": True,
+                _MODELED: True,
             }
             if cat == "Kernel":
                 args["device"] = 0
@@ -422,7 +445,7 @@ def bridge_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[str
 
 
 def _api(pid: int, tid: int, name: str, ts: float, dur: float, recipe: int = -1) -> dict[str, Any]:
-    args: dict[str, Any] = {"hpuprof.modeled": False}
+    args: dict[str, Any] = {_MODELED: False}
     if recipe >= 0:
         args["recipeId"] = recipe
     return {
@@ -438,13 +461,13 @@ def _flow_start(corr: int, pid: int, tid: int, ts: float) -> dict[str, Any]:
 def _common_args(args: dict[str, Any], batch: EventBatch, i: int) -> None:
     mode = batch.mode[i]
     if mode:
-        args["hpuprof.mode"] = MODES[mode]
+        args[_MODE] = MODES[mode]
     module = batch.module[i]
     if module:
-        args["hpuprof.module"] = batch.strings[module]
+        args[_MODULE] = batch.strings[module]
     phase = batch.phase[i]
     if phase:
-        args["hpuprof.phase"] = PHASES[phase]
+        args[_PHASE] = PHASES[phase]
     graph = batch.graph[i]
     if graph >= 0:
-        args["hpuprof.graph_id"] = str(graph)
+        args[_GRAPH_ID] = str(graph)

@@ -160,13 +160,8 @@ def hpu_backend(gm: Any, example_inputs: list[Any], **kwargs: Any) -> Any:
         gm, example_inputs
     )
     if rt is not None and rt.sink.recording:
-        cause: dict[str, Any] = (
-            {"kind": "guard", "text": reason}
-            if reason is not None
-            else {"kind": "new_graph", "text": "first compile of this frame"}
-        )
         rt.events.dynamo_compile(
-            frame, t0, perf_counter_ns() - t0, MODE_COMPILE, cause, n_ops, compile_id,
+            frame, t0, perf_counter_ns() - t0, MODE_COMPILE, reason, n_ops, compile_id,
             is_dynamic(gm),
         )  # fmt: skip
     return compiled

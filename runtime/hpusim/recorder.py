@@ -18,6 +18,37 @@ from typing import Any, Final
 
 import torch
 
+from hpuprof.trace.schema import (
+    ARG_CACHE,
+    ARG_CALL_SITE,
+    ARG_CAUSE,
+    ARG_COMPILE_ID,
+    ARG_COMPUTED_AS,
+    ARG_DRY_RUN,
+    ARG_DTYPE_FROM,
+    ARG_DTYPE_TO,
+    ARG_DYNAMIC,
+    ARG_EAGER,
+    ARG_FALLBACK,
+    ARG_FLUSH_REASON,
+    ARG_FRAME,
+    ARG_GRAPH_OPS,
+    ARG_MARK_STEP,
+    ARG_MODELED,
+    ARG_MODELED_WAIT_NS,
+    ARG_OP,
+    ARG_POLICY,
+    ARG_RULE,
+    ARG_SOURCE,
+    ARG_STEP,
+    ARG_SUBGRAPHS,
+    ARG_SYNC_REASON,
+    COUNTERS,
+    STEP_MARKER_PREFIX,
+    CacheResult,
+    CastSource,
+    CauseKind,
+)
 from hpusim.recipe_cache import recipe_name
 from hpusim.sink import ENGINES, THREAD_IDS, Sink
 
@@ -27,6 +58,8 @@ MEMCPY_LABELS: Final = {
     "h2d": "Memcpy HtoD (Host -> Device)",
     "d2h": "Memcpy DtoH (Device -> Host)",
 }
+RECIPE_CACHE_SIZE, MEMORY_IN_USE = COUNTERS
+"""The counter tracks: the recipe cache's size and the modeled allocator's bytes in use."""
 FALLBACK_COPY_LABELS: Final = ("Memcpy DtoH (cpu fallback)", "Memcpy HtoD (cpu fallback)")
 
 TYPE_NAMES: Final[dict[torch.dtype, str]] = {
@@ -175,7 +208,7 @@ class Recorder:
                 end - start,
                 mode=mode,
                 graph=graph,
-                payload={"hpuprof.flush_reason": reason, "hpuprof.graph_ops": n},
+                payload={ARG_FLUSH_REASON.key: reason, ARG_GRAPH_OPS.key: n},
             )
 
     def compile(
@@ -183,6 +216,7 @@ class Recorder:
     ) -> None:
         """A lazy graph's modeled compile (a recipe-cache miss)."""
         if self.sink.recording:
+            miss: CacheResult = "miss"
             self.sink.runtime(
                 "compile",
                 recipe_name(graph),
@@ -191,18 +225,20 @@ class Recorder:
                 mode=mode,
                 graph=graph,
                 payload={
-                    "hpuprof.cause": cause,
-                    "hpuprof.graph_ops": n,
-                    "hpuprof.cache": "miss",
-                    "hpuprof.flush_reason": reason,
-                    "hpuprof.modeled": True,
-                    "hpuprof.call_site": call_site(),
+                    ARG_CAUSE.key: cause,
+                    ARG_GRAPH_OPS.key: n,
+                    ARG_CACHE.key: miss,
+                    ARG_FLUSH_REASON.key: reason,
+                    ARG_MODELED.key: True,
+                    ARG_CALL_SITE.key: call_site(),
                 },
             )
 
     def eager_compile(self, recipe: int, ts: int, dur: int, mode: int) -> None:
         """An eager op's first recipe: the eager compiler's modeled compile."""
         if self.sink.recording:
+            kind: CauseKind = "new_graph"
+            miss: CacheResult = "miss"
             self.sink.runtime(
                 "compile",
                 recipe_name(recipe),
@@ -211,14 +247,14 @@ class Recorder:
                 mode=mode,
                 graph=recipe,
                 payload={
-                    "hpuprof.cause": {
-                        "kind": "new_graph",
+                    ARG_CAUSE.key: {
+                        "kind": kind,
                         "text": "first use of this op, dtypes and ranks (eager compiler)",
                     },
-                    "hpuprof.graph_ops": 1,
-                    "hpuprof.cache": "miss",
-                    "hpuprof.modeled": True,
-                    "hpuprof.eager": True,
+                    ARG_GRAPH_OPS.key: 1,
+                    ARG_CACHE.key: miss,
+                    ARG_MODELED.key: True,
+                    ARG_EAGER.key: True,
                 },
             )
 
@@ -234,6 +270,7 @@ class Recorder:
         self, graph: int, ts: int, dur: int, mode: int, corr: int, hit: bool, n: int
     ) -> None:
         """The launch of a flushed lazy graph's recipe."""
+        cache: CacheResult = "hit" if hit else "miss"
         self.launch(
             f"launch {recipe_name(graph)}",
             ts,
@@ -241,7 +278,7 @@ class Recorder:
             mode,
             corr,
             graph,
-            {"hpuprof.cache": "hit" if hit else "miss", "hpuprof.graph_ops": n},
+            {ARG_CACHE.key: cache, ARG_GRAPH_OPS.key: n},
         )
 
     def device_nodes(self, nodes: Iterable[Any], graph: int, corr: int) -> None:
@@ -255,12 +292,12 @@ class Recorder:
 
     def recipe_cache_size(self, ts: int, recipes: int) -> None:
         if self.sink.recording:
-            self.sink.counter("hpu.recipe_cache_size", ts, {"recipes": recipes})
+            self.sink.counter(RECIPE_CACHE_SIZE, ts, {"recipes": recipes})
 
     def memory(self, ts: int, in_use: int) -> None:
         """The `hpu.memory_in_use_bytes` counter (the modeled allocator)."""
         if self.sink.recording:
-            self.sink.counter("hpu.memory_in_use_bytes", ts, {"bytes": in_use})
+            self.sink.counter(MEMORY_IN_USE, ts, {"bytes": in_use})
 
     # --- syncs and steps -------------------------------------------------------------------
     def sync(self, reason: str, ts: int, dur: int, mode: int, wait_ns: int) -> None:
@@ -272,9 +309,9 @@ class Recorder:
                 dur,
                 mode=mode,
                 payload={
-                    "hpuprof.sync_reason": reason,
-                    "hpuprof.modeled_wait_ns": wait_ns,
-                    "hpuprof.call_site": call_site(),
+                    ARG_SYNC_REASON.key: reason,
+                    ARG_MODELED_WAIT_NS.key: wait_ns,
+                    ARG_CALL_SITE.key: call_site(),
                 },
             )
 
@@ -286,7 +323,7 @@ class Recorder:
                 ts,
                 0,
                 mode=mode,
-                payload={"hpuprof.mark_step": number},
+                payload={ARG_MARK_STEP.key: number},
             )
 
     def step(self, now: int, mode: int) -> int:
@@ -294,11 +331,11 @@ class Recorder:
         if self.step_number >= 0 and self.sink.recording:
             self.sink.runtime(
                 "step",
-                f"Step#{self.step_number}",
+                f"{STEP_MARKER_PREFIX}{self.step_number}",
                 self._step_start_ns,
                 now - self._step_start_ns,
                 mode=mode,
-                payload={"hpuprof.step": self.step_number},
+                payload={ARG_STEP.key: self.step_number},
             )
         self.step_number += 1
         self._step_start_ns = now
@@ -324,10 +361,10 @@ class Recorder:
             mode=mode,
             corr=corr,
             payload={
-                "hpuprof.op": op,
-                "hpuprof.fallback": True,
-                "hpuprof.sync_reason": "cpu fallback",
-                "hpuprof.modeled_wait_ns": wait_ns,
+                ARG_OP.key: op,
+                ARG_FALLBACK.key: True,
+                ARG_SYNC_REASON.key: "cpu fallback",
+                ARG_MODELED_WAIT_NS.key: wait_ns,
             },
         )
         for label, (start, dur, nbytes) in zip(FALLBACK_COPY_LABELS, copies, strict=True):
@@ -361,7 +398,7 @@ class Recorder:
             return
         sink.runtime("launch", f"launch {device_op}", t1, max(enqueued - t1, 1), mode=mode,
                      corr=corr)  # fmt: skip
-        payload = {**kineto_args, "hpuprof.modeled_wait_ns": wait_ns}
+        payload = {**kineto_args, ARG_MODELED_WAIT_NS.key: wait_ns}
         sink.device(sink.intern(device_op), ENGINE_NIC, ready, end - ready, -1, corr, 0, nbytes,
                     payload)  # fmt: skip
 
@@ -384,16 +421,16 @@ class Recorder:
                 0,
                 mode=mode,
                 payload={
-                    "hpuprof.op": op,
-                    "hpuprof.dtype_from": _dtype_text(dtype_from),
-                    "hpuprof.dtype_to": _dtype_text(dtype_to),
-                    "hpuprof.rule": rule,
-                    "hpuprof.computed_as": _dtype_text(computed_as),
+                    ARG_OP.key: op,
+                    ARG_DTYPE_FROM.key: _dtype_text(dtype_from),
+                    ARG_DTYPE_TO.key: _dtype_text(dtype_to),
+                    ARG_RULE.key: rule,
+                    ARG_COMPUTED_AS.key: _dtype_text(computed_as),
                 },
             )
 
     def autocast_cast(
-        self, op: str, src: Any, dst: Any, policy: str, source: str, ts: int, dur: int,
+        self, op: str, src: Any, dst: Any, policy: str, source: CastSource, ts: int, dur: int,
         mode: int,
     ) -> None:  # fmt: skip
         """A cast made by autocast or hmp (`source`) under `policy`: a `cast` event."""
@@ -405,11 +442,11 @@ class Recorder:
                 dur,
                 mode=mode,
                 payload={
-                    "hpuprof.op": f"aten::{op}",
-                    "hpuprof.dtype_from": _dtype_text(src),
-                    "hpuprof.dtype_to": _dtype_text(dst),
-                    "hpuprof.policy": policy,
-                    "hpuprof.source": source,
+                    ARG_OP.key: f"aten::{op}",
+                    ARG_DTYPE_FROM.key: _dtype_text(src),
+                    ARG_DTYPE_TO.key: _dtype_text(dst),
+                    ARG_POLICY.key: policy,
+                    ARG_SOURCE.key: source,
                 },
             )
 
@@ -426,9 +463,9 @@ class Recorder:
                 mode=mode,
                 graph=graph,
                 payload={
-                    "hpuprof.graph_ops": ops,
-                    "hpuprof.subgraphs": subgraphs,
-                    "hpuprof.dry_run": dry_run,
+                    ARG_GRAPH_OPS.key: ops,
+                    ARG_SUBGRAPHS.key: subgraphs,
+                    ARG_DRY_RUN.key: dry_run,
                 },
             )
 
@@ -442,14 +479,17 @@ class Recorder:
                 mode=mode,
                 graph=graph,
                 corr=corr,
-                payload={"hpuprof.graph_ops": ops, "hpuprof.modeled": True},
+                payload={ARG_GRAPH_OPS.key: ops, ARG_MODELED.key: True},
             )
 
     def dynamo_compile(
-        self, frame: str, ts: int, dur: int, mode: int, cause: dict[str, Any], ops: int,
+        self, frame: str, ts: int, dur: int, mode: int, guard_failure: str | None, ops: int,
         compile_id: str, dynamic: bool,
     ) -> None:  # fmt: skip
+        """A torch.compile frame compiled: first (`guard_failure` None) or again."""
         if self.sink.recording:
+            kind: CauseKind = "new_graph" if guard_failure is None else "guard"
+            cause = {"kind": kind, "text": guard_failure or "first compile of this frame"}
             self.sink.runtime(
                 "dynamo_compile",
                 f"dynamo_compile {frame}" if frame else "dynamo_compile",
@@ -457,16 +497,17 @@ class Recorder:
                 dur,
                 mode=mode,
                 payload={
-                    "hpuprof.cause": cause,
-                    "hpuprof.graph_ops": ops,
-                    "hpuprof.compile_id": compile_id,
-                    "hpuprof.frame": frame,
-                    "hpuprof.dynamic": dynamic,
+                    ARG_CAUSE.key: cause,
+                    ARG_GRAPH_OPS.key: ops,
+                    ARG_COMPILE_ID.key: compile_id,
+                    ARG_FRAME.key: frame,
+                    ARG_DYNAMIC.key: dynamic,
                 },
             )
 
     def graph_break(self, reason: str, ts: int, mode: int) -> None:
         if self.sink.recording:
+            kind: CauseKind = "graph_break"
             self.sink.runtime(
                 "graph_break",
                 "graph_break",
@@ -474,8 +515,8 @@ class Recorder:
                 0,
                 mode=mode,
                 payload={
-                    "hpuprof.cause": {
-                        "kind": "graph_break",
+                    ARG_CAUSE.key: {
+                        "kind": kind,
                         "text": reason.split("\n", 1)[0],
                         "detail": reason,
                     }
