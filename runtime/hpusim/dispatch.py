@@ -551,7 +551,8 @@ def _dispatch(
     node: Any = _UNKNOWN,
 ) -> Any:
     """One op (`faking`: dynamo / AOT tracing on fake tensors, no device work; `node`: the
-    autograd node running it, if read already)."""
+    autograd node running it, if read already): unwrap and key it, decide its support, run it
+    on CPU, wrap its outputs, then account for it on the modeled device."""
     H = HpuTensor
     info = getattr(func, "_hpusim_info", None) or op_info(func)
     if rt is None:
@@ -564,25 +565,11 @@ def _dispatch(
             raise
         args = formula_allocations_on_device(args)
         uargs, sig, n_hpu = unwrap(args, info.cross_ok, H)
-    ksig: list[Any] = []
     if kwargs:
-        ukw = {}
-        for k, v in kwargs.items():
-            if k == "device":
-                ukw[k] = None if info.label == "aten::_to_copy" else torch.device("cpu")
-                continue
-            if isinstance(v, (torch.Tensor, list)):  # a tensor or a list of them (out=)
-                u, s, n = unwrap((v,), info.cross_ok, H)
-                ukw[k] = u[0]
-                ksig.append((k, s[0]))
-                n_hpu += n
-            else:
-                ukw[k] = v
-                ksig.append((k, _sig_value(v)))
-                if type(v) is float:
-                    n_hpu += 1000
+        ukw, ksig, n_kw = _unwrap_kwargs(kwargs, info, H)
+        n_hpu += n_kw
     else:
-        ukw = kwargs
+        ukw, ksig = kwargs, []
     if info.scalar_args is not None and rt.lazy:
         sig, ksig = _scalars_as_tensors(sig, ksig, info.scalar_args)
     key = (info.overload, sig + tuple(ksig)) if ksig else (info.overload, sig)
@@ -611,38 +598,11 @@ def _dispatch(
     if bool_mask and info.bool_index == 2 and rt.lazy:
         flush(rt, "index_put_frontend_impl_hpu_lazy")
 
-    if rt.fake is not None:
-        out = run_fake(rt, func, info, uargs, ukw, ckey)
-    else:
-        try:
-            out = info.call(*uargs, **ukw)
-        except (NotImplementedError, RuntimeError) as e:  # CPU torch lacks the device's kernel
-            if fallback or not missing_cpu_kernel(e):
-                raise
-            out = call_in_fp32(info.call, info.func._schema, uargs, ukw)
+    out = _run_on_cpu(rt, func, info, uargs, ukw, ckey, fallback)
     t1 = perf_counter_ns()
     if info.to_host:
         return out  # the bridge's complex_hpu computes on the host and returns a cpu tensor
-    out_bytes = -1  # the bytes of a plain op's new output or an in-place op's `self`
-    if info.plain_out and type(out) is torch.Tensor:
-        result: Any = H(out)
-        out_bytes = out.numel() * out.element_size()
-    elif (
-        info.inplace_self
-        and type(out) is torch.Tensor
-        and type(args[0]) is H
-        and args[0].shape == out.shape  # else wrap() raises the emulator's resize error
-    ):
-        result = args[0]
-        out_bytes = out.numel() * out.element_size()
-    elif info.is_view and _inference_enabled() and _views_normal_tensor(args):
-        # a view of a normal tensor made inside inference_mode is a normal tensor (autograd
-        # sets its version counter): build its wrapper outside inference mode
-        with torch.inference_mode(False):
-            result = wrap(out, info, args, kwargs, H)
-    else:
-        result = wrap(out, info, args, kwargs, H)
-
+    result, out_bytes = _wrap_result(out, info, args, kwargs)
     if cost is None:
         if _is_complex(out):
             raise RuntimeError(COMPLEX_ERROR)
@@ -651,18 +611,87 @@ def _dispatch(
         cost.rule_dtype = rule_dtype
     if cost.demote and rt.fake is None:  # fake compute: no values to store
         device_dtype_values(out, rt.flags.int64_support)
-    after_op(
-        rt,
-        info,
-        cost,
-        args,
-        kwargs,
-        result,
-        t1,
-        rt.lazy and not (fallback or info.is_view),
-        fallback,
-        out_bytes,
-    )
+    graphed = rt.lazy and not (fallback or info.is_view)
+    after_op(rt, info, cost, args, kwargs, result, t1, graphed, fallback, out_bytes)
+    result = _on_device(rt, info, cost, key, sig, uargs, args, result, t0, t1, fallback, node)
+    _host_sync_after(rt, info, result, t1, fallback, bool_mask)
+    if _listeners:
+        for fn in _listeners:
+            fn(func, key, result, info)
+    return result
+
+
+def _unwrap_kwargs(
+    kwargs: dict[str, Any], info: OpInfo, H: type
+) -> tuple[dict[str, Any], list[Any], int]:
+    """(unwrapped kwargs, their signature, hpu tensors + 1000 * float scalars) of an op's
+    keyword arguments; a `device` argument becomes the CPU (`_to_copy`: none)."""
+    ukw: dict[str, Any] = {}
+    ksig: list[Any] = []
+    n_hpu = 0
+    for k, v in kwargs.items():
+        if k == "device":
+            ukw[k] = None if info.label == "aten::_to_copy" else torch.device("cpu")
+            continue
+        if isinstance(v, (torch.Tensor, list)):  # a tensor or a list of them (out=)
+            u, s, n = unwrap((v,), info.cross_ok, H)
+            ukw[k] = u[0]
+            ksig.append((k, s[0]))
+            n_hpu += n
+        else:
+            ukw[k] = v
+            ksig.append((k, _sig_value(v)))
+            if type(v) is float:
+                n_hpu += 1000
+    return ukw, ksig, n_hpu
+
+
+def _run_on_cpu(
+    rt: state.Runtime, func: Any, info: OpInfo, uargs: list[Any], ukw: dict[str, Any],
+    ckey: Any, fallback: bool,
+) -> Any:  # fmt: skip
+    """The op's real CPU run (meta tensors with fake compute; in fp32 where CPU torch has no
+    kernel for the device's dtype)."""
+    if rt.fake is not None:
+        return run_fake(rt, func, info, uargs, ukw, ckey)
+    try:
+        return info.call(*uargs, **ukw)
+    except (NotImplementedError, RuntimeError) as e:  # CPU torch lacks the device's kernel
+        if fallback or not missing_cpu_kernel(e):
+            raise
+        return call_in_fp32(info.call, info.func._schema, uargs, ukw)
+
+
+def _wrap_result(
+    out: Any, info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, int]:
+    """(the hpu result, the bytes of a plain op's new output or an in-place op's `self`, else
+    -1)."""
+    if info.plain_out and type(out) is torch.Tensor:
+        return HpuTensor(out), out.numel() * out.element_size()
+    if (
+        info.inplace_self
+        and type(out) is torch.Tensor
+        and type(args[0]) is HpuTensor
+        and args[0].shape == out.shape  # else wrap() raises the emulator's resize error
+    ):
+        return args[0], out.numel() * out.element_size()
+    if info.is_view and _inference_enabled() and _views_normal_tensor(args):
+        # a view of a normal tensor made inside inference_mode is a normal tensor (autograd
+        # sets its version counter): build its wrapper outside inference mode
+        with torch.inference_mode(False):
+            return wrap(out, info, args, kwargs, HpuTensor), -1
+    return wrap(out, info, args, kwargs, HpuTensor), -1
+
+
+def _on_device(
+    rt: state.Runtime, info: OpInfo, cost: OpCost, key: Any, sig: tuple[Any, ...],
+    uargs: list[Any], args: tuple[Any, ...], result: Any, t0: int, t1: int, fallback: bool,
+    node: Any,
+) -> Any:  # fmt: skip
+    """The op on the modeled device and in the sink: a CPU fallback's copies, a collective, a
+    lazy graph's new op, or an eager launch. Returns the result (a collective's, with hpu
+    tensors)."""
     rec = rt.sink.recording
     if fallback:
         _after_fallback(info, rt, sig, t0, t1, cost, rec)
@@ -672,7 +701,7 @@ def _dispatch(
         if rec:
             _record_op(rt, info, cost, t0, t1, node)
     elif info.collective:
-        result = _COLLECTIVE[0](rt, info, cost, uargs, args, result, t0, t1)
+        return _COLLECTIVE[0](rt, info, cost, uargs, args, result, t0, t1)
     elif rt.lazy:
         rt.graph.add(key, cost, t0)
         if rec:
@@ -682,10 +711,18 @@ def _dispatch(
         if rec:
             module, phase = module_and_phase(rt.attribution, node)
             rt.events.eager_op(info.name_id, MODE_EAGER, cost, t0, t1, module, phase, corr, start)
+    return result
+
+
+def _host_sync_after(
+    rt: state.Runtime, info: OpInfo, result: Any, t1: int, fallback: bool, bool_mask: Any
+) -> None:
+    """Lazy mode counts the op (the compound-op limit) and stamps its result as written by the
+    pending graph; an op whose result the host reads (`.item()`, nonzero...) syncs."""
     limit = False
     if rt.lazy:
         lazy_graph = rt.graph
-        if type(result) is H:
+        if type(result) is HpuTensor:
             result._epoch = lazy_graph.flushes  # written by the pending graph (an H2D flushes)
         limit = lazy_graph.count_op()
     if info.sync_reason is not None and not fallback:
@@ -694,10 +731,6 @@ def _dispatch(
         host_sync(rt, "non zero", t1)
     elif limit:
         flush(rt, "reaching max accumulated compound op size")
-    if _listeners:
-        for fn in _listeners:
-            fn(func, key, result, info)
-    return result
 
 
 _inference_enabled = torch.is_inference_mode_enabled
