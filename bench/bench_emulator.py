@@ -128,10 +128,14 @@ def mlp_steps(device: str, steps: int) -> tuple[Callable[[], None], int]:
 
 
 def record_path_ns(n: int) -> float:
-    """The recording work of one eager op alone (attribution + one sink write of the host op and
-    its device op), timed directly: a noise-robust cross-check of the differenced figure."""
-    from hpusim import dispatch, state
-    from hpusim.sink import THREAD_IDS, get_sink
+    """The recording work of one eager op alone (attribution + the recorder's one sink write of
+    the host op and its device op), timed directly: a noise-robust cross-check of the
+    differenced figure."""
+    from types import SimpleNamespace
+
+    from hpusim import state
+    from hpusim.attribution import module_and_phase
+    from hpusim.sink import get_sink
 
     sink, rt = get_sink(), state.RT
     assert rt is not None
@@ -140,12 +144,14 @@ def record_path_ns(n: int) -> float:
     tmpl = sink.template(
         1, 2, 2, 3, 1 << 20, dev_name=4, engine=2, dev_dur=900, flops=16, nbytes=192
     )
+    cost = SimpleNamespace(record=tmpl)  # the op's cached template, as dispatch's OpCost
+    where, eager_op = rt.attribution, rt.events.eager_op
     now = _CLOCK[0]
     c0 = now()
     t0 = time.perf_counter_ns()
     for i in range(n):
-        module, phase = dispatch.module_and_phase(rt)
-        sink.put((tmpl, t0 + i, 900, THREAD_IDS.tid, module, phase, i, t0 + i))
+        module, phase = module_and_phase(where)
+        eager_op(1, 2, cost, t0 + i, t0 + i + 900, module, phase, i, t0 + i)
     dt = now() - c0
     sink.drain()
     return dt / n

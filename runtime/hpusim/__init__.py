@@ -24,12 +24,19 @@ Extension points (HPU graphs, autocast, torch.compile):
 
 from __future__ import annotations
 
+import contextlib
 import os
-import sys
-from collections.abc import Callable
-from pathlib import Path
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 from time import perf_counter_ns
 from typing import Any
+
+import hpusim.state as state
+from hpuprof.trace.schema import SCHEMA_VERSION
+from hpusim.lazy import mark_step as _lazy_mark_step
+from hpusim.lifecycle import is_enabled, on_disable, on_enable, shim_path
+from hpusim.metrics import global_records
+from hpusim.sink import get_sink
 
 __all__ = [
     "autocast_state",
@@ -47,32 +54,6 @@ __all__ = [
     "shim_path",
     "step_marker",
 ]
-
-_on_enable: list[Callable[[], None]] = []
-_on_disable: list[Callable[[], None]] = []
-
-
-def shim_path() -> Path:
-    """`runtime/shim`, beside this package in a source/editable checkout."""
-    return Path(__file__).resolve().parent.parent / "shim"
-
-
-def on_enable(fn: Callable[[], None]) -> None:
-    """Run `fn()` at every `enable()` (now too, if already enabled)."""
-    _on_enable.append(fn)
-    if is_enabled():
-        fn()
-
-
-def on_disable(fn: Callable[[], None]) -> None:
-    """Run `fn()` at every `disable()`."""
-    _on_disable.append(fn)
-
-
-def is_enabled() -> bool:
-    from hpusim import state
-
-    return state.RT is not None
 
 
 def enable(
@@ -99,8 +80,6 @@ def enable(
             only, no data and no memory; fake.py), as `hpuprof predict` runs scripts.
         cards: the data-parallel cards collectives are modeled for.
     """
-    from hpusim import state
-
     if mode not in (None, "lazy", "eager"):
         raise ValueError(f"mode must be 'lazy', 'eager' or None, not {mode!r}")
     if timeline not in ("projected", "measured"):
@@ -109,171 +88,43 @@ def enable(
         raise ValueError(f"compute must be 'real' or 'fake', not {compute!r}")
     if int(cards) < 1:
         raise ValueError(f"cards must be >= 1, not {cards!r}")
-    from hpusim.device_model import load_profile
-    from hpusim.env import read_flags
+    from hpusim import session  # deferred: torch loads at enable(), not at `import hpusim`
 
-    profile = load_profile(device)
-    flags = read_flags()
-    resolved = mode or ("lazy" if flags.lazy else "eager")
-    if state.RT is not None:
-        cfg = state.RT.config
-        if (cfg.mode, cfg.device_profile, cfg.timeline, cfg.compute, cfg.cards) == (
-            resolved,
-            device,
-            timeline,
-            compute,
-            int(cards),
-        ):
-            return
-        disable()
-
-    from hpusim import (
-        attribution,
-        composites,
-        device_module,
-        dispatch,
-        distributed,
-        factories,
-        metrics,
-        transfers,
-    )
-    from hpusim.state import Config, Runtime
-
-    cfg = Config(resolved, device, "argument" if mode else "env", timeline, compute, int(cards))
-    rt = Runtime(cfg, flags, profile)
-    if compute == "fake":
-        from hpusim.fake import make_mode
-
-        rt.fake = make_mode()
-    from hpusim.projection import BatchProjector
-    from hpusim.transformer_engine import ensure_ops
-
-    ensure_ops()  # the bridge's FP8 GEMM, torch.ops.hpu.fp8_gemm_v2
-
-    rt.sink.project = BatchProjector(rt.clock) if rt.clock.projected else None
-    if rt.clock.projected:
-        import gc
-
-        from hpusim.projection import GcPause
-
-        rt.gc_pause = GcPause(rt.clock)
-        gc.callbacks.append(rt.gc_pause)
-    rt.sink.recording = record
-    from hpusim import bridge_log
-
-    bridge_log.reset_levels()
-    metrics.install(gc_details=flags.gc_details, cache_metrics=flags.cache_metrics)
-    if flags.metrics_file:
-        rt.saver = metrics.Saver(flags.metrics_file, flags.metrics_format, flags.metrics_triggers)
-    dispatch.reset_caches()  # importing dispatch also installs it into HpuTensor
-    device_module.install()
-    factories.install()
-    transfers.install()
-    composites.install()
-    attribution.install()
-    distributed.install_data_parallel()
-    state.RT = rt
-    shim = str(shim_path())
-    if shim not in sys.path:
-        sys.path.insert(0, shim)
-    import atexit
-
-    atexit.register(_at_exit)
-    for fn in list(_on_enable):
-        fn()
+    session.enable(mode, device, record, timeline, compute, int(cards))
 
 
 def disable() -> None:
     """Uninstall the emulated HPU (flushes a pending lazy graph; existing hpu tensors become
     unusable). The shim leaves `sys.path`; already-imported shim modules stay importable."""
-    from hpusim import state
-
-    rt = state.RT
-    if rt is None:
+    if state.RT is None:
         return
-    for fn in list(_on_disable):
-        fn()
-    from hpusim import (
-        attribution,
-        composites,
-        device_module,
-        distributed,
-        factories,
-        metrics,
-        transfers,
-    )
+    from hpusim import session  # deferred: as in enable() (loaded by then)
 
-    _flush_pending(rt)
-    if rt.saver is not None:
-        rt.saver.process_exit()
-        rt.saver.close()
-    attribution.uninstall()
-    distributed.uninstall_data_parallel()
-    composites.uninstall()
-    transfers.uninstall()
-    factories.uninstall()
-    device_module.uninstall()
-    metrics.uninstall()
-    rt.sink.project = None
-    pause = getattr(rt, "gc_pause", None)
-    if pause is not None:
-        import gc
-
-        if pause in gc.callbacks:
-            gc.callbacks.remove(pause)
-    state.RT = None
-    shim = str(shim_path())
-    while shim in sys.path:
-        sys.path.remove(shim)
-    import atexit
-
-    atexit.unregister(_at_exit)
-
-
-def _flush_pending(rt: Any) -> None:
-    """Flush a pending lazy graph and log the CPU-fallback summary (at disable and at exit, as
-    the bridge does when it releases the device)."""
-    if rt.lazy:
-        from hpusim import lazy
-
-        lazy.flush(rt, lazy.HOST_STEP_MARKER)
-    from hpusim import bridge_log
-
-    # the bridge logs the summary at critical level when the device is released: written
-    # unless PT_FALLBACK's level is above critical (LOG_LEVEL_PT_FALLBACK=6 turns it off)
-    if rt.fallback_counts and bridge_log.levels()["PT_FALLBACK"] <= bridge_log.CRITICAL:
-        rt.log.fallback_summary(rt.fallback_counts)
-    rt.fallback_counts = {}
-
-
-def _at_exit() -> None:
-    from hpusim import state
-
-    if state.RT is not None:
-        _flush_pending(state.RT)
+    session.disable()
 
 
 def config() -> Any:
     """The active `state.Config` (mode, device_profile), or None when disabled."""
-    from hpusim import state
-
     return state.RT.config if state.RT is not None else None
+
+
+@cache
+def _hpuprof_version() -> str:
+    """hpuprof's version, from its package metadata (hpusim does not import hpuprof for it)."""
+    try:
+        return version("hpuprof")
+    except PackageNotFoundError:  # pragma: no cover - hpusim runs from an installed hpuprof
+        return "0"
 
 
 def run_metadata() -> dict[str, Any]:
     """The `hpuprof` top-level trace metadata for an emulated run (docs/trace-keys.md)."""
-    from hpuprof.trace.schema import SCHEMA_VERSION
-
     cfg = config()
     rank = int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    try:
-        from hpuprof import __version__ as version
-    except ImportError:  # pragma: no cover
-        version = "0"
     return {
         "schema": SCHEMA_VERSION,
-        "version": version,
+        "version": _hpuprof_version(),
         "device_time": "modeled",
         "host_time": "projected" if cfg and cfg.timeline == "projected" else "measured",
         "timeline": cfg.timeline if cfg else "measured",
@@ -291,48 +142,26 @@ def metrics_snapshot() -> dict[str, Any]:
     """The global metrics now, in Habana's JSON dump format: `{"records": [...]}` where
     `records` is exactly the array a `metrics_dump(..., "json")` file holds (trigger `user`),
     plus `{"by_name": {metric_name: statistics}}` for convenience."""
-    from hpusim import metrics
-
-    records = metrics.global_records("user")
+    records = global_records("user")
     return {"records": records, "by_name": {r["metric_name"]: r["statistics"] for r in records}}
 
 
 def mark_step(device_str: str = "", sync: bool = False) -> None:
     """`htcore.mark_step()`."""
-    from hpusim import lazy
-
-    lazy.mark_step(device_str, sync)
+    _lazy_mark_step(device_str, sync)
 
 
 def step_marker(name: str | None = None) -> int:
     """Close the current step (if any) and open the next; returns the new step number.
 
     Steps are `cat: "hpuprof"` slices named `Step#N` with `hpuprof.event: "step"`."""
-    from hpusim import state
-
     rt = state.require_runtime()
-    now = perf_counter_ns()
-    if rt.step_number >= 0 and rt.sink.recording:
-        rt.sink.runtime(
-            "step",
-            f"Step#{rt.step_number}",
-            rt.step_start_ns,
-            now - rt.step_start_ns,
-            mode=rt.mode_code,
-            payload={"hpuprof.step": rt.step_number},
-        )
-    rt.step_number += 1
-    rt.step_start_ns = now
-    return rt.step_number
+    return rt.events.step(perf_counter_ns(), rt.mode_code)
 
 
 def host_overhead() -> Any:
     """Context manager: the block's measured host time is the emulator's or the profiler's own
     work, removed from the projected host timeline (a no-op on the measured one)."""
-    import contextlib
-
-    from hpusim import state
-
     rt = state.RT
     return rt.clock.pause() if rt is not None else contextlib.nullcontext()
 
@@ -341,9 +170,6 @@ def project_epoch_ns(epoch_ns: int, end: bool = False) -> int:
     """An epoch timestamp measured on this host, on the run's host timeline (projected or
     measured), for events recorded outside the sink (a profiler's step spans). `end` maps an
     interval's end (after a modeled wait at that instant)."""
-    from hpusim import state
-    from hpusim.sink import get_sink
-
     rt = state.RT
     if rt is None or not rt.clock.projected:
         return epoch_ns
@@ -359,9 +185,3 @@ def autocast_state() -> tuple[bool, Any]:
 
     enabled = torch.is_autocast_enabled("hpu")
     return enabled, torch.get_autocast_dtype("hpu") if enabled else None
-
-
-# Extensions (torch.compile `hpu_backend`, Habana autocast, HPU graphs) install with enable().
-from hpusim import extensions as _extensions  # noqa: E402
-
-_extensions.register()

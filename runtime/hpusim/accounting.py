@@ -96,7 +96,7 @@ def after_op(
     if ledger is not None and ledger._pending is not None:
         ledger.on_op()
     if graphed:
-        rt.graph_deps.append((_inputs(args, kwargs), outs))
+        rt.graph.note_dataflow(_inputs(args, kwargs), outs)
     clock = rt.clock
     if not clock.projected:
         return
@@ -121,13 +121,6 @@ def _measured_since_enter(clock: Any, t1: int) -> int:
     """Measured ns from the innermost `enter` point to `t1` (the op's own CPU run)."""
     m = clock._m
     return max(int(t1 - m[-1]), 0)
-
-
-def flush_host_cost(rt: Any, n_ops: int) -> int:
-    """Host ns of a lazy flush besides compile: graph hashing and the recipe-cache lookup."""
-    p = rt.profile
-    cost: int = p.host_flush_base_ns + p.host_flush_per_op_ns * n_ops
-    return cost
 
 
 _GAP_CHECK_NS: Final = 20_000

@@ -23,6 +23,10 @@ import os
 from enum import Enum
 from typing import Any
 
+import hpusim.state as state
+from hpusim.chrome_events import bridge_events, bridge_metadata, device_properties
+from hpusim.sink import get_sink
+
 _orig: dict[str, Any] = {}
 
 
@@ -57,8 +61,6 @@ class _Capture:
         self.batches: list[Any] = []
 
     def start(self) -> None:
-        from hpusim.sink import get_sink
-
         sink = get_sink()
         self.shared = sink.recording  # someone else (a profiler) drains it already
         if not self.shared:
@@ -66,8 +68,6 @@ class _Capture:
             sink.recording = True
 
     def stop(self) -> None:
-        from hpusim.sink import get_sink
-
         if self.shared:
             return
         sink = get_sink()
@@ -166,9 +166,6 @@ def _native(activity: Any, original: Any) -> Any:
 
 def merge_into_export(path: str, batches: list[Any]) -> None:
     """Append the emulated card's events (bridge shape) to a Chrome trace torch wrote."""
-    from hpusim import state
-    from hpusim.chrome_events import bridge_events, bridge_metadata, device_properties
-
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
     base_ns = int(doc.get("baseTimeNanoseconds", 0))

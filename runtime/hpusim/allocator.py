@@ -12,6 +12,7 @@ at all with fake compute), the prediction says where a Gaudi would have failed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,11 +35,16 @@ class OomPoint:
         )
 
 
+def _nowhere() -> str:
+    return ""
+
+
 class DeviceAllocator:
     """Storage ids, sizes and reference counts of the modeled card's HBM."""
 
-    def __init__(self, rt: Any, capacity_bytes: int) -> None:
-        self._rt = rt
+    def __init__(self, capacity_bytes: int, where: Callable[[], str] | None = None) -> None:
+        """`where()` names the module running now (for the OOM point)."""
+        self._where = where or _nowhere
         self.capacity = capacity_bytes
         self._size: dict[int, int] = {}
         self._refs: dict[int, int] = {}
@@ -47,8 +53,16 @@ class DeviceAllocator:
         self._by_storage: dict[int, int] = {}  # inner StorageImpl address -> storage id
         self._storage_of: dict[int, int] = {}  # storage id -> inner StorageImpl address
         self.oom_at: OomPoint | None = None
-        self.peak = 0  # of the whole run (`reset_peak_memory_stats` resets the runtime's only)
+        self.peak = 0  # of the whole run (`reset_peak` resets `max_in_use` only)
         self.peak_op = ""
+        # what torch.hpu.memory_stats() reads (device_module.py)
+        self.in_use = 0
+        self.max_in_use = 0  # since enable or the last `reset_peak`
+        self.num_allocs = 0  # since enable or the last `reset_counts`
+        self.num_frees = 0
+        self.max_alloc_size = 0
+        self.total_allocs = 0  # since enable
+        self.total_frees = 0
 
     def __len__(self) -> int:
         return len(self._size)
@@ -70,26 +84,34 @@ class DeviceAllocator:
 
     def _charge(self, size: int, op: str) -> None:
         """Count an allocation of `size` bytes: in use, peaks, the OOM point."""
-        rt = self._rt
-        used = rt.memory_in_use + size
-        rt.memory_in_use = used
-        rt.num_allocs += 1  # torch.hpu.memory_stats() counters (device_module.py)
-        rt.total_allocs += 1
-        if size > rt.max_alloc_size:
-            rt.max_alloc_size = size
-        if used > rt.memory_peak:
-            rt.memory_peak = used
+        used = self.in_use + size
+        self.in_use = used
+        self.num_allocs += 1
+        self.total_allocs += 1
+        if size > self.max_alloc_size:
+            self.max_alloc_size = size
+        if used > self.max_in_use:
+            self.max_in_use = used
         if used > self.peak:
             self.peak = used
             self.peak_op = op
         if used > self.capacity and self.oom_at is None:
-            self.oom_at = OomPoint(op, _module(rt), size, used - size, self.capacity)
+            self.oom_at = OomPoint(op, self._where(), size, used - size, self.capacity)
 
     def _uncharge(self, size: int) -> None:
-        rt = self._rt
-        rt.memory_in_use -= size
-        rt.num_frees += 1
-        rt.total_frees += 1
+        self.in_use -= size
+        self.num_frees += 1
+        self.total_frees += 1
+
+    def reset_peak(self) -> None:
+        """`reset_peak_memory_stats`: the peak in use starts again from what is in use now."""
+        self.max_in_use = self.in_use
+
+    def reset_counts(self) -> None:
+        """`reset_accumulated_memory_stats`: the allocation and free counts start again."""
+        self.num_frees = 0
+        self.num_allocs = 0
+        self.max_alloc_size = 0
 
     def resize(self, gid: int, nbytes: int, op: str = "storage resize_") -> None:
         """Storage `gid` now holds `nbytes` (its storage was resized): the old block is freed
@@ -144,13 +166,3 @@ class DeviceAllocator:
             self._emptied.discard(gid)
         else:
             self._uncharge(size)
-
-
-def _module(rt: Any) -> str:
-    stack = getattr(rt, "module_stack", None)
-    if not stack:
-        return ""
-    try:
-        return str(rt.sink.string(stack[-1]))
-    except (IndexError, AttributeError):
-        return ""

@@ -10,16 +10,80 @@ from __future__ import annotations
 
 import weakref
 from time import perf_counter_ns
-from typing import Any
+from typing import Any, Final
 
 import torch
 
-from hpusim import state
+import hpusim.state as state
+from hpusim.sink import PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER, Sink
 
 _handles: list[Any] = []
 _paths: weakref.WeakKeyDictionary[torch.nn.Module, dict[int, str]] = weakref.WeakKeyDictionary()
 _roots: list[torch.nn.Module] = []
 _compiling = torch.compiler.is_compiling
+_current_node = torch._C._current_autograd_node
+_seq_nr = torch._C._autograd._get_sequence_nr
+
+
+class Attribution:
+    """The module and phase of the op being dispatched: the stack of running modules (string
+    ids of their paths) and the depth of optimizer steps; changed only by this module's hooks."""
+
+    __slots__ = ("_sink", "module_stack", "optimizer_depth")
+
+    def __init__(self, sink: Sink) -> None:
+        self._sink = sink
+        self.module_stack: list[int] = []
+        self.optimizer_depth = 0
+
+    def module(self) -> int:
+        """The string id of the innermost running module's path (0: none)."""
+        stack = self.module_stack
+        return stack[-1] if stack else 0
+
+    def module_path(self) -> str:
+        """The innermost running module's path ("" outside modules)."""
+        stack = self.module_stack
+        if not stack:
+            return ""
+        try:
+            return str(self._sink.string(stack[-1]))
+        except (IndexError, AttributeError):
+            return ""
+
+
+_FWD_MODULE: dict[int, int] = {}
+"""Autograd sequence nr of a forward op's grad_fn -> module id, so backward ops get the module
+of the forward op they differentiate (probe design 8)."""
+_UNKNOWN: Final[Any] = object()
+
+
+def module_and_phase(where: Attribution, node: Any = _UNKNOWN) -> tuple[int, int]:
+    """(module string id, phase code) of the op being dispatched; `node`: the autograd node
+    running now, where the caller has read it already (`_current_autograd_node()`)."""
+    if node is _UNKNOWN:
+        node = _current_node()
+    if node is not None:
+        return _FWD_MODULE.get(node._sequence_nr(), 0), PHASE_BWD
+    phase = PHASE_OPTIMIZER if where.optimizer_depth else PHASE_FWD
+    stack = where.module_stack
+    if not stack:
+        return 0, phase
+    module = stack[-1]
+    fwd = _FWD_MODULE
+    k = _seq_nr() - 1  # the grad_fn the autograd kernel made just before this redispatch
+    if k not in fwd:
+        if len(fwd) > 500_000:
+            fwd.clear()
+        fwd[k] = module
+    return module, phase
+
+
+def phase_code(where: Attribution) -> int:
+    """The `sink.PHASES` code of the op being dispatched: fwd, bwd or optimizer."""
+    if _current_node() is not None:
+        return PHASE_BWD
+    return PHASE_OPTIMIZER if where.optimizer_depth else PHASE_FWD
 
 
 def _pre(module: torch.nn.Module, args: Any) -> None:
@@ -28,13 +92,13 @@ def _pre(module: torch.nn.Module, args: Any) -> None:
         return
     rt.clock.enter(perf_counter_ns())  # the hook is the emulator's, not the script's host time
     try:
-        _push(rt, module)
+        _push(rt.attribution, rt.sink, module)
     finally:
         rt.clock.exit(perf_counter_ns())
 
 
-def _push(rt: Any, module: torch.nn.Module) -> None:
-    stack = rt.module_stack
+def _push(where: Attribution, sink: Sink, module: torch.nn.Module) -> None:
+    stack = where.module_stack
     if not stack:
         paths = _paths.get(module)
         if paths is None:
@@ -46,28 +110,31 @@ def _push(rt: Any, module: torch.nn.Module) -> None:
     else:
         root_paths = _paths.get(_roots[-1]) if _roots else None
         path = (root_paths or {}).get(id(module)) or type(module).__name__
-    stack.append(rt.sink.intern(path))
+    stack.append(sink.intern(path))
 
 
 def _post(module: torch.nn.Module, args: Any, output: Any) -> None:
     rt = state.RT
-    if rt is None or not rt.module_stack or _compiling():
+    if rt is None or _compiling():
         return
-    rt.module_stack.pop()
-    if not rt.module_stack and _roots:
+    stack = rt.attribution.module_stack
+    if not stack:
+        return
+    stack.pop()
+    if not stack and _roots:
         _roots.pop()
 
 
 def _opt_pre(optimizer: Any, args: Any, kwargs: Any) -> None:
     rt = state.RT
     if rt is not None:
-        rt.optimizer_depth += 1
+        rt.attribution.optimizer_depth += 1
 
 
 def _opt_post(optimizer: Any, args: Any, kwargs: Any) -> None:
     rt = state.RT
-    if rt is not None and rt.optimizer_depth:
-        rt.optimizer_depth -= 1
+    if rt is not None and rt.attribution.optimizer_depth:
+        rt.attribution.optimizer_depth -= 1
 
 
 def install() -> None:

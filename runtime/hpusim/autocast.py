@@ -37,7 +37,12 @@ import warnings
 from time import perf_counter_ns
 from typing import Any, Final
 
+import hpusim.device_module as device_module
+import hpusim.dispatch as dispatch
+import hpusim.state as state
 from hpuprof.gaudi_autocast_lists import DEFAULT_FP32_OPS, DEFAULT_LOWER_OPS
+from hpuprof.trace.schema import CastSource
+from hpusim.tensor import HpuTensor
 
 LOWER_FIRST_ARG: Final = frozenset({"layer_norm", "group_norm", "instance_norm", "batch_norm"})
 
@@ -234,31 +239,16 @@ def _eligible(t: Any, H: type) -> bool:
 
 
 def record_cast(
-    op: str, src: Any, dst: Any, policy: str, ts: int, source: str = "autocast"
+    op: str, src: Any, dst: Any, policy: str, ts: int, source: CastSource = "autocast"
 ) -> None:
     """One `cast` event (`hpuprof.op`, `hpuprof.dtype_from/to`, `hpuprof.policy`)."""
-    from hpusim import state
-
     rt = state.RT
     if rt is None or not rt.sink.recording:
         return
-    rt.sink.runtime(
-        "cast",
-        f"{source} {op}",
-        ts,
-        perf_counter_ns() - ts,
-        mode=rt.mode_code,
-        payload={
-            "hpuprof.op": f"aten::{op}",
-            "hpuprof.dtype_from": str(src).replace("torch.", ""),
-            "hpuprof.dtype_to": str(dst).replace("torch.", ""),
-            "hpuprof.policy": policy,
-            "hpuprof.source": source,
-        },
-    )
+    rt.events.autocast_cast(op, src, dst, policy, source, ts, perf_counter_ns() - ts, rt.mode_code)
 
 
-def cast(x: Any, dtype: Any, op: str, policy: str, H: type, source: str = "autocast") -> Any:
+def cast(x: Any, dtype: Any, op: str, policy: str, H: type, source: CastSource = "autocast") -> Any:
     """`x` (or each tensor of a list) cast to `dtype` when it is an eligible hpu float tensor;
     each cast recorded."""
     if _eligible(x, H) and x.dtype != dtype:
@@ -288,8 +278,6 @@ def _mode_class() -> type:
     import torch
     from torch.overrides import TorchFunctionMode
 
-    from hpusim.tensor import HpuTensor
-
     is_enabled = torch.is_autocast_enabled
     get_dtype = torch.get_autocast_dtype
     set_enabled = torch.set_autocast_enabled
@@ -302,8 +290,6 @@ def _mode_class() -> type:
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             # the emulation of the bridge's C++ autocast is not the script's host time
-            from hpusim import state
-
             rt = state.RT
             if rt is None:
                 return self._cast_and_call(func, args, kwargs)
@@ -398,8 +384,6 @@ def _patched_enter(self: Any) -> Any:
             mode = None
         self._hpusim_mirror = (mirror, mode)
         if _regions[0] == 0:
-            from hpusim import dispatch
-
             dispatch.add_op_listener(_mirror_listener)
         _regions[0] += 1
     return result
@@ -410,8 +394,6 @@ def _patched_exit(self: Any, *exc: Any) -> Any:
     if pair is not None:
         _regions[0] -= 1
         if _regions[0] == 0:
-            from hpusim import dispatch
-
             dispatch.remove_op_listener(_mirror_listener)
         mirror, mode = pair
         if mode is not None:
@@ -477,8 +459,6 @@ def install() -> None:
     """Load the lists from the env and patch `torch.autocast` enter/exit (idempotent)."""
     from torch.amp.autocast_mode import autocast
 
-    from hpusim import device_module
-
     load_lists()
     if not _orig:
         _orig["enter"] = autocast.__enter__
@@ -491,8 +471,6 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    from hpusim import dispatch
-
     dispatch.remove_op_listener(_mirror_listener)
     _regions[0] = 0
     if _orig:

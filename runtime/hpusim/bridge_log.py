@@ -66,6 +66,8 @@ class BridgeLog:
     def __init__(self, console: bool, log_dir: str) -> None:
         self.console = console
         self.log_dir = log_dir
+        self.fallback_counts: dict[str, int] = {}
+        """CPU fallbacks per op since the device was acquired (`count_fallback`)."""
 
     def line(self, logger: str, level: str, message: str) -> None:
         now = datetime.now().strftime("%H:%M:%S.%f")
@@ -81,6 +83,19 @@ class BridgeLog:
     def fallback(self, op: str, self_token: str) -> None:
         """`CPU fallback digamma : self=HPUFloatType` at PT_FALLBACK debug."""
         self.line("PT_FALLBACK", "debug", f"CPU fallback {op} : self={self_token}")
+
+    def count_fallback(self, op: str) -> None:
+        """One more CPU fallback of `op` (the bridge's `fallback_helper` frequencies)."""
+        counts = self.fallback_counts
+        counts[op] = counts.get(op, 0) + 1
+
+    def release_device(self) -> None:
+        """The device is released (disable, exit): the `CPU Fallback stats:` summary at
+        critical level, written unless PT_FALLBACK's level is above critical
+        (`LOG_LEVEL_PT_FALLBACK=6` turns it off); the counts start again."""
+        if self.fallback_counts and levels()["PT_FALLBACK"] <= CRITICAL:
+            self.fallback_summary(self.fallback_counts)
+        self.fallback_counts = {}
 
     def step_marker(self, reason: str) -> None:
         """`step marker due to <reason>` (PT_IRGRAPH debug), one per lazy flush."""

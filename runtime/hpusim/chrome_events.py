@@ -11,18 +11,41 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from hpuprof.trace.schema import (
+    ARG_BYTES,
+    ARG_EVENT,
+    ARG_FLOPS,
+    ARG_GRAPH_ID,
+    ARG_MEASURED_US,
+    ARG_MODE,
+    ARG_MODELED,
+    ARG_MODULE,
+    ARG_PHASE,
+    HPU_EVENTS,
+    HPUPROF_CATEGORY,
+    PHASES,
+)
 from hpusim.recipe_cache import recipe_name
 from hpusim.sink import (
     ENGINES,
-    HPU_EVENTS,
     KIND_COUNTER,
     KIND_DEVICE,
     KIND_OP,
     KIND_RUNTIME,
     MODES,
-    PHASES,
     EventBatch,
 )
+
+# the args keys this export writes (hpuprof.trace.schema declares them), bound once
+_BYTES: Final = ARG_BYTES.key
+_EVENT: Final = ARG_EVENT.key
+_FLOPS: Final = ARG_FLOPS.key
+_GRAPH_ID: Final = ARG_GRAPH_ID.key
+_MEASURED_US: Final = ARG_MEASURED_US.key
+_MODE: Final = ARG_MODE.key
+_MODELED: Final = ARG_MODELED.key
+_MODULE: Final = ARG_MODULE.key
+_PHASE: Final = ARG_PHASE.key
 
 DEVICE_PID: Final = 0
 DEVICE_PROCESS_NAME: Final = "/device:HPU:0"
@@ -124,7 +147,6 @@ def to_chrome_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[
         pid: the host process id to write on host events.
         base_ns: epoch ns that becomes `ts` 0.
     """
-    s = batch.strings
     out: list[dict[str, Any]] = []
     # correlations with a host start (an op or a launch) in this batch; each gets one flow to
     # its first device op
@@ -134,142 +156,166 @@ def to_chrome_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[
         if batch.corr[i] >= 0 and batch.kind[i] != KIND_DEVICE
     }
     flowed: set[int] = set()
-    json_cache: dict[int, Any] = {}
-
-    def parsed(sid: int) -> Any:
-        v = json_cache.get(sid)
-        if v is None:
-            v = json_cache[sid] = json.loads(s[sid]) if s[sid] else []
-        return v
-
+    parsed = _JsonStrings(batch.strings)
     for i in range(len(batch.kind)):
         kind = batch.kind[i]
-        ts = _us(batch.ts_ns[i], base_ns)
-        name = s[batch.name[i]]
-        graph = batch.graph[i]
-        corr = batch.corr[i]
         if kind == KIND_OP:
-            args: dict[str, Any] = {
-                "Input Dims": parsed(batch.dims[i]),
-                "Input type": parsed(batch.types[i]),
-                "hpuprof.event": "op",
-            }
-            if batch.measured_dur_ns is not None:  # projected timeline: the emulator's own time
-                args["hpuprof.measured_us"] = round(batch.measured_dur_ns[i] / 1000.0, 3)
-            _common_args(args, batch, i)
-            if corr >= 0:
-                args["correlation"] = corr
-            ev = {
-                "ph": "X",
-                "cat": "cpu_op",
-                "name": name,
-                "pid": pid,
-                "tid": batch.tid[i],
-                "ts": ts,
-                "dur": round(batch.dur_ns[i] / 1000.0, 3),
-                "args": args,
-            }
-            out.append(ev)
-            if corr >= 0:
-                out.append(_flow_start(corr, pid, batch.tid[i], ts))
+            _host_op(out, batch, i, pid, base_ns, parsed)
         elif kind == KIND_DEVICE:
-            engine = ENGINES[batch.engine[i]]
-            dargs: dict[str, Any] = {
-                "recipeId": graph,
-                "recipeName": recipe_name(graph) if graph >= 0 else "",
-                "device": 0,
-                "correlation": corr,
-                "streamHandle": STREAM_HANDLE,
-                "eventHandle": _event_handle(corr),
-                "dataType": _data_type(name),
-                "hpuprof.graph_id": str(graph),
-                "hpuprof.modeled": True,
-                "hpuprof.flops": batch.flops[i],
-                "hpuprof.bytes": batch.nbytes[i],
-            }
-            if batch.payload[i] >= 0:
-                dargs.update(batch.payloads[batch.payload[i]])
-            tid = ENGINE_TIDS.get(engine, ENGINE_TIDS["TPC"])
-            cat = "gpu_memcpy" if engine == "DMA" else "kernel"
-            out.append(
-                {
-                    "ph": "X",
-                    "cat": cat,
-                    "name": name,
-                    "pid": DEVICE_PID,
-                    "tid": tid,
-                    "ts": ts,
-                    "dur": round(batch.dur_ns[i] / 1000.0, 3),
-                    "args": dargs,
-                }
-            )
-            if corr in started and corr not in flowed:
-                flowed.add(corr)
-                out.append(
-                    {
-                        "ph": "f",
-                        "bp": "e",
-                        "cat": "ac2g",
-                        "name": "ac2g",
-                        "id": corr,
-                        "pid": DEVICE_PID,
-                        "tid": tid,
-                        "ts": ts,
-                    }
-                )
+            _device_op(out, batch, i, base_ns, started, flowed)
         elif kind == KIND_COUNTER:
-            p = batch.payload[i]
-            values = batch.payloads[p] if p >= 0 else {}
-            out.append(
-                {
-                    "ph": "C",
-                    "cat": "hpuprof",
-                    "name": name,
-                    "pid": pid,
-                    "tid": 0,
-                    "ts": ts,
-                    "args": dict(values),
-                }
-            )
+            out.append(_counter(batch, i, pid, base_ns))
         else:
-            hev = HPU_EVENTS[batch.hpu_event[i]]
-            rargs: dict[str, Any] = {"hpuprof.event": hev}
-            _common_args(rargs, batch, i)
-            p = batch.payload[i]
-            if p >= 0:
-                rargs.update(batch.payloads[p])
-            dur_ns = batch.dur_ns[i]
-            if corr >= 0:
-                rargs["correlation"] = corr
-            if hev in _INSTANT_EVENTS and dur_ns == 0:
-                out.append(
-                    {
-                        "ph": "i",
-                        "s": "t",
-                        "cat": "hpuprof",
-                        "name": name,
-                        "pid": pid,
-                        "tid": batch.tid[i],
-                        "ts": ts,
-                        "args": rargs,
-                    }
-                )
-            else:
-                out.append(
-                    {
-                        "ph": "X",
-                        "cat": "hpuprof",
-                        "name": name,
-                        "pid": pid,
-                        "tid": batch.tid[i],
-                        "ts": ts,
-                        "dur": round(dur_ns / 1000.0, 3),
-                        "args": rargs,
-                    }
-                )
-            if hev in ("launch", "fallback") and corr >= 0:
-                out.append(_flow_start(corr, pid, batch.tid[i], ts))
+            _runtime_event(out, batch, i, pid, base_ns)
     return out
+
+
+class _JsonStrings:
+    """Interned strings holding JSON (`Input Dims`, `Input type`), parsed once each."""
+
+    def __init__(self, strings: tuple[str, ...]) -> None:
+        self._strings = strings
+        self._parsed: dict[int, Any] = {}
+
+    def __call__(self, sid: int) -> Any:
+        v = self._parsed.get(sid)
+        if v is None:
+            text = self._strings[sid]
+            v = self._parsed[sid] = json.loads(text) if text else []
+        return v
+
+
+def _host_op(
+    out: list[dict[str, Any]], batch: EventBatch, i: int, pid: int, base_ns: int,
+    parsed: _JsonStrings,
+) -> None:  # fmt: skip
+    """A host op: a `cpu_op` slice, and the start of its flow to the device when it launched."""
+    ts = _us(batch.ts_ns[i], base_ns)
+    corr = batch.corr[i]
+    args: dict[str, Any] = {
+        "Input Dims": parsed(batch.dims[i]),
+        "Input type": parsed(batch.types[i]),
+        _EVENT: "op",
+    }
+    if batch.measured_dur_ns is not None:  # projected timeline: the emulator's own time
+        args[_MEASURED_US] = round(batch.measured_dur_ns[i] / 1000.0, 3)
+    _common_args(args, batch, i)
+    if corr >= 0:
+        args["correlation"] = corr
+    out.append(
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": batch.strings[batch.name[i]],
+            "pid": pid,
+            "tid": batch.tid[i],
+            "ts": ts,
+            "dur": round(batch.dur_ns[i] / 1000.0, 3),
+            "args": args,
+        }
+    )
+    if corr >= 0:
+        out.append(_flow_start(corr, pid, batch.tid[i], ts))
+
+
+def _device_op(
+    out: list[dict[str, Any]], batch: EventBatch, i: int, base_ns: int, started: set[int],
+    flowed: set[int],
+) -> None:  # fmt: skip
+    """A modeled device op on its engine's lane, and the end of the flow from its launch (the
+    first device op of a correlation started on the host in this batch)."""
+    ts = _us(batch.ts_ns[i], base_ns)
+    name = batch.strings[batch.name[i]]
+    graph = batch.graph[i]
+    corr = batch.corr[i]
+    engine = ENGINES[batch.engine[i]]
+    args: dict[str, Any] = {
+        "recipeId": graph,
+        "recipeName": recipe_name(graph) if graph >= 0 else "",
+        "device": 0,
+        "correlation": corr,
+        "streamHandle": STREAM_HANDLE,
+        "eventHandle": _event_handle(corr),
+        "dataType": _data_type(name),
+        _GRAPH_ID: str(graph),
+        _MODELED: True,
+        _FLOPS: batch.flops[i],
+        _BYTES: batch.nbytes[i],
+    }
+    if batch.payload[i] >= 0:
+        args.update(batch.payloads[batch.payload[i]])
+    tid = ENGINE_TIDS.get(engine, ENGINE_TIDS["TPC"])
+    out.append(
+        {
+            "ph": "X",
+            "cat": "gpu_memcpy" if engine == "DMA" else "kernel",
+            "name": name,
+            "pid": DEVICE_PID,
+            "tid": tid,
+            "ts": ts,
+            "dur": round(batch.dur_ns[i] / 1000.0, 3),
+            "args": args,
+        }
+    )
+    if corr in started and corr not in flowed:
+        flowed.add(corr)
+        out.append(
+            {
+                "ph": "f",
+                "bp": "e",
+                "cat": "ac2g",
+                "name": "ac2g",
+                "id": corr,
+                "pid": DEVICE_PID,
+                "tid": tid,
+                "ts": ts,
+            }
+        )
+
+
+def _counter(batch: EventBatch, i: int, pid: int, base_ns: int) -> dict[str, Any]:
+    p = batch.payload[i]
+    values = batch.payloads[p] if p >= 0 else {}
+    return {
+        "ph": "C",
+        "cat": HPUPROF_CATEGORY,
+        "name": batch.strings[batch.name[i]],
+        "pid": pid,
+        "tid": 0,
+        "ts": _us(batch.ts_ns[i], base_ns),
+        "args": dict(values),
+    }
+
+
+def _runtime_event(
+    out: list[dict[str, Any]], batch: EventBatch, i: int, pid: int, base_ns: int
+) -> None:
+    """An hpuprof runtime event (`cat: "hpuprof"`): a slice, or an instant for a zero-length
+    `mark_step`; launches and fallbacks start a flow to their device ops."""
+    ts = _us(batch.ts_ns[i], base_ns)
+    corr = batch.corr[i]
+    hev = HPU_EVENTS[batch.hpu_event[i]]
+    args: dict[str, Any] = {_EVENT: hev}
+    _common_args(args, batch, i)
+    p = batch.payload[i]
+    if p >= 0:
+        args.update(batch.payloads[p])
+    dur_ns = batch.dur_ns[i]
+    if corr >= 0:
+        args["correlation"] = corr
+    name, tid = batch.strings[batch.name[i]], batch.tid[i]
+    if hev in _INSTANT_EVENTS and dur_ns == 0:
+        out.append(
+            {"ph": "i", "s": "t", "cat": HPUPROF_CATEGORY, "name": name, "pid": pid, "tid": tid,
+             "ts": ts, "args": args}
+        )  # fmt: skip
+    else:
+        out.append(
+            {"ph": "X", "cat": HPUPROF_CATEGORY, "name": name, "pid": pid, "tid": tid, "ts": ts,
+             "dur": round(dur_ns / 1000.0, 3), "args": args}
+        )  # fmt: skip
+    if hev in ("launch", "fallback") and corr >= 0:
+        out.append(_flow_start(corr, pid, tid, ts))
 
 
 _DATA_TYPES = {"bf16": "bf16", "f32": "fp32", "f16": "fp16", "i64": "int64", "i32": "int32"}
@@ -365,7 +411,7 @@ def bridge_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[str
                 "streamHandle": STREAM_HANDLE,
                 "eventHandle": _event_handle(corr),
                 "dataType": _data_type(name),
-                "hpuprof.modeled": True,
+                _MODELED: True,
             }
             if cat == "Kernel":
                 args["device"] = 0
@@ -399,7 +445,7 @@ def bridge_events(batch: EventBatch, *, pid: int, base_ns: int) -> list[dict[str
 
 
 def _api(pid: int, tid: int, name: str, ts: float, dur: float, recipe: int = -1) -> dict[str, Any]:
-    args: dict[str, Any] = {"hpuprof.modeled": False}
+    args: dict[str, Any] = {_MODELED: False}
     if recipe >= 0:
         args["recipeId"] = recipe
     return {
@@ -415,13 +461,13 @@ def _flow_start(corr: int, pid: int, tid: int, ts: float) -> dict[str, Any]:
 def _common_args(args: dict[str, Any], batch: EventBatch, i: int) -> None:
     mode = batch.mode[i]
     if mode:
-        args["hpuprof.mode"] = MODES[mode]
+        args[_MODE] = MODES[mode]
     module = batch.module[i]
     if module:
-        args["hpuprof.module"] = batch.strings[module]
+        args[_MODULE] = batch.strings[module]
     phase = batch.phase[i]
     if phase:
-        args["hpuprof.phase"] = PHASES[phase]
+        args[_PHASE] = PHASES[phase]
     graph = batch.graph[i]
     if graph >= 0:
-        args["hpuprof.graph_id"] = str(graph)
+        args[_GRAPH_ID] = str(graph)

@@ -22,6 +22,11 @@ import types
 from time import perf_counter_ns
 from typing import Any, Final
 
+import hpusim.state as state
+from hpusim.lazy import flush
+from hpusim.sink import MODE_COMPILE
+from hpusim.tensor import HpuTensor
+
 BACKEND_NAME: Final = "hpu_backend"
 
 _registered: list[bool] = [False]
@@ -124,26 +129,11 @@ def _record_graph_breaks(rt: Any) -> None:
         _stats["graph_breaks"] += new
         if rt.sink.recording:
             for _ in range(new):
-                rt.sink.runtime(
-                    "graph_break",
-                    "graph_break",
-                    now,
-                    0,
-                    mode=3,
-                    payload={
-                        "hpuprof.cause": {
-                            "kind": "graph_break",
-                            "text": str(reason).split("\n", 1)[0],
-                            "detail": str(reason),
-                        }
-                    },
-                )
+                rt.events.graph_break(str(reason), now, MODE_COMPILE)
 
 
 def hpu_backend(gm: Any, example_inputs: list[Any], **kwargs: Any) -> Any:
     """The `hpu_backend` dynamo backend: record the compile, then AOT-compile for the device."""
-    from hpusim import state
-
     rt = state.RT
     t0 = perf_counter_ns()
     reason = _recompile_reason()
@@ -170,25 +160,10 @@ def hpu_backend(gm: Any, example_inputs: list[Any], **kwargs: Any) -> Any:
         gm, example_inputs
     )
     if rt is not None and rt.sink.recording:
-        cause: dict[str, Any] = (
-            {"kind": "guard", "text": reason}
-            if reason is not None
-            else {"kind": "new_graph", "text": "first compile of this frame"}
-        )
-        rt.sink.runtime(
-            "dynamo_compile",
-            f"dynamo_compile {frame}" if frame else "dynamo_compile",
-            t0,
-            perf_counter_ns() - t0,
-            mode=3,
-            payload={
-                "hpuprof.cause": cause,
-                "hpuprof.graph_ops": n_ops,
-                "hpuprof.compile_id": compile_id,
-                "hpuprof.frame": frame,
-                "hpuprof.dynamic": is_dynamic(gm),
-            },
-        )
+        rt.events.dynamo_compile(
+            frame, t0, perf_counter_ns() - t0, MODE_COMPILE, reason, n_ops, compile_id,
+            is_dynamic(gm),
+        )  # fmt: skip
     return compiled
 
 
@@ -202,9 +177,6 @@ class _GraphRunner:
     def __call__(self, *args: Any) -> Any:
         import torch
 
-        from hpusim import state
-        from hpusim.tensor import HpuTensor
-
         rt = state.RT
         if rt is None:
             raise RuntimeError("hpusim: a compiled hpu graph ran after hpusim.disable()")
@@ -212,18 +184,11 @@ class _GraphRunner:
             HpuTensor(a) if type(a) is torch.Tensor and not isinstance(a, HpuTensor) else a
             for a in args
         ]
-        from hpusim import lazy
-        from hpusim.sink import MODE_COMPILE
-
-        was_lazy, mode = rt.lazy, rt.mode_code
-        if was_lazy:
-            lazy.flush(rt, "step marker")
-        rt.lazy, rt.mode_code = True, MODE_COMPILE
-        try:
+        if rt.lazy:
+            flush(rt, "step marker")
+        with rt.compiling():
             out = _Interp(self.gm).run(*wrapped)
-            lazy.flush(rt, "step marker")
-        finally:
-            rt.lazy, rt.mode_code = was_lazy, mode
+            flush(rt, "step marker")
         return [o._elem if type(o) is HpuTensor else o for o in out]
 
 
@@ -235,8 +200,6 @@ def _interp_class() -> type:
 
         def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
             import torch
-
-            from hpusim.tensor import HpuTensor
 
             dev = kwargs.get("device")
             if isinstance(dev, torch.device) and dev.type == "cpu":

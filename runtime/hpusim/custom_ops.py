@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import is_fake
 
-from hpusim.transformer_engine import FP8_DTYPES, saturated
+from hpusim.fp8_ops import FP8_DTYPES, saturated
 
 Tensor = torch.Tensor
 _F32: Final = torch.float32

@@ -32,6 +32,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
+from hpusim.projection import MeasuredClock
+
 MME_OPS: Final = frozenset(
     {
         "mm",
@@ -420,8 +422,6 @@ class DeviceTimeline:
     collectives are modeled for."""
 
     def __init__(self, profile: DeviceProfile, clock: Any = None, cards: int = 1) -> None:
-        from hpusim.projection import MeasuredClock
-
         self.profile = profile
         self.clock = clock if clock is not None else MeasuredClock()
         self.cards = max(int(cards), 1)

@@ -29,7 +29,11 @@ from typing import Any, Final
 
 import torch
 
-from hpusim import state
+import hpusim.hpex as hpex
+import hpusim.metrics as metrics
+import hpusim.state as state
+from hpusim.lazy import flush, host_sync
+from hpusim.lifecycle import shim_path
 
 HABANA_VISIBLE_MODULES_VAR: Final = "HABANA_VISIBLE_MODULES"
 HLS_MODULE_ID_VAR: Final = "HLS_MODULE_ID"
@@ -184,8 +188,6 @@ def synchronize(device: Any = None) -> None:
     rt = state.RT
     if rt is None:
         return
-    from hpusim.lazy import host_sync
-
     host_sync(rt, "bindings-synchronize_device", perf_counter_ns())
 
 
@@ -294,17 +296,18 @@ def memory_stats(device: Any = None) -> dict[str, int]:
     `MaxInUse`, allocation counts (live device tensors the emulator created)."""
     _check(device)
     rt = _rt()
+    a = rt.alloc
     return {
         "Limit": rt.profile.hbm_gbytes * (1 << 30),
-        "InUse": rt.memory_in_use,
-        "MaxInUse": rt.memory_peak,
-        "NumAllocs": rt.num_allocs,
-        "NumFrees": rt.num_frees,
-        "ActiveAllocs": rt.num_allocs - rt.num_frees,
-        "MaxAllocSize": rt.max_alloc_size,
-        "TotalSystemAllocs": rt.total_allocs,
-        "TotalSystemFrees": rt.total_frees,
-        "TotalActiveAllocs": rt.total_allocs - rt.total_frees,
+        "InUse": a.in_use,
+        "MaxInUse": a.max_in_use,
+        "NumAllocs": a.num_allocs,
+        "NumFrees": a.num_frees,
+        "ActiveAllocs": a.num_allocs - a.num_frees,
+        "MaxAllocSize": a.max_alloc_size,
+        "TotalSystemAllocs": a.total_allocs,
+        "TotalSystemFrees": a.total_frees,
+        "TotalActiveAllocs": a.total_allocs - a.total_frees,
     }
 
 
@@ -318,17 +321,13 @@ def max_memory_allocated(device: Any = None) -> int:
 
 def reset_peak_memory_stats(device: Any = None) -> None:
     _check(device)
-    rt = _rt()
-    rt.memory_peak = rt.memory_in_use
+    _rt().alloc.reset_peak()
 
 
 def reset_accumulated_memory_stats(device: Any = None) -> None:
     """Clears the allocation and free counts (the bridge's `clear_memory_stats`)."""
     _check(device)
-    rt = _rt()
-    rt.num_frees = 0
-    rt.num_allocs = 0
-    rt.max_alloc_size = 0
+    _rt().alloc.reset_counts()
 
 
 def memory_reserved(device: Any = None) -> int:
@@ -396,9 +395,7 @@ class Event:
     def record(self, stream: Any = None) -> None:
         rt = _rt()
         if rt.lazy:  # the event marks a point in the device's work: close the pending graph
-            from hpusim import lazy
-
-            lazy.flush(rt, "event record")
+            flush(rt, "event record")
         self._device_ns = max(rt.timeline.idle_at(), perf_counter_ns())
         self.hpu_event = id(self)
 
@@ -591,14 +588,10 @@ def get_autocast_hpu_dtype() -> torch.dtype:
 
 
 def enable_recompute_sdp(enabled: bool) -> None:
-    from hpusim import hpex
-
     hpex.enable_recompute_sdp(enabled)
 
 
 def recompute_sdp_enabled() -> bool:
-    from hpusim import hpex
-
     return hpex.recompute_sdp_enabled()
 
 
@@ -743,8 +736,6 @@ _PUBLIC: Final = [
 
 
 def _metrics_names() -> dict[str, Any]:
-    from hpusim import metrics
-
     return {
         n: getattr(metrics, n)
         for n in (
@@ -760,8 +751,6 @@ def _metrics_names() -> dict[str, Any]:
 
 def shim_dir() -> Path:
     """The shim's `habana_frameworks/torch/hpu` folder (the module's `__path__`)."""
-    from hpusim import shim_path
-
     return shim_path() / "habana_frameworks" / "torch" / "hpu"
 
 
@@ -777,10 +766,8 @@ def build_module() -> types.ModuleType:
         setattr(mod, name, _tensor_alias(name, dtype))
     for name, value in _metrics_names().items():
         setattr(mod, name, value)
-    from hpusim.hpex import is_lazy
-
-    mod.is_lazy = is_lazy  # type: ignore[attr-defined]
-    mod.is_lazy_mode = is_lazy()  # type: ignore[attr-defined]
+    mod.is_lazy = hpex.is_lazy  # type: ignore[attr-defined]
+    mod.is_lazy_mode = hpex.is_lazy()  # type: ignore[attr-defined]
     mod._get_device_index = _get_device_index  # type: ignore[attr-defined]
     mod.hpu = mod  # type: ignore[attr-defined]  # `from .memory import *` brings the module itself
     mod.torch = torch  # type: ignore[attr-defined]
@@ -800,9 +787,7 @@ def install() -> None:
     """Make the module `torch.hpu`; the shim's `habana_frameworks/torch/hpu/__init__.py`
     replaces itself with the same object when `habana_frameworks.torch.hpu` is imported."""
     mod = module()
-    from hpusim.hpex import is_lazy
-
-    mod.is_lazy_mode = is_lazy()  # type: ignore[attr-defined]
+    mod.is_lazy_mode = hpex.is_lazy()  # type: ignore[attr-defined]
     for name, value in _extra.items():
         setattr(mod, name, value)
     if getattr(torch, "hpu", None) is not mod:

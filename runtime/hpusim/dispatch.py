@@ -10,21 +10,32 @@ costs per op key, so a repeated op costs a few dict lookups.
 
 from __future__ import annotations
 
-import json
 from time import perf_counter_ns
 from typing import Any, Final
 
 import torch
 
-from hpusim import fallback as fb
-from hpusim import op_dtypes, state
+import hpusim.fallback as fb
+import hpusim.op_dtypes as op_dtypes
+import hpusim.state as state
 from hpusim.accounting import after_op, gap_mode
+from hpusim.attribution import _UNKNOWN, module_and_phase, phase_code
 from hpusim.device_model import ENGINE_DMA, engine_of
+from hpusim.dtype_rules import (
+    COMPLEX_DTYPES,
+    COMPLEX_ERROR,
+    device_dtype_values,
+    has_demoted_dtype,
+    record_rule,
+)
 from hpusim.fake import run as run_fake
 from hpusim.fused_costs import FUSED_OPS, FusedOpCost, fused_op_cost
-from hpusim.recipe_cache import recipe_name
-from hpusim.sink import MODE_EAGER, PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER, THREAD_IDS
-from hpusim.tensor import _DISPATCH, HpuTensor
+from hpusim.lazy import flush, host_sync
+from hpusim.metrics import EventId, publish
+from hpusim.recorder import input_json
+from hpusim.sink import MODE_EAGER
+from hpusim.tensor import HpuTensor
+from hpusim.transfers import record_copy
 from hpusim.widened_compute import call_in_fp32, missing_cpu_kernel
 
 aten = torch.ops.aten
@@ -92,18 +103,6 @@ BOOL_INDEX_OPS: Final = frozenset({"aten::index_put_", "aten::_index_put_impl_",
 _LOW_PRECISION: Final = frozenset(
     {torch.bfloat16, torch.float16, torch.float8_e5m2, torch.float8_e4m3fn}
 )
-_TYPE_NAMES: Final[dict[torch.dtype, str]] = {
-    torch.float32: "float",
-    torch.float64: "double",
-    torch.bfloat16: "c10::BFloat16",
-    torch.float16: "c10::Half",
-    torch.int64: "long int",
-    torch.int32: "int",
-    torch.int16: "short int",
-    torch.int8: "signed char",
-    torch.uint8: "unsigned char",
-    torch.bool: "bool",
-}
 _DTYPE_SUFFIX: Final[dict[torch.dtype, str]] = {
     torch.float32: "f32",
     torch.float64: "f32",
@@ -287,35 +286,6 @@ def reset_caches() -> None:
     _COST.clear()
 
 
-def _arg_json(sig: tuple[Any, ...]) -> tuple[str, str]:
-    dims: list[Any] = []
-    types: list[Any] = []
-    for a in sig:
-        if type(a) is tuple and len(a) == 5 and a[0] == "T":
-            dims.append(list(a[1]))
-            types.append(_TYPE_NAMES.get(a[3], str(a[3]).replace("torch.", "")))
-        elif (
-            type(a) is tuple
-            and a
-            and all(type(x) is tuple and len(x) == 5 and x[0] == "T" for x in a)
-        ):
-            dims.append([list(x[1]) for x in a])
-            types.append("TensorList")
-        elif a is None:
-            dims.append([])
-            types.append("")
-        elif type(a) is tuple:
-            dims.append([])
-            types.append("ScalarList")
-        elif isinstance(a, (int, float, bool)):
-            dims.append([])
-            types.append("Scalar")
-        else:
-            dims.append([])
-            types.append(type(a).__name__)
-    return json.dumps(dims, separators=(",", ":")), json.dumps(types, separators=(",", ":"))
-
-
 def _tensor_bytes(
     sig: tuple[Any, ...],
 ) -> tuple[int, list[tuple[int, ...]], list[torch.dtype], list[Any]]:
@@ -361,7 +331,7 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     assert rt is not None
     sink = rt.sink
     c = OpCost()
-    dims, types = _arg_json(key[1])
+    dims, types = input_json(key[1])
     c.dims = sink.intern(dims)
     c.types = sink.intern(types)
     in_bytes, shapes, dtypes, scalars = _tensor_bytes(key[1])
@@ -370,7 +340,7 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     c.out_bytes = out_bytes
     c.low = dtype in _LOW_PRECISION
     # a view shares storage whose values were already stored as the device holds them
-    c.demote = not info.is_view and _has_demoted_dtype(out, rt.flags.int64_support)
+    c.demote = not info.is_view and has_demoted_dtype(out, rt.flags.int64_support)
     label = info.label
     fc = _fused_cost(info, key[1]) if info.fused is not None else None
     if fc is not None:  # the bridge's fused `hpu::` op: ONE device op (fused_costs)
@@ -420,46 +390,6 @@ def _fused_cost(info: OpInfo, sig: tuple[Any, ...]) -> FusedOpCost | None:
     return fused_op_cost(
         info.label, [p[0] for p in pairs], [p[1] for p in pairs], is_causal=is_causal
     )
-
-
-_seq_nr = torch._C._autograd._get_sequence_nr
-_FWD_MODULE: dict[int, int] = {}
-"""Autograd sequence nr of a forward op's grad_fn -> module id, so backward ops get the module
-of the forward op they differentiate (probe design 8)."""
-
-
-_UNKNOWN: Final[Any] = object()
-
-
-def module_and_phase(rt: state.Runtime, node: Any = _UNKNOWN) -> tuple[int, int]:
-    """(module string id, phase code) of the op being dispatched; `node`: the autograd node
-    running now, where the caller has read it already (`_current_node()`)."""
-    if node is _UNKNOWN:
-        node = _current_node()
-    if node is not None:
-        return _FWD_MODULE.get(node._sequence_nr(), 0), PHASE_BWD
-    phase = PHASE_OPTIMIZER if rt.optimizer_depth else PHASE_FWD
-    stack = rt.module_stack
-    if not stack:
-        return 0, phase
-    module = stack[-1]
-    fwd = _FWD_MODULE
-    k = _seq_nr() - 1  # the grad_fn the autograd kernel made just before this redispatch
-    if k not in fwd:
-        if len(fwd) > 500_000:
-            fwd.clear()
-        fwd[k] = module
-    return module, phase
-
-
-def phase_code() -> int:
-    """The `sink.PHASES` code of the op being dispatched: fwd, bwd or optimizer."""
-    if _current_node() is not None:
-        return PHASE_BWD
-    rt = state.RT
-    if rt is not None and rt.optimizer_depth:
-        return PHASE_OPTIMIZER
-    return PHASE_FWD
 
 
 # --- unwrap / wrap ---------------------------------------------------------------------------
@@ -621,7 +551,8 @@ def _dispatch(
     node: Any = _UNKNOWN,
 ) -> Any:
     """One op (`faking`: dynamo / AOT tracing on fake tensors, no device work; `node`: the
-    autograd node running it, if read already)."""
+    autograd node running it, if read already): unwrap and key it, decide its support, run it
+    on CPU, wrap its outputs, then account for it on the modeled device."""
     H = HpuTensor
     info = getattr(func, "_hpusim_info", None) or op_info(func)
     if rt is None:
@@ -634,25 +565,11 @@ def _dispatch(
             raise
         args = formula_allocations_on_device(args)
         uargs, sig, n_hpu = unwrap(args, info.cross_ok, H)
-    ksig: list[Any] = []
     if kwargs:
-        ukw = {}
-        for k, v in kwargs.items():
-            if k == "device":
-                ukw[k] = None if info.label == "aten::_to_copy" else torch.device("cpu")
-                continue
-            if isinstance(v, (torch.Tensor, list)):  # a tensor or a list of them (out=)
-                u, s, n = unwrap((v,), info.cross_ok, H)
-                ukw[k] = u[0]
-                ksig.append((k, s[0]))
-                n_hpu += n
-            else:
-                ukw[k] = v
-                ksig.append((k, _sig_value(v)))
-                if type(v) is float:
-                    n_hpu += 1000
+        ukw, ksig, n_kw = _unwrap_kwargs(kwargs, info, H)
+        n_hpu += n_kw
     else:
-        ukw = kwargs
+        ukw, ksig = kwargs, []
     if info.scalar_args is not None and rt.lazy:
         sig, ksig = _scalars_as_tensors(sig, ksig, info.scalar_args)
     key = (info.overload, sig + tuple(ksig)) if ksig else (info.overload, sig)
@@ -674,49 +591,18 @@ def _dispatch(
         fallback = cost.fallback
         rule_dtype = cost.rule_dtype
     if rule_dtype is not None:
-        from hpusim.dtype_rules import record_rule
-
         record_rule(rt, info.overload, rule_dtype, torch.float32, "unsupported_dtype")
     if fallback:
         _before_fallback(info, rt)
     bool_mask = info.bool_index and _bool_indexed(sig)
     if bool_mask and info.bool_index == 2 and rt.lazy:
-        from hpusim.lazy import flush
-
         flush(rt, "index_put_frontend_impl_hpu_lazy")
 
-    if rt.fake is not None:
-        out = run_fake(rt, func, info, uargs, ukw, ckey)
-    else:
-        try:
-            out = info.call(*uargs, **ukw)
-        except (NotImplementedError, RuntimeError) as e:  # CPU torch lacks the device's kernel
-            if fallback or not missing_cpu_kernel(e):
-                raise
-            out = call_in_fp32(info.call, info.func._schema, uargs, ukw)
+    out = _run_on_cpu(rt, func, info, uargs, ukw, ckey, fallback)
     t1 = perf_counter_ns()
     if info.to_host:
         return out  # the bridge's complex_hpu computes on the host and returns a cpu tensor
-    out_bytes = -1  # the bytes of a plain op's new output or an in-place op's `self`
-    if info.plain_out and type(out) is torch.Tensor:
-        result: Any = H(out)
-        out_bytes = out.numel() * out.element_size()
-    elif (
-        info.inplace_self
-        and type(out) is torch.Tensor
-        and type(args[0]) is H
-        and args[0].shape == out.shape  # else wrap() raises the emulator's resize error
-    ):
-        result = args[0]
-        out_bytes = out.numel() * out.element_size()
-    elif info.is_view and _inference_enabled() and _views_normal_tensor(args):
-        # a view of a normal tensor made inside inference_mode is a normal tensor (autograd
-        # sets its version counter): build its wrapper outside inference mode
-        with torch.inference_mode(False):
-            result = wrap(out, info, args, kwargs, H)
-    else:
-        result = wrap(out, info, args, kwargs, H)
-
+    result, out_bytes = _wrap_result(out, info, args, kwargs)
     if cost is None:
         if _is_complex(out):
             raise RuntimeError(COMPLEX_ERROR)
@@ -725,69 +611,126 @@ def _dispatch(
         cost.rule_dtype = rule_dtype
     if cost.demote and rt.fake is None:  # fake compute: no values to store
         device_dtype_values(out, rt.flags.int64_support)
-    after_op(
-        rt,
-        info,
-        cost,
-        args,
-        kwargs,
-        result,
-        t1,
-        rt.lazy and not (fallback or info.is_view),
-        fallback,
-        out_bytes,
-    )
-    sink = rt.sink
-    rec = sink.recording
-    if fallback:
-        _after_fallback(info, rt, sig, t0, t1, cost, rec)
-        if rec:
-            _record_op(rt, info, cost, t0, t1, -1, -1, node)
-    elif info.is_view:
-        if rec:
-            _record_op(rt, info, cost, t0, t1, -1, -1, node)
-    elif info.collective:
-        from hpusim.distributed import collective_on_device, hpu_work
-
-        collective_on_device(rt, info, cost, uargs, t0, t1)
-        result = hpu_work(result, args)
-    elif rt.lazy:
-        if not rt.graph:
-            rt.graph_start_ns = t0
-        rt.graph.append((key, cost))
-        if rec:
-            _record_op(rt, info, cost, t0, t1, -1, -1, node)
-    else:
-        graph, corr, start = _eager_launch(rt, cost, t1, rec)
-        if rec:
-            module, phase = module_and_phase(rt, node)
-            tmpl = cost.record
-            if tmpl < 0:
-                tmpl = cost.record = sink.template(
-                    info.name_id, MODE_EAGER, cost.dims, cost.types, graph, cost.dev_name,
-                    cost.engine, cost.dur, cost.flops, cost.nbytes,
-                )  # fmt: skip
-            sink.put((tmpl, t0, t1 - t0, THREAD_IDS.tid, module, phase, corr, start))
-    if rt.lazy:
-        if type(result) is H:
-            result._epoch = rt.flushes  # written by the pending graph (an H2D into it flushes)
-        rt.compound_ops += 1
-    if info.sync_reason is not None and not fallback:
-        from hpusim.lazy import host_sync
-
-        host_sync(rt, info.sync_reason, t1)
-    elif bool_mask and info.bool_index == 1:
-        from hpusim.lazy import host_sync
-
-        host_sync(rt, "non zero", t1)
-    elif rt.lazy and rt.compound_ops >= rt.flags.max_compound_op_size:
-        from hpusim.lazy import flush
-
-        flush(rt, "reaching max accumulated compound op size")
+    graphed = rt.lazy and not (fallback or info.is_view)
+    after_op(rt, info, cost, args, kwargs, result, t1, graphed, fallback, out_bytes)
+    result = _on_device(rt, info, cost, key, sig, uargs, args, result, t0, t1, fallback, node)
+    _host_sync_after(rt, info, result, t1, fallback, bool_mask)
     if _listeners:
         for fn in _listeners:
             fn(func, key, result, info)
     return result
+
+
+def _unwrap_kwargs(
+    kwargs: dict[str, Any], info: OpInfo, H: type
+) -> tuple[dict[str, Any], list[Any], int]:
+    """(unwrapped kwargs, their signature, hpu tensors + 1000 * float scalars) of an op's
+    keyword arguments; a `device` argument becomes the CPU (`_to_copy`: none)."""
+    ukw: dict[str, Any] = {}
+    ksig: list[Any] = []
+    n_hpu = 0
+    for k, v in kwargs.items():
+        if k == "device":
+            ukw[k] = None if info.label == "aten::_to_copy" else torch.device("cpu")
+            continue
+        if isinstance(v, (torch.Tensor, list)):  # a tensor or a list of them (out=)
+            u, s, n = unwrap((v,), info.cross_ok, H)
+            ukw[k] = u[0]
+            ksig.append((k, s[0]))
+            n_hpu += n
+        else:
+            ukw[k] = v
+            ksig.append((k, _sig_value(v)))
+            if type(v) is float:
+                n_hpu += 1000
+    return ukw, ksig, n_hpu
+
+
+def _run_on_cpu(
+    rt: state.Runtime, func: Any, info: OpInfo, uargs: list[Any], ukw: dict[str, Any],
+    ckey: Any, fallback: bool,
+) -> Any:  # fmt: skip
+    """The op's real CPU run (meta tensors with fake compute; in fp32 where CPU torch has no
+    kernel for the device's dtype)."""
+    if rt.fake is not None:
+        return run_fake(rt, func, info, uargs, ukw, ckey)
+    try:
+        return info.call(*uargs, **ukw)
+    except (NotImplementedError, RuntimeError) as e:  # CPU torch lacks the device's kernel
+        if fallback or not missing_cpu_kernel(e):
+            raise
+        return call_in_fp32(info.call, info.func._schema, uargs, ukw)
+
+
+def _wrap_result(
+    out: Any, info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Any, int]:
+    """(the hpu result, the bytes of a plain op's new output or an in-place op's `self`, else
+    -1)."""
+    if info.plain_out and type(out) is torch.Tensor:
+        return HpuTensor(out), out.numel() * out.element_size()
+    if (
+        info.inplace_self
+        and type(out) is torch.Tensor
+        and type(args[0]) is HpuTensor
+        and args[0].shape == out.shape  # else wrap() raises the emulator's resize error
+    ):
+        return args[0], out.numel() * out.element_size()
+    if info.is_view and _inference_enabled() and _views_normal_tensor(args):
+        # a view of a normal tensor made inside inference_mode is a normal tensor (autograd
+        # sets its version counter): build its wrapper outside inference mode
+        with torch.inference_mode(False):
+            return wrap(out, info, args, kwargs, HpuTensor), -1
+    return wrap(out, info, args, kwargs, HpuTensor), -1
+
+
+def _on_device(
+    rt: state.Runtime, info: OpInfo, cost: OpCost, key: Any, sig: tuple[Any, ...],
+    uargs: list[Any], args: tuple[Any, ...], result: Any, t0: int, t1: int, fallback: bool,
+    node: Any,
+) -> Any:  # fmt: skip
+    """The op on the modeled device and in the sink: a CPU fallback's copies, a collective, a
+    lazy graph's new op, or an eager launch. Returns the result (a collective's, with hpu
+    tensors)."""
+    rec = rt.sink.recording
+    if fallback:
+        _after_fallback(info, rt, sig, t0, t1, cost, rec)
+        if rec:
+            _record_op(rt, info, cost, t0, t1, node)
+    elif info.is_view:
+        if rec:
+            _record_op(rt, info, cost, t0, t1, node)
+    elif info.collective:
+        return _COLLECTIVE[0](rt, info, cost, uargs, args, result, t0, t1)
+    elif rt.lazy:
+        rt.graph.add(key, cost, t0)
+        if rec:
+            _record_op(rt, info, cost, t0, t1, node)
+    else:
+        corr, start = _eager_launch(rt, cost, t1)
+        if rec:
+            module, phase = module_and_phase(rt.attribution, node)
+            rt.events.eager_op(info.name_id, MODE_EAGER, cost, t0, t1, module, phase, corr, start)
+    return result
+
+
+def _host_sync_after(
+    rt: state.Runtime, info: OpInfo, result: Any, t1: int, fallback: bool, bool_mask: Any
+) -> None:
+    """Lazy mode counts the op (the compound-op limit) and stamps its result as written by the
+    pending graph; an op whose result the host reads (`.item()`, nonzero...) syncs."""
+    limit = False
+    if rt.lazy:
+        lazy_graph = rt.graph
+        if type(result) is HpuTensor:
+            result._epoch = lazy_graph.flushes  # written by the pending graph (an H2D flushes)
+        limit = lazy_graph.count_op()
+    if info.sync_reason is not None and not fallback:
+        host_sync(rt, info.sync_reason, t1)
+    elif bool_mask and info.bool_index == 1:
+        host_sync(rt, "non zero", t1)
+    elif limit:
+        flush(rt, "reaching max accumulated compound op size")
 
 
 _inference_enabled = torch.is_inference_mode_enabled
@@ -798,32 +741,29 @@ def _views_normal_tensor(args: tuple[Any, ...]) -> bool:
 
 
 def _record_op(
-    rt: state.Runtime,
-    info: OpInfo,
-    cost: OpCost,
-    t0: int,
-    t1: int,
-    graph: int,
-    corr: int,
-    node: Any = _UNKNOWN,
+    rt: state.Runtime, info: OpInfo, cost: OpCost, t0: int, t1: int, node: Any = _UNKNOWN
 ) -> None:
     """A host op without its own device op (lazy, views, fallbacks): one sink row."""
-    module, phase = module_and_phase(rt, node)
-    sink, mode = rt.sink, rt.mode_code
-    cached = cost.record_host
-    if cached[0] == mode and graph == -1:
-        tmpl = cached[1]
-    else:
-        tmpl = sink.template(info.name_id, mode, cost.dims, cost.types, graph)
-        if graph == -1:
-            cost.record_host = (mode, tmpl)
-    sink.put((tmpl, t0, t1 - t0, THREAD_IDS.tid, module, phase, corr, 0))
+    module, phase = module_and_phase(rt.attribution, node)
+    rt.events.host_op(info.name_id, cost, t0, t1, module, phase, rt.mode_code)
+
+
+def _no_collectives(*args: Any) -> Any:
+    raise RuntimeError("hpusim: no collective handler (hpusim.distributed installs it)")
+
+
+_COLLECTIVE: list[Any] = [_no_collectives]
+"""`fn(rt, info, cost, uargs, args, result, t0, t1) -> result` running a collective's device
+side; registered by `hpusim.distributed.install()` at enable (dispatch does not import it)."""
+
+
+def set_collective_handler(fn: Any) -> None:
+    """Register the device side of collectives (`c10d::`, `_c10d_functional::` ops)."""
+    _COLLECTIVE[0] = fn
 
 
 def _cross_device_copy(args: tuple[Any, ...], uargs: list[Any], t0: int) -> Any:
     """`cpu_t.copy_(hpu_t)` is a D2H, `hpu_t.copy_(cpu_t)` an H2D; None for a device copy."""
-    from hpusim.transfers import record_copy
-
     if uargs and type(args[0]) is not HpuTensor:
         return record_copy(args[0], uargs[1], "d2h", t0)
     if (
@@ -836,47 +776,15 @@ def _cross_device_copy(args: tuple[Any, ...], uargs: list[Any], t0: int) -> Any:
     return None
 
 
-COMPLEX_ERROR: Final = "Complex datatype is not supported on HPU device."
 _COMPLEX_TO_HOST: Final = frozenset({"aten::complex", "aten::polar"})
-_COMPLEX: Final = frozenset({torch.complex32, torch.complex64, torch.complex128})
 
 
 def _is_complex(out: Any) -> bool:
     if isinstance(out, torch.Tensor):
-        return out.dtype in _COMPLEX
+        return out.dtype in COMPLEX_DTYPES
     if isinstance(out, (tuple, list)):
-        return any(isinstance(o, torch.Tensor) and o.dtype in _COMPLEX for o in out)
+        return any(isinstance(o, torch.Tensor) and o.dtype in COMPLEX_DTYPES for o in out)
     return False
-
-
-def _has_demoted_dtype(out: Any, int64_support: bool) -> bool:
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    for o in outs:
-        if isinstance(o, torch.Tensor) and (
-            o.dtype is torch.float64 or (o.dtype is torch.int64 and not int64_support)
-        ):
-            return True
-    return False
-
-
-def device_dtype_values(out: Any, int64_support: bool) -> None:
-    """Give float64 / int64 results the values the device's fp32 / int32 storage holds (the
-    bridge keeps the user-visible dtype and computes in the 32-bit one): fp64 values rounded to
-    fp32, int64 values wrapped to int32 (unless PT_ENABLE_INT64_SUPPORT=1), in place."""
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    for o in outs:
-        if not isinstance(o, torch.Tensor) or o.numel() == 0:
-            continue
-        if o.dtype is torch.float64:
-            _store(o, torch.float32)
-        elif o.dtype is torch.int64 and not int64_support:
-            _store(o, torch.int32)
-
-
-def _store(o: torch.Tensor, as_dtype: torch.dtype) -> None:
-    if torch._debug_has_internal_overlap(o) == 1:  # an expanded view: its base holds the values
-        return
-    o.copy_(o.to(as_dtype))
 
 
 def _scalar_marker(v: Any) -> Any:
@@ -963,18 +871,14 @@ def _before_fallback(info: OpInfo, rt: state.Runtime) -> None:
     if allow is not None and info.overload not in allow:  # the bridge's exact operator_name
         raise RuntimeError(f"{info.overload} is not yet supported on HPU.")
     if rt.lazy:
-        from hpusim.lazy import flush
-
         flush(rt, "cpu fallback")
 
 
 def _after_fallback(
     info: OpInfo, rt: state.Runtime, sig: tuple[Any, ...], t0: int, t1: int, cost: OpCost, rec: bool
 ) -> None:
-    from hpusim.metrics import EventId, publish
-
     op = info.overload
-    rt.fallback_counts[op] = rt.fallback_counts.get(op, 0) + 1
+    rt.log.count_fallback(op)
     publish(EventId.CPU_FALLBACK, [("op_name", op)])
     if rt.flags.fallback_log:
         rt.log.fallback(info.label.split("::", 1)[-1], fb.dtype_token(_first_dtype(sig)))
@@ -987,37 +891,17 @@ def _after_fallback(
     tl.host_wait(t1, d2h_start + d2h_dur)  # the host runs the op on the copied inputs
     h2d_dur = tl.transfer(cost.out_bytes)
     h2d_start = tl.schedule(ENGINE_DMA, max(tl.at(t1), d2h_start + d2h_dur), h2d_dur)
-    if rec:
-        module = rt.module_stack[-1] if rt.module_stack else 0
-        corr = rt.next_corr
-        rt.next_corr += 1
-        sink = rt.sink
-        sink.runtime(
-            "fallback",
-            f"cpu fallback {op}",
-            t0,
-            t1 - t0,
-            module=module,
-            phase=phase_code(),
-            mode=rt.mode_code,
-            corr=corr,
-            payload={
-                "hpuprof.op": op,
-                "hpuprof.fallback": True,
-                "hpuprof.sync_reason": "cpu fallback",
-                "hpuprof.modeled_wait_ns": max(0, d2h_start + d2h_dur - t0),
-            },
-        )
-        for label, start, dur, nbytes in (
-            ("Memcpy DtoH (cpu fallback)", d2h_start, d2h_dur, in_bytes),
-            ("Memcpy HtoD (cpu fallback)", h2d_start, h2d_dur, cost.out_bytes),
-        ):
-            sink.device(sink.intern(label), ENGINE_DMA, start, dur, -1, corr, 0, nbytes)
+    if rec:  # (a fallback takes a correlation id only when it is recorded)
+        where = rt.attribution
+        rt.events.fallback(
+            op, t0, t1, where.module(), phase_code(where), rt.mode_code, rt.events.new_corr(),
+            max(0, d2h_start + d2h_dur - t0),
+            ((d2h_start, d2h_dur, in_bytes), (h2d_start, h2d_dur, cost.out_bytes)),
+        )  # fmt: skip
 
 
-def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int, rec: bool) -> tuple[int, int, int]:
-    """Per-op eager recipe: (recipe id, correlation, modeled device start)."""
-    rid = cost.eager_rid
+def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int) -> tuple[int, int]:
+    """Per-op eager recipe: (correlation, modeled device start)."""
     tl = rt.timeline
     if cost.eager_new:
         # eager-compiler recipe: modeled compile, not counted in graph_compilation (as the bridge);
@@ -1025,32 +909,10 @@ def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int, rec: bool) -> tuple[
         cost.eager_new = False
         comp = tl.compile_ns(1, eager=True)
         tl.host_block(t1 + 1, comp)
-        if rec:
-            rt.sink.runtime(
-                "compile",
-                recipe_name(rid),
-                t1 + 1,
-                comp,
-                mode=rt.mode_code,
-                graph=rid,
-                payload={
-                    "hpuprof.cause": {
-                        "kind": "new_graph",
-                        "text": "first use of this op, dtypes and ranks (eager compiler)",
-                    },
-                    "hpuprof.graph_ops": 1,
-                    "hpuprof.cache": "miss",
-                    "hpuprof.modeled": True,
-                    "hpuprof.eager": True,
-                },
-            )
+        rt.events.eager_compile(cost.eager_rid, t1 + 1, comp, rt.mode_code)
     else:
         comp = 0
     ready = tl.clock.at(t1 + 1) + rt.profile.launch_latency_ns + (0 if tl.clock.projected else comp)
-    corr = rt.next_corr
-    rt.next_corr += 1
+    corr = rt.events.new_corr()
     start = tl.schedule(cost.engine, ready, cost.dur, cost.flops)
-    return rid, corr, start
-
-
-_DISPATCH[0] = hpu_dispatch
+    return corr, start

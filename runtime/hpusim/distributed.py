@@ -36,6 +36,12 @@ from datetime import timedelta
 from time import perf_counter_ns
 from typing import Any, Final
 
+import hpusim.device_model as device_model
+from hpusim.attribution import module_and_phase
+from hpusim.dispatch import set_collective_handler
+from hpusim.lazy import flush
+from hpusim.tensor import HpuTensor
+
 BACKEND_NAME: Final = "hccl"
 SCALE_UP_GBYTES_PER_S: Final = {"gaudi2": 21 * 100 / 8, "gaudi3": 21 * 200 / 8}
 """Per-card scale-up bandwidth in GB/s: 21 ports x 100 / 200 Gb/s (white papers)."""
@@ -73,9 +79,11 @@ def _gloo(store: Any, rank: int, size: int, timeout: timedelta) -> Any:
 
 
 def install() -> None:
-    """Register `hccl` with torch.distributed (once per process; torch cannot unregister)."""
+    """Run collectives' device side (`run_collective`, registered with dispatch) and register
+    `hccl` with torch.distributed (once per process; torch cannot unregister)."""
     import torch.distributed as dist
 
+    set_collective_handler(run_collective)
     _state["nic_free"] = 0
     _state["seq"] = {}
     if not dist.is_available() or BACKEND_NAME in dist.Backend.backend_list:
@@ -86,8 +94,6 @@ def install() -> None:
 def collective_duration(rt: Any, op: str, nbytes: int, world: int) -> int:
     """The device model's duration of collective `op` when it models collectives
     (`DeviceTimeline.collective_ns(kind, nbytes, cards)`), else `transfer_ns`."""
-    from hpusim import device_model
-
     model = getattr(rt.timeline, "collective_ns", None)
     kind = getattr(device_model, "COLLECTIVE_OPS", {}).get(op)
     if model is not None and kind is not None:
@@ -178,13 +184,20 @@ def _latest(pg: Any, ready: int) -> int:
     return int(value.item())
 
 
+def run_collective(
+    rt: Any, info: Any, cost: Any, uargs: list[Any], args: tuple[Any, ...], result: Any, t0: int,
+    t1: int,
+) -> Any:  # fmt: skip
+    """A collective op dispatched on hpu tensors (dispatch's registered collective handler):
+    its device side, then its result with hpu tensors (`hpu_work`)."""
+    collective_on_device(rt, info, cost, uargs, t0, t1)
+    return hpu_work(result, args)
+
+
 def collective_on_device(rt: Any, info: Any, cost: Any, uargs: list[Any], t0: int, t1: int) -> None:
     """The device side of a `c10d::` op run by the dispatch (see the module docstring)."""
-    from hpusim import dispatch, lazy
-    from hpusim.sink import ENGINES
-
     if rt.lazy:
-        lazy.flush(rt, "collective")
+        flush(rt, "collective")
     op = info.label.split("::", 1)[-1]
     op = FUNCTIONAL_AS_C10D.get(op, op) if info.label.startswith("_c10d_functional") else op
     tensors = _input(info, uargs)
@@ -195,8 +208,7 @@ def collective_on_device(rt: Any, info: Any, cost: Any, uargs: list[Any], t0: in
     world = pg.size() if pg is not None else 1
     name = _group_name(pg) if pg is not None else ""
     seq = _state["seq"][name] = _state["seq"].get(name, 0) + 1
-    corr = rt.next_corr
-    rt.next_corr += 1
+    corr = rt.events.new_corr()
     tl = rt.timeline
     ready = max(t1 + rt.profile.launch_latency_ns, tl.idle_at(), _state["nic_free"])
     enqueued = perf_counter_ns()  # the exchange below is the emulator's, not the launch's
@@ -205,25 +217,23 @@ def collective_on_device(rt: Any, info: Any, cost: Any, uargs: list[Any], t0: in
         start = max(ready, _latest(pg, ready))
     end = start + collective_duration(rt, op, nbytes, world)
     _state["nic_free"] = end
-    sink = rt.sink
-    if not sink.recording:
+    if not rt.sink.recording:
         return
-    dispatch._record_op(rt, info, cost, t0, t1, -1, corr)
-    dev = f"hccl_{op.strip('_')}"
-    sink.runtime("launch", f"launch {dev}", t1, max(enqueued - t1, 1), mode=rt.mode_code, corr=corr)
+    module, phase = module_and_phase(rt.attribution)
+    rt.events.host_op(info.name_id, cost, t0, t1, module, phase, rt.mode_code, corr=corr)
     dtype = str(tensors[0].dtype).replace("torch.", "") if tensors else ""
-    payload = {
+    kineto_args = {
         "Collective name": op.strip("_"),
         "Process Group Name": name,
         "Seq": seq,
         "In msg nelems": sum(t.numel() for t in tensors),
         "Group size": world,
         "dtype": dtype,
-        "hpuprof.modeled_wait_ns": start - ready,
     }
-    sink.device(
-        sink.intern(dev), ENGINES.index("NIC"), ready, end - ready, -1, corr, 0, nbytes, payload
-    )
+    rt.events.collective(
+        f"hccl_{op.strip('_')}", t1, enqueued, rt.mode_code, corr, ready, end, nbytes,
+        kineto_args, start - ready,
+    )  # fmt: skip
 
 
 def hpu_work(result: Any, args: tuple[Any, ...]) -> Any:
@@ -239,8 +249,6 @@ def hpu_work(result: Any, args: tuple[Any, ...]) -> Any:
 
     if not (isinstance(result, tuple) and result and isinstance(result[-1], torch.ScriptObject)):
         return result
-    from hpusim.tensor import HpuTensor
-
     wrappers = {id(t._elem): t for t in _tensors(list(args)) if type(t) is HpuTensor}
     if not wrappers:
         return result
@@ -297,8 +305,6 @@ def _buckets_on_hpu() -> Any:
 
 
 def _any_hpu(params: Any) -> bool:
-    from hpusim.tensor import HpuTensor
-
     return any(type(p) is HpuTensor for p in _tensors(list(params)))
 
 

@@ -28,13 +28,14 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Final
 
+import hpusim.state as state
+from hpusim.lifecycle import shim_path
+
 _saved: dict[str, str | None] = {}
 _VARS: Final = ("PATH", "PYTHONPATH", "HPUSIM_DEVICE", "HPUSIM_CARDS", "HABANA_LOGS")
 
 
 def shim_root() -> Path:
-    from hpusim import shim_path
-
     return shim_path()
 
 
@@ -84,8 +85,6 @@ def _prepend(var: str, entry: str) -> None:
 
 def install() -> None:
     """Expose hl-smi, the distribution metadata and the stand-ins (idempotent)."""
-    from hpusim import state
-
     if not _saved:
         _saved.update({v: os.environ.get(v) for v in _VARS})
     _prepend("PATH", str(shim_root() / "bin"))

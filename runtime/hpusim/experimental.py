@@ -13,6 +13,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+import hpusim.state as state
+from hpusim.hpu_graphs import input_hash
+from hpusim.lazy import mark_step
+from hpusim.metrics import metric_localcontext
+
 BORDER: Final = "\033[96m"
 HEADER: Final = "\033[91m"
 RESET: Final = "\033[0m"
@@ -141,12 +146,8 @@ def detect_recompilation_auto_model(
     `model.analyse_dynamicity()`."""
     import inspect
 
-    import hpusim
-    from hpusim.hpu_graphs import input_hash
-    from hpusim.metrics import metric_localcontext
-
-    cfg = hpusim.config()
-    if cfg is None or cfg.mode != "lazy":
+    rt = state.RT
+    if rt is None or rt.config.mode != "lazy":
         raise RuntimeError("detect_recompilation_auto_model works in lazy mode only")
     logs: list[str] = []
 
@@ -163,11 +164,11 @@ def detect_recompilation_auto_model(
 
         def forward(*args: Any, **kwargs: Any) -> Any:
             inp = input_hash((args, kwargs))
-            hpusim.mark_step()
+            mark_step()
             time.sleep(waittime)
             with metric_localcontext("graph_compilation") as gc_metric:
                 out = orig(*args, **kwargs)
-                hpusim.mark_step()
+                mark_step()
             time.sleep(waittime)
             outh = input_hash(out)
             num = dict(gc_metric.stats()).get("TotalNumber", 0)

@@ -1,22 +1,19 @@
-"""Installs the runtime extensions with `hpusim.enable()`: the `hpu_backend` dynamo backend,
-Habana autocast for `torch.autocast("hpu")`, and the HPU-graph API (lazy mode only, as the
-bridge). Imported by `hpusim/__init__.py`; importing it imports no torch."""
+"""The runtime extensions installed with `hpusim.enable()` (after the device itself): the
+`hpu_backend` dynamo backend, Habana autocast for
+`torch.autocast("hpu")`, the HPU-graph API (lazy mode only, as the bridge), torch.profiler's
+HPU activity, the stand-ins of a Gaudi installation and the `hccl` backend."""
 
 from __future__ import annotations
 
+import hpusim.activity_profiler as activity_profiler
+import hpusim.autocast as autocast
+import hpusim.compile_backend as compile_backend
+import hpusim.distributed as distributed
+import hpusim.environment as environment
+import hpusim.hpu_graphs as hpu_graphs
+
 
 def install() -> None:
-    from hpusim import (
-        activity_profiler,
-        autocast,
-        compile_backend,
-        distributed,
-        environment,
-        hpu_graphs,
-        hpu_ops,
-    )
-
-    hpu_ops.install()
     activity_profiler.install()
     environment.install()
     compile_backend.install()
@@ -26,18 +23,8 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    from hpusim import activity_profiler, autocast, compile_backend, environment, hpu_graphs
-
     environment.uninstall()
     activity_profiler.uninstall()
     hpu_graphs.uninstall()
     autocast.uninstall()
     compile_backend.uninstall()
-
-
-def register() -> None:
-    """Hook `install`/`uninstall` into `hpusim.enable()`/`disable()`."""
-    import hpusim
-
-    hpusim.on_enable(install)
-    hpusim.on_disable(uninstall)

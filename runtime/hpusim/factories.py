@@ -8,15 +8,19 @@ wrapper cannot do, so they get direct HPU kernels (probe item 1).
 
 from __future__ import annotations
 
-import threading
 from time import perf_counter_ns
 from typing import Any, Final
 
 import torch
 
-from hpusim import state
+import hpusim.state as state
+from hpusim.attribution import module_and_phase
+from hpusim.dispatch import unwrap
+from hpusim.dtype_rules import on_device_dtype
 from hpusim.fake import factory_device
+from hpusim.recorder import input_json
 from hpusim.tensor import HpuTensor
+from hpusim.transfers import acquire, on_device
 
 DIRECT: Final = (
     "arange",
@@ -63,42 +67,23 @@ def _run(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         # compute="fake": a meta tensor under the hpu tensor
         raw = op(*args, **_cpu_kwargs(kwargs, factory_device(rt)))
         if isinstance(raw, torch.Tensor) and rt.fake is None:
-            from hpusim.transfers import on_device
-
             on_device(rt, raw)
         out = _wrap(raw)
         clock.op(perf_counter_ns(), rt.profile.host_eager_op_ns)
     finally:
         clock.exit(perf_counter_ns())
-    if not rt.acquired:
-        from hpusim.transfers import acquire
-
-        acquire(rt)
+    acquire(rt)
     if isinstance(out, torch.Tensor):
-        from hpusim.dtype_rules import on_device_dtype
-
-        state.track_alloc(rt, out, out.numel() * out.element_size(), str(op._schema.name))
+        rt.alloc.alloc(out, out.numel() * out.element_size(), str(op._schema.name))
         on_device_dtype(rt, out.dtype, str(op._schema.name))
-    sink = rt.sink
-    if sink.recording:
-        from hpusim.dispatch import _arg_json, module_and_phase, unwrap
-
-        module, phase = module_and_phase(rt)
+    if rt.sink.recording:
+        module, phase = module_and_phase(rt.attribution)
         _, sig, _ = unwrap(args, True, HpuTensor)
-        dims, types = _arg_json(sig)
-        sink.op(
-            sink.intern(str(op._schema.name)),
-            t0,
-            perf_counter_ns() - t0,
-            threading.get_native_id(),
-            module,
-            phase,
-            rt.mode_code,
-            sink.intern(dims),
-            sink.intern(types),
-            -1,
-            -1,
-        )
+        dims, types = input_json(sig)
+        rt.events.op(
+            str(op._schema.name), t0, perf_counter_ns() - t0, module, phase, rt.mode_code, dims,
+            types,
+        )  # fmt: skip
     return out
 
 

@@ -18,9 +18,15 @@ since data-dependent control flow cannot be predicted. Ops whose output shape de
 from __future__ import annotations
 
 import warnings
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import torch
+
+import hpusim.state as state
+from hpusim.recorder import call_site
+
+if TYPE_CHECKING:
+    from hpusim.state import Runtime
 
 STANDIN_BOOL: Final = False
 STANDIN_INT: Final = 1
@@ -53,13 +59,9 @@ def to_fake(rt: Any, t: torch.Tensor) -> torch.Tensor:
     return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device=META)
 
 
-def warn_standin(what: str, value: Any) -> None:
+def warn_standin(rt: Runtime, what: str, value: Any) -> None:
     """Warn once per user line that a value read on the host is a stand-in."""
-    from hpusim import state
-    from hpusim.lazy import call_site
-
-    rt = state.RT
-    if rt is None or rt.fake is None:
+    if rt.fake is None:
         return
     site = call_site() or "<unknown line>"
     key = f"{site}:{what}"
@@ -76,8 +78,6 @@ def warn_standin(what: str, value: Any) -> None:
 
 def standin_sites() -> tuple[str, ...]:
     """The `line:what` of every host read of this run that got a stand-in."""
-    from hpusim import state
-
     rt = state.RT
     return tuple(sorted(rt.fake.warned)) if rt is not None and rt.fake is not None else ()
 
@@ -90,15 +90,15 @@ def scalar_standin(dtype: torch.dtype) -> Any:
     return STANDIN_INT
 
 
-def host_copy(t: torch.Tensor, what: str) -> torch.Tensor:
+def host_copy(rt: Runtime, t: torch.Tensor, what: str) -> torch.Tensor:
     """A real CPU tensor standing in for fake `t` (zeros; bools False)."""
-    warn_standin(what, "zeros")
+    warn_standin(rt, what, "zeros")
     return torch.zeros(tuple(t.shape), dtype=t.dtype)
 
 
-def tolist(t: torch.Tensor) -> Any:
+def tolist(rt: Runtime, t: torch.Tensor) -> Any:
     value = scalar_standin(t.dtype)
-    warn_standin(".tolist()", value)
+    warn_standin(rt, ".tolist()", value)
     return torch.full(tuple(t.shape), value, dtype=t.dtype).tolist()
 
 
@@ -123,16 +123,18 @@ def _to_meta(a: Any) -> Any:
     return a
 
 
-def run(rt: Any, func: Any, info: Any, args: list[Any], kwargs: dict[str, Any], ckey: Any) -> Any:
+def run(
+    rt: Runtime, func: Any, info: Any, args: list[Any], kwargs: dict[str, Any], ckey: Any
+) -> Any:
     """Run one op on meta tensors (see the module doc), with stand-ins for data-dependent
     results."""
     label = info.label
     if label == "aten::_local_scalar_dense":
         value = scalar_standin(args[0].dtype)
-        warn_standin(".item()" if args[0].dtype != torch.bool else "bool()", value)
+        warn_standin(rt, ".item()" if args[0].dtype != torch.bool else "bool()", value)
         return value
     if label in _DYNAMIC:
-        return _dynamic_standin(label, args)
+        return _dynamic_standin(rt, label, args)
     if info.is_view:
         return func(*_to_meta(args), **kwargs)
     specs = rt.fake.specs
@@ -178,11 +180,11 @@ def _build(spec: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     return tuple(outs) if kind == "tuple" else outs
 
 
-def _dynamic_standin(label: str, args: list[Any]) -> Any:
+def _dynamic_standin(rt: Runtime, label: str, args: list[Any]) -> Any:
     """The largest output a data-dependent op can have (every element selected / distinct)."""
     x = args[0]
     n = int(x.numel())
-    warn_standin(f"{label} (data-dependent output shape)", f"{n} elements")
+    warn_standin(rt, f"{label} (data-dependent output shape)", f"{n} elements")
     if label in ("aten::nonzero", "aten::argwhere"):
         return torch.empty((n, x.dim()), dtype=torch.int64, device=META)
     if label == "aten::masked_select":

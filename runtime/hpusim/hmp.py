@@ -28,6 +28,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
+import hpusim.state as state
+from hpusim.autocast import cast, op_names, widest_dtype
+from hpusim.lifecycle import on_disable
+from hpusim.tensor import HpuTensor
+
 DEFAULT_BF16_OPS: Final = ("addmm", "bmm", "conv1d", "conv2d", "conv3d", "dot", "mm", "mv")
 DEFAULT_FP32_OPS: Final = (
     "batch_norm",
@@ -86,9 +91,6 @@ def _mode_class() -> type:
     import torch
     from torch.overrides import TorchFunctionMode
 
-    from hpusim.autocast import cast, op_names, widest_dtype
-    from hpusim.tensor import HpuTensor
-
     def cast_one(x: Any, dtype: Any, op: str, policy: str) -> Any:
         y = cast(x, dtype, op, policy, HpuTensor, "hmp")
         if _State.verbose and y is not x and isinstance(x, torch.Tensor):
@@ -145,9 +147,6 @@ def convert(
     """Turn HMP on for the rest of the process (or until `hpusim.disable()`)."""
     if opt_level not in OPT_LEVELS:
         raise ValueError(f"opt_level must be one of {OPT_LEVELS}, not {opt_level!r}")
-    import hpusim
-    from hpusim import state
-
     state.require_runtime()
     _State.opt_level = opt_level
     _State.bf16 = _read_list(bf16_file_path, DEFAULT_BF16_OPS)
@@ -159,7 +158,7 @@ def convert(
     if _State.mode is None:
         _State.mode = _mode_class()()
         _State.mode.__enter__()
-        hpusim.on_disable(_off)
+        on_disable(_off)
     _State.enabled = True
 
 

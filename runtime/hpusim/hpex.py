@@ -21,7 +21,9 @@ from typing import Any
 import torch
 from torch.optim import Optimizer
 
+import hpusim.state as state
 from hpusim.ctc_loss import CTCLoss as CTCLoss
+from hpusim.lazy import mark_step
 
 Tensor = torch.Tensor
 _HPU = torch.device("hpu")
@@ -62,18 +64,12 @@ def _ops() -> Any:
 
 def mark_step_if_lazy() -> None:
     """`htcore.step_closure._mark_step_if_lazy()`: a mark_step in lazy mode, else nothing."""
-    from hpusim import state
-
     rt = state.RT
     if rt is not None and rt.lazy:
-        from hpusim import lazy
-
-        lazy.mark_step()
+        mark_step()
 
 
 def is_lazy() -> bool:
-    from hpusim import state
-
     rt = state.RT
     return bool(rt is not None and rt.lazy)
 

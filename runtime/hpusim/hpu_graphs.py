@@ -35,7 +35,12 @@ from dataclasses import dataclass, field
 from time import perf_counter_ns
 from typing import Any, Final
 
-from hpusim import state
+import hpusim.device_module as device_module
+import hpusim.dispatch as dispatch
+import hpusim.state as state
+from hpusim.hpex import unavailable
+from hpusim.lazy import flush, mark_step
+from hpusim.tensor import HpuTensor
 
 HPUGRAPH_ID_BASE: Final = 1 << 24
 """HPU-graph ids start here, apart from lazy recipe ids and eager recipe ids."""
@@ -213,8 +218,6 @@ def get_tensor_info(tensor: Any) -> dict[str, Any]:
 
 
 def _internal(name: str) -> Any:
-    from hpusim.hpex import unavailable
-
     return unavailable(
         f"habana_frameworks.torch.hpu.{name}",
         "an internal of the bridge's wrap_in_hpu_graph, which the emulator implements itself",
@@ -242,9 +245,6 @@ class _Op:
 def _capture_mode_class() -> type:
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
-
-    from hpusim import dispatch
-    from hpusim.tensor import HpuTensor
 
     def involves_hpu(args: Any, kwargs: dict[str, Any]) -> bool:
         for a in (*args, *kwargs.values()):
@@ -275,11 +275,11 @@ def _capture_mode_class() -> type:
                 raise RuntimeError(CPU_FALLBACK_ERROR)
             if info.label.startswith("c10d::") and not _lazy_collectives():
                 raise RuntimeError(COLLECTIVE_ERROR)
-            before = sum(rt.fallback_counts.values())
+            before = sum(rt.log.fallback_counts.values())
             g = self.graph
             g._last_key = None
             out = func(*args, **kwargs)
-            if sum(rt.fallback_counts.values()) != before:
+            if sum(rt.log.fallback_counts.values()) != before:
                 raise RuntimeError(CPU_FALLBACK_ERROR)
             g._ops.append(_Op(func, tuple(args), dict(kwargs), out, g._last_key, info))
             if info.sync_reason is not None:
@@ -318,10 +318,8 @@ class HPUGraph:
         if _Counter.capturing is not None:
             raise fatal(CAPTURE_IN_PROGRESS)
         rt = state.require_runtime()
-        from hpusim import dispatch, lazy
-
         if rt.lazy:
-            lazy.flush(rt, "new HPUGraph::capture_begin")
+            flush(rt, "new HPUGraph::capture_begin")
         if not _MODE:
             _MODE.append(_capture_mode_class())
         self._ops = []
@@ -329,7 +327,7 @@ class HPUGraph:
         self.dry_run = dry_run
         self._outputs_marked = False
         self._t0 = perf_counter_ns()
-        rt.plan_log = []  # the lazy recipes of the capture: what a replay runs
+        rt.graph.begin_plans()  # the lazy recipes of the capture: what a replay runs
         _Counter.capturing = self
         dispatch.add_op_listener(self._on_op)
         self._mode = _MODE[0](self)
@@ -340,8 +338,6 @@ class HPUGraph:
             return  # the bridge only logs "GRAPH:: Use Graph capture to Begin the capture"
         if _Counter.capturing is not self:
             raise fatal("GRAPH:: Capture must end on the same stream it began on.")
-        from hpusim import dispatch, lazy
-
         rt = state.require_runtime()
         try:
             self._mode.__exit__(None, None, None)
@@ -350,28 +346,16 @@ class HPUGraph:
             _Counter.capturing = None
             dispatch.remove_op_listener(self._on_op)
         if rt.lazy:
-            lazy.flush(rt, "HPUGraph::capture_end")
-        self.plans = rt.plan_log or []
-        rt.plan_log = None
+            flush(rt, "HPUGraph::capture_end")
+        self.plans = rt.graph.end_plans()
         self.captured = True
         if rt.sink.recording:
-            rt.sink.runtime(
-                "graph_capture",
-                f"HPUGraph capture {self.graph_id}",
-                self._t0,
-                perf_counter_ns() - self._t0,
-                mode=rt.mode_code,
-                graph=self.graph_id,
-                payload={
-                    "hpuprof.graph_ops": self.device_op_count(),
-                    "hpuprof.subgraphs": self.subgraphs,
-                    "hpuprof.dry_run": self.dry_run,
-                },
-            )
+            rt.events.graph_capture(
+                self.graph_id, self._t0, perf_counter_ns() - self._t0, rt.mode_code,
+                self.device_op_count(), self.subgraphs, self.dry_run,
+            )  # fmt: skip
 
     def _abort_capture(self) -> None:
-        from hpusim import dispatch
-
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
@@ -379,7 +363,7 @@ class HPUGraph:
             _Counter.capturing = None
         rt = state.RT
         if rt is not None:
-            rt.plan_log = None
+            rt.graph.end_plans()
         dispatch.remove_op_listener(self._on_op)
 
     def device_op_count(self) -> int:
@@ -391,10 +375,8 @@ class HPUGraph:
         if not self.captured:
             raise RuntimeError("HPUGraph.replay() called before a capture ended")
         rt = state.require_runtime()
-        from hpusim import lazy
-
         if rt.lazy:
-            lazy.flush(rt, "HPUGraph::replay")
+            flush(rt, "HPUGraph::replay")
         t0 = perf_counter_ns()
         with rt.clock.mute():  # the CPU re-run is the emulator's; the replay's cost is modeled
             for op in self._ops:
@@ -422,9 +404,7 @@ class HPUGraph:
                 dst._elem.copy_(src._elem if hasattr(src, "_elem") else src)
         rt = state.require_runtime()
         if rt.lazy:
-            from hpusim import lazy
-
-            lazy.flush(rt, reason)
+            flush(rt, reason)
         self.replay()
 
     def get_user_input_match_indices(self) -> list[int]:
@@ -454,8 +434,6 @@ def _rerun(op: _Op) -> None:
     """Run one captured op on the inner CPU tensors and write fresh outputs in place."""
     import torch
 
-    from hpusim.tensor import HpuTensor
-
     def inner(a: Any) -> Any:
         if type(a) is HpuTensor:
             return a._elem
@@ -480,8 +458,6 @@ def _rerun(op: _Op) -> None:
 
 
 def _cost(key: Any) -> Any:
-    from hpusim import dispatch
-
     if key is None:
         return None
     cost = dispatch._COST.get(key)
@@ -505,23 +481,15 @@ def record_replay(
 def _record_replay(
     rt: Any, graph_id: int, keys: list[Any], t0: int, plans: list[Any] | None
 ) -> None:
-    sink = rt.sink
     tl = rt.timeline
     now = perf_counter_ns()
     tl.host_block(now, rt.profile.host_graph_replay_ns)
-    corr = rt.next_corr
-    rt.next_corr += 1
-    if sink.recording:
-        sink.runtime(
-            "graph_replay",
-            f"HPUGraph replay {graph_id}",
-            now if tl.clock.projected else t0,
-            0 if tl.clock.projected else now - t0,
-            mode=rt.mode_code,
-            graph=graph_id,
-            corr=corr,
-            payload={"hpuprof.graph_ops": len(keys), "hpuprof.modeled": True},
-        )
+    events = rt.events
+    corr = events.new_corr()
+    events.graph_replay(
+        graph_id, now if tl.clock.projected else t0, 0 if tl.clock.projected else now - t0,
+        rt.mode_code, corr, len(keys),
+    )  # fmt: skip
     ready = tl.at(now) + rt.profile.launch_latency_ns
     if plans:  # the capture's lazy recipes, with their dataflow: fusion and engine overlap
         nodes = []
@@ -531,12 +499,7 @@ def _record_replay(
     else:  # in order, runs of fusible ops as one kernel each
         ops = [(key, cost) for key in keys if (cost := _cost(key)) is not None]
         nodes = tl.run_graph(ops, None, ready)
-    if sink.recording:
-        from hpusim.lazy import _fused_name
-
-        for name, engine, start, dur, flops, nbytes in nodes:
-            sid = name if type(name) is int else sink.intern(_fused_name(sink, name))
-            sink.device(sid, engine, start, dur, graph_id, corr, flops, nbytes)
+    events.device_nodes(nodes, graph_id, corr)
 
 
 class graph:
@@ -550,8 +513,6 @@ class graph:
         self.dry_run = dry_run
 
     def __enter__(self) -> None:
-        from hpusim import device_module
-
         device_module.synchronize()
         gc.collect()
         self.hpu_graph.capture_begin(dry_run=self.dry_run)
@@ -641,9 +602,7 @@ class _HpuGraphWrapper:
             return out
         self.stats.hits[h] = self.stats.hits.get(h, 0) + 1
         if warmup:
-            from hpusim import lazy
-
-            lazy.mark_step()
+            mark_step()
             return cached.graph_outputs
         for static, new in zip(cached.graph_inputs, _tensors((args, kwargs)), strict=False):
             if static is not new:
@@ -721,14 +680,11 @@ class _TrainingGraph:
 
     def replay(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         rt = state.require_runtime()
-        from hpusim import lazy
-
         if rt.lazy:
-            lazy.flush(rt, "HPUGraph::replay")
+            flush(rt, "HPUGraph::replay")
         sink = rt.sink
         rec = sink.recording
-        pending, pending_deps = rt.graph, rt.graph_deps
-        rt.graph, rt.graph_deps = [], []
+        pending = rt.graph.set_aside()
         t0 = perf_counter_ns()
         sink.recording = False
         try:
@@ -737,7 +693,7 @@ class _TrainingGraph:
         finally:
             sink.recording = rec
             # the replayed ops belong to the graph, not to a lazy recipe
-            rt.graph, rt.graph_deps = pending, pending_deps
+            rt.graph.restore(pending)
         g = self.graph
         g.replays += 1
         keys = [op.key for op in g._ops if not op.info.is_view]
@@ -952,8 +908,6 @@ def make_graphed_callables(
 
 def install() -> None:
     """Expose the API on `torch.hpu` / `habana_frameworks.torch.hpu` in lazy mode only."""
-    from hpusim import device_module
-
     rt = state.RT
     if rt is not None and rt.lazy:
         g = globals()
@@ -964,8 +918,6 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    from hpusim import device_module
-
     _Counter.capturing = None
     for name in _NAMES:
         device_module.unregister_attribute(name)

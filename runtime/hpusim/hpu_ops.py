@@ -18,6 +18,10 @@ from typing import Any, Final
 
 import torch
 
+import hpusim.ctc_loss as ctc_loss
+import hpusim.custom_ops as custom_ops
+import hpusim.fp8_ops as fp8_ops
+
 Tensor = torch.Tensor
 
 SCHEMAS: Final[dict[str, str]] = {
@@ -68,7 +72,7 @@ EMULATED_FP8: Final[dict[str, str]] = {
     "cast_from_fp8": "(Tensor input, Tensor? scale, ScalarType out_dtype, int[]? scale_shape=None) -> Tensor",
     "fp8_gemm_v2": "(Tensor A, bool trans_A, Tensor B, bool trans_B, Tensor? D, ScalarType out_dtype, Tensor? A_scale_inv=None, Tensor? B_scale_inv=None, Tensor? bias=None, bool accumulate=False, int[]? B_scale_shape=None) -> Tensor",
 }
-"""The bridge's FP8 casts and GEMM, emulated in `hpusim.transformer_engine` (casts saturate to
+"""The bridge's FP8 casts and GEMM, emulated in `hpusim.fp8_ops` (casts saturate to
 the device's FP8 range; the GEMM dequantizes, then multiplies); the device model runs the GEMM
 at the MME's FP8 rate."""
 
@@ -683,10 +687,8 @@ def install() -> None:
     if _LIBS:
         return
     lib = torch.library.Library("hpu", "FRAGMENT")
-    from hpusim import ctc_loss, custom_ops, fp8_ops, transformer_engine
-
     unavailable = {name: _fp8_unavailable(name) for name in FP8_SCHEMAS}
-    emulated_fp8 = {name: getattr(transformer_engine, name) for name in EMULATED_FP8}
+    emulated_fp8 = {name: getattr(fp8_ops, name) for name in EMULATED_FP8}
     for schemas, kernels in (  # an overload after its op
         (SCHEMAS, _KERNELS),
         (custom_ops.SCHEMAS, custom_ops.KERNELS),

@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
-from hpusim import fallback as fb
+import hpusim.fallback as fb
 
 CheckKind = Literal["inputs", "promoted", "per_arg", "positions"]
 

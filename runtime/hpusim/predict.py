@@ -20,6 +20,8 @@ from itertools import pairwise
 from time import perf_counter_ns
 from typing import Any, Final
 
+import hpusim.state as state
+from hpusim.accounting import _nbytes
 from hpusim.device_model import COMPUTE_ENGINES, ENGINE_MME, ENGINE_NIC
 
 DDP_BUCKET_BYTES: Final = 25 * 2**20
@@ -147,7 +149,7 @@ class StepLedger:
             register_optimizer_step_pre_hook,
         )
 
-        self.rt.ledger = self
+        self.rt.attach_ledger(self)
         self.rt.timeline.listener = self.on_device
         self._handles = [
             register_module_forward_pre_hook(self._fwd_pre),
@@ -160,7 +162,7 @@ class StepLedger:
         while self._handles:
             self._handles.pop().remove()
         if self.rt.ledger is self:
-            self.rt.ledger = None
+            self.rt.detach_ledger(self)
             self.rt.timeline.listener = None
 
     # --- runtime callbacks -----------------------------------------------------------------
@@ -290,7 +292,7 @@ class StepLedger:
                 buckets.append([])
                 size, cap = 0, DDP_BUCKET_BYTES
         buckets = [b for b in buckets if b]
-        pending = {g for _, outs in rt.graph_deps for g, _ in outs} if rt.lazy else set()
+        pending = rt.graph.pending_outputs() if rt.lazy else set()
         if rt.lazy and any(g[1] in pending for b in buckets for g in b):
             # the backward is still in the pending graph: the all-reduce joins it, and the
             # graph's dataflow starts each bucket when its gradients are written
@@ -298,10 +300,8 @@ class StepLedger:
                 nbytes = sum(g[2] for g in b)
                 cost = _CollectiveCost(tl.collective_ns("all_reduce", nbytes), nbytes, rt)
                 gids = tuple((g[1], g[2]) for g in b if g[1])
-                if not rt.graph:
-                    rt.graph_start_ns = perf_counter_ns()
-                rt.graph.append((("hpuprof::ddp_all_reduce", (nbytes,)), cost))
-                rt.graph_deps.append((gids, gids))
+                rt.graph.add(("hpuprof::ddp_all_reduce", (nbytes,)), cost, perf_counter_ns())
+                rt.graph.note_dataflow(gids, gids)
             return
         for b in buckets:
             nbytes = sum(g[2] for g in b)
@@ -389,9 +389,6 @@ def modeled_collective(kind: str, src: Any, out: Any, cards: int) -> Any:
     full (larger) of the two tensors. Lazy mode: a node of the pending graph, so whatever reads
     `out` waits for it and independent work overlaps it; eager: the stream waits for it.
     Returns `out`. The other cards' shards are not run: every card of the group does the same."""
-    from hpusim import state
-    from hpusim.accounting import _nbytes
-
     if kind not in GROUP_COLLECTIVES:
         raise ValueError(f"modeled_collective: kind {kind!r} is not one of {GROUP_COLLECTIVES}")
     rt = state.require_runtime()
@@ -403,15 +400,12 @@ def modeled_collective(kind: str, src: Any, out: Any, cards: int) -> Any:
         dur, nbytes, rt, f"{kind.replace('_', '')} (tensor parallel x{cards}, modeled)"
     )
     if rt.lazy:
-        if not rt.graph:
-            rt.graph_start_ns = perf_counter_ns()
-        rt.graph.append(((f"hpuprof::tp_{kind}", (nbytes, cards)), cost))
-        rt.graph_deps.append((((src._gid, src_bytes),), ((out._gid, out_bytes),)))
+        rt.graph.add((f"hpuprof::tp_{kind}", (nbytes, cards)), cost, perf_counter_ns())
+        rt.graph.note_dataflow(((src._gid, src_bytes),), ((out._gid, out_bytes),))
         return out
     start = tl.schedule_collective(tl.stream_free, dur)  # eager: its input was just written
     tl.wait_collectives()
-    if rt.sink.recording:
-        rt.sink.device(cost.dev_name, ENGINE_NIC, start, dur, -1, -1, 0, nbytes)
+    rt.events.modeled_collective(cost.dev_name, start, dur, nbytes)
     return out
 
 

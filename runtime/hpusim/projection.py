@@ -29,6 +29,8 @@ from contextlib import contextmanager
 from time import perf_counter_ns, thread_time_ns
 from typing import Any, ClassVar, Final
 
+from hpusim.sink import EV, KIND_DEVICE, KIND_RUNTIME
+
 TIMELINES: Final = ("projected", "measured")
 
 
@@ -409,8 +411,6 @@ class BatchProjector:
 
     def __call__(self, data: dict[str, Any], payloads: list[object]) -> None:
         import numpy as np
-
-        from hpusim.sink import EV, KIND_DEVICE, KIND_RUNTIME
 
         clock = self.clock
         kinds, hev, ts, dur = data["kind"], data["hpu_event"], data["ts_ns"], data["dur_ns"]

@@ -16,41 +16,27 @@ import time
 from dataclasses import dataclass
 from typing import Any, Final
 
+from hpuprof.trace.schema import ENGINE_KINDS, EXECUTION_MODES, HPU_EVENTS, PHASES
+
 KIND_OP: Final = 0  # host op dispatched to the emulated device (Kineto cpu_op)
 KIND_RUNTIME: Final = 1  # hpuprof runtime event (compile, launch, sync, fallback, ...)
 KIND_DEVICE: Final = 2  # modeled device op on an engine lane
 KIND_COUNTER: Final = 3  # counter sample; payload holds {series: value}
 KIND_NAMES: Final = ("op", "runtime", "device", "counter")
 
-HPU_EVENTS: Final = (
-    "",
-    "op",
-    "graph_build",
-    "compile",
-    "launch",
-    "fallback",
-    "sync",
-    "mark_step",
-    "graph_capture",
-    "graph_replay",
-    "cast",
-    "dynamo_compile",
-    "graph_break",
-    "step",
-)
-"""schema.HpuEvent, in order; the sink stores the index."""
 EV: Final[dict[str, int]] = {name: i for i, name in enumerate(HPU_EVENTS)}
+"""`schema.HPU_EVENTS` by name -> the index the sink stores."""
 EV_OP: Final = EV["op"]
 
-PHASES: Final = ("", "fwd", "bwd", "optimizer", "other")
 PHASE_FWD: Final = PHASES.index("fwd")
 PHASE_BWD: Final = PHASES.index("bwd")
 PHASE_OPTIMIZER: Final = PHASES.index("optimizer")
-MODES: Final = ("", "lazy", "eager", "compile")
+MODES: Final = EXECUTION_MODES
 MODE_LAZY: Final = MODES.index("lazy")
 MODE_EAGER: Final = MODES.index("eager")
 MODE_COMPILE: Final = MODES.index("compile")
-ENGINES: Final = ("", "MME", "TPC", "DMA", "NIC")
+ENGINES: Final = ENGINE_KINDS[:5]
+"""The emulator's lanes ("", MME, TPC, DMA, NIC): the first five `schema.ENGINE_KINDS`."""
 
 COLUMNS: Final = (
     "kind",

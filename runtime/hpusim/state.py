@@ -1,17 +1,25 @@
-"""The emulator's process-wide mutable state while enabled (one `Runtime`)."""
+"""The emulator's settings and the active `Runtime` (`RT`, None while disabled): a leaf that every
+room may import (the rooms themselves are imported only for typing here)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hpusim.allocator import DeviceAllocator
-from hpusim.bridge_log import BridgeLog
-from hpusim.device_model import DeviceProfile, DeviceTimeline
-from hpusim.env import EnvFlags
-from hpusim.projection import HostClock, MeasuredClock, dispatch_overhead_ns
-from hpusim.recipe_cache import EAGER_RECIPE_BASE, RecipeCache
-from hpusim.sink import MODE_EAGER, MODE_LAZY, Sink, get_sink
+from hpusim.sink import MODE_COMPILE, MODE_EAGER, MODE_LAZY
+
+if TYPE_CHECKING:
+    from hpusim.allocator import DeviceAllocator
+    from hpusim.attribution import Attribution
+    from hpusim.bridge_log import BridgeLog
+    from hpusim.device_model import DeviceProfile, DeviceTimeline
+    from hpusim.env import EnvFlags
+    from hpusim.lazy import LazyGraph
+    from hpusim.recipe_cache import RecipeCache
+    from hpusim.recorder import Recorder
+    from hpusim.sink import Sink
 
 
 @dataclass(frozen=True)
@@ -37,66 +45,83 @@ class Config:
 
 
 class Runtime:
-    """Mutable emulator state: flags, modeled device, recipe cache, lazy graph, counters."""
+    """The emulator while enabled: its settings and the rooms that own its state.
 
-    def __init__(self, config: Config, flags: EnvFlags, profile: DeviceProfile) -> None:
+    Each room keeps its own state and is changed only through its methods: `graph` (lazy.py:
+    the pending lazy graph and the lazy bridge's counters), `alloc` (allocator.py: device
+    memory and its statistics), `events` (recorder.py: every event written, correlation ids,
+    steps), `attribution` (attribution.py: module stack, optimizer phase), `log` (bridge_log.py:
+    log lines, fallback counts), `clock` / `timeline` (projection.py, device_model.py), the
+    recipe caches (recipe_cache.py). Built by `session.build_runtime`. What stays here is the
+    execution mode (`lazy`, `mode_code`; torch.compile graphs run in their own, `compiling`),
+    the device acquisition, and the optional observers set at enable (fake compute, metrics
+    saver, a prediction's ledger).
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        flags: EnvFlags,
+        profile: DeviceProfile,
+        *,
+        sink: Sink,
+        events: Recorder,
+        clock: Any,
+        timeline: DeviceTimeline,
+        alloc: DeviceAllocator,
+        graph: LazyGraph,
+        attribution: Attribution,
+        cache: RecipeCache,
+        eager_cache: RecipeCache,
+        log: BridgeLog,
+        fake: Any = None,
+        saver: Any = None,
+        gc_pause: Any = None,
+    ) -> None:
         self.config = config
         self.flags = flags
         self.profile = profile
         self.lazy = config.mode == "lazy"
         self.mode_code = MODE_LAZY if self.lazy else MODE_EAGER
-        self.sink: Sink = get_sink()
-        self.clock: Any = (
-            HostClock(gap_overhead_ns=dispatch_overhead_ns(), glue_ns=profile.host_glue_max_ns)
-            if config.timeline == "projected"
-            else MeasuredClock()
-        )
-        self.timeline = DeviceTimeline(profile, self.clock, config.cards)
-        self.alloc = DeviceAllocator(self, profile.usable_hbm_bytes)
-        self.fake: Any = None  # the FakeTensorMode of compute="fake"
-        self.ledger: Any = None  # predict's step ledger (hpusim.predict)
-        self.graph_deps: list[Any] = []  # per pending lazy op: (inputs, outputs) storage ids
-        self.gc_pause: Any = None  # projection.GcPause while the clock is projected
-        self.plan_log: list[Any] | None = None  # lazy graphs flushed during an HPU-graph capture
-        self.cache = RecipeCache()
-        self.eager_cache = RecipeCache(first_id=EAGER_RECIPE_BASE)
-        self.graph: list[Any] = []  # pending lazy ops: (op key, OpCost)
-        self.graph_start_ns = 0
-        self.synapse_recipes = 0  # the bridge's recipe-name counter (get_unique_recipe_name)
-        self.flushes = 0  # lazy flushes so far (HpuTensor._epoch compares against it)
-        self.compound_ops = 0  # top-level ops since the last flush (PT_HPU_MAX_COMPOUND_OP_SIZE)
-        self.iteration_graphs = 0  # graphs since the last iter_mark_step (the bridge's counter)
-        self.next_corr = 1
-        self.mark_steps = 0
-        self.step_number = -1
-        self.step_start_ns = 0
-        self.fallback_counts: dict[str, int] = {}
-        self.acquired = False
-        self.optimizer_depth = 0
-        self.module_stack: list[int] = []
-        self.log = BridgeLog(flags.console, flags.log_dir)
-        self.saver: Any = None
-        self.step_closures: list[tuple[Any, tuple[Any, ...]]] = []
-        self.warned_mark_step = False
-        self.memory_in_use = 0  # the modeled allocator's bytes in use (allocator.py)
-        self.memory_peak = 0
-        self.num_allocs = 0  # allocations / frees since the last reset_accumulated_memory_stats
-        self.num_frees = 0
-        self.total_allocs = 0  # since enable
-        self.total_frees = 0
-        self.max_alloc_size = 0
+        self.sink = sink
+        self.events = events
+        self.clock = clock
+        self.timeline = timeline
+        self.alloc = alloc
+        self.graph = graph
+        self.attribution = attribution
+        self.cache = cache
+        self.eager_cache = eager_cache
+        self.log = log
+        self.fake = fake  # fake.FakeCompute of compute="fake"
+        self.saver = saver  # metrics.Saver of the env-driven metrics file
+        self.gc_pause = gc_pause  # projection.GcPause while the clock is projected
+        self.ledger: Any = None  # predict's step ledger (`attach_ledger`)
+        self.acquired = False  # a device tensor was created (`acquire`)
 
+    def acquire(self) -> bool:
+        """Note that a device tensor exists; True the first time (DEVICE_ACQUIRED)."""
+        first = not self.acquired
+        self.acquired = True
+        return first
 
-def track_alloc(rt: Runtime, t: object, nbytes: int, op: str = "") -> None:
-    """A new device storage of `nbytes` held by wrapper `t` (freed when its last wrapper dies:
-    `DeviceAllocator.release`, which counts the frees)."""
-    rt.alloc.alloc(t, nbytes, op)
+    @contextmanager
+    def compiling(self) -> Iterator[None]:
+        """A torch.compile graph runs: its ops are one lazy graph in mode `compile`."""
+        was = self.lazy, self.mode_code
+        self.lazy, self.mode_code = True, MODE_COMPILE
+        try:
+            yield
+        finally:
+            self.lazy, self.mode_code = was
 
+    def attach_ledger(self, ledger: Any) -> None:
+        """A prediction's step ledger observes the run (`on_op`, `on_flush`, `on_mark_step`)."""
+        self.ledger = ledger
 
-def memory_counter(rt: Runtime, ts: int) -> None:
-    """Record the `hpu.memory_in_use_bytes` counter (the modeled allocator, allocator.py)."""
-    if rt.sink.recording:
-        rt.sink.counter("hpu.memory_in_use_bytes", ts, {"bytes": rt.memory_in_use})
+    def detach_ledger(self, ledger: Any) -> None:
+        if self.ledger is ledger:
+            self.ledger = None
 
 
 RT: Runtime | None = None

@@ -12,7 +12,9 @@ from typing import Any, Final
 
 import torch
 
-from hpusim import state
+import hpusim.state as state
+from hpusim.fake import tolist as fake_tolist
+from hpusim.lazy import host_read
 
 HPU_DEVICE: Final = torch.device("hpu", 0)
 _CPU: Final = torch.device("cpu")
@@ -58,7 +60,7 @@ class HpuTensor(torch.Tensor):
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
-        return _DISPATCH[0](func, args, kwargs or {})
+        return _HANDLERS[0](func, args, kwargs or {})
 
     def __del__(self) -> None:
         g = self._gid
@@ -105,9 +107,7 @@ class HpuTensor(torch.Tensor):
         self._elem = new._elem
 
     def __repr__(self, *, tensor_contents: Any = None) -> Any:  # type: ignore[override]
-        from hpusim.transfers import note_host_read
-
-        note_host_read("d2h_maybe_eval")
+        host_read("d2h_maybe_eval")
         text = repr(self._elem.detach()).replace("device='meta', ", "")  # fake compute
         assert text.endswith(")")
         extra = ", device='hpu:0'"
@@ -143,14 +143,10 @@ class HpuTensor(torch.Tensor):
         return torch.TypedStorage(wrap_storage=storage, dtype=self.dtype, _internal=True)
 
     def tolist(self) -> Any:
-        from hpusim.transfers import note_host_read
-
-        note_host_read("d2h_maybe_eval")
+        host_read("d2h_maybe_eval")
         rt = state.RT
         if rt is not None and rt.fake is not None:
-            from hpusim.fake import tolist
-
-            return tolist(self)
+            return fake_tolist(rt, self)
         return self._elem.tolist()
 
     def numpy(self, *, force: bool = False) -> Any:
@@ -160,9 +156,8 @@ class HpuTensor(torch.Tensor):
         )
 
     def cpu(self, memory_format: torch.memory_format = torch.preserve_format) -> torch.Tensor:
-        from hpusim.transfers import to_cpu
-
-        return to_cpu(self)
+        out: torch.Tensor = _HANDLERS[1](self)
+        return out
 
     def hpu(self, *args: Any, **kwargs: Any) -> HpuTensor:
         return self
@@ -206,9 +201,17 @@ class DeviceStorage(torch.UntypedStorage):
         return out
 
 
-def _not_ready(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    raise RuntimeError("hpusim: dispatch is not installed (import hpusim.dispatch)")
+def _not_ready(*args: Any) -> Any:
+    raise RuntimeError("hpusim: the emulated device is not installed (hpusim.enable())")
 
 
-_DISPATCH: list[Any] = [_not_ready]
-"""Set by hpusim.dispatch at import (kept out of the per-op path's import machinery)."""
+_HANDLERS: list[Any] = [_not_ready, _not_ready]
+"""What an hpu tensor calls (registered by `install` at enable: this module imports neither):
+0 `dispatch(func, args, kwargs)` runs an op (dispatch.hpu_dispatch), 1 `to_host(t)` copies the
+tensor to the host (transfers.to_cpu)."""
+
+
+def install(dispatch: Any, to_host: Any) -> None:
+    """Register the op dispatch and the device-to-host copy hpu tensors call."""
+    _HANDLERS[0] = dispatch
+    _HANDLERS[1] = to_host

@@ -9,15 +9,26 @@ the pending graph with reason `d2h_maybe_eval`.
 
 from __future__ import annotations
 
-import threading
+import os
+import sys
 from time import perf_counter_ns
 from typing import Any
 
 import torch
 
-from hpusim import state
+import hpusim.state as state
+from hpusim.attribution import phase_code
+from hpusim.bridge_log import banner
 from hpusim.device_model import ENGINE_DMA
+from hpusim.dtype_rules import (
+    COMPLEX_DTYPES,
+    COMPLEX_ERROR,
+    device_dtype_values,
+    on_device_dtype,
+)
 from hpusim.fake import host_copy, to_fake
+from hpusim.lazy import flush, host_sync
+from hpusim.metrics import EventId, publish
 from hpusim.tensor import HpuTensor
 
 _orig: dict[str, Any] = {}
@@ -25,17 +36,12 @@ _BANNER_SHOWN: list[bool] = []  # the bridge prints its banner once per process
 
 
 def acquire(rt: state.Runtime) -> None:
-    """First device tensor: publish DEVICE_ACQUIRED (arms the metrics file writer)."""
-    rt.acquired = True
-    from hpusim.metrics import EventId, publish
-
+    """A device tensor is created: the first one publishes DEVICE_ACQUIRED (arms the metrics
+    file writer) and prints the bridge's banner (once per process, rank 0)."""
+    if not rt.acquire():
+        return
     publish(EventId.DEVICE_ACQUIRED, [])
-    import os
-    import sys
-
     if not _BANNER_SHOWN and os.environ.get("RANK", "0") == "0":
-        from hpusim.bridge_log import banner
-
         _BANNER_SHOWN.append(True)
         sys.stderr.write(banner(rt.lazy))
 
@@ -43,44 +49,19 @@ def acquire(rt: state.Runtime) -> None:
 def _record_transfer(
     rt: state.Runtime, name: str, direction: str, elem: torch.Tensor, t0: int, t1: int
 ) -> None:
-    sink = rt.sink
     nbytes = elem.numel() * elem.element_size()
     dur = rt.timeline.transfer(nbytes)
-    corr = rt.next_corr
-    rt.next_corr += 1
+    corr = rt.events.new_corr()
     tl = rt.timeline
     start = tl.schedule(ENGINE_DMA, tl.at(t1), dur)
     if direction == "d2h":  # the host reads the copy: it waits for it (projected timeline)
         tl.host_wait(t1, start + dur)
-    if sink.recording:
-        from hpusim.dispatch import phase_code
-
-        dims = sink.intern(f"[{list(elem.shape)}]".replace(" ", ""))
-        types = sink.intern(f'["{_type_name(elem.dtype)}"]')
-        module = rt.module_stack[-1] if rt.module_stack else 0
-        sink.op(
-            sink.intern(name),
-            t0,
-            t1 - t0,
-            threading.get_native_id(),
-            module,
-            phase_code(),
-            rt.mode_code,
-            dims,
-            types,
-            -1,
-            corr,
-        )
-        label = (
-            "Memcpy HtoD (Host -> Device)" if direction == "h2d" else "Memcpy DtoH (Device -> Host)"
-        )
-        sink.device(sink.intern(label), ENGINE_DMA, start, dur, -1, corr, 0, nbytes)
-
-
-def _type_name(dtype: torch.dtype) -> str:
-    from hpusim.dispatch import _TYPE_NAMES
-
-    return _TYPE_NAMES.get(dtype, str(dtype).replace("torch.", ""))
+    if rt.sink.recording:
+        where = rt.attribution
+        rt.events.transfer(
+            name, direction, elem, t0, t1, where.module(), phase_code(where), rt.mode_code, corr,
+            start, dur,
+        )  # fmt: skip
 
 
 class _H2D(torch.autograd.Function):
@@ -89,13 +70,10 @@ class _H2D(torch.autograd.Function):
         rt = state.require_runtime()
         t0 = perf_counter_ns()
         elem = on_device(rt, x.detach().clone()) if rt.fake is None else to_fake(rt, x)
-        if not rt.acquired:
-            acquire(rt)
-        from hpusim.dtype_rules import on_device_dtype
-
+        acquire(rt)
         on_device_dtype(rt, elem.dtype, "aten::_to_copy")
         out = HpuTensor(elem)
-        state.track_alloc(rt, out, elem.numel() * elem.element_size(), "aten::_to_copy")
+        rt.alloc.alloc(out, elem.numel() * elem.element_size(), "aten::_to_copy")
         _record_transfer(rt, "aten::_to_copy", "h2d", elem, t0, perf_counter_ns())
         return out
 
@@ -109,11 +87,9 @@ class _D2H(torch.autograd.Function):
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
         rt = state.require_runtime()
         t0 = perf_counter_ns()
-        from hpusim.lazy import host_sync
-
         host_sync(rt, "d2h_maybe_eval", t0)
         elem = x._elem  # type: ignore[attr-defined]
-        out = elem.detach().clone() if rt.fake is None else host_copy(elem, ".cpu()")
+        out = elem.detach().clone() if rt.fake is None else host_copy(rt, elem, ".cpu()")
         _record_transfer(rt, "aten::_to_copy", "d2h", elem, t0, perf_counter_ns())
         return out
 
@@ -124,10 +100,8 @@ class _D2H(torch.autograd.Function):
 
 def on_device(rt: state.Runtime, elem: torch.Tensor) -> torch.Tensor:
     """A host tensor's data as the device stores it: complex dtypes refused as on a Gaudi,
-    float64 / int64 values held in fp32 / int32 (`dispatch.device_dtype_values`)."""
-    from hpusim.dispatch import _COMPLEX, COMPLEX_ERROR, device_dtype_values
-
-    if elem.dtype in _COMPLEX:
+    float64 / int64 values held in fp32 / int32 (`dtype_rules.device_dtype_values`)."""
+    if elem.dtype in COMPLEX_DTYPES:
         raise RuntimeError(COMPLEX_ERROR)
     if elem.dtype is torch.float64 or elem.dtype is torch.int64:
         device_dtype_values(elem, rt.flags.int64_support)
@@ -150,29 +124,15 @@ def to_cpu(t: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def note_host_read(reason: str) -> None:
-    """print(t) / tolist(): the host reads device memory (a sync; flushes in lazy mode)."""
-    rt = state.RT
-    if rt is None:
-        return
-    from hpusim.lazy import host_sync
-
-    host_sync(rt, reason, perf_counter_ns())
-
-
 def record_copy(dst: torch.Tensor, src: torch.Tensor, direction: str, t0: int) -> torch.Tensor:
     """`cpu_t.copy_(hpu_t)` (d2h) or `hpu_t.copy_(cpu_t)` (h2d), inside dispatch."""
     rt = state.require_runtime()
     if direction == "d2h":
-        from hpusim.lazy import host_sync
-
         host_sync(rt, "d2h_maybe_eval", t0)
-        dst.copy_(src if rt.fake is None else host_copy(src, "copy to a host tensor"))
+        dst.copy_(src if rt.fake is None else host_copy(rt, src, "copy to a host tensor"))
         _record_transfer(rt, "aten::copy_", "d2h", src, t0, perf_counter_ns())
     else:
-        if rt.lazy and rt.graph and getattr(dst, "_epoch", -1) == rt.flushes:
-            from hpusim.lazy import flush
-
+        if rt.lazy and rt.graph.ops and getattr(dst, "_epoch", -1) == rt.graph.flushes:
             flush(rt, "H2D copy")  # the bridge flushes before overwriting a pending tensor
         if rt.fake is None:  # fake compute: no data to copy
             dst._elem.copy_(src)  # type: ignore[attr-defined]

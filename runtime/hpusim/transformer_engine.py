@@ -18,9 +18,13 @@ import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import torch
+
+import hpusim.hpu_ops as hpu_ops
+from hpusim.fp8_ops import amax, device_fp8_max
+from hpusim.lifecycle import is_enabled
 
 
 class Format(enum.Enum):
@@ -74,168 +78,9 @@ def fp8_autocast(
         _STATE.enabled, _STATE.recipe = prev
 
 
-Scale = torch.Tensor | float | list[float] | None
-"""A scale argument: a tensor, or the `.scalar` / `.scalar_list` overloads' float(s)."""
-
-FP8_DTYPES: Final = (torch.float8_e5m2, torch.float8_e4m3fn)
-
-
 def ensure_ops() -> None:
     """Define the bridge's `torch.ops.hpu.*` (`hpu::fp8_gemm_v2` among them: `fp8_gemm_v2`)."""
-    from hpusim import hpu_ops
-
     hpu_ops.install()
-
-
-def _operand(t: torch.Tensor, trans: bool) -> torch.Tensor:
-    return t.transpose(-2, -1) if trans else t
-
-
-def fp8_gemm_v2(
-    A: torch.Tensor,
-    trans_A: bool,
-    B: torch.Tensor,
-    trans_B: bool,
-    D: torch.Tensor | None,
-    out_dtype: torch.dtype,
-    A_scale_inv: Scale = None,
-    B_scale_inv: Scale = None,
-    bias: torch.Tensor | None = None,
-    accumulate: bool = False,
-    B_scale_shape: list[int] | None = None,
-) -> torch.Tensor:
-    """The bridge's `hpu::fp8_gemm_v2` (and its `.scalar` / `.scalar_list` overloads): op(A)
-    times op(B), dequantized by both inverse scales (B's may be per channel: `B_scale_shape`,
-    broadcast over the product), plus `bias`, plus `D` when `accumulate`."""
-    out = _operand(A, trans_A).to(torch.float32) @ _operand(B, trans_B).to(torch.float32)
-    out = times(out, scale_tensor(A_scale_inv, None), scale_tensor(B_scale_inv, B_scale_shape))
-    if bias is not None:
-        out = out + bias.to(torch.float32)
-    if accumulate and D is not None:
-        out = out + D.to(torch.float32)
-    return out.to(out_dtype)
-
-
-_FP8_MAX: Final = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
-_GAUDI2_E4M3_MAX: Final = 240.0
-"""Gaudi 2's E4M3 keeps IEEE specials, so its largest value is 240, not OCP E4M3FN's 448 (the
-range Habana's quantization toolkit computes for Gaudi 2: 2**7 * 1.875); Gaudi 3 uses 448."""
-
-
-def device_fp8_max(dtype: torch.dtype) -> float:
-    """The largest finite value of `dtype` on the emulated device (casts saturate to it)."""
-    from hpusim import state
-
-    rt = state.RT
-    if dtype == torch.float8_e4m3fn and rt is not None and rt.profile.name == "gaudi2":
-        return _GAUDI2_E4M3_MAX
-    return _FP8_MAX[dtype]
-
-
-def scale_tensor(scale: Scale, scale_shape: list[int] | None) -> torch.Tensor | None:
-    """`scale` as an fp32 tensor in the kernel's layout: a per-channel scale takes
-    `scale_shape` (checked against its element count, as the bridge's `ValidateScaleShape`)."""
-    if scale is None:
-        return None
-    t = scale if isinstance(scale, torch.Tensor) else torch.tensor(scale, dtype=torch.float32)
-    if scale_shape is not None and not isinstance(scale, float):
-        if t.numel() != math.prod(scale_shape):
-            raise RuntimeError(
-                f"Number of scale elements ({t.numel()}) is not equal to number of "
-                f"scale_shape elements ({math.prod(scale_shape)})."
-            )
-        if t.numel() > 1:
-            t = t.reshape(scale_shape)
-    return t.to(torch.float32)
-
-
-def times(x: torch.Tensor, *factors: torch.Tensor | None) -> torch.Tensor:
-    """`x` times each factor given (None: none)."""
-    for factor in factors:
-        if factor is not None:
-            x = x * factor
-    return x
-
-
-def saturated(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """`x` in fp32, clamped to `dtype`'s range on the emulated device (an FP8 cast saturates)."""
-    limit = device_fp8_max(dtype)
-    return x.to(torch.float32).clamp(-limit, limit)
-
-
-def amax(t: torch.Tensor) -> torch.Tensor:
-    """The largest magnitude in `t`, as an fp32 scalar tensor (no gradient)."""
-    return t.detach().abs().amax().float()
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    """c10's spelling (`Float8_e5m2`), as the bridge's messages print a ScalarType."""
-    return str(dtype).removeprefix("torch.").capitalize()
-
-
-def cast_to_fp8_v2(
-    input: torch.Tensor,
-    scale: Scale = None,
-    stochastic_rounding: bool = False,
-    is_amax: bool = False,
-    dtype: torch.dtype | None = None,
-    scale_shape: list[int] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The bridge's `hpu::cast_to_fp8_v2` (and its `.scalar` / `.scalar_list` overloads):
-    (`input * scale` saturated to the device's FP8 range and cast, amax of `input` when
-    `is_amax` else an empty tensor), with the kernel's input checks (an fp8 input keeps its
-    dtype and has no amax). Rounding is to nearest, or stochastic (`stochastic_rounding`)."""
-    dtype = dtype or torch.float8_e4m3fn
-    if input.dtype not in (torch.float32, torch.bfloat16, *FP8_DTYPES):
-        raise RuntimeError(
-            "CastToFp8V2 input dtype must be one of [float, bfloat16, float8_e5m2, float8_e4m3fn]."
-        )
-    if input.dtype in FP8_DTYPES:
-        if is_amax:
-            raise RuntimeError("CastToFp8V2 must have no amax for float8.")
-        if input.dtype != dtype:
-            raise RuntimeError(
-                "CastToFp8V2 input and output must have the same dtype for float8, but are "
-                f"{_dtype_name(input.dtype)} and {_dtype_name(dtype)}"
-            )
-    x = input if input.dtype not in FP8_DTYPES else input.to(torch.float32)
-    factor = scale_tensor(scale, scale_shape)
-    if factor is not None:  # in the input's dtype, as the kernel (the bridge's tests: exact)
-        x = x * factor.to(x.dtype)
-    clamped = saturated(x, dtype)
-    out = _stochastic_round(clamped, dtype) if stochastic_rounding else clamped.to(dtype)
-    return out, amax(input) if is_amax else input.new_empty(0, dtype=torch.float32)
-
-
-def _stochastic_round(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """`x` (fp32, within `dtype`'s range) rounded to one of its two neighbouring FP8 values,
-    the farther one with probability (distance to the nearer) / (gap between them): unbiased
-    on average, as the kernel's CAST_ROUND_SR."""
-    nearest = x.to(dtype)
-    near = nearest.to(torch.float32)
-    bits = nearest.view(torch.uint8).to(torch.int16)  # sign-magnitude: +1 is one step out
-    outward = x.abs() > near.abs()
-    other_bits = torch.where(outward, bits + 1, bits - 1).clamp(0, 255).to(torch.uint8)
-    other = other_bits.view(dtype).to(torch.float32)
-    gap = (other - near).abs()
-    p_other = torch.where(gap > 0, (x - near).abs() / gap, torch.zeros_like(gap))
-    pick = torch.rand(x.shape, device=x.device) < p_other
-    return torch.where(pick & (x != near), other, near).to(dtype)
-
-
-def cast_from_fp8(
-    input: torch.Tensor,
-    scale: Scale,
-    out_dtype: torch.dtype,
-    scale_shape: list[int] | None = None,
-) -> torch.Tensor:
-    """The bridge's `hpu::cast_from_fp8` (and its `.scalar` / `.scalar_list` overloads):
-    `input` in `out_dtype`, times `scale` (the inverse of the scale it was cast with)."""
-    out = input.to(out_dtype)
-    factor = scale_tensor(scale, scale_shape)
-    if factor is not None:  # in `out_dtype`, as the kernel (the bridge's tests: exact)
-        out = out * factor.to(out_dtype)
-    return out
 
 
 def cast_to_fp8(t: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -307,8 +152,6 @@ class Linear(torch.nn.Module):
     ) -> None:
         super().__init__()
         ensure_ops()
-        from hpusim import is_enabled
-
         if device is None:
             device = "hpu" if is_enabled() else "cpu"
         kw: dict[str, Any] = {"dtype": params_dtype or torch.get_default_dtype(), "device": device}

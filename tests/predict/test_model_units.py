@@ -122,24 +122,20 @@ class _T:
 
 
 def test_allocator_views_share_storage_and_the_peak_and_oom_point() -> None:
-    rt = SimpleNamespace(
-        memory_in_use=0, memory_peak=0, num_allocs=0, total_allocs=0, max_alloc_size=0,
-        num_frees=0, total_frees=0, module_stack=[], sink=None,
-    )  # fmt: skip
-    alloc = DeviceAllocator(rt, capacity_bytes=1_000)
+    alloc = DeviceAllocator(capacity_bytes=1_000)
     a, view, b = _T(), _T(), _T()
     alloc.alloc(a, 600, "aten::empty")
     alloc.share(view, a._gid)
-    assert rt.memory_in_use == 600
+    assert alloc.in_use == 600
     alloc.release(a._gid)  # the base dies, the view keeps the storage
-    assert rt.memory_in_use == 600 and alloc.alive(view._gid)
+    assert alloc.in_use == 600 and alloc.alive(view._gid)
     alloc.alloc(b, 500, "aten::mm")
-    assert rt.memory_peak == alloc.peak == 1_100
+    assert alloc.max_in_use == alloc.peak == 1_100
     assert alloc.oom_at is not None and alloc.oom_at.op == "aten::mm"
     assert "aten::mm" in alloc.oom_at.text()
     alloc.release(view._gid)
-    assert rt.memory_in_use == 500 and not alloc.alive(a._gid)
-    assert (rt.num_allocs, rt.num_frees, rt.max_alloc_size) == (2, 1, 600)
+    assert alloc.in_use == 500 and not alloc.alive(a._gid)
+    assert (alloc.num_allocs, alloc.num_frees, alloc.max_alloc_size) == (2, 1, 600)
 
 
 # --- the device model -------------------------------------------------------------------------

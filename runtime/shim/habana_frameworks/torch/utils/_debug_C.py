@@ -40,4 +40,4 @@ def get_fallback_op_count() -> dict[str, int]:
     from hpusim import state
 
     rt = state.RT
-    return dict(rt.fallback_counts) if rt is not None else {}
+    return dict(rt.log.fallback_counts) if rt is not None else {}

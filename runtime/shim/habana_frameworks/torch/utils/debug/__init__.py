@@ -21,7 +21,7 @@ def _rt() -> Any:
 
 def _get_fallback_op_count() -> dict[str, int]:
     """Ops that ran on the CPU so far, with their counts (`aten::digamma` style names)."""
-    return dict(_rt().fallback_counts)
+    return dict(_rt().log.fallback_counts)
 
 
 def _get_shape_agnostic_unsupported_ops() -> set[str]:
