@@ -35,6 +35,8 @@ from typing import Any, Final, NamedTuple
 from hpusim.fused_costs import torch_attention_cost
 from hpusim.mme_cost import MmeArch, arch_from_profile, mme_cycles
 from hpusim.mme_ops import Problem, mme_problems
+from hpusim.tpc_cost import TpcArch, dma_ns, tpc_work
+from hpusim.tpc_cost import arch_from_profile as tpc_arch
 
 MME_OPS: Final = frozenset(
     {
@@ -136,51 +138,6 @@ NOT_FUSIBLE: Final = frozenset(
 )
 """TPC ops the graph compiler does not fuse into an element-wise chain (data-dependent access,
 sorts, concatenations)."""
-INDEXED_WRITES: Final = frozenset(
-    {
-        "index_copy",
-        "index_copy_",
-        "index_put_",
-        "_index_put_impl_",
-        "index_add_",
-        "scatter_",
-        "scatter_add_",
-        "masked_scatter_",
-        "slice_scatter",
-        "select_scatter",
-    }
-)
-"""Ops that write a slice of their first input: their traffic is the source they write (read
-and written) and the indices, not the whole destination."""
-TRANSCENDENTAL: Final = frozenset(
-    {
-        "exp",
-        "log",
-        "tanh",
-        "sigmoid",
-        "silu",
-        "gelu",
-        "erf",
-        "rsqrt",
-        "sqrt",
-        "pow",
-        "sin",
-        "cos",
-        "_softmax",
-        "softmax",
-        "_log_softmax",
-        "native_layer_norm",
-        "native_layer_norm_backward",
-        "rms_norm",
-        "silu_backward",
-        "gelu_backward",
-        "_softmax_backward_data",
-        "native_dropout",
-    }
-)
-FLOPS_PER_TRANSCENDENTAL: Final = 8
-"""ASSUMPTION: vector FLOPs per element of a transcendental or normalization op (1 otherwise)."""
-
 ENGINE_MME: Final = 1
 ENGINE_TPC: Final = 2
 ENGINE_DMA: Final = 3
@@ -229,6 +186,8 @@ class DeviceProfile:
     host_glue_max_ns: int
     mme: MmeArch
     """The MME cost model's facts (`mme_cost`; key `mme` of the profile)."""
+    tpc: TpcArch
+    """The TPC and DMA facts per op family (`tpc_cost`; key `tpc` of the profile)."""
 
     @property
     def hbm_bytes_per_ns(self) -> float:
@@ -256,9 +215,10 @@ def load_profile(name: str) -> DeviceProfile:
     data = _profile_data()
     if name not in data or name.startswith("_"):
         raise ValueError(f"unknown device profile {name!r}; known: {', '.join(PROFILES)}")
-    known = {f.name for f in fields(DeviceProfile)} - {"mme"}
+    known = {f.name for f in fields(DeviceProfile)} - {"mme", "tpc"}
     values = {k: v for k, v in data[name].items() if k in known}
-    return DeviceProfile(**values, mme=arch_from_profile(data[name]["mme"]))
+    mme, tpc = arch_from_profile(data[name]["mme"]), tpc_arch(data[name]["tpc"])
+    return DeviceProfile(**values, mme=mme, tpc=tpc)
 
 
 def profile_citations(name: str) -> dict[str, str]:
@@ -349,7 +309,7 @@ class DeviceTimeline:
         self._mme_peak = p.mme.macs_per_cycle * 2 / cycle  # bf16 FLOPs per ns
 
     # --- op costs --------------------------------------------------------------------------
-    def tpc_duration(self, flops: int, nbytes: int, low_precision: bool) -> int:
+    def tpc_duration(self, flops: float, nbytes: int, low_precision: bool) -> int:
         """One TPC kernel: vector FLOPs or HBM traffic, plus the kernel's fixed cost."""
         t = max(flops / self._vec[low_precision], nbytes / self._hbm)
         return int(t) + self.profile.tpc_kernel_ns
@@ -404,18 +364,17 @@ class DeviceTimeline:
             dur = int(max(mme, nbytes / self._hbm)) + p.min_op_ns
             return OpModel(engine, flops, nbytes, dur, False)
         if engine == ENGINE_DMA:
-            return OpModel(engine, 0, nbytes, int(nbytes / self._hbm) + p.min_op_ns, False)
+            if p.tpc.dma_engines:
+                return OpModel(engine, 0, nbytes, dma_ns(p.tpc, self._hbm, nbytes), False)
+            # no DMA engine for the graph (Gaudi 3): a copy is a TPC kernel
+            return OpModel(ENGINE_TPC, 0, nbytes, self.tpc_duration(0, nbytes, True), False)
         if engine == ENGINE_NIC:
             kind = COLLECTIVE_OPS[op]
             size = _prod(shapes[0]) * _itemsize(dtypes[0]) if shapes else 0
             return OpModel(engine, 0, size, self.collective_ns(kind, size), False)
-        flops = out_numel * (FLOPS_PER_TRANSCENDENTAL if op in TRANSCENDENTAL else 1)
-        if op in INDEXED_WRITES and len(shapes) >= 2:
-            sizes = [_prod(s) * _itemsize(d) for s, d in zip(shapes, dtypes, strict=False)]
-            nbytes = 2 * sizes[-1] + sum(sizes[1:-1])
-            flops = _prod(shapes[-1])
-        dur = self.tpc_duration(flops, nbytes, prec != "fp32")
-        return OpModel(engine, flops, nbytes, dur, op not in NOT_FUSIBLE)
+        ops, traffic = tpc_work(p.tpc, op, shapes, dtypes, out_numel, nbytes)
+        dur = self.tpc_duration(ops, traffic, prec != "fp32")
+        return OpModel(engine, int(ops), traffic, dur, op not in NOT_FUSIBLE)
 
     def model_fused(self, cost: Any, dtypes: Sequence[Any]) -> OpModel:
         """One fused `hpu::` op (`fused_costs.FusedOpCost`: engine, FLOPs, bytes) -> OpModel.

@@ -30,8 +30,11 @@ def test_every_profile_constant_has_a_source() -> None:
     sources = set(_profile_data()["_sources"])
     for name in ("gaudi2", "gaudi3"):
         cites = profile_citations(name)
-        keys = [f.name for f in fields(DeviceProfile) if f.name not in ("name", "mme")]
-        keys += [f"mme.{k}" for k in _profile_data()[name]["mme"]]
+        data = _profile_data()[name]
+        keys = [f.name for f in fields(DeviceProfile) if f.name not in ("name", "mme", "tpc")]
+        keys += [f"mme.{k}" for k in data["mme"]]
+        keys += [f"tpc.{k}" for k in data["tpc"] if k != "ops_per_element"]
+        keys += [f"tpc.ops_per_element.{k}" for k in data["tpc"]["ops_per_element"]]
         for key in keys:
             note = cites.get(key, "")
             assert note, f"{name}.{key} has no citation"
@@ -143,6 +146,17 @@ def test_allocator_views_share_storage_and_the_peak_and_oom_point() -> None:
 
 
 # --- the device model -------------------------------------------------------------------------
+
+
+def test_a_constant_without_a_source_fails_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check above reads every constant: one with an empty note is caught."""
+    import hpusim.device_model as dm
+
+    data = dm._profile_data()
+    data["gaudi2"]["citations"]["tpc.ops_per_element.softmax"] = ""
+    monkeypatch.setattr(dm, "_profile_data", lambda: data)
+    with pytest.raises(AssertionError, match="softmax has no citation"):
+        test_every_profile_constant_has_a_source()
 
 
 def test_mme_time_depends_on_the_shape() -> None:
