@@ -17,14 +17,17 @@ own code (each fact's file and function is cited where it is used and in
   short K (attention's QK^T over head dim 64) is bound by the roll-up.
 - **Port-constrained steps.** On Gaudi 2 the narrow 4xw / 4xh geometries share input ports
   (`Gaudi2GeoAttr::isGeometryPortConstrained`, not for fp32): the first step of each row of the
-  walk reads its inputs twice as long (`MmeBrain::calcConstrainedStepCost` = 2 for untransposed
-  operands; the walk from `MmeBrain::chooseBgemmWalkingPattern` / `chooseConvWalkingPattern`).
-  Convolutions count those steps once more (the legacy rule in `calcExpectedCycles`).
-- **Concurrency.** MMEs a small output leaves idle work on other batches or on slices of K
+  walk reads its inputs longer (`MmeBrain::calcConstrainedStepCost`: twice for untransposed
+  operands; `1 + ceil(M / ports) / te_height` for a GEMM's left operand, which is transposed
+  in the MME's terms, so a few-row output pays little; the walk from
+  `MmeBrain::chooseBgemmWalkingPattern` / `chooseConvWalkingPattern`). Convolutions count those
+  steps once more (the legacy rule in `calcExpectedCycles`).
+- **Concurrency.** MMEs a small output leaves idle work on other batches
   (`CommonGeoAttr::setChipConcurrency` halves the MME grid while half the geometry covers the
-  output; then `setBgemmConcurrency` packs 2 or 4 small GEMMs into one MME); the brain keeps the
-  split of batch and K concurrency that runs fastest (`MmeBrain::chooseConcurrency`).
-  Convolutions (forward, dX) get none (`CommonGeoAttr::supportsConcurrency`).
+  output; then `setBgemmConcurrency` / `setCdConcurrency` pack 2 or 4 small outputs into one
+  MME); a weight gradient (dW) may instead split K over them, the fastest split winning
+  (`MmeBrain::chooseConcurrency`). Convolutions (forward, dX) get none
+  (`CommonGeoAttr::supportsConcurrency`).
 - **Geometry.** The brain tries the chip's geometries and keeps the one with the fewest cycles
   (`MmeBrain::chooseGeometry`, candidates from `MmeBrain::getGeometries`: all four on Gaudi 2;
   on Gaudi 3 those the output's size admits).
@@ -51,7 +54,8 @@ Kind = Literal["gemm", "conv_fwd", "conv_dx", "conv_dw"]
 @dataclass(frozen=True)
 class Geometry:
     """One way the MMEs tile the output: `width` x `height` output elements per step, made of
-    `mmes_fcd` x `mmes_spatial` MMEs."""
+    `mmes_fcd` x `mmes_spatial` MMEs; `a_ports` spatial ports read the left operand
+    (`CommonGeoAttr::getInterleavedSpatialPortsNr`, for the port-constrained step cost)."""
 
     name: str
     width: int
@@ -59,12 +63,14 @@ class Geometry:
     mmes_fcd: int
     mmes_spatial: int
     port_constrained: bool
+    a_ports: int
 
 
 @dataclass(frozen=True)
 class Packing:
-    """Small GEMMs packed into one MME (`setBgemmConcurrency`): `gemms` at once when the output
-    is at most `max_fcd` x `max_spatial` (not in FP8 when `fp8` is False)."""
+    """Small outputs packed into one MME (`setBgemmConcurrency`, `setCdConcurrency`): `gemms`
+    at once when the output is at most `max_fcd` x `max_spatial` (not in FP8 when `fp8` is
+    False)."""
 
     max_fcd: int
     max_spatial: int
@@ -79,11 +85,17 @@ class MmeArch:
     clock_mhz: float
     rollup_cycles: int
     geometries: tuple[Geometry, ...]
-    packings: tuple[Packing, ...]
+    packings: dict[str, tuple[Packing, ...]]
+    """Geometry name -> the packings tried in order once one MME is left."""
+    pack_dw: bool
+    """Whether a weight gradient's small output packs too (Gaudi 2: K split over the cores)."""
     size_dependent_geometries: bool
     """Gaudi 3: the candidates depend on the output's size (`MmeBrain::getGeometries`)."""
     mme_size: int
     """One MME's output edge in elements (Gaudi 3's `getGeometries` compares against it)."""
+    te_height: int
+    """Rows of one transpose engine (`getTeHeight`): a port-constrained step of an M-row
+    output costs `1 + ceil(M / ports) / te_height` times K (`calcConstrainedStepCost`)."""
     dcores: int
     """Gaudi 3: a batch of at least this many GEMMs is perforated over the dcores."""
 
@@ -109,18 +121,23 @@ class MmeCycles:
 def arch_from_profile(data: dict[str, Any]) -> MmeArch:
     """The `mme` entry of a device profile as an `MmeArch`."""
     geos = tuple(
-        Geometry(name, int(g[0]), int(g[1]), int(g[2]), int(g[3]), bool(g[4]))
+        Geometry(name, int(g[0]), int(g[1]), int(g[2]), int(g[3]), bool(g[4]), int(g[5]))
         for name, g in data["geometries"].items()
     )
-    packs = tuple(Packing(int(p[0]), int(p[1]), int(p[2]), bool(p[3])) for p in data["packings"])
+    packs = {
+        name: tuple(Packing(int(p[0]), int(p[1]), int(p[2]), bool(p[3])) for p in entries)
+        for name, entries in data["packings"].items()
+    }
     return MmeArch(
         clock_mhz=float(data["clock_mhz"]),
         rollup_cycles=int(data["rollup_cycles"]),
         geometries=geos,
         packings=packs,
+        pack_dw=bool(data["pack_dw"]),
         size_dependent_geometries=bool(data["size_dependent_geometries"]),
         mme_size=int(data["mme_size"]),
         dcores=int(data["dcores"]),
+        te_height=int(data["te_height"]),
     )
 
 
@@ -153,12 +170,13 @@ def _candidates(arch: MmeArch, kind: Kind, batch: int, m: int, n: int) -> tuple[
 
 def _concurrency(
     arch: MmeArch, geo: Geometry, kind: Kind, m: int, n: int, fp8: bool
-) -> tuple[int, int, int]:
-    """(width, height, concurrency) of `geo` once the MMEs a small output leaves idle work
-    concurrently (`CommonGeoAttr::setChipConcurrency`, then `setBgemmConcurrency`)."""
+) -> tuple[int, int, int, int]:
+    """(width, height, concurrency, left-operand ports) of `geo` once the MMEs a small output
+    leaves idle work concurrently (`CommonGeoAttr::setChipConcurrency`, then
+    `setBgemmConcurrency` / `setCdConcurrency`)."""
     width, height, conc = geo.width, geo.height, 1
     if kind in ("conv_fwd", "conv_dx"):
-        return width, height, conc  # `supportsConcurrency`: GEMMs and dW only
+        return width, height, conc, geo.a_ports  # `supportsConcurrency`: GEMMs and dW only
     fcd_mmes, sp_mmes = geo.mmes_fcd, geo.mmes_spatial
     while width // 2 >= n and fcd_mmes > 1:
         fcd_mmes //= 2
@@ -168,11 +186,12 @@ def _concurrency(
         sp_mmes //= 2
         height //= 2
         conc *= 2
-    if fcd_mmes == 1 and sp_mmes == 1 and kind == "gemm":
-        for p in arch.packings:  # the first (tightest) packing the output fits
+    ports = max(geo.a_ports * sp_mmes // geo.mmes_spatial, 1)
+    if fcd_mmes == 1 and sp_mmes == 1 and (kind == "gemm" or arch.pack_dw):
+        for p in arch.packings[geo.name]:  # the first (tightest) packing the output fits
             if n <= p.max_fcd and m <= p.max_spatial and (p.fp8 or not fp8):
-                return p.max_fcd, p.max_spatial, conc * p.gemms
-    return width, height, conc
+                return p.max_fcd, p.max_spatial, conc * p.gemms, max(ports // p.gemms, 1)
+    return width, height, conc, ports
 
 
 def _constrained_steps(geo: Geometry, kind: Kind, fcd_steps: int, sp_steps: int) -> int:
@@ -188,7 +207,7 @@ def _constrained_steps(geo: Geometry, kind: Kind, fcd_steps: int, sp_steps: int)
 def _geometry_cycles(
     arch: MmeArch, geo: Geometry, kind: Kind, batch: int, m: int, n: int, k: int, precision: str
 ) -> MmeCycles:
-    width, height, conc = _concurrency(arch, geo, kind, m, n, precision == "fp8")
+    width, height, conc, ports = _concurrency(arch, geo, kind, m, n, precision == "fp8")
     fcd_steps, sp_steps = _ceil(n, width), _ceil(m, height)
     rollup = arch.rollup_cycles
     constrained = (
@@ -196,14 +215,22 @@ def _geometry_cycles(
         if geo.port_constrained and precision != "fp32"
         else 0
     )
+    # the left operand is transposed in the MME's terms for a GEMM (`isTransposed` of
+    # e_mme_ab): a constrained step costs less when few rows are read per port
+    cost_c = 2.0
+    if kind == "gemm" and geo.port_constrained:
+        cost_c = min(1 + _ceil(m, ports) / arch.te_height, 2.0)
     best: MmeCycles | None = None
     split = 1
-    while split <= conc:  # `chooseConcurrency`: batch x K concurrency, the fastest split
+    # `chooseConcurrency`: a GEMM's idle MMEs take other batches (`setChipConcurrency` on
+    # mmeGrid.batch); dW's may also split K (CD concurrency): the fastest split
+    top = conc if kind == "conv_dw" else 1
+    while split <= top:
         cd_conc, b_conc = split, conc // split
         batch_steps = _ceil(batch, b_conc)
         cd = _ceil(k, cd_conc)
         step = max(cd, rollup)
-        step_c = max(cd * 2, rollup)
+        step_c = max(int(cd * cost_c), rollup)
         regular = (fcd_steps * sp_steps - constrained) * batch_steps
         if kind != "gemm":
             regular += constrained  # the legacy convolution rule of `calcExpectedCycles`

@@ -58,6 +58,33 @@ def test_the_oracle_reads_the_cost_models_known_answers() -> None:
     assert FACTS["gaudi3"]["rollup"] == 512 and FACTS["gaudi2"]["rollup"] == 256
 
 
+INTEL_CONFIRMED = [
+    # (chip, kind, batch, M, N, K, dtype, cycles Intel's MmeBrain returned, built locally from
+    # HabanaAI/Intel_Gaudi3_Software's mme/ sources: getRecommendedStrategy, getPerfAttr)
+    ("gaudi2", "gemm", 1, 8192, 8192, 8192, "bf16", 4194304),
+    ("gaudi2", "gemm", 1, 1, 4096, 4096, "bf16", 16448),  # 4xw, a 1-row constrained step
+    ("gaudi2", "gemm", 768, 197, 64, 197, "bf16", 67200),  # 4xh, 4 per MME, constrained
+    ("gaudi2", "gemm", 128, 512, 512, 64, "bf16", 65536),  # roll-up bound QK^T
+    ("gaudi2", "gemm", 16384, 49, 49, 32, "bf16", 524288),  # Swin window, 8 per MME
+    ("gaudi2", "conv_dw", 1, 64, 64, 802816, "bf16", 100352),  # K split over MMEs and cores
+    ("gaudi3", "gemm", 1, 4096, 11008, 4096, "bf16", 352256),
+    ("gaudi3", "gemm", 1, 256, 1000, 2048, "bf16", 4096),  # no K split for a GEMM
+    ("gaudi3", "conv_dw", 7, 21, 64, 3211264, "bf16", 2809856),  # no dW packing on Gaudi 3
+]
+
+
+@pytest.mark.parametrize(
+    "case", INTEL_CONFIRMED, ids=lambda c: f"{c[0]}-{c[2]}x{c[3]}x{c[4]}x{c[5]}"
+)
+def test_shapes_that_intels_own_code_confirmed(case: tuple[object, ...]) -> None:
+    from hpusim.device_model import load_profile
+    from hpusim.mme_cost import mme_cycles
+
+    chip, kind, b, m, n, k, dt, intel = case
+    ours = mme_cycles(load_profile(str(chip)).mme, b, m, n, k, dt, kind)  # type: ignore[arg-type]
+    assert ours.cycles == intel
+
+
 def test_the_published_dtype_rates_scale_the_cost_models_cycles() -> None:
     """FP8 runs at twice BF16's rate on Gaudi 2 (865 vs 432 TFLOPs) and at its rate on
     Gaudi 3; the cost model's cycles, dtype-blind, are the BF16 ones."""
