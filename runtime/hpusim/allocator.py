@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hpusim.graph_memory import block_bytes
+
 
 @dataclass(frozen=True)
 class OomPoint:
@@ -49,6 +51,10 @@ class DeviceAllocator:
         self.oom_at: OomPoint | None = None
         self.peak = 0  # of the whole run (`reset_peak_memory_stats` resets the runtime's only)
         self.peak_op = ""
+        self.alignment = 1
+        """Every block is rounded up to it (the device model sets the card's: graph_memory)."""
+        self.workspace = 0
+        """The recipe workspace held: the largest a launched graph asked for (graph_memory)."""
 
     def __len__(self) -> int:
         return len(self._size)
@@ -62,7 +68,7 @@ class DeviceAllocator:
         gid = self._next
         self._next = gid + 1
         t._gid = gid
-        size = max(int(nbytes), 0)  # exact bytes: the bridge's rounding is not public
+        size = block_bytes(int(nbytes), self.alignment)
         self._size[gid] = size
         self._refs[gid] = 1
         self._charge(size, op)
@@ -84,6 +90,23 @@ class DeviceAllocator:
             self.peak_op = op
         if used > self.capacity and self.oom_at is None:
             self.oom_at = OomPoint(op, _module(rt), size, used - size, self.capacity)
+
+    def note_graph(self, workspace: int, resident: int, op: str = "recipe launch") -> None:
+        """A launched graph needs `workspace` bytes of workspace, which the held buffer grows
+        to (it never shrinks, as the bridge's `device_memory::workspace_alloc`), and reads
+        `resident` bytes no wrapper holds any more, on the device until the graph has run:
+        they count toward the peak, not toward what stays in use."""
+        if workspace > self.workspace:
+            self._charge(workspace - self.workspace, op)
+            self.workspace = workspace
+        rt = self._rt
+        top = rt.memory_in_use + max(resident, 0)
+        if top > rt.memory_peak:
+            rt.memory_peak = top
+        if top > self.peak:
+            self.peak, self.peak_op = top, op
+        if top > self.capacity and self.oom_at is None:
+            self.oom_at = OomPoint(op, _module(rt), resident, rt.memory_in_use, self.capacity)
 
     def _uncharge(self, size: int) -> None:
         rt = self._rt

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import cache
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from hpusim.fused_costs import torch_attention_cost
+from hpusim.graph_memory import graph_memory
 from hpusim.mme_cost import MmeArch, arch_from_profile, mme_cycles
 from hpusim.mme_ops import Problem, mme_problems
 from hpusim.tpc_cost import TpcArch, dma_ns, tpc_work
@@ -162,6 +164,7 @@ class DeviceProfile:
     hbm_usable_gbytes: float
     hbm_tbytes_per_s: float
     hbm_efficiency: float
+    hbm_alignment_bytes: int
     h2d_gbytes_per_s: float
     launch_latency_ns: int
     min_op_ns: int
@@ -209,14 +212,40 @@ def _profile_data() -> dict[str, Any]:
     return data
 
 
+OVERRIDES_ENV: Final = "HPUSIM_PROFILE_OVERRIDES"
+"""A JSON object of numeric profile fields that replace the profile's own (`{"host_lazy_op_ns":
+25000}`): what-if runs, and the calibration's leave-one-out rows (bench/calibration/fit.py)."""
+
+
+def _overrides() -> dict[str, float]:
+    text = os.environ.get(OVERRIDES_ENV, "")
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{OVERRIDES_ENV} is not a JSON object: {exc}") from None
+    if not isinstance(data, dict) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in data.values()
+    ):
+        raise ValueError(f"{OVERRIDES_ENV} must map profile fields to numbers, got {text!r}")
+    return data
+
+
 @cache
 def load_profile(name: str) -> DeviceProfile:
-    """The named profile; raises ValueError for an unknown name."""
+    """The named profile (with any `HPUSIM_PROFILE_OVERRIDES` applied); raises ValueError for
+    an unknown name or an override of an unknown or non-numeric field."""
     data = _profile_data()
     if name not in data or name.startswith("_"):
         raise ValueError(f"unknown device profile {name!r}; known: {', '.join(PROFILES)}")
-    known = {f.name for f in fields(DeviceProfile)} - {"mme", "tpc"}
+    known = {f.name for f in fields(DeviceProfile)} - {"mme", "tpc", "name"}
     values = {k: v for k, v in data[name].items() if k in known}
+    for key, value in _overrides().items():
+        if key not in known:
+            raise ValueError(f"{OVERRIDES_ENV}: {key!r} is not a numeric profile field")
+        values[key] = type(values[key])(value)
+    values["name"] = data[name]["name"]
     mme, tpc = arch_from_profile(data[name]["mme"]), tpc_arch(data[name]["tpc"])
     return DeviceProfile(**values, mme=mme, tpc=tpc)
 
@@ -291,6 +320,8 @@ class DeviceTimeline:
         self.stream_free = 0
         self.listener: Callable[[int, int, int, int], None] | None = None
         """`fn(engine, start, dur, flops)` for every scheduled device node (the step ledger)."""
+        self.memory_hook: Callable[[int, int], None] | None = None
+        """`fn(workspace, resident)` of each launched graph (the allocator's note_graph)."""
         self.watch: dict[int, int] = {}
         """Storage id -> when a launched graph last wrote it (for the ids put here: DDP's
         gradients, whose all-reduce starts when they are ready)."""
@@ -307,6 +338,12 @@ class DeviceTimeline:
             "fp32": cycle * p.mme_bf16_tflops / p.mme_fp32_tflops,
         }
         self._mme_peak = p.mme.macs_per_cycle * 2 / cycle  # bf16 FLOPs per ns
+
+    def attach_memory(self, alloc: Any) -> None:
+        """Give the allocator the card's block alignment and each launched graph's workspace
+        (graph_memory)."""
+        alloc.alignment = self.profile.hbm_alignment_bytes
+        self.memory_hook = alloc.note_graph
 
     # --- op costs --------------------------------------------------------------------------
     def tpc_duration(self, flops: float, nbytes: int, low_precision: bool) -> int:
@@ -497,6 +534,8 @@ class DeviceTimeline:
                 out.append((name, engine, s, dur, flops, nbytes))
                 t = s + dur
             return out
+        if self.memory_hook is not None:
+            self.memory_hook(*graph_memory(deps, alive, self.profile.hbm_alignment_bytes))
         units = self._fuse(ops, deps, alive)
         watch = self.watch
         ready_of: dict[int, int] = {}

@@ -53,6 +53,7 @@ class Runtime:
         )
         self.timeline = DeviceTimeline(profile, self.clock, config.cards)
         self.alloc = DeviceAllocator(self, profile.usable_hbm_bytes)
+        self.timeline.attach_memory(self.alloc)
         self.fake: Any = None  # the FakeTensorMode of compute="fake"
         self.ledger: Any = None  # predict's step ledger (hpusim.predict)
         self.graph_deps: list[Any] = []  # per pending lazy op: (inputs, outputs) storage ids
