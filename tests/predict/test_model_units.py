@@ -281,3 +281,25 @@ def test_fused_hpu_ops_are_one_op_priced_from_fused_costs() -> None:
     assert s.engine == ENGINE_MME and s.flops == sdpa.flops
     assert max(mme_ns, tpc_ns) <= s.dur <= max(mme_ns, tpc_ns) + p.min_op_ns + 1
     assert s.dur < mme_ns + tpc_ns
+
+
+def test_profile_overrides_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`HPUSIM_PROFILE_OVERRIDES` replaces numeric fields (what-if runs); a typo is an error."""
+    from hpusim.device_model import OVERRIDES_ENV
+
+    base = load_profile("gaudi2").host_lazy_op_ns
+    monkeypatch.setenv(OVERRIDES_ENV, '{"host_lazy_op_ns": 12345}')
+    load_profile.cache_clear()
+    try:
+        assert load_profile("gaudi2").host_lazy_op_ns == 12345 != base
+        monkeypatch.setenv(OVERRIDES_ENV, '{"host_lazy_op_nss": 1}')
+        load_profile.cache_clear()
+        with pytest.raises(ValueError, match="not a numeric profile field"):
+            load_profile("gaudi2")
+        monkeypatch.setenv(OVERRIDES_ENV, "[1]")
+        load_profile.cache_clear()
+        with pytest.raises(ValueError, match="must map profile fields"):
+            load_profile("gaudi2")
+    finally:
+        monkeypatch.delenv(OVERRIDES_ENV)
+        load_profile.cache_clear()
