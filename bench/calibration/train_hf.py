@@ -56,11 +56,13 @@ def build(name: str, layers: int | None) -> tuple[Any, str]:
             num_attention_heads=16, intermediate_size=4096, hidden_dropout_prob=0.1,
         )  # fmt: skip
         return BertPretraining(tf.BertForPreTraining(cfg)), "pretrain"
-    # roberta-large, SQuAD
+    # roberta-large, SQuAD; "eager" attention: torch's SDPA with a mask takes its math path,
+    # which the emulator runs on C++ CPU tensors and so in fp32 (torch upcasts bf16 there, and
+    # HF's mask check reads the device); the bridge runs those ops in bf16, as eager attention
     cfg = tf.RobertaConfig(
         vocab_size=50265, hidden_size=1024, num_hidden_layers=24 if layers is None else layers,
         num_attention_heads=16, intermediate_size=4096, max_position_embeddings=514,
-        type_vocab_size=1,
+        type_vocab_size=1, attn_implementation="eager",
     )  # fmt: skip
     return tf.RobertaForQuestionAnswering(cfg), "squad"
 
