@@ -25,6 +25,34 @@ DATABRICKS = (
 (2024-01-04; the original is databricks.com/blog/llm-training-and-inference-intel-gaudi2-ai-
 accelerators): 'over 260 TFLOP/s/device achieved when training MPT-7B on 8 x Gaudi 2'."""
 
+OPTIMUM_HABANA = (
+    "https://github.com/huggingface/optimum-habana/blob/b0108ba15b6b4b25f2156499150b1aa89d4a2eac/"
+    "tests/baselines/fixture/tests/test_examples.json"
+)
+"""optimum-habana v1.20.0's published example-test baselines (`train_samples_per_second` per
+Gaudi generation); the recipes: tests/test_examples.py and tests/configs/examples/*.json at the
+same commit (lazy mode, `--throughput_warmup_steps 3`, the model's Habana gaudi_config: fused
+AdamW, fused clip norm, bf16 autocast)."""
+MLPERF_RESNET = (
+    "https://github.com/mlcommons/training_results_v3.1/blob/main/Intel-HabanaLabs/results/"
+    "HLS-Gaudi2-PT/resnet/result_0.txt"
+)
+"""MLPerf Training v3.1, Intel-HabanaLabs, ResNet-50 on 8 Gaudi 2 (PyTorch): global batch 2048;
+the 4 epochs of the block from `block_start` (epoch 8, time_ms 1696338824744) to `eval_start`
+(epoch 11, 1696338934882) took 110.138 s: 4 x 1,281,167 images / 110.138 s = 46,530 img/s."""
+MLPERF_BERT = (
+    "https://github.com/mlcommons/training_results_v3.1/blob/main/Intel-HabanaLabs/results/"
+    "HLS-Gaudi2-PT/bert/result_0.txt"
+)
+"""MLPerf Training v3.1, Intel-HabanaLabs, BERT on 8 Gaudi 2 (PyTorch): global batch 448
+sequences, each block 335 steps; block 10 (time_ms 1696102924958 to 1696102976635) took
+51.677 s: 154.3 ms per step, its evaluation included."""
+
+LOADER = (
+    "the recipe's data loader (1 worker: decode, resize, augment each image on the host) is "
+    "not modeled: the prediction is the device and the training loop's host"
+)
+
 Runs = dict[str, dict[str, Any]]
 """Run name -> `hpuprof predict --format json` output."""
 
@@ -47,6 +75,11 @@ class Case:
     predict: Callable[[Runs], float]
     note: str = ""
     predict_args: Sequence[str] = field(default_factory=tuple)
+    family: str = "llm"
+    """"llm" or the non-LLM workload family ("vision", "encoder")."""
+    fitted: tuple[str, ...] = ()
+    """Profile constants fitted on this row (docs/device-model.md): the row is then not
+    held out, and its reported prediction uses those constants fitted on the other rows."""
 
 
 def train_step_s(run: dict[str, Any], accum: int) -> float:
@@ -124,6 +157,47 @@ def train_case(
         note,
         ("--cards", str(groups)),
     )
+
+
+def hf_train_case(
+    id: str,
+    device: str,
+    model: str,
+    batch: int,
+    published: float,
+    workload: str,
+    seq: int = 0,
+    pipelining: bool = False,
+    family: str = "encoder",
+    cards: int = 1,
+    note: str = "",
+) -> Case:
+    """An optimum-habana example test on `cards` cards (data parallel): samples/s of the
+    steady optimizer steps (the median after the steps that compiled)."""
+    args = ["--model", model, "--batch", str(batch), "--steps", "4"]
+    if seq:
+        args += ["--seq", str(seq)]
+    if pipelining:
+        args.append("--pipelining-fwd-bwd")
+
+    def predict(r: Runs) -> float:
+        return cards * batch / float(r["train"]["step_time_s"])
+
+    shape = f"batch {batch} / card" + (f", seq {seq}" if seq else ", 224 x 224")
+    recipe = "optimum-habana GaudiTrainer recipe: lazy mode, FusedAdamW, FusedClipNorm, bf16"
+    return Case(
+        id, device, cards, workload, "bf16", shape, published, "samples/s", OPTIMUM_HABANA,
+        "train_hf.py", {"train": args}, predict, f"{recipe}{'; ' + note if note else ''}",
+        ("--cards", str(cards)) if cards > 1 else (), family=family,
+    )  # fmt: skip
+
+
+def _mlperf_bert(r: Runs) -> float:
+    return 1e3 * float(r["train"]["step_time_s"])
+
+
+def _mlperf_resnet(r: Runs) -> float:
+    return 8 * 256 / float(r["train"]["step_time_s"])
 
 
 def _spans(input_len: int, output_len: int, bucket: int, samples: int) -> list[int]:
@@ -260,4 +334,32 @@ CASES: list[Case] = [
     generate_case("g3-gen-llama2-7b-2048-2048", "gaudi3", "llama2-7b", 75, 2048, 2048, 2734, G3_INFER),
     generate_case("g3-gen-llama31-8b-128-128", "gaudi3", "llama3-8b", 1536, 128, 128, 24310, G3_INFER),
     generate_case("g3-gen-mistral-7b-128-128", "gaudi3", "mistral-7b", 896, 128, 128, 24433, G3_INFER),
+    generate_case("g3-gen-llama2-7b-2048-128", "gaudi3", "llama2-7b", 153, 2048, 128, 2029, G3_INFER),
+    generate_case("g3-gen-llama31-8b-2048-2048", "gaudi3", "llama3-8b", 364, 2048, 2048, 7405, G3_INFER),
+    generate_case("g3-gen-mistral-7b-2048-2048", "gaudi3", "mistral-7b", 44, 2048, 2048, 4970, G3_INFER),
+    Case(
+        "g2-mlperf-resnet50", "gaudi2", 8, "ResNet-50 training (MLPerf v3.1)", "bf16",
+        "256 / card, 224 x 224, LARS", 46530, "img/s", MLPERF_RESNET, "train_resnet.py",
+        {"train": ["--batch", "256", "--steps", "5"]}, _mlperf_resnet,
+        "MLPerf Training v3.1 recipe: bf16, FusedLars, DDP over 8 cards", ("--cards", "8"),
+        family="vision",
+    ),
+    Case(
+        "g2-mlperf-bert", "gaudi2", 8, "BERT-large pre-training (MLPerf v3.1)", "bf16",
+        "28 packed rows x 512 / card, LAMB", 154.3, "ms/step", MLPERF_BERT, "train_hf.py",
+        {"train": ["--model", "bert-large-pretrain", "--batch", "28", "--seq", "512", "--steps", "4"]},
+        _mlperf_bert,
+        "MLPerf Training v3.1 recipe: phase 2 (seq 512), packed rows, FusedLamb, DDP over 8 cards",
+        ("--cards", "8"), family="encoder",
+    ),
+    hf_train_case("g2-ft-bert-large-mrpc", "gaudi2", "bert-large", 256, 1100.598, "BERT-large fine-tuning (GLUE MRPC)", seq=128),
+    hf_train_case("g3-ft-bert-large-mrpc", "gaudi3", "bert-large", 256, 1674.509, "BERT-large fine-tuning (GLUE MRPC)", seq=128),
+    hf_train_case("g2-ft-roberta-large-squad", "gaudi2", "roberta-large", 32, 266.47, "RoBERTa-large fine-tuning (SQuAD)", seq=384),
+    hf_train_case("g3-ft-roberta-large-squad", "gaudi3", "roberta-large", 32, 400.151, "RoBERTa-large fine-tuning (SQuAD)", seq=384),
+    hf_train_case("g2-ft-roberta-large-squad-8", "gaudi2", "roberta-large", 32, 2138.366, "RoBERTa-large fine-tuning (SQuAD)", seq=384, cards=8),
+    hf_train_case("g3-ft-roberta-large-squad-8", "gaudi3", "roberta-large", 32, 3146.332, "RoBERTa-large fine-tuning (SQuAD)", seq=384, cards=8),
+    hf_train_case("g2-ft-vit-base", "gaudi2", "vit-base", 128, 886.623, "ViT-base fine-tuning (CIFAR-10)", pipelining=True, family="vision", note=LOADER),
+    hf_train_case("g3-ft-vit-base", "gaudi3", "vit-base", 128, 1100.39, "ViT-base fine-tuning (CIFAR-10)", pipelining=True, family="vision", note=LOADER),
+    hf_train_case("g2-ft-swin-base", "gaudi2", "swin-base", 160, 831.235, "Swin-base fine-tuning (CIFAR-10)", pipelining=True, family="vision", note=LOADER),
+    hf_train_case("g3-ft-swin-base", "gaudi3", "swin-base", 160, 949.371, "Swin-base fine-tuning (CIFAR-10)", pipelining=True, family="vision", note=LOADER),
 ]  # fmt: skip

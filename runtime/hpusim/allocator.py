@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hpusim.graph_memory import block_bytes
+
 
 @dataclass(frozen=True)
 class OomPoint:
@@ -63,6 +65,10 @@ class DeviceAllocator:
         self.max_alloc_size = 0
         self.total_allocs = 0  # since enable
         self.total_frees = 0
+        self.alignment = 1
+        """Every block is rounded up to it (the device model sets the card's: graph_memory)."""
+        self.workspace = 0
+        """The recipe workspace held: the largest a launched graph asked for (graph_memory)."""
 
     def __len__(self) -> int:
         return len(self._size)
@@ -76,7 +82,7 @@ class DeviceAllocator:
         gid = self._next
         self._next = gid + 1
         t._gid = gid
-        size = max(int(nbytes), 0)  # exact bytes: the bridge's rounding is not public
+        size = block_bytes(int(nbytes), self.alignment)
         self._size[gid] = size
         self._refs[gid] = 1
         self._charge(size, op)
@@ -97,6 +103,22 @@ class DeviceAllocator:
             self.peak_op = op
         if used > self.capacity and self.oom_at is None:
             self.oom_at = OomPoint(op, self._where(), size, used - size, self.capacity)
+
+    def note_graph(self, workspace: int, resident: int, op: str = "recipe launch") -> None:
+        """A launched graph needs `workspace` bytes of workspace, which the held buffer grows
+        to (it never shrinks, as the bridge's `device_memory::workspace_alloc`), and reads
+        `resident` bytes no wrapper holds any more, on the device until the graph has run:
+        they count toward the peak, not toward what stays in use."""
+        if workspace > self.workspace:
+            self._charge(workspace - self.workspace, op)
+            self.workspace = workspace
+        top = self.in_use + max(resident, 0)
+        if top > self.max_in_use:
+            self.max_in_use = top
+        if top > self.peak:
+            self.peak, self.peak_op = top, op
+        if top > self.capacity and self.oom_at is None:
+            self.oom_at = OomPoint(op, self._where(), resident, self.in_use, self.capacity)
 
     def _uncharge(self, size: int) -> None:
         self.in_use -= size

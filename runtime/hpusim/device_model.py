@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import cache
@@ -33,6 +34,12 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from hpusim.projection import MeasuredClock
+from hpusim.fused_costs import torch_attention_cost
+from hpusim.graph_memory import graph_memory
+from hpusim.mme_cost import MmeArch, arch_from_profile, mme_cycles
+from hpusim.mme_ops import Problem, mme_problems
+from hpusim.tpc_cost import TpcArch, dma_ns, tpc_work
+from hpusim.tpc_cost import arch_from_profile as tpc_arch
 
 MME_OPS: Final = frozenset(
     {
@@ -134,51 +141,6 @@ NOT_FUSIBLE: Final = frozenset(
 )
 """TPC ops the graph compiler does not fuse into an element-wise chain (data-dependent access,
 sorts, concatenations)."""
-INDEXED_WRITES: Final = frozenset(
-    {
-        "index_copy",
-        "index_copy_",
-        "index_put_",
-        "_index_put_impl_",
-        "index_add_",
-        "scatter_",
-        "scatter_add_",
-        "masked_scatter_",
-        "slice_scatter",
-        "select_scatter",
-    }
-)
-"""Ops that write a slice of their first input: their traffic is the source they write (read
-and written) and the indices, not the whole destination."""
-TRANSCENDENTAL: Final = frozenset(
-    {
-        "exp",
-        "log",
-        "tanh",
-        "sigmoid",
-        "silu",
-        "gelu",
-        "erf",
-        "rsqrt",
-        "sqrt",
-        "pow",
-        "sin",
-        "cos",
-        "_softmax",
-        "softmax",
-        "_log_softmax",
-        "native_layer_norm",
-        "native_layer_norm_backward",
-        "rms_norm",
-        "silu_backward",
-        "gelu_backward",
-        "_softmax_backward_data",
-        "native_dropout",
-    }
-)
-FLOPS_PER_TRANSCENDENTAL: Final = 8
-"""ASSUMPTION: vector FLOPs per element of a transcendental or normalization op (1 otherwise)."""
-
 ENGINE_MME: Final = 1
 ENGINE_TPC: Final = 2
 ENGINE_DMA: Final = 3
@@ -186,9 +148,6 @@ ENGINE_NIC: Final = 4  # indices into sink.ENGINES
 COMPUTE_ENGINES: Final = (ENGINE_MME, ENGINE_TPC, ENGINE_DMA)
 INTRA_NODE_CARDS: Final = 8
 """Cards joined all-to-all by scale-up links in one HLS server (g2arch, g3wp)."""
-GEOMETRIES: Final = ((1, 1), (2, 0.5), (0.5, 2))
-"""MME output-block shapes as multiples of the tile: 256x256, 512x128, 128x512 (ASSUMPTION:
-the MME's configurable geometries for tall and wide outputs)."""
 
 
 @dataclass(frozen=True)
@@ -202,14 +161,11 @@ class DeviceProfile:
     vector_bf16_tflops: float
     vector_fp32_tflops: float
     mme_engines: int
-    mme_tile: int
-    mme_k_fill: int
-    mme_max_efficiency: float
-    sdpa_efficiency: float
     hbm_gbytes: int
     hbm_usable_gbytes: float
     hbm_tbytes_per_s: float
     hbm_efficiency: float
+    hbm_alignment_bytes: int
     h2d_gbytes_per_s: float
     launch_latency_ns: int
     min_op_ns: int
@@ -232,6 +188,10 @@ class DeviceProfile:
     host_d2h_ns: int
     host_cpu_gbytes_per_s: float
     host_glue_max_ns: int
+    mme: MmeArch
+    """The MME cost model's facts (`mme_cost`; key `mme` of the profile)."""
+    tpc: TpcArch
+    """The TPC and DMA facts per op family (`tpc_cost`; key `tpc` of the profile)."""
 
     @property
     def hbm_bytes_per_ns(self) -> float:
@@ -253,18 +213,47 @@ def _profile_data() -> dict[str, Any]:
     return data
 
 
+OVERRIDES_ENV: Final = "HPUSIM_PROFILE_OVERRIDES"
+"""A JSON object of numeric profile fields that replace the profile's own (`{"host_lazy_op_ns":
+25000}`): what-if runs, and the calibration's leave-one-out rows (bench/calibration/fit.py)."""
+
+
+def _overrides() -> dict[str, float]:
+    text = os.environ.get(OVERRIDES_ENV, "")
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{OVERRIDES_ENV} is not a JSON object: {exc}") from None
+    if not isinstance(data, dict) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in data.values()
+    ):
+        raise ValueError(f"{OVERRIDES_ENV} must map profile fields to numbers, got {text!r}")
+    return data
+
+
 @cache
 def load_profile(name: str) -> DeviceProfile:
-    """The named profile; raises ValueError for an unknown name."""
+    """The named profile (with any `HPUSIM_PROFILE_OVERRIDES` applied); raises ValueError for
+    an unknown name or an override of an unknown or non-numeric field."""
     data = _profile_data()
     if name not in data or name.startswith("_"):
         raise ValueError(f"unknown device profile {name!r}; known: {', '.join(PROFILES)}")
-    known = {f.name for f in fields(DeviceProfile)}
-    return DeviceProfile(**{k: v for k, v in data[name].items() if k in known})
+    known = {f.name for f in fields(DeviceProfile)} - {"mme", "tpc", "name"}
+    values = {k: v for k, v in data[name].items() if k in known}
+    for key, value in _overrides().items():
+        if key not in known:
+            raise ValueError(f"{OVERRIDES_ENV}: {key!r} is not a numeric profile field")
+        values[key] = type(values[key])(value)
+    values["name"] = data[name]["name"]
+    mme, tpc = arch_from_profile(data[name]["mme"]), tpc_arch(data[name]["tpc"])
+    return DeviceProfile(**values, mme=mme, tpc=tpc)
 
 
 def profile_citations(name: str) -> dict[str, str]:
-    """Field -> source note of a profile (every numeric field has one)."""
+    """Field -> source note of a profile (every numeric field has one; the MME cost model's
+    facts as `mme.<key>`)."""
     cites: dict[str, str] = dict(_profile_data()[name]["citations"])
     return cites
 
@@ -290,105 +279,6 @@ def _prod(dims: Sequence[int]) -> int:
     for d in dims:
         n *= d
     return n
-
-
-_FP8_GEMMS: Final = frozenset({"fp8_gemm_v2", "fp8_gemm"})
-"""`hpu::fp8_gemm(A, trans_A, B, trans_B, D, ..., out)` has `fp8_gemm_v2`'s leading arguments."""
-
-
-_CONVS: Final = frozenset(
-    {"convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv2d_fp8"}
-)
-
-
-def matmul_flops(
-    op: str, shapes: list[tuple[int, ...]], out_numel: int, scalars: Sequence[Any] = ()
-) -> int:
-    """FLOPs of an MME op from its input shapes (2*M*N*K style), 2*out_numel as a floor."""
-    try:
-        if op in _FP8_GEMMS and len(shapes) >= 2:
-            k = matmul_dims(op, shapes, scalars)[3]
-            return 2 * out_numel * k
-        if op in {"mm", "matmul", "dot", "mv", "_scaled_mm"} and len(shapes) >= 2:
-            k = shapes[0][-1] if shapes[0] else 1
-            return 2 * out_numel * k
-        if op in {"addmm", "addmv"} and len(shapes) >= 3:
-            return 2 * out_numel * (shapes[1][-1] if shapes[1] else 1)
-        if op in {"bmm", "baddbmm", "addbmm"}:
-            a = shapes[0] if op == "bmm" else shapes[1]
-            return 2 * out_numel * (a[-1] if a else 1)
-        if op == "linear" and shapes:
-            return 2 * out_numel * (shapes[0][-1] if shapes[0] else 1)
-        if op in _CONVS and len(shapes) >= 2:
-            return 2 * out_numel * _prod(shapes[1][1:])
-        if op == "convolution_backward" and len(shapes) >= 3:
-            w = shapes[2]
-            return 4 * _prod(shapes[0]) * (_prod(w) // max(w[0], 1) if w else 1)
-    except (IndexError, TypeError):
-        pass
-    return 2 * out_numel
-
-
-def matmul_dims(
-    op: str, shapes: list[tuple[int, ...]], scalars: Sequence[Any] = ()
-) -> tuple[int, int, int, int]:
-    """(batch, M, N, K) of an MME op, for the shape efficiency (best effort)."""
-    try:
-        if op in _FP8_GEMMS and len(shapes) >= 2 and len(scalars) >= 2:
-            a, b = shapes[0], shapes[1]
-            m, k = (a[-1], a[-2]) if scalars[0] is True else (a[-2], a[-1])
-            n = b[-2] if scalars[1] is True else b[-1]
-            return _prod(a[:-2]), m, n, k
-        if op in {"mm", "_scaled_mm"} and len(shapes) >= 2:
-            return 1, shapes[0][0], shapes[1][1], shapes[0][1]
-        if op == "addmm" and len(shapes) >= 3:
-            return 1, shapes[1][0], shapes[2][1], shapes[1][1]
-        if op in {"bmm", "baddbmm"}:
-            a, b = (shapes[0], shapes[1]) if op == "bmm" else (shapes[1], shapes[2])
-            return a[0], a[1], b[2], a[2]
-        if op in {"linear", "matmul"} and len(shapes) >= 2:
-            a, w = shapes[0], shapes[1]
-            n = w[0] if op == "linear" else w[-1]
-            return 1, _prod(a[:-1]), n, a[-1]
-        if op in {"convolution", "_convolution", "conv2d", "conv1d", "conv3d"} and len(shapes) >= 2:
-            x, w = shapes[0], shapes[1]
-            # implicit GEMM: M = batch * output pixels (approximated by input pixels),
-            # N = output channels, K = input channels * kernel window
-            return 1, x[0] * _prod(x[2:]), w[0], _prod(w[1:])
-        if op == "convolution_backward" and len(shapes) >= 3:
-            g, x, w = shapes[0], shapes[1], shapes[2]
-            return 2, x[0] * _prod(g[2:]), w[0], _prod(w[1:])
-    except (IndexError, TypeError):
-        pass
-    return 1, 1024, 1024, 1024
-
-
-def mme_efficiency(p: DeviceProfile, batch: int, m: int, n: int, k: int) -> float:
-    """Share of the MME peak a (batch x) M x N x K matmul sustains (see module docstring)."""
-    m, n, k, batch = max(m, 1), max(n, 1), max(k, 1), max(batch, 1)
-    best = 0.0
-    for fm, fn in GEOMETRIES:
-        tm, tn = p.mme_tile * fm, p.mme_tile * fn
-        blocks = batch * math.ceil(m / tm) * math.ceil(n / tn)
-        waves = math.ceil(blocks / p.mme_engines)
-        best = max(best, (batch * m * n) / (waves * p.mme_engines * tm * tn))
-    return p.mme_max_efficiency * best * (k / (k + p.mme_k_fill))
-
-
-def attention_flops(op: str, shapes: list[tuple[int, ...]], causal: bool) -> int:
-    """FLOPs of fused attention from q [B, H, Sq, D] and k [B, H, Sk, D]: 4*B*H*Sq*Sk*D forward
-    (QK^T and PV), halved when causal; the backward does 2.5x the forward (recomputing the
-    scores once, then dQ, dK, dV)."""
-    backward = "bwd" in op or op.endswith("_backward")
-    qi, ki = (1, 2) if backward else (0, 1)  # backward inputs start with grad_out
-    try:
-        q, kk = shapes[qi], shapes[ki]
-        fwd = 4 * _prod(q[:-1]) * kk[-2] * q[-1]
-    except (IndexError, TypeError):
-        return 0
-    if causal:
-        fwd //= 2
-    return int(fwd * 2.5) if backward else fwd
 
 
 class OpModel(NamedTuple):
@@ -429,33 +319,47 @@ class DeviceTimeline:
         self.stream_free = 0
         self.listener: Callable[[int, int, int, int], None] | None = None
         """`fn(engine, start, dur, flops)` for every scheduled device node (the step ledger)."""
+        self.memory_hook: Callable[[int, int], None] | None = None
+        """`fn(workspace, resident)` of each launched graph (the allocator's note_graph)."""
         self.watch: dict[int, int] = {}
         """Storage id -> when a launched graph last wrote it (for the ids put here: DDP's
         gradients, whose all-reduce starts when they are ready)."""
         p = profile
-        self._mme = {"bf16": p.mme_bf16_tflops * 1e3, "fp8": p.mme_fp8_tflops * 1e3}
-        self._mme["fp32"] = p.mme_fp32_tflops * 1e3
         self._vec = {True: p.vector_bf16_tflops * 1e3, False: p.vector_fp32_tflops * 1e3}
         self._hbm = p.hbm_bytes_per_ns
         self._h2d = p.h2d_gbytes_per_s  # bytes/ns
+        # ns per MME cycle at each precision: the cost model's cycles are a bf16 MAC array's;
+        # FP8 and FP32 run at their published matrix rate relative to BF16's
+        cycle = 1e3 / p.mme.clock_mhz
+        self._mme_ns = {
+            "bf16": cycle,
+            "fp8": cycle * p.mme_bf16_tflops / p.mme_fp8_tflops,
+            "fp32": cycle * p.mme_bf16_tflops / p.mme_fp32_tflops,
+        }
+        self._mme_peak = p.mme.macs_per_cycle * 2 / cycle  # bf16 FLOPs per ns
+
+    def attach_memory(self, alloc: Any) -> None:
+        """Give the allocator the card's block alignment and each launched graph's workspace
+        (graph_memory)."""
+        alloc.alignment = self.profile.hbm_alignment_bytes
+        self.memory_hook = alloc.note_graph
 
     # --- op costs --------------------------------------------------------------------------
-    def duration(self, engine: int, flops: int, nbytes: int, low_precision: bool) -> int:
-        """Roofline duration (ns) of one op at full efficiency (shape unknown)."""
-        if engine == ENGINE_DMA:
-            t = nbytes / self._hbm
-        elif engine == ENGINE_MME:
-            peak = self._mme["bf16" if low_precision else "fp32"] * self.profile.mme_max_efficiency
-            t = max(flops / peak, nbytes / self._hbm)
-        else:
-            t = max(flops / self._vec[low_precision], nbytes / self._hbm)
-            return int(t) + self.profile.tpc_kernel_ns
-        return int(t) + self.profile.min_op_ns
-
-    def tpc_duration(self, flops: int, nbytes: int, low_precision: bool) -> int:
+    def tpc_duration(self, flops: float, nbytes: int, low_precision: bool) -> int:
         """One TPC kernel: vector FLOPs or HBM traffic, plus the kernel's fixed cost."""
         t = max(flops / self._vec[low_precision], nbytes / self._hbm)
         return int(t) + self.profile.tpc_kernel_ns
+
+    def mme_ns(self, problems: Sequence[Problem], precision: str, flops: int = 0) -> float:
+        """Compute time (ns) of MME GEMMs run one after the other, as the MME cost model prices
+        them (`mme_cost`); `problems` None-like (empty) prices `flops` at the full rate."""
+        if not problems:
+            return flops / self._mme_peak * self._mme_ns[precision] / self._mme_ns["bf16"]
+        arch = self.profile.mme
+        cycles = 0
+        for kind, b, m, n, k in problems:
+            cycles += mme_cycles(arch, b, m, n, k, precision, kind).cycles
+        return cycles * self._mme_ns[precision]
 
     def model_op(
         self,
@@ -483,48 +387,41 @@ class DeviceTimeline:
         if engine == ENGINE_MME:
             if op in ATTENTION_OPS:
                 causal = any(s is True for s in scalars)
-                flops = attention_flops(op, shapes, causal)
-                eff = p.sdpa_efficiency * (1.0 if shapes and shapes[0][-1] >= 128 else 0.5)
-            else:
-                flops = matmul_flops(op, shapes, out_numel, scalars)
-                eff = mme_efficiency(p, *matmul_dims(op, shapes, scalars))
-                tpc = flops / self._vec[prec != "fp32"]
-                if tpc < flops / (self._mme[prec] * eff):
-                    # a matmul that fills the MME's blocks this poorly (a batched
-                    # matrix-vector product) is faster on the TPCs (ASSUMPTION: the graph
-                    # compiler places it there)
-                    dur = int(max(tpc, nbytes / self._hbm)) + p.tpc_kernel_ns
-                    return OpModel(ENGINE_TPC, flops, nbytes, dur, False)
-            peak = self._mme[prec] * eff
-            dur = int(max(flops / peak, nbytes / self._hbm)) + p.min_op_ns
+                return self.model_fused(torch_attention_cost(op, shapes, dtypes, causal), dtypes)
+            found = mme_problems(op, shapes, scalars, out_numel)
+            problems, flops = found if found is not None else ([], 2 * out_numel)
+            mme = self.mme_ns(problems, prec, flops)
+            tpc = flops / self._vec[prec != "fp32"]
+            if tpc < mme and all(kind == "gemm" for kind, *_ in problems):
+                # a GEMM that fills the MME this poorly (a batched matrix-vector product) is
+                # faster on the TPCs (ASSUMPTION: the graph compiler places it there)
+                dur = int(max(tpc, nbytes / self._hbm)) + p.tpc_kernel_ns
+                return OpModel(ENGINE_TPC, flops, nbytes, dur, False)
+            dur = int(max(mme, nbytes / self._hbm)) + p.min_op_ns
             return OpModel(engine, flops, nbytes, dur, False)
         if engine == ENGINE_DMA:
-            return OpModel(engine, 0, nbytes, int(nbytes / self._hbm) + p.min_op_ns, False)
+            if p.tpc.dma_engines:
+                return OpModel(engine, 0, nbytes, dma_ns(p.tpc, self._hbm, nbytes), False)
+            # no DMA engine for the graph (Gaudi 3): a copy is a TPC kernel
+            return OpModel(ENGINE_TPC, 0, nbytes, self.tpc_duration(0, nbytes, True), False)
         if engine == ENGINE_NIC:
             kind = COLLECTIVE_OPS[op]
             size = _prod(shapes[0]) * _itemsize(dtypes[0]) if shapes else 0
             return OpModel(engine, 0, size, self.collective_ns(kind, size), False)
-        flops = out_numel * (FLOPS_PER_TRANSCENDENTAL if op in TRANSCENDENTAL else 1)
-        if op in INDEXED_WRITES and len(shapes) >= 2:
-            sizes = [_prod(s) * _itemsize(d) for s, d in zip(shapes, dtypes, strict=False)]
-            nbytes = 2 * sizes[-1] + sum(sizes[1:-1])
-            flops = _prod(shapes[-1])
-        dur = self.tpc_duration(flops, nbytes, prec != "fp32")
-        return OpModel(engine, flops, nbytes, dur, op not in NOT_FUSIBLE)
+        ops, traffic = tpc_work(p.tpc, op, shapes, dtypes, out_numel, nbytes)
+        dur = self.tpc_duration(ops, traffic, prec != "fp32")
+        return OpModel(engine, int(ops), traffic, dur, op not in NOT_FUSIBLE)
 
     def model_fused(self, cost: Any, dtypes: Sequence[Any]) -> OpModel:
         """One fused `hpu::` op (`fused_costs.FusedOpCost`: engine, FLOPs, bytes) -> OpModel.
 
-        An MME-engine fused kernel (SDPA) does its matrix part on the MME at the fused-attention
-        efficiency and its elementwise part on the TPCs inside the same kernel: the slower of
-        the two (or the HBM traffic) sets the duration. A TPC kernel is a roofline."""
+        An MME-engine fused kernel (SDPA) runs its GEMMs on the MME as the cost model prices
+        them and its elementwise part on the TPCs inside the same kernel: the slower of the two
+        (or the HBM traffic) sets the duration. A TPC kernel is a roofline."""
         prec = _precision(dtypes)
         low = prec != "fp32"
         if cost.engine == "MME":
-            op = cost.name.split("::", 1)[-1].split(".", 1)[0]
-            p = self.profile
-            eff = p.sdpa_efficiency if op in ATTENTION_OPS else p.mme_max_efficiency
-            mme = cost.mme_flops / (self._mme[prec] * eff)
+            mme = self.mme_ns(cost.gemms, prec, cost.mme_flops) * cost.mme_fraction
             t = max(mme, cost.nbytes / self._hbm)
             dur = max(int(t) + self.profile.min_op_ns, self.tpc_duration(cost.vector_flops, 0, low))
             return OpModel(ENGINE_MME, cost.flops, cost.nbytes, dur, False)
@@ -636,6 +533,8 @@ class DeviceTimeline:
                 out.append((name, engine, s, dur, flops, nbytes))
                 t = s + dur
             return out
+        if self.memory_hook is not None:
+            self.memory_hook(*graph_memory(deps, alive, self.profile.hbm_alignment_bytes))
         units = self._fuse(ops, deps, alive)
         watch = self.watch
         ready_of: dict[int, int] = {}

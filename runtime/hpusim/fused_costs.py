@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from hpusim.mme_cost import attention_gemms
+
 Shape = tuple[int, ...]
 ShapeArg = Shape | Sequence[Shape] | None
 
@@ -62,6 +64,10 @@ class FusedOpCost:
         bytes_written: device-memory bytes the op writes.
         mme_flops: the part of `flops` done by matrix multiplies (SDPA's QK^T and PV); the
             rest (`vector_flops`) is elementwise TPC work inside the same fused kernel.
+        gemms: those matrix multiplies as `("gemm", batch, M, N, K)`, which the MME cost
+            model prices (`mme_cost`); empty: `mme_flops` at the MME's full rate.
+        mme_fraction: the share of those GEMMs' work done (0.5 for causal attention, whose
+            kernel skips the masked upper triangle).
     """
 
     name: str
@@ -70,6 +76,8 @@ class FusedOpCost:
     bytes_read: int
     bytes_written: int
     mme_flops: int = 0
+    gemms: tuple[tuple[str, int, int, int, int], ...] = ()
+    mme_fraction: float = 1.0
 
     @property
     def vector_flops(self) -> int:
@@ -152,6 +160,14 @@ def _attention_dims(
     return n, qs[-2], ks[-2], qs[-1], vs[-1]
 
 
+def _attention_gemms(
+    n: int, seq_q: int, seq_k: int, d: int, dv: int, backward: bool, recompute: bool
+) -> tuple[tuple[str, int, int, int, int], ...]:
+    """The MME GEMMs of fused attention (`mme_cost.attention_gemms`) as `("gemm", ...)`."""
+    gemms = attention_gemms((n, seq_q, d), (n, seq_k, d), (n, seq_k, dv), backward, recompute)
+    return tuple(("gemm", b, m, nn, k) for b, m, nn, k in gemms)
+
+
 def _sdpa_fwd(a: _Args, name: str, stats: str) -> FusedOpCost:
     # schema: q, k, v, attention_mask (, valid_seq_len)
     n, seq_q, seq_k, d, dv = _attention_dims(a.shape(0), a.shape(1), a.shape(2))
@@ -162,7 +178,9 @@ def _sdpa_fwd(a: _Args, name: str, stats: str) -> FusedOpCost:
     out = n * seq_q * dv * elt
     # recompute: the m and 1/l rows (fp32); else the probabilities P, saved for the backward
     extra = 2 * n * seq_q * 4 if stats == "recompute" else n * seq_q * seq_k * elt
-    return FusedOpCost(name, "MME", mme + softmax, a.nbytes(0, 1, 2, 3), out + extra, mme)
+    gemms = _attention_gemms(n, seq_q, seq_k, d, dv, False, False)
+    read = a.nbytes(0, 1, 2, 3)
+    return FusedOpCost(name, "MME", mme + softmax, read, out + extra, mme, gemms, frac)
 
 
 def _sdpa_bwd(a: _Args, name: str, recompute: bool) -> FusedOpCost:
@@ -175,7 +193,21 @@ def _sdpa_bwd(a: _Args, name: str, recompute: bool) -> FusedOpCost:
     vec = int(6 * n * seq_q * seq_k * frac)
     read = a.nbytes(*range(a.count()))
     written = a.nbytes(1, 2, 3)
-    return FusedOpCost(name, "MME", mme + vec, read, written, mme)
+    gemms = _attention_gemms(n, seq_q, seq_k, d, dv, True, recompute)
+    return FusedOpCost(name, "MME", mme + vec, read, written, mme, gemms, frac)
+
+
+def torch_attention_cost(
+    op: str, shapes: Sequence[Shape], dtypes: Sequence[Any], is_causal: bool
+) -> FusedOpCost:
+    """torch's SDPA ops (`_scaled_dot_product_flash_attention[_backward]`, ...), which the
+    bridge runs as FusedSDPA: the forward as `sdpa_fwd`'s kernel with recomputed statistics,
+    the backward as `sdpa_recomp_bwd`'s (flash attention recomputes the scores)."""
+    backward = op.endswith("_backward") or "bwd" in op
+    args = _Args(list(shapes), list(dtypes), is_causal)  # [grad_out,] q, k, v, ...
+    if backward:
+        return _sdpa_bwd(args, op, recompute=True)
+    return _sdpa_fwd(args, op, "recompute")
 
 
 def _elementwise(
@@ -229,7 +261,9 @@ def _masked_batch_gemm(a: _Args, name: str) -> FusedOpCost:
     _, mask_m, mask_n, mask_k = _gemm_dims(a.shape(2), a.shape(3))
     mme = 2 * batch * (m * n * k + mask_m * mask_n * mask_k)
     out = batch * m * n * itemsize(a.dtype(0))
-    return FusedOpCost(name, "MME", mme + batch * m * n, a.nbytes(0, 1, 2, 3), out, mme)
+    gemms = (("gemm", batch, m, n, k), ("gemm", batch, mask_m, mask_n, mask_k))
+    read = a.nbytes(0, 1, 2, 3)
+    return FusedOpCost(name, "MME", mme + batch * m * n, read, out, mme, gemms)
 
 
 def _mixture_of_experts(a: _Args, name: str) -> FusedOpCost:
@@ -245,7 +279,10 @@ def _mixture_of_experts(a: _Args, name: str) -> FusedOpCost:
     mme = 2 * tokens * k * 3 * h * ffn
     vec = 3 * tokens * k * ffn  # activation, gate product, weighted sum
     read = a.nbytes(*range(a.count()))
-    return FusedOpCost(name, "MME", mme + vec, read, a.nbytes(0), mme)
+    experts = max(len(down), 1)  # tokens spread evenly over the experts, three GEMMs each
+    rows = max(tokens * k // experts, 1)
+    gemms = (("gemm", experts, rows, ffn, h),) * 2 + (("gemm", experts, rows, h, ffn),)
+    return FusedOpCost(name, "MME", mme + vec, read, a.nbytes(0), mme, gemms)
 
 
 def _plain_index(a: _Args, name: str) -> FusedOpCost:

@@ -50,6 +50,9 @@ def build_runtime(config: Config, flags: EnvFlags, profile: DeviceProfile) -> Ru
         clock = HostClock(gap_overhead_ns=dispatch_overhead_ns(), glue_ns=profile.host_glue_max_ns)
         gc_pause = GcPause(clock)
     where = Attribution(sink)
+    timeline = DeviceTimeline(profile, clock, config.cards)
+    alloc = DeviceAllocator(profile.usable_hbm_bytes, where.module_path)
+    timeline.attach_memory(alloc)
     return Runtime(
         config,
         flags,
@@ -57,8 +60,8 @@ def build_runtime(config: Config, flags: EnvFlags, profile: DeviceProfile) -> Ru
         sink=sink,
         events=Recorder(sink),
         clock=clock,
-        timeline=DeviceTimeline(profile, clock, config.cards),
-        alloc=DeviceAllocator(profile.usable_hbm_bytes, where.module_path),
+        timeline=timeline,
+        alloc=alloc,
         graph=LazyGraph(flags.max_compound_op_size),
         attribution=where,
         cache=RecipeCache(),

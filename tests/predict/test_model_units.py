@@ -17,7 +17,6 @@ from hpusim.device_model import (
     ENGINE_TPC,
     DeviceTimeline,
     load_profile,
-    mme_efficiency,
     profile_citations,
 )
 from hpusim.projection import HostClock, MeasuredClock
@@ -26,18 +25,22 @@ from hpusim.projection import HostClock, MeasuredClock
 def test_every_profile_constant_has_a_source() -> None:
     from dataclasses import fields
 
-    from hpusim.device_model import DeviceProfile
+    from hpusim.device_model import DeviceProfile, _profile_data
 
+    sources = set(_profile_data()["_sources"])
     for name in ("gaudi2", "gaudi3"):
         cites = profile_citations(name)
-        for f in fields(DeviceProfile):
-            if f.name == "name":
-                continue
-            note = cites.get(f.name, "")
-            assert note, f"{name}.{f.name} has no citation"
+        data = _profile_data()[name]
+        keys = [f.name for f in fields(DeviceProfile) if f.name not in ("name", "mme", "tpc")]
+        keys += [f"mme.{k}" for k in data["mme"]]
+        keys += [f"tpc.{k}" for k in data["tpc"] if k != "ops_per_element"]
+        keys += [f"tpc.ops_per_element.{k}" for k in data["tpc"]["ops_per_element"]]
+        for key in keys:
+            note = cites.get(key, "")
+            assert note, f"{name}.{key} has no citation"
             assert note.startswith(("ASSUMPTION", "FITTED")) or any(
-                key in note for key in ("g3wp", "g3reg", "g2arch", "hpugraphs")
-            ), f"{name}.{f.name}: {note!r} names no source"
+                src in note for src in sources
+            ), f"{name}.{key}: {note!r} names no source"
 
 
 # --- the host clock ---------------------------------------------------------------------------
@@ -141,14 +144,30 @@ def test_allocator_views_share_storage_and_the_peak_and_oom_point() -> None:
 # --- the device model -------------------------------------------------------------------------
 
 
-def test_mme_efficiency_depends_on_the_shape() -> None:
-    p = load_profile("gaudi2")
-    big = mme_efficiency(p, 1, 8192, 8192, 8192)
-    skinny = mme_efficiency(p, 1, 8, 8192, 8192)
-    small_k = mme_efficiency(p, 1, 8192, 8192, 64)
-    assert big >= 0.8
-    assert skinny < big / 10
-    assert small_k < big * 0.6
+def test_a_constant_without_a_source_fails_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check above reads every constant: one with an empty note is caught."""
+    import hpusim.device_model as dm
+
+    data = dm._profile_data()
+    data["gaudi2"]["citations"]["tpc.ops_per_element.softmax"] = ""
+    monkeypatch.setattr(dm, "_profile_data", lambda: data)
+    with pytest.raises(AssertionError, match="softmax has no citation"):
+        test_every_profile_constant_has_a_source()
+
+
+def test_mme_time_depends_on_the_shape() -> None:
+    """Square GEMMs fill the MME; skinny ones and short-K ones (roll-up bound) do not."""
+    import torch
+
+    tl = DeviceTimeline(load_profile("gaudi2"))
+
+    def tflops(m: int, n: int, k: int) -> float:
+        op = tl.model_op("mm", [(m, k), (k, n)], [torch.bfloat16] * 2, m * n, 0)
+        return op.flops / op.dur / 1e3
+
+    big = tflops(8192, 8192, 8192)
+    assert tflops(64, 8192, 8192) < big / 1.5  # half of 4xw's 128 rows, port-constrained
+    assert tflops(8192, 8192, 64) < big / 3  # K = 64 < the 256-cycle roll-up
 
 
 def test_a_peak_shaped_matmul_reaches_80_percent_of_peak() -> None:
@@ -253,8 +272,30 @@ def test_fused_hpu_ops_are_one_op_priced_from_fused_costs() -> None:
     s = tl.model_fused(sdpa, [torch.bfloat16] * 3)
     # the MME part at the fused-attention efficiency sets the time; the softmax's TPC part
     # overlaps it inside the same kernel instead of adding to it
-    mme_ns = sdpa.mme_flops / (p.mme_bf16_tflops * 1e3 * p.sdpa_efficiency)
+    mme_ns = tl.mme_ns(sdpa.gemms, "bf16") * sdpa.mme_fraction
     tpc_ns = tl.tpc_duration(sdpa.vector_flops, 0, True)
     assert s.engine == ENGINE_MME and s.flops == sdpa.flops
     assert max(mme_ns, tpc_ns) <= s.dur <= max(mme_ns, tpc_ns) + p.min_op_ns + 1
     assert s.dur < mme_ns + tpc_ns
+
+
+def test_profile_overrides_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`HPUSIM_PROFILE_OVERRIDES` replaces numeric fields (what-if runs); a typo is an error."""
+    from hpusim.device_model import OVERRIDES_ENV
+
+    base = load_profile("gaudi2").host_lazy_op_ns
+    monkeypatch.setenv(OVERRIDES_ENV, '{"host_lazy_op_ns": 12345}')
+    load_profile.cache_clear()
+    try:
+        assert load_profile("gaudi2").host_lazy_op_ns == 12345 != base
+        monkeypatch.setenv(OVERRIDES_ENV, '{"host_lazy_op_nss": 1}')
+        load_profile.cache_clear()
+        with pytest.raises(ValueError, match="not a numeric profile field"):
+            load_profile("gaudi2")
+        monkeypatch.setenv(OVERRIDES_ENV, "[1]")
+        load_profile.cache_clear()
+        with pytest.raises(ValueError, match="must map profile fields"):
+            load_profile("gaudi2")
+    finally:
+        monkeypatch.delenv(OVERRIDES_ENV)
+        load_profile.cache_clear()
