@@ -33,11 +33,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from hpusim.projection import MeasuredClock
 from hpusim.fused_costs import torch_attention_cost
 from hpusim.graph_memory import graph_memory
 from hpusim.mme_cost import MmeArch, arch_from_profile, mme_cycles
 from hpusim.mme_ops import Problem, mme_problems
+from hpusim.projection import MeasuredClock
 from hpusim.tpc_cost import TpcArch, dma_ns, tpc_work
 from hpusim.tpc_cost import arch_from_profile as tpc_arch
 
