@@ -139,7 +139,7 @@ class DeviceAllocator:
         """Storage `gid` now holds `nbytes` (its storage was resized): the old block is freed
         and a new one allocated, as the bridge's allocator does (0 bytes: freed only)."""
         old = self._size.get(gid)
-        size = max(int(nbytes), 0)
+        size = block_bytes(int(nbytes), self.alignment)
         if old is None or (old == size and (size or gid in self._emptied)):
             return
         self._size[gid] = size

@@ -220,15 +220,15 @@ def test_torch_hpu_module(hpu: Any) -> None:
 def test_modeled_memory_bookkeeping(hpu: Any) -> None:
     hpu()
     base = torch.hpu.memory_allocated()
-    a = torch.zeros(1000, device="hpu")
-    assert torch.hpu.memory_allocated() == base + 4000
+    a = torch.zeros(1000, device="hpu")  # 4000 bytes: a 4096-byte block (128-byte alignment)
+    assert torch.hpu.memory_allocated() == base + 4096
     b = a * 2
-    assert torch.hpu.memory_allocated() == base + 8000
+    assert torch.hpu.memory_allocated() == base + 8192
     a.view(10, 100).add_(1)  # views and in-place ops allocate nothing
-    assert torch.hpu.memory_allocated() == base + 8000
+    assert torch.hpu.memory_allocated() == base + 8192
     del b
-    assert torch.hpu.memory_allocated() == base + 4000
-    assert torch.hpu.max_memory_allocated() >= base + 8000
+    assert torch.hpu.memory_allocated() == base + 4096
+    assert torch.hpu.max_memory_allocated() >= base + 8192
 
 
 def test_storage_resizes_free_and_reallocate_device_memory(hpu: Any) -> None:
@@ -239,15 +239,15 @@ def test_storage_resizes_free_and_reallocate_device_memory(hpu: Any) -> None:
     stats = torch.hpu.memory_stats
     base, allocs, frees = (stats()[k] for k in ("InUse", "NumAllocs", "NumFrees"))
     t = torch.empty(1000, device="hpu")
-    view = t.view(10, 100)  # shares the storage: one block
-    assert torch.hpu.memory_allocated() == base + 4000
+    view = t.view(10, 100)  # shares the storage: one block (4000 bytes, 128-byte aligned)
+    assert torch.hpu.memory_allocated() == base + 4096
     t.untyped_storage().resize_(0)
     assert torch.hpu.memory_allocated() == base
     assert (stats()["NumAllocs"], stats()["NumFrees"]) == (allocs + 1, frees + 1)
     torch.hpu.reset_peak_memory_stats()
     view._typed_storage()._resize_(2000)  # FSDP1's spelling, through a view, in elements
-    assert torch.hpu.memory_allocated() == base + 8000 == torch.hpu.max_memory_allocated()
-    assert stats()["NumAllocs"] == allocs + 2 and stats()["MaxAllocSize"] >= 8000
+    assert torch.hpu.memory_allocated() == base + 8064 == torch.hpu.max_memory_allocated()
+    assert stats()["NumAllocs"] == allocs + 2 and stats()["MaxAllocSize"] >= 8064
     t.untyped_storage().resize_(0)
     del t, view  # already freed: the last wrapper's death frees nothing more
     assert torch.hpu.memory_allocated() == base
