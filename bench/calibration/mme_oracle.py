@@ -47,9 +47,8 @@ FACTS = {
         "by_size": False,
     },
     "gaudi3": {
-        # published BF16 peak 1835 TFLOPs / (8 MMEs x 256 x 256 MACs x 2): the HAL's 1600 MHz
-        # (gaudi3_mme_hal_reader.h) is marked a pre-silicon clock there
-        "clock_mhz": 1750,
+        # mme/src/gaudi3/gaudi3_mme_hal_reader.h getClkFreqMHz
+        "clock_mhz": 1600,
         "rollup": 512,
         # gaudi3_geo_attr.cpp setGridsMme (mmeLimit 8, gaudi3_defs.h) with 256 x 256 MMEs
         # (getEuWidth 2 x 128, getMmeHeight 2 x 128)

@@ -107,4 +107,20 @@ def test_the_docs_table_is_the_saved_runs_output(tmp_path: Path) -> None:
     run.update_docs(rows[:2], doc)
     text = doc.read_text()
     assert "stale" not in text and text.startswith("head\n") and text.endswith("tail\n")
-    assert "g2-train-mpt-7b" not in text and "of 2 rows within 30%" in text
+    assert "g2-train-mpt-7b" not in text and "all rows: 2 rows: mean" in text
+    assert "Held-out rows" in text and "of 2 within 25%" in text
+
+
+def test_the_summary_reports_all_and_held_out_rows() -> None:
+    """Rows a constant was fitted on are left out of the held-out figures."""
+    import run
+
+    rows = [
+        {"id": "a", "device": "gaudi2", "family": "llm", "error_pct": 10.0, "held_out": True},
+        {"id": "b", "device": "gaudi3", "family": "vision", "error_pct": -30.0, "held_out": False},
+        {"id": "c", "device": "gaudi3", "family": "llm", "error_pct": 2.0, "held_out": True},
+    ]
+    text = run.summary(rows)  # type: ignore[arg-type]
+    assert "all rows: 3 rows: mean 14.0%, median 10.0%, max 30.0% (b)" in text
+    assert "(no constant fitted on them): 2 rows: mean 6.0%, median 6.0%, max 10.0% (a)" in text
+    assert "1 non-LLM rows, 2 Gaudi 3 rows; 2 of 3 within 25%" in text
