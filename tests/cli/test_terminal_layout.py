@@ -114,3 +114,18 @@ def test_cli_text_report_fits_the_terminal_width(
     lines = capsys.readouterr().out.splitlines()
     assert "Findings" in lines and any(SEVERITY_LINE.match(line) for line in lines)
     assert max(len(line) for line in lines) <= width
+
+
+@pytest.mark.parametrize("width", (60, 80))
+def test_run_summary_is_as_wide_as_the_terminal(
+    width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary `hpuprof demo` and `hpuprof record` print after a run."""
+    from hpuprof.capture.run_summary import analysis_summary
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    text = analysis_summary(hpuprof.load(SAMPLE_TRACES / "emulated_bf16", cache=False))
+    assert text is not None and "Findings" in text
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width
+    assert max(len(line) for line in lines) > width - 5  # it uses the width, not a fixed 100
