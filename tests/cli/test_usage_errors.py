@@ -129,3 +129,19 @@ def test_main_leaves_no_excepthook_behind() -> None:
     hook = sys.excepthook
     assert main(["--help"]) == 0
     assert sys.excepthook is hook
+
+
+def test_every_option_says_what_it_does() -> None:
+    import typer
+
+    from hpuprof.cli.main import build_app
+
+    group = typer.main.get_command(build_app())
+    commands = group.commands.values()
+    silent = [
+        f"{command.name} {param.opts[0]}"
+        for command in commands
+        for param in command.params
+        if param.param_type_name == "option" and not (param.help or "").strip()
+    ]
+    assert not silent
