@@ -8,7 +8,7 @@ Each command lives in its own module under `hpuprof.cli.commands` and exposes
 Usage mistakes (an unknown option or command, a missing argument, a bad value) are click's to
 report: its usage line, what was wrong, "Did you mean ...?", exit 2. Typer runs on its own copy
 of click (typer >= 0.26), so they are left to its standalone mode rather than caught here by
-class; an `hpuprof.errors.UsageError` raised by a command joins them (`UsageErrorCommand`).
+class; an `hpuprof.errors.UsageError` raised by a command joins them (`HpuprofCommand`).
 """
 
 from __future__ import annotations
@@ -40,14 +40,18 @@ COMMAND_MODULES: tuple[str, ...] = (
 INTERNAL_ERROR_EXIT = 70
 """EX_SOFTWARE: hpuprof itself failed."""
 
+INTERRUPTED_EXIT = 130
+"""128 + SIGINT, as a shell reports a Ctrl-C."""
+
 PROG_NAME = "hpuprof"
 
 
-class UsageErrorCommand(TyperCommand):
-    """A command whose `hpuprof.errors.UsageError` is reported as click reports a usage mistake.
+class HpuprofCommand(TyperCommand):
+    """A command whose own exceptions end as the CLI promises.
 
-    `ctx.fail` raises the usage error of the click typer runs on, with this command's context,
-    so the message comes with the command's usage line and exit 2.
+    An `hpuprof.errors.UsageError` is reported as click reports a usage mistake: `ctx.fail`
+    raises the usage error of the click typer runs on, with this command's context, so the
+    message comes with the command's usage line and exit 2. Ctrl-C is one line and exit 130.
     """
 
     def invoke(self, ctx: Any) -> Any:
@@ -55,6 +59,9 @@ class UsageErrorCommand(TyperCommand):
             return super().invoke(ctx)
         except UsageError as error:
             ctx.fail(str(error))
+        except KeyboardInterrupt:
+            print("hpuprof: interrupted", file=sys.stderr)
+            raise typer.Exit(INTERRUPTED_EXIT) from None
 
 
 def _exit_with_returned_code(code: object) -> None:
@@ -78,7 +85,7 @@ def build_app() -> typer.Typer:
         importlib.import_module(module_name).register(app)
     for command in app.registered_commands:
         if command.cls in (None, TyperCommand):  # the default class: a command may bring its own
-            command.cls = UsageErrorCommand
+            command.cls = HpuprofCommand
     return app
 
 

@@ -83,16 +83,21 @@ def test_analyze_help_lists_its_flags_bare(capsys: pytest.CaptureFixture[str]) -
     assert drop.split()[:2] == ["--drop-last-step", "Drop"]
 
 
-def test_a_bug_of_ours_is_still_internal_error_70(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _summarize_raises(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
+    """`hpuprof info` fails inside the command, where a bug of ours would."""
     import hpuprof.trace.summary
 
     def broken_summary(*_args: object, **_kwargs: object) -> None:
-        raise ZeroDivisionError("a bug in summarize")
+        raise error
 
-    monkeypatch.delenv("HPUPROF_DEBUG", raising=False)
     monkeypatch.setattr(hpuprof.trace.summary, "summarize", broken_summary)
+
+
+def test_a_bug_of_ours_is_still_internal_error_70(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("HPUPROF_DEBUG", raising=False)
+    _summarize_raises(monkeypatch, ZeroDivisionError("a bug in summarize"))
     assert main(["info", str(LAZY)]) == INTERNAL_ERROR_EXIT
     assert capsys.readouterr().err.strip().splitlines() == [
         "hpuprof: internal error: ZeroDivisionError: a bug in summarize "
@@ -101,15 +106,18 @@ def test_a_bug_of_ours_is_still_internal_error_70(
 
 
 def test_a_bug_of_ours_reraises_with_debug(monkeypatch: pytest.MonkeyPatch) -> None:
-    import hpuprof.trace.summary
-
-    def broken_summary(*_args: object, **_kwargs: object) -> None:
-        raise ZeroDivisionError("a bug in summarize")
-
     monkeypatch.setenv("HPUPROF_DEBUG", "1")
-    monkeypatch.setattr(hpuprof.trace.summary, "summarize", broken_summary)
+    _summarize_raises(monkeypatch, ZeroDivisionError("a bug in summarize"))
     with pytest.raises(ZeroDivisionError, match="a bug in summarize"):
         main(["info", str(LAZY)])
+
+
+def test_ctrl_c_is_one_line_and_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _summarize_raises(monkeypatch, KeyboardInterrupt())
+    assert main(["info", str(LAZY)]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["hpuprof: interrupted"]
 
 
 def test_a_command_returned_code_is_the_exit_code(
