@@ -22,9 +22,11 @@ LONG_HOT_PATHS: dict[str, str] = {}
 """`path::function` -> why it stays long (also said in its docstring)."""
 
 
-def _import_graph():  # noqa: ANN202 - the tools module is loaded by path, untyped here
+def _import_graph():
     pytest.importorskip("networkx")
-    spec = importlib.util.spec_from_file_location("import_graph", REPO / "tools" / "import_graph.py")
+    spec = importlib.util.spec_from_file_location(
+        "import_graph", REPO / "tools" / "import_graph.py"
+    )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules["import_graph"] = module
