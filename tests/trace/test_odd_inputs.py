@@ -1,0 +1,89 @@
+"""Inputs a careless or hostile user hands over (issue 27): a file name that is not UTF-8, a
+`sort_index` past int64, a FIFO named like a trace. Each loads, or is one clear error."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import hpuprof
+from hpuprof.errors import TraceFormatError
+from hpuprof.path_text import path_text
+from tests.conftest import SAMPLE_TRACES
+
+SMALL = SAMPLE_TRACES / "cpu_torch_profiler" / "trace.pt.trace.json"
+ODD = b"x\xff.pt.trace.json"  # not UTF-8: Python names it with a lone surrogate
+
+
+def _odd_file(directory: Path) -> Path:
+    path = Path(os.fsdecode(os.fsencode(directory) + b"/" + ODD))
+    try:
+        path.write_bytes(SMALL.read_bytes())
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+    return path
+
+
+def _info(target: Path) -> subprocess.CompletedProcess[bytes]:
+    command = [sys.executable, "-c", "from hpuprof.cli.main import run; run()", "info"]
+    env = os.environ | {"PYTHONIOENCODING": "utf-8:strict"}  # a terminal that refuses bad text
+    return subprocess.run([*command, target], capture_output=True, env=env, timeout=120)
+
+
+def test_path_text_escapes_only_what_is_not_utf8() -> None:
+    assert path_text("plain/é.json") == "plain/é.json"
+    assert path_text(os.fsdecode(b"d/x\xff.json")) == "d/x\\xff.json"
+    assert path_text(Path(os.fsdecode(ODD))).encode() == b"x\\xff.pt.trace.json"
+
+
+def test_load_a_file_whose_name_is_not_utf8_twice(tmp_path: Path) -> None:
+    odd = _odd_file(tmp_path)
+    expected = hpuprof.load(SMALL, cache=False)
+    first = hpuprof.load(odd)  # writes the cache entry
+    again = hpuprof.load(odd)  # reads it
+    for trace in (first, again):
+        assert len(trace) == len(expected) > 0
+        assert trace.sources == (path_text(odd),)
+        assert "\\xff" in trace.sources[0]
+    directory = hpuprof.load(tmp_path)
+    assert len(directory) == len(expected)
+
+
+@pytest.mark.parametrize("target", ["file", "directory"])
+def test_info_shows_a_name_that_is_not_utf8(tmp_path: Path, target: str) -> None:
+    odd = _odd_file(tmp_path)
+    got = _info(odd if target == "file" else tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert b"Traceback" not in got.stderr
+    assert re.search(rb"source: +\S*x\\xff\.pt\.trace\.json", got.stdout), got.stdout
+
+
+def test_a_broken_file_whose_name_is_not_utf8_is_one_clear_error(tmp_path: Path) -> None:
+    odd = _odd_file(tmp_path)
+    odd.write_bytes(b'{"traceEvents": [{"ph": "X", "ts": "soon"}]}')
+    with pytest.raises(TraceFormatError) as caught:
+        hpuprof.load(odd)
+    assert caught.value.path == path_text(odd)
+    got = _info(odd)
+    assert got.returncode == 2 and b"Traceback" not in got.stderr
+    assert b"x\\xff.pt.trace.json" in got.stderr
+
+
+def test_a_truncated_file_whose_name_is_not_utf8_warns_with_its_shown_name(
+    tmp_path: Path,
+) -> None:
+    odd = _odd_file(tmp_path)
+    odd.write_bytes(SMALL.read_bytes()[:-4000])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trace = hpuprof.load(odd)
+    assert len(trace) > 0
+    assert any(str(w.message).startswith(path_text(odd) + ": truncated") for w in caught)
+
+
