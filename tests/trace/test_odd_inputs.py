@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -87,3 +88,28 @@ def test_a_truncated_file_whose_name_is_not_utf8_warns_with_its_shown_name(
     assert any(str(w.message).startswith(path_text(odd) + ": truncated") for w in caught)
 
 
+def _with_sort_index(tmp_path: Path, value: int) -> tuple[Path, int]:
+    """The small real trace with every process/thread `sort_index` set to `value`."""
+    doc = json.loads(SMALL.read_bytes())
+    changed = 0
+    for event in doc["traceEvents"]:
+        if event.get("ph") == "M" and str(event.get("name")).endswith("_sort_index"):
+            event["args"]["sort_index"] = value
+            changed += 1
+    path = tmp_path / "big_sort_index.json"
+    path.write_text(json.dumps(doc))  # orjson refuses integers past 64 bits
+    return path, changed
+
+
+def test_sort_index_past_int64_is_dropped_with_a_warning(tmp_path: Path) -> None:
+    path, changed = _with_sort_index(tmp_path, 2**70)
+    assert changed >= 2 and str(2**70).encode() in path.read_bytes()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trace = hpuprof.load(path, cache=False)
+    messages = [str(w.message) for w in caught if "sort_index past int64" in str(w.message)]
+    assert len(messages) == changed and all(str(path) in m for m in messages)
+    assert len(trace) == len(hpuprof.load(SMALL, cache=False))
+    assert set(trace.processes["sort_index"]) | set(trace.threads["sort_index"]) == {-1}
+    within, _ = _with_sort_index(tmp_path, 2**62)  # the largest that fits are kept
+    assert set(hpuprof.load(within, cache=False).processes["sort_index"]) == {2**62}
