@@ -3,6 +3,7 @@ trace files of a directory."""
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from hpuprof.errors import TraceFormatError
@@ -32,6 +33,28 @@ def directory_trace_files(directory: Path) -> list[Path]:
     return files
 
 
+def require_regular_file(source: Path) -> None:
+    """A `TraceFormatError` naming `source` unless it is a regular file (after symbolic links):
+    reading a FIFO, socket or device named `x.json` would block or never end."""
+    try:
+        mode = source.stat().st_mode
+    except OSError as error:
+        raise TraceFormatError(
+            str(source), None, f"an existing trace file or directory ({error.strerror})"
+        ) from None
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "neither a file nor a directory")
+        raise TraceFormatError(str(source), None, f"a regular file or a directory (it is {kind})")
+
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
 def load_file(
     source: Path,
     *,
@@ -42,6 +65,7 @@ def load_file(
     """Load one trace file (see `hpuprof.trace.load.load`)."""
     import warnings
 
+    require_regular_file(source)
     trace_format = format_of(source)
     cache = cache and trace_format.cached
     if cache:

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -113,3 +114,36 @@ def test_sort_index_past_int64_is_dropped_with_a_warning(tmp_path: Path) -> None
     assert set(trace.processes["sort_index"]) | set(trace.threads["sort_index"]) == {-1}
     within, _ = _with_sort_index(tmp_path, 2**62)  # the largest that fits are kept
     assert set(hpuprof.load(within, cache=False).processes["sort_index"]) == {2**62}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_fifo_named_like_a_trace_is_refused_not_read(tmp_path: Path, lazy: bool) -> None:
+    fifo = tmp_path / "x.json"
+    os.mkfifo(fifo)
+    outcome: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            hpuprof.load(fifo, lazy=lazy)  # type: ignore[call-overload]
+        except BaseException as error:
+            outcome.append(error)
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():  # unblock the reader so the test process can end
+        with open(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK), "wb"):
+            pass
+        pytest.fail("load blocked on a FIFO")
+    assert len(outcome) == 1 and isinstance(outcome[0], TraceFormatError)
+    assert str(fifo) in str(outcome[0]) and "FIFO" in str(outcome[0])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_info_on_a_fifo_exits_2_naming_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "x.json"
+    os.mkfifo(fifo)
+    got = _info(fifo)
+    assert got.returncode == 2 and b"Traceback" not in got.stderr
+    assert str(fifo).encode() in got.stderr and b"FIFO" in got.stderr
