@@ -136,6 +136,7 @@ def record_command(
         window_s=window_s,
         window_steps=window_steps,
         perfetto=perfetto,
+        if_busy="raise",  # refused before the script runs, not after it lost its profile
     )
     try:
         prof.start()
