@@ -45,7 +45,7 @@ from hpuprof.capture import backends
 from hpuprof.capture.backends.base import CaptureOptions
 from hpuprof.capture.perfetto_export import export_trace
 from hpuprof.capture.process_hooks import TICK_PERIOD_S, ProcessHooks
-from hpuprof.capture.run_dir import RunPaths, base_manifest, now_iso, remove_leftovers, safe_stem
+from hpuprof.capture.run_dir import RunPaths, base_manifest, now_iso, safe_stem
 from hpuprof.capture.run_end import RunEnd, final_end, from_exception
 from hpuprof.capture.run_lock import RankLock, RunDirectoryBusyError
 from hpuprof.capture.run_summary import load_trace, summary_text
@@ -54,6 +54,7 @@ from hpuprof.capture.schedule import as_schedule
 from hpuprof.capture.session import CaptureSession
 from hpuprof.capture.windows import DEFAULT_WINDOW_S, WindowPolicy
 from hpuprof.errors import UsageError
+from hpuprof.trace.leftovers import remove_leftovers
 
 if TYPE_CHECKING:
     from hpuprof.trace.model import Trace

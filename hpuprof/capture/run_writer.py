@@ -34,13 +34,13 @@ from hpuprof.capture.run_dir import (
     FILE_KEYS,
     RunPaths,
     now_iso,
-    scratch_prefix,
     update_manifest,
 )
 from hpuprof.capture.run_end import RunEnd
 from hpuprof.capture.stream_writer import ChunkedTraceWriter
 from hpuprof.errors import HpuprofError
 from hpuprof.trace.atomic_write import write_bytes_atomic
+from hpuprof.trace.leftovers import scratch_prefix
 from hpuprof.trace.schema import METADATA_KEY
 
 Shield = Callable[[], contextlib.AbstractContextManager[None]]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.formats import TRACE_SUFFIXES, LoadProgress, ReadOptions, format_of
+from hpuprof.trace.leftovers import remove_leftovers
 from hpuprof.trace.model import Trace
 
 
@@ -22,10 +23,15 @@ def trace_files(directory: Path) -> list[Path]:
 
 def directory_trace_files(directory: Path) -> list[Path]:
     """The trace files of a directory: those its `run.json` names (checked to lie inside it) when
-    it is a run directory, else every trace file in it; a `TraceFormatError` when there is none."""
+    it is a run directory (whose stale leftovers go first: `leftovers.py`), else every trace
+    file in it; a `TraceFormatError` when there is none."""
     from hpuprof.trace.run_manifest import is_run_directory, run_trace_files
 
-    files = run_trace_files(directory) if is_run_directory(directory) else trace_files(directory)
+    if is_run_directory(directory):
+        remove_leftovers(directory)  # scratch of killed writers; never a live run's
+        files = run_trace_files(directory)
+    else:
+        files = trace_files(directory)
     if not files:
         raise TraceFormatError(
             str(directory), None, f"trace files ({', '.join(TRACE_SUFFIXES)}) in the directory"
