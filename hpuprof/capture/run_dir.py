@@ -46,6 +46,7 @@ from hpuprof._version import __version__
 from hpuprof.capture.run_end import RunEnd, run_end, summarize
 from hpuprof.capture.stream_writer import check_writable_dir
 from hpuprof.errors import HpuprofError
+from hpuprof.path_text import path_text
 from hpuprof.trace.atomic_write import write_bytes_atomic
 
 MANIFEST = "run.json"
@@ -58,7 +59,9 @@ ENV_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 def relevant_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment flags that change how a Gaudi run behaves (PT_HPU_*, HABANA_*, ranks)."""
     env = os.environ if environ is None else environ
-    return {k: env[k] for k in sorted(env) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
+    return {
+        k: path_text(env[k]) for k in sorted(env) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES
+    }
 
 
 def safe_stem(text: str) -> str:
@@ -159,8 +162,8 @@ def base_manifest(
         torch_version = str(getattr(sys.modules["torch"], "__version__", ""))
     return {
         "hpuprof_run": 1,
-        "command": " ".join(sys.argv),
-        "argv": list(sys.argv),
+        "command": path_text(" ".join(sys.argv)),  # JSON takes only valid UTF-8
+        "argv": [path_text(arg) for arg in sys.argv],
         "start_time": now_iso(),
         "start_ns": time.time_ns(),
         "end_time": None,

@@ -147,3 +147,16 @@ def test_info_on_a_fifo_exits_2_naming_it(tmp_path: Path) -> None:
     got = _info(fifo)
     assert got.returncode == 2 and b"Traceback" not in got.stderr
     assert str(fifo).encode() in got.stderr and b"FIFO" in got.stderr
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".pftrace", ".json.gz"])
+def test_convert_to_and_from_names_that_are_not_utf8(tmp_path: Path, suffix: str) -> None:
+    odd = _odd_file(tmp_path)
+    target = Path(os.fsdecode(os.fsencode(tmp_path) + b"/out\xfe" + suffix.encode()))
+    command = [sys.executable, "-c", "from hpuprof.cli.main import run; run()", "convert"]
+    env = os.environ | {"PYTHONIOENCODING": "utf-8:strict"}
+    got = subprocess.run([*command, odd, target], capture_output=True, env=env, timeout=120)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.startswith(b"wrote ") and b"out\\xfe" in got.stdout
+    assert len(hpuprof.load(target, cache=False)) == len(hpuprof.load(SMALL, cache=False))
+    assert _info(target).returncode == 0
