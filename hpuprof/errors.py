@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hpuprof.path_text import path_text
+
 
 class HpuprofError(Exception):
     """Base of every error the CLI reports as one line. `exit_code` is what `main` returns."""
@@ -21,7 +23,7 @@ class TraceFormatError(HpuprofError):
     exit_code = 2
 
     def __init__(self, path: str, position: str | int | None, expected: str) -> None:
-        self.path = str(path)
+        self.path = path_text(str(path))
         self.position = position
         self.expected = expected
         where = f" at {position}" if position is not None else ""

@@ -29,6 +29,7 @@ from typing import Literal
 
 from hpuprof.capture.run_dir import read_manifest
 from hpuprof.errors import HpuprofError, TraceFormatError
+from hpuprof.path_text import path_text
 from hpuprof.trace.formats import KINETO_JSON, TRACE_SUFFIXES
 from hpuprof.trace.run_manifest import MANIFEST, run_trace_files
 
@@ -233,7 +234,8 @@ def _entry(
     refused: str = "",
 ) -> Entry:
     mtime, size = _stat(traces or ((here / MANIFEST),))
-    key = here.relative_to(root).as_posix()
+    # path_text: the key goes to the browser as JSON, which takes only valid UTF-8
+    key = path_text(here.relative_to(root).as_posix())
     return Entry(key, here, kind, traces, perfetto, mtime, size, refused)
 
 

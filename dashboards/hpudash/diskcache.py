@@ -129,7 +129,9 @@ class MemoryCache:
 
 
 def _digest(text: str, n: int = 16) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:n]
+    # os.fsencode: keys hold file names, which need not be valid UTF-8 (a lone surrogate
+    # from surrogateescape makes str.encode() raise).
+    return hashlib.sha256(os.fsencode(text)).hexdigest()[:n]
 
 
 class DiskCache:

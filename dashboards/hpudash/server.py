@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from hpudash.catalog import Entry
 from hpudash.data import DataStore, UnknownRunError
+from hpuprof.path_text import path_text
 
 if TYPE_CHECKING:
     import flask
@@ -50,19 +51,23 @@ def safe_path(root: Path, rel: str) -> Path | None:
 
 
 def served_file(store: DataStore, rel: str) -> Path | None:
-    """The file `rel` names when a catalog entry lists it, else None."""
+    """The file `rel` names when a catalog entry lists it, else None. A listed file whose name
+    is not valid UTF-8 is named by its `path_text` (what `file_href` links to)."""
     path = safe_path(store.root, rel)
-    if path is None:
-        return None
     for entry in store.entries():
-        if path in entry.files():
-            return path
+        for listed in entry.files():
+            if listed == path or (path is None and _rel_text(store, listed) == rel):
+                return listed
     return None
+
+
+def _rel_text(store: DataStore, path: Path) -> str:
+    return path_text(path.relative_to(store.root).as_posix())
 
 
 def file_href(store: DataStore, path: Path) -> str:
     """The URL of one of an entry's files (`/files/<rel>`, quoted)."""
-    return "/files/" + quote(path.relative_to(store.root).as_posix())
+    return "/files/" + quote(_rel_text(store, path))
 
 
 def content_disposition(name: str) -> str:
@@ -99,8 +104,14 @@ def register_routes(server: flask.Flask, store: DataStore) -> None:
         path = served_file(store, rel)
         if path is None:
             return _not_found()
-        response = flask.send_file(path, mimetype="application/octet-stream")
-        response.headers["Content-Disposition"] = content_disposition(path.name)
+        # the shown name and our own etag: werkzeug's encode `path.name` and `str(path)`,
+        # which raises for a name that is not UTF-8
+        name, stat = path_text(path.name), path.stat()
+        etag = f"{stat.st_mtime_ns:x}-{stat.st_size:x}"
+        response = flask.send_file(
+            path, mimetype="application/octet-stream", download_name=name, etag=etag
+        )
+        response.headers["Content-Disposition"] = content_disposition(name)
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response
 

@@ -39,20 +39,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from hpuprof.capture import backends
 from hpuprof.capture.backends.base import CaptureOptions
 from hpuprof.capture.perfetto_export import export_trace
 from hpuprof.capture.process_hooks import TICK_PERIOD_S, ProcessHooks
-from hpuprof.capture.run_dir import RunPaths, base_manifest, now_iso, remove_leftovers, safe_stem
+from hpuprof.capture.run_dir import RunPaths, base_manifest, now_iso, safe_stem
 from hpuprof.capture.run_end import RunEnd, final_end, from_exception
+from hpuprof.capture.run_lock import RankLock, RunDirectoryBusyError
 from hpuprof.capture.run_summary import load_trace, summary_text
 from hpuprof.capture.run_writer import RunWriter, trace_header
 from hpuprof.capture.schedule import as_schedule
 from hpuprof.capture.session import CaptureSession
 from hpuprof.capture.windows import DEFAULT_WINDOW_S, WindowPolicy
 from hpuprof.errors import UsageError
+from hpuprof.trace.leftovers import remove_leftovers
 
 if TYPE_CHECKING:
     from hpuprof.trace.model import Trace
@@ -131,6 +133,10 @@ class HPUProfiler:
             stopped and restarted; `bench/bench_capture_windows.py`) besides exporting its
             events, which one window at stop would export too.
         window_steps: also end a window every this many steps (None: by time only).
+        if_busy: when another live process records this rank into `dirpath` (`run_lock.py`):
+            "skip" (default) says so once on stderr and records nothing, so the program goes
+            on unprofiled; "raise" raises `RunDirectoryBusyError` from `start()` (what
+            `hpuprof record` does, before the script starts).
         activities, **_ignored: accepted for torch.profiler compatibility; the backend
             decides the activities.
     """
@@ -155,6 +161,7 @@ class HPUProfiler:
         step_on_optimizer: bool = False,
         window_s: float | None = DEFAULT_WINDOW_S,
         window_steps: int | None = None,
+        if_busy: Literal["skip", "raise"] = "skip",
         activities: Any = None,
         **_ignored: Any,
     ) -> None:
@@ -183,6 +190,10 @@ class HPUProfiler:
         self.window_s = window_s
         self.window_steps = window_steps
         self.paths = RunPaths(self.dirpath, self.filename, self.rank)
+        self.if_busy = if_busy
+        self.refused: str | None = None
+        """Why nothing is recorded (the run directory was busy), or None."""
+        self._lock = RankLock(self.dirpath, self.rank)
         self.end: RunEnd | None = None
         self.hooks = ProcessHooks()
         self.writer = RunWriter(self.paths, shield=self.hooks.busy)
@@ -222,14 +233,14 @@ class HPUProfiler:
         Starting an action after the run was written is a no-op (the action is not recorded),
         so a training loop that goes on after a stop keeps running."""
         if action_name is not None:
-            if self.session.phase == "idle":
+            if self.session.phase == "idle" and self.refused is None:
                 self._start()
             if self.running:
                 self.session.start_action(action_name)
             return self
         if self.end is not None and self.end.state == "signal":
             return self  # the run was written on a signal the process survived: keep going
-        if not self.running:
+        if not self.running and self.refused is None:
             self._start()
         return self
 
@@ -274,11 +285,34 @@ class HPUProfiler:
         self.session.poll(force)
 
     def _start(self) -> None:
-        session, writer = self.session, self.writer
-        if session.phase != "idle":
+        if self.session.phase != "idle":
             raise UsageError("an HPUProfiler records once; create a new one for another run")
         self.paths.prepare()
-        remove_leftovers(self.dirpath)
+        if not self._take_lock():
+            return
+        try:
+            self._open_and_begin()
+        except BaseException:
+            if not self.running:  # failed before the run went live: _finish did not run
+                self._lock.release()
+            raise
+
+    def _take_lock(self) -> bool:
+        """The rank lock of the run directory; False (said once on stderr) when another live
+        process holds it and `if_busy` is "skip"."""
+        try:
+            self._lock.acquire()
+        except RunDirectoryBusyError as busy:
+            if self.if_busy == "raise":
+                raise
+            self.refused = str(busy)
+            print(f"hpuprof: warning: {busy}; this run is not recorded", file=sys.stderr)
+            return False
+        return True
+
+    def _open_and_begin(self) -> None:
+        session, writer = self.session, self.writer
+        remove_leftovers(self.dirpath)  # after the lock: never a live run's scratch
         backend = session.prepare()
         meta = session.run_metadata(self.rank, self.world_size)
         comm = "hccl" if backend.name in ("gaudi", "emulated") else ""
@@ -356,6 +390,7 @@ class HPUProfiler:
             finally:  # give back what recording took (a signal now finds the old handlers)
                 self.hooks.release()
                 writer.release()
+                self._lock.release()
                 self.end = end
                 session.close()
         if self.options.schedule is None:
@@ -373,6 +408,8 @@ class HPUProfiler:
         Args:
             trace: the written trace already loaded (else it is loaded here).
         """
+        if self.refused is not None:
+            return None  # nothing was recorded (said at start)
         if self.end is None or not self.paths.trace.is_file():
             raise UsageError("export_perfetto() converts the written trace: call it after stop()")
         done = export_trace(self.dirpath, self.paths.rel(self.paths.trace), trace)
@@ -384,6 +421,8 @@ class HPUProfiler:
 
     def summary(self) -> str:
         """The short analysis summary once the run is written, or the event counts before."""
+        if self.refused is not None:
+            return f"not recorded: {self.refused}"
         written = not self.running and self.paths.trace.is_file()
         trace = load_trace(self.paths.trace) if written else None
         return summary_text(trace, self.event_counts, self.backend)

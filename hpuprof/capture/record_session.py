@@ -25,6 +25,7 @@ from hpuprof.capture.runner import ScriptOutcome, run_script, split_command
 from hpuprof.capture.schedule import parse_schedule
 from hpuprof.capture.signals import fatal_signals_raise
 from hpuprof.errors import UsageError
+from hpuprof.path_text import path_text
 
 if TYPE_CHECKING:
     from hpuprof.trace.model import Trace
@@ -92,10 +93,10 @@ def report(
     ended = prof.status if end is None else end.state
     if end is not None and end.detail:
         ended += f": {end.detail}"  # failed: exit code 1, exception: RuntimeError: boom
-    out(f"hpuprof: run written to {prof.dirpath} ({ended})")
+    out(f"hpuprof: run written to {path_text(prof.dirpath)} ({ended})")
     for key, paths in prof.files.items():
         for rel in paths:
-            out(f"  {key:<9} {prof.dirpath / rel}")
+            out(f"  {key:<9} {path_text(prof.dirpath / rel)}")
     for warning in prof.warnings:
         out(f"  warning: {warning}")
     out(summary_text(trace if summary else None, prof.event_counts, prof.backend))
@@ -136,6 +137,7 @@ def record_command(
         window_s=window_s,
         window_steps=window_steps,
         perfetto=perfetto,
+        if_busy="raise",  # refused before the script runs, not after it lost its profile
     )
     try:
         prof.start()

@@ -20,7 +20,8 @@ rank ended is under `ends`, the run's summary in `end_state` / `end_detail`
 signal, killed). `status` is the older free-text form of the same, kept for older readers.
 
 Scratch space (`.scratch-<pid>-*`) and temporary files (`.<name>.*.tmp`) are dot-named, which
-every reader skips; a new run in the directory removes those a dead process left behind.
+every reader skips; the next run in the directory, or the next load of it, removes those a dead
+process left behind (`hpuprof.trace.leftovers`).
 """
 
 from __future__ import annotations
@@ -42,9 +43,10 @@ from typing import Any
 import orjson
 
 from hpuprof._version import __version__
-from hpuprof.capture.run_end import RunEnd, pid_alive, run_end, summarize
+from hpuprof.capture.run_end import RunEnd, run_end, summarize
 from hpuprof.capture.stream_writer import check_writable_dir
 from hpuprof.errors import HpuprofError
+from hpuprof.path_text import path_text
 from hpuprof.trace.atomic_write import write_bytes_atomic
 
 MANIFEST = "run.json"
@@ -57,7 +59,9 @@ ENV_NAMES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 def relevant_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment flags that change how a Gaudi run behaves (PT_HPU_*, HABANA_*, ranks)."""
     env = os.environ if environ is None else environ
-    return {k: env[k] for k in sorted(env) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
+    return {
+        k: path_text(env[k]) for k in sorted(env) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES
+    }
 
 
 def safe_stem(text: str) -> str:
@@ -158,8 +162,8 @@ def base_manifest(
         torch_version = str(getattr(sys.modules["torch"], "__version__", ""))
     return {
         "hpuprof_run": 1,
-        "command": " ".join(sys.argv),
-        "argv": list(sys.argv),
+        "command": path_text(" ".join(sys.argv)),  # JSON takes only valid UTF-8
+        "argv": [path_text(arg) for arg in sys.argv],
         "start_time": now_iso(),
         "start_ns": time.time_ns(),
         "end_time": None,
@@ -239,48 +243,3 @@ def update_manifest(
         data = orjson.dumps(merged, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
         write_bytes_atomic(root / MANIFEST, data)
     return merged
-
-
-SCRATCH_PREFIX = ".scratch-"
-STALE_TMP_S = 600.0
-"""A dot-named `.tmp` file untouched this long was left by a writer that died."""
-
-
-def scratch_prefix() -> str:
-    """`.scratch-<pid>-`: the owner's pid in the name lets a later run tell it is stale."""
-    return f"{SCRATCH_PREFIX}{os.getpid()}-"
-
-
-def remove_leftovers(root: Path, *, now: float | None = None) -> list[Path]:
-    """Remove what killed writers left in run directory `root`: `.scratch-<pid>-*` folders of
-    processes that are gone, and dot-named `.tmp` files untouched for `STALE_TMP_S`. Returns
-    what was removed. Readers skip dot-named files anyway; this only reclaims the space."""
-    import shutil
-
-    root = Path(root)
-    now = time.time() if now is None else now
-    removed: list[Path] = []
-    for folder in (root, *(root / sub for sub in FILE_KEYS)):
-        try:
-            entries = list(folder.iterdir())
-        except OSError:
-            continue
-        for path in entries:
-            name = path.name
-            try:
-                if name.startswith(SCRATCH_PREFIX) and path.is_dir():
-                    owner = name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
-                    if owner.isdigit() and not pid_alive(int(owner)):
-                        shutil.rmtree(path, ignore_errors=True)
-                        removed.append(path)
-                elif (
-                    name.startswith(".")
-                    and name.endswith(".tmp")
-                    and path.is_file()
-                    and now - path.stat().st_mtime > STALE_TMP_S
-                ):
-                    path.unlink()
-                    removed.append(path)
-            except OSError:
-                continue
-    return removed

@@ -22,12 +22,13 @@ States:
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from hpuprof.trace.leftovers import pid_alive
 
 EndState = Literal["running", "completed", "failed", "exception", "signal", "killed"]
 END_STATES: tuple[EndState, ...] = (
@@ -195,39 +196,6 @@ def summarize(ends: Mapping[str, RunEnd]) -> RunEnd:
     if len(ends) == 1 or worst.state in ("completed", "running"):
         return worst
     return dataclasses.replace(worst, rank=rank)
-
-
-def pid_alive(pid: int, started_ns: int = 0) -> bool:
-    """True when process `pid` exists on this host and started before `started_ns` (epoch ns;
-    0: do not check) -- a newer process that reuses the pid is not the run's."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, another user's
-    except OSError:
-        return False
-    if started_ns:
-        begun = process_start_ns(pid)
-        if begun is not None and begun > started_ns + 2_000_000_000:
-            return False
-    return True
-
-
-def process_start_ns(pid: int) -> int | None:
-    """Epoch ns when process `pid` started (Linux /proc), or None when unknown."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-        with open("/proc/stat", "rb") as handle:
-            boot = next(int(line.split()[1]) for line in handle if line.startswith(b"btime "))
-        ticks = int(stat[stat.rindex(b")") + 2 :].split()[19])
-        return (boot * 1_000_000_000) + ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
 
 
 def rank_ends(manifest: Mapping[str, Any], *, host: str | None = None) -> dict[str, RunEnd]:

@@ -8,6 +8,7 @@ not load) the event counts the writer kept stand in.
 
 from __future__ import annotations
 
+import shutil
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,13 +33,17 @@ def load_trace(path: Path) -> Trace | None:
 
 
 def analysis_summary(trace: Trace) -> str | None:
-    """`hpuprof.analysis.summarize(trace)` when the analysis package provides it."""
+    """`hpuprof.analysis.summarize(trace)` when the analysis package provides it.
+
+    As wide as the terminal it is printed on (`COLUMNS`, else 80 when not a terminal): wider
+    text would be wrapped again by the terminal, past the renderer's indents.
+    """
     try:
         from hpuprof.analysis import summarize  # the analyses: only when a summary is asked
     except ImportError:
         return None
     try:
-        return str(summarize(trace))
+        return str(summarize(trace, width=shutil.get_terminal_size().columns))
     except Exception as error:  # the run is on disk: a failing analysis must not lose it
         if not isinstance(error, ImportError):
             warnings.warn(

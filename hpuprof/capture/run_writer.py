@@ -34,13 +34,14 @@ from hpuprof.capture.run_dir import (
     FILE_KEYS,
     RunPaths,
     now_iso,
-    scratch_prefix,
     update_manifest,
 )
 from hpuprof.capture.run_end import RunEnd
 from hpuprof.capture.stream_writer import ChunkedTraceWriter
 from hpuprof.errors import HpuprofError
+from hpuprof.path_text import path_text
 from hpuprof.trace.atomic_write import write_bytes_atomic
+from hpuprof.trace.leftovers import scratch_prefix
 from hpuprof.trace.schema import METADATA_KEY
 
 Shield = Callable[[], contextlib.AbstractContextManager[None]]
@@ -95,7 +96,10 @@ class RunWriter:
     def open(self, header: Mapping[str, Any]) -> None:
         """Start the streaming trace file with `header`, and the scratch folder."""
         root = self.paths.root
-        self._scratch = tempfile.TemporaryDirectory(prefix=scratch_prefix(), dir=root)
+        # torch's export takes only a UTF-8 path: under a run directory whose name is not,
+        # the scratch folder goes to the system's temporary directory
+        within = root if path_text(root) == str(root) else None
+        self._scratch = tempfile.TemporaryDirectory(prefix=scratch_prefix(), dir=within)
         self.scratch_dir = Path(self._scratch.name)
         self._stream = ChunkedTraceWriter(self.paths.trace, header)
 

@@ -26,6 +26,7 @@ from typing import IO, Any
 import orjson
 
 from hpuprof.errors import OutputError
+from hpuprof.path_text import path_text
 
 INCOMPLETE_SUFFIX = ".incomplete.json"
 MIN_FREE_BYTES = 4 * 1024 * 1024
@@ -148,7 +149,7 @@ class ChunkedTraceWriter:
         """
         if self.closed:
             return self.final_path
-        tail = b"\n]," + _dump_items({"traceName": str(self.final_path)})[:-2] + b"}\n"
+        tail = b"\n]," + _dump_items({"traceName": path_text(self.final_path)})[:-2] + b"}\n"
         updates = {k: v for k, v in (header_updates or {}).items() if k != "traceName"}
         try:
             self._file.seek(self._pos)

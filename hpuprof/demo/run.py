@@ -28,7 +28,12 @@ def run_demo(output: Path, *, device: str = "gaudi2", mode: str = "lazy") -> int
 
     t0 = time.perf_counter()
     prof = HPUProfiler(
-        output, filename="demo", backend="emulated", record_shapes=True, step_on_optimizer=True
+        output,
+        filename="demo",
+        backend="emulated",
+        record_shapes=True,
+        step_on_optimizer=True,
+        if_busy="raise",  # the demo is ours to refuse: a busy directory is an error up front
     )
     with prof:
         notes = main("hpu")

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from hpuprof.errors import HpuprofError
+from hpuprof.path_text import path_text
 from hpuprof.trace.atomic_write import atomic_output
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import SCHEMA_VERSION
@@ -58,16 +59,18 @@ def max_bytes() -> int:
 
 
 def _prefix(source: Path) -> str:
-    absolute = str(source.resolve())
-    return f"{source.name[:64]}-{hashlib.sha256(absolute.encode()).hexdigest()[:12]}-"
+    # os.fsencode: a file name need not be valid UTF-8 (b"x\xff.json" decodes to a lone
+    # surrogate, which str.encode() refuses).
+    digest = hashlib.sha256(os.fsencode(source.resolve())).hexdigest()[:12]
+    return f"{path_text(source.name[:64])}-{digest}-"
 
 
 def entry_path(source: Path) -> Path:
     """Where the cache entry of `source` in its current state lives (it may not exist)."""
     stat = source.stat()
-    state = f"{source.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{SCHEMA_VERSION}|"
-    state += str(LOADER_VERSION)
-    key = hashlib.sha256(state.encode()).hexdigest()[:16]
+    state = os.fsencode(source.resolve()) + b"|"
+    state += f"{stat.st_size}|{stat.st_mtime_ns}|{SCHEMA_VERSION}|{LOADER_VERSION}".encode()
+    key = hashlib.sha256(state).hexdigest()[:16]
     return cache_dir() / f"{_prefix(source)}{key}{SUFFIX}"
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 
 from hpuprof.errors import TraceFormatError
+from hpuprof.path_text import path_text
 from hpuprof.trace import fastscan
 from hpuprof.trace.columns import BadValue, ColumnBuilder, Event, RawColumns
 from hpuprof.trace.formats import ReadOptions
@@ -632,7 +633,7 @@ def read_kineto_json(
         decoded = read_raw(path, progress, threads)
         if decoded.truncated is not None:
             warnings.warn(
-                f"{path}: truncated trace ({decoded.truncated} of {decoded.size} bytes); "
+                f"{path_text(path)}: truncated trace ({decoded.truncated} of {decoded.size} bytes); "
                 f"kept {len(decoded.columns)} complete events",
                 stacklevel=2,
             )
@@ -642,7 +643,7 @@ def read_kineto_json(
                 trace = build_trace(
                     decoded.columns,
                     decoded.metadata,
-                    source=str(path),
+                    source=path_text(path),
                     rank=None,
                     threads=load_threads(threads),
                 )

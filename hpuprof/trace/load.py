@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal, overload
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.formats import LoadProgress
 from hpuprof.trace.model import Trace
-from hpuprof.trace.trace_file import directory_trace_files, load_file
+from hpuprof.trace.trace_file import directory_trace_files, load_file, require_regular_file
 
 if TYPE_CHECKING:
     from hpuprof.trace.rank_set import RankSet
@@ -78,6 +78,8 @@ def _lazy(source: Path, cache: bool) -> RankSet:
     if source.is_file():
         return RankSet((source,), cache)
     if not source.is_dir():
+        if source.exists():
+            require_regular_file(source)  # a FIFO, socket or device: refused now, not later
         raise TraceFormatError(str(source), None, "an existing trace file or directory (not found)")
     files = directory_trace_files(source)
     return RankSet(tuple(files), cache)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from hpuprof.path_text import path_text
 from hpuprof.trace.schema import DEVICE_TIME_SOURCES, METADATA_KEY, SCHEMA_VERSION, DeviceTimeSource
 
 
@@ -25,7 +26,8 @@ class Trace:
             distributedInfo, baseTimeNanoseconds, our `hpuprof` run metadata, ...).
         processes: from `M` events: rank, pid (text), name, labels, sort_index (NO_ID if none).
         threads: from `M` events: rank, pid, tid (text), name, sort_index.
-        sources: the files this trace was read from, one per rank.
+        sources: the files this trace was read from, one per rank, as `path_text` shows them
+            (always valid UTF-8: a name that is not is shown with `\\xNN` escapes).
         format: the source format and era, e.g. "kineto-json/relative-ns+gaudi".
         schema_version: the model version this trace was built with.
         device_time: where its device times come from: "measured" (a real device),
@@ -46,6 +48,9 @@ class Trace:
     device_time: DeviceTimeSource | None = None
 
     def __post_init__(self) -> None:
+        shown = tuple(path_text(s) for s in self.sources)
+        if shown != self.sources:
+            object.__setattr__(self, "sources", shown)
         if self.device_time is None:
             object.__setattr__(self, "device_time", stated_device_time(self.metadata))
 

@@ -333,6 +333,21 @@ class _Normalizer:
                 self.source, f"event {row}", "args nested less deep (about 1,000 levels)"
             ) from None
 
+    def _sort_index(self, row: int, value: Any) -> int:
+        """A `sort_index` as int64; NO_ID when absent or not an integer, and with a warning
+        when it is an integer past int64 (only an order of display: dropped, not refused)."""
+        if not isinstance(value, int):
+            return NO_ID
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            import warnings
+
+            warnings.warn(
+                f"{self.source}: event {row} has a sort_index past int64 ({value}); ignored",
+                stacklevel=6,
+            )
+            return NO_ID
+        return value
+
     def _names(self, rows: NDArray[np.int64], rank: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         raw = self.raw
         procs: dict[str, dict[str, Any]] = {}
@@ -355,8 +370,7 @@ class _Normalizer:
             elif name.endswith("_labels"):
                 entry["labels"] = str(args.get("labels", ""))
             elif name.endswith("_sort_index"):
-                value = args.get("sort_index")
-                entry["sort_index"] = value if isinstance(value, int) else NO_ID
+                entry["sort_index"] = self._sort_index(row, args.get("sort_index"))
         processes = pd.DataFrame(
             {
                 "rank": pd.Series([rank] * len(procs), dtype="int32"),

@@ -84,7 +84,9 @@ def load_parquet(path: str | os.PathLike[str]) -> Trace:
     source = Path(path)
     with small_pages():  # no huge-page compaction for the column copies (see cache.read_cache)
         try:
-            table = pq.read_table(source, use_threads=False)
+            # a file object: pyarrow turns a path into a URI, which must be valid UTF-8
+            with open(source, "rb") as handle:
+                table = pq.read_table(handle, use_threads=False)
         except (OSError, pa.ArrowException) as error:
             raise TraceFormatError(
                 str(source),

@@ -29,6 +29,7 @@ import pandas as pd
 import pyarrow as pa
 
 from hpuprof.errors import TraceFormatError
+from hpuprof.path_text import path_text
 from hpuprof.trace.broadcast_columns import absent_arg_column
 from hpuprof.trace.derive import OLDEST_READABLE_VERSION
 from hpuprof.trace.perfetto_layout import (
@@ -119,7 +120,7 @@ def _parse(path: Path, data: bytes) -> Any:
     except DecodeError:
         raise TraceFormatError(str(path), f"before byte {good}", _EXPECTED) from None
     warnings.warn(
-        f"{path}: truncated Perfetto trace; kept the {packets} complete packets before byte"
+        f"{path_text(path)}: truncated Perfetto trace; kept the {packets} complete packets before byte"
         f" {good} of {len(data)}",
         stacklevel=3,
     )
@@ -575,7 +576,7 @@ def _foreign_trace(path: Path, got: _Collected) -> Trace:
     from hpuprof.trace.kineto_json import trace_from_events
 
     metadata = {key: value for key, value in got.metadata.items() if value is not None}
-    return trace_from_events(list(_chrome_events(path, got)), metadata, source=str(path))
+    return trace_from_events(list(_chrome_events(path, got)), metadata, source=path_text(path))
 
 
 def load_perfetto(path: str | os.PathLike[str]) -> Trace:

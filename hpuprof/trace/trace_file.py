@@ -3,10 +3,12 @@ trace files of a directory."""
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.formats import TRACE_SUFFIXES, LoadProgress, ReadOptions, format_of
+from hpuprof.trace.leftovers import remove_leftovers
 from hpuprof.trace.model import Trace
 
 
@@ -21,15 +23,42 @@ def trace_files(directory: Path) -> list[Path]:
 
 def directory_trace_files(directory: Path) -> list[Path]:
     """The trace files of a directory: those its `run.json` names (checked to lie inside it) when
-    it is a run directory, else every trace file in it; a `TraceFormatError` when there is none."""
+    it is a run directory (whose stale leftovers go first: `leftovers.py`), else every trace
+    file in it; a `TraceFormatError` when there is none."""
     from hpuprof.trace.run_manifest import is_run_directory, run_trace_files
 
-    files = run_trace_files(directory) if is_run_directory(directory) else trace_files(directory)
+    if is_run_directory(directory):
+        remove_leftovers(directory)  # scratch of killed writers; never a live run's
+        files = run_trace_files(directory)
+    else:
+        files = trace_files(directory)
     if not files:
         raise TraceFormatError(
             str(directory), None, f"trace files ({', '.join(TRACE_SUFFIXES)}) in the directory"
         )
     return files
+
+
+def require_regular_file(source: Path) -> None:
+    """A `TraceFormatError` naming `source` unless it is a regular file (after symbolic links):
+    reading a FIFO, socket or device named `x.json` would block or never end."""
+    try:
+        mode = source.stat().st_mode
+    except OSError as error:
+        raise TraceFormatError(
+            str(source), None, f"an existing trace file or directory ({error.strerror})"
+        ) from None
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "neither a file nor a directory")
+        raise TraceFormatError(str(source), None, f"a regular file or a directory (it is {kind})")
+
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
 
 
 def load_file(
@@ -42,6 +71,7 @@ def load_file(
     """Load one trace file (see `hpuprof.trace.load.load`)."""
     import warnings
 
+    require_regular_file(source)
     trace_format = format_of(source)
     cache = cache and trace_format.cached
     if cache:

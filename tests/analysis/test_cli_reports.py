@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from hpuprof.cli.main import main
+from tests.cli.usage_text import usage_error
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_traces"
@@ -114,24 +115,7 @@ def test_report_subset(capsys: pytest.CaptureFixture[str]) -> None:
     assert "fallback" in data and "graphs" in data and "bottleneck" not in data
 
 
-@pytest.mark.parametrize(
-    ("argv", "needle"),
-    [
-        (["analyze", "/nonexistent/trace.json"], "no such file"),
-        (["analyze", "{LAZY}", "--report", "nope"], "unknown report"),
-        (["analyze", "{LAZY}", "--steps", "x:y"], "--steps"),
-        (["analyze", "{LAZY}", "-o", "{tmp}/r.docx"], "format"),
-        (["analyze", "{LAZY}", "--format", "pdf"], "unknown format"),
-        (["analyze", "{bad}"], "{bad}"),
-        (["diff", "{LAZY}", "{GAUDI3}", "-f", "pdf"], "unknown format"),
-        (["analyze", "{LAZY}", "--report", "compare"], "hpuprof diff"),
-        (["analyze", "{LAZY}", "-o", "{bad}/r.json"], "cannot write {bad}/r.json"),
-        (["analyze", "{LAZY}", "-f", "csv", "-o", "{bad}/tables"], "cannot write {bad}/tables"),
-    ],
-)
-def test_bad_input_is_one_line_and_an_exit_code(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
-) -> None:
+def _substituted(argv: list[str], needle: str, tmp_path: Path) -> tuple[list[str], str]:
     bad = tmp_path / "broken.json"
     bad.write_text('{"traceEvents": 5}')
     subst = {
@@ -140,10 +124,47 @@ def test_bad_input_is_one_line_and_an_exit_code(
         "{tmp}": str(tmp_path),
         "{bad}": str(bad),
     }
-    args = [a for a in argv]
+    args = list(argv)
     for k, v in subst.items():
         args = [a.replace(k, v) for a in args]
         needle = needle.replace(k, v)
+    return args, needle
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["analyze", "/nonexistent/trace.json"], "no such file"),
+        (["analyze", "{LAZY}", "--report", "nope"], "unknown report"),
+        (["analyze", "{LAZY}", "--steps", "x:y"], "--steps"),
+        (["analyze", "{LAZY}", "-o", "{tmp}/r.docx"], "format"),
+        (["analyze", "{LAZY}", "--format", "pdf"], "unknown format"),
+        (["diff", "{LAZY}", "{GAUDI3}", "-f", "pdf"], "unknown format"),
+        (["analyze", "{LAZY}", "--report", "compare"], "hpuprof diff"),
+    ],
+)
+def test_usage_mistake_gets_the_usage_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
+    args, needle = _substituted(argv, needle, tmp_path)
+    code, out, err = _run(capsys, *args)
+    assert code == 2
+    assert needle in usage_error(err, args[0])
+    assert out == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["analyze", "{bad}"], "{bad}"),
+        (["analyze", "{LAZY}", "-o", "{bad}/r.json"], "cannot write {bad}/r.json"),
+        (["analyze", "{LAZY}", "-f", "csv", "-o", "{bad}/tables"], "cannot write {bad}/tables"),
+    ],
+)
+def test_bad_input_is_one_line_and_an_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
+    args, needle = _substituted(argv, needle, tmp_path)
     code, out, err = _run(capsys, *args)
     assert code != 0
     lines = err.strip().splitlines()

@@ -12,34 +12,9 @@ from hpuprof.capture.run_dir import read_manifest
 from hpuprof.capture.run_end import run_end
 
 from .helpers import names, read_trace, spawn, try_load
+from .helpers import run_until_ready as _run_until_ready
 
 pytest.importorskip("torch")
-
-LOOP = """
-import signal, sys, torch
-# a foreground python's SIGINT, however the test runs (a background job inherits it ignored)
-signal.signal(signal.SIGINT, signal.default_int_handler)
-from hpuprof.capture.profiler import HPUProfiler
-from hpuprof.capture.schedule import schedule
-prof = HPUProfiler(sys.argv[1] if len(sys.argv) > 1 else {out!r}, backend="cpu",
-                   schedule=schedule(wait=0, warmup=0, active=1))
-prof.start()
-x = torch.ones(8, 8)
-for i in range(100000):
-    x = torch.mm(x, x) * 0.1
-    prof.step()
-    if i == 5:
-        print("ready", flush=True)
-    {fail}
-"""
-
-
-def _run_until_ready(out: Path, fail: str = "") -> object:
-    child = spawn(LOOP.format(out=str(out), fail=fail))
-    assert child.stdout is not None
-    line = child.stdout.readline()
-    assert line.strip() == b"ready", child.stderr.read() if child.stderr else line
-    return child
 
 
 def _final(out: Path) -> Path:

@@ -90,11 +90,12 @@ def _step_numbers(run: Path) -> set[int]:
 
 
 def _leftovers(run: Path) -> list[str]:
-    """Dot-named scratch/temporary files and streams a finished run must not leave."""
+    """Dot-named scratch/temporary files and streams a finished run must not leave (the lock
+    files stay by design: `.run.json.lock`, `.rank<R>.lock`, see `run_lock.py`)."""
     return sorted(
         p.relative_to(run).as_posix()
         for p in run.rglob("*")
-        if (p.name.startswith(".") and p.name != ".run.json.lock")
+        if (p.name.startswith(".") and not p.name.endswith(".lock"))
         or p.name.endswith(".incomplete.json")
     )
 

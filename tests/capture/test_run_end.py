@@ -13,14 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from hpuprof.capture.run_dir import (
-    base_manifest,
-    read_manifest,
-    remove_leftovers,
-    scratch_prefix,
-    update_manifest,
-)
+from hpuprof.capture.run_dir import base_manifest, read_manifest, update_manifest
 from hpuprof.capture.run_end import END_STATES, RunEnd, from_exception, rank_ends, run_end
+from hpuprof.trace.leftovers import remove_leftovers, scratch_prefix
 
 from .helpers import child_env
 

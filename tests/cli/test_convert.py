@@ -14,6 +14,7 @@ from conftest import shared_trace_files
 
 import hpuprof
 from hpuprof.cli.main import main
+from tests.cli.usage_text import usage_error
 
 EVENTS = [
     {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "/device:HPU:0"}},
@@ -79,8 +80,7 @@ def test_unknown_output_extension_is_a_usage_error(
     source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str, needle: str
 ) -> None:
     assert main(["convert", str(source), str(tmp_path / target)]) == 2
-    err = capsys.readouterr().err
-    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+    assert needle in usage_error(capsys.readouterr().err, "convert")
 
 
 def test_unknown_input_extension_and_missing_input(
@@ -111,8 +111,8 @@ def test_subprocess_exit_codes(source: Path, tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     assert b"wrote" in ok.stdout and (tmp_path / "o.pftrace").stat().st_size > 0
     bad = subprocess.run([*command, str(source), str(tmp_path / "o.xyz")], capture_output=True)
-    assert bad.returncode == 2 and b"Traceback" not in bad.stderr
-    assert bad.stderr.decode().strip().count("\n") == 0
+    assert bad.returncode == 2
+    assert "unknown output extension" in usage_error(bad.stderr.decode(), "convert")
 
 
 REAL = [p for p in shared_trace_files() if "trace_compare" in str(p) or "amd_trace" in str(p)]

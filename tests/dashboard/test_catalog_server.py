@@ -252,3 +252,34 @@ def test_hostile_file_names_in_headers(tmp_path: Path) -> None:
     assert report.status_code == 200
     assert report.headers["Content-Disposition"] == 'attachment; filename="x_filename_evil-report.html"'  # fmt: skip
     assert download_name(catalog.scan(tmp_path)[0]).endswith("-report.html")
+
+
+def test_a_name_that_is_not_utf8_is_listed_served_and_analysed(tmp_path: Path) -> None:
+    """Issue 27: one such file made the runs list answer HTTP 500 for the whole tree."""
+    from hpudash.app import create_app
+    from hpudash.pages import runs
+
+    from hpuprof.path_text import path_text
+
+    sample = SAMPLE_TRACES / "cpu_torch_profiler" / "trace.pt.trace.json"
+    odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/x\xff.pt.trace.json"))
+    try:
+        odd.write_bytes(sample.read_bytes())
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+    _touch(tmp_path / "plain.pt.trace.json", sample.read_bytes())
+    store = DataStore(tmp_path, scan_ttl_s=0)  # with the disk cache: its keys hold the name
+    rows = runs.run_rows(store, budget_s=120)
+    assert [(r["run"], r["status"]) for r in rows] == [
+        ("plain.pt.trace.json", "ok"),
+        ("x\\xff.pt.trace.json", "ok"),
+    ]
+    assert rows[0]["events"] == rows[1]["events"] > 0
+    orjson.dumps(rows)  # what Dash sends: valid UTF-8 only
+    found = store.catalog.find("x\\xff.pt.trace.json")
+    assert found is not None and found.path == odd
+    client = create_app(tmp_path).server.test_client()
+    got = client.get("/files/" + quote(path_text(odd.name)))
+    assert got.status_code == 200 and got.data == sample.read_bytes()
+    report = client.get("/report.html?run=" + quote("x\\xff.pt.trace.json"))
+    assert report.status_code == 200 and b"<html" in report.data[:400].lower()

@@ -23,6 +23,7 @@ from hpuprof.analysis.report import as_plain
 from hpuprof.cli.commands.analyze_ranks import rank_files
 from hpuprof.cli.main import main
 from hpuprof.distributed.runner import analyze_files
+from tests.cli.usage_text import usage_error
 from tests.conftest import SAMPLE_TRACES
 from tests.multirank.ranks import write_memory_bomb, write_run
 
@@ -103,11 +104,10 @@ def test_missing_dask_is_one_clear_line(
     write_run(tmp_path / "run", ranks=2, straggler=1)
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     code = main(["analyze", str(tmp_path / "run"), "--workers", "2", "-r", "distributed"])
-    err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
-    assert err == [
-        "hpuprof: error: --workers/--scheduler need Dask: pip install 'hpuprof[distributed]'"
-    ]
+    assert usage_error(capsys.readouterr().err, "analyze") == (
+        "Error: --workers/--scheduler need Dask: pip install 'hpuprof[distributed]'"
+    )
 
 
 def test_unreachable_scheduler_is_one_clear_line(

@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
             "",
             "--report",
             "-r",
-            help=f"Comma list of: {','.join(report_names())}.",
+            help=f"Comma-separated list of: {', '.join(report_names())}.",
         ),
         fmt: str = typer.Option("", "--format", "-f", help="text | json | md | html | csv."),
         output: Path | None = typer.Option(None, "-o", "--output", help="Output file or dir."),

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from hpuprof.errors import UsageError
+from hpuprof.path_text import path_text
 
 if TYPE_CHECKING:
     from hpuprof.trace.formats import TraceFormat
@@ -115,7 +116,7 @@ def run_convert(source: Path, target: str) -> int:
         trace = hpuprof.load(source)
     written = _write(trace, target, written_as)
     seconds = time.perf_counter() - started
-    names = ", ".join(str(p) for p in written)
+    names = ", ".join(path_text(p) for p in written)  # a stdout that takes only UTF-8
     print(f"wrote {names}: {len(trace.events):,} events in {seconds:.1f} s")
     return 0
 

@@ -39,8 +39,16 @@ def register(app: typer.Typer) -> None:
         backend: str | None = typer.Option(
             None, "--backend", help="emulated | gaudi | cuda | cpu (default: automatic)."
         ),
-        record_shapes: bool = typer.Option(True, "--record-shapes/--no-record-shapes"),
-        with_stack: bool = typer.Option(False, "--with-stack"),
+        record_shapes: bool = typer.Option(
+            True,
+            "--record-shapes/--no-record-shapes",
+            help="Record op input shapes (as torch.profiler's record_shapes).",
+        ),
+        with_stack: bool = typer.Option(
+            False,
+            "--with-stack",
+            help="Record Python call stacks (as torch.profiler's with_stack).",
+        ),
         cards: int = typer.Option(
             0,
             "--cards",
