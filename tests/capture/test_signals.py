@@ -24,6 +24,23 @@ from .helpers import child_env, try_load
 
 torch = pytest.importorskip("torch")
 
+
+@pytest.fixture
+def default_dispositions() -> Iterator[None]:
+    """The dispositions a fresh Python process starts with (SIGINT: KeyboardInterrupt, the
+    others: default), whatever a test run before in this worker process left, and back after:
+    these tests are about what the profiler does with them."""
+    wanted = {int(s): signal.SIG_DFL for s in HANDLED}
+    wanted[int(signal.SIGINT)] = signal.default_int_handler
+    before = {sig: signal.signal(sig, handler) for sig, handler in wanted.items()}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            if handler is not None:  # a handler installed from C cannot be put back from Python
+                signal.signal(sig, handler)
+
+
 IGNORING_SCRIPT = """
 import signal, sys, time, torch
 from hpuprof.capture.profiler import HPUProfiler
@@ -120,6 +137,7 @@ def _process_state() -> tuple[object, ...]:
     )
 
 
+@pytest.mark.usefixtures("default_dispositions")
 def test_nothing_process_wide_left_changed(tmp_path: Path) -> None:
     x = torch.ones(4, 4)
     with HPUProfiler(tmp_path / "warm", backend="cpu"):  # torch's own first-use imports
@@ -147,6 +165,7 @@ def test_a_handler_the_script_installs_meanwhile_stays(tmp_path: Path) -> None:
         signal.signal(signal.SIGTERM, old)
 
 
+@pytest.mark.usefixtures("default_dispositions")
 def test_ignored_signals_are_not_taken(tmp_path: Path) -> None:
     old = signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
