@@ -56,8 +56,8 @@ def plain_text(value: Any) -> str:
         return "; ".join(plain_text(v) for v in value)
     if value is None:
         return ""
-    if isinstance(value, float):
-        return f"{value:,.4g}"
+    if isinstance(value, float):  # four significant digits, never `1.234e+04`
+        return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:,.4g}"
     return str(value)
 
 

@@ -15,7 +15,7 @@ from hpuprof.analysis import Report, analyze
 from hpuprof.analysis.findings import Finding
 from hpuprof.render.html import HtmlRenderer
 from hpuprof.render.markdown import MarkdownRenderer
-from hpuprof.render.tables import evidence_text, fmt_value
+from hpuprof.render.tables import evidence_text, fmt_value, plain_text
 from hpuprof.render.terminal import TerminalRenderer
 from hpuprof.render.units import column_scale, fmt_plain_number, fmt_scaled, scale_for
 from tests.conftest import SAMPLE_TRACES, SHARED_TRACES
@@ -146,3 +146,4 @@ def test_large_numbers_are_written_out() -> None:
     assert fmt_value("flops", 1.082e11) == "108.2 GFLOP"
     assert fmt_value("bytes", 97_910_000) == "93.4 MiB"
     assert fmt_value("", 9.791e07) == "97,910,000"
+    assert plain_text({"flops": [12_345.6, 0.5]}) == "flops: 12,346; 0.5"
