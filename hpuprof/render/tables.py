@@ -255,8 +255,11 @@ class ShownColumn:
 
     @property
     def header(self) -> str:
-        if self.scale is None:
-            return self.column.header
+        words = self.column.header.lower().split()
+        if self.scale is None or {self.scale.symbol.lower(), f"{self.scale.symbol}s".lower()} & set(
+            words
+        ):
+            return self.column.header  # no unit, or the header names it already ("FLOPs")
         since = " from trace start" if self.column.kind == "ts" else ""
         return f"{self.column.header} ({self.scale.symbol}{since})"
 

@@ -13,9 +13,10 @@ import pytest
 import hpuprof
 from hpuprof.analysis import Report, analyze
 from hpuprof.analysis.findings import Finding
+from hpuprof.analysis.registry import Column
 from hpuprof.render.html import HtmlRenderer
 from hpuprof.render.markdown import MarkdownRenderer
-from hpuprof.render.tables import evidence_text, fmt_value, plain_text
+from hpuprof.render.tables import evidence_text, fmt_value, plain_text, shown_columns
 from hpuprof.render.terminal import TerminalRenderer
 from hpuprof.render.units import column_scale, fmt_plain_number, fmt_scaled, scale_for
 from tests.conftest import SAMPLE_TRACES, SHARED_TRACES
@@ -147,3 +148,23 @@ def test_large_numbers_are_written_out() -> None:
     assert fmt_value("bytes", 97_910_000) == "93.4 MiB"
     assert fmt_value("", 9.791e07) == "97,910,000"
     assert plain_text({"flops": [12_345.6, 0.5]}) == "flops: 12,346; 0.5"
+
+
+@pytest.mark.parametrize(
+    ("key", "values", "header", "cells"),
+    [
+        ("self_ns", [12_000, 5_740_000, None], "Self time (ms)", ["0.012", "5.740", ""]),
+        ("ts_ns", [1_500, 2_000_000_000], "Start (s from trace start)", ["<0.001", "2.000"]),
+        ("flops", [2e9, 5e6], "FLOPs (GFLOP)", ["2.00", "0.01"]),
+        ("flops", [512, 7], "FLOPs", ["512", "7"]),
+        ("peak_bytes", [97_910_000, 1024], "Peak (MiB)", ["93.4", "<0.1"]),
+        ("self_ns", [3_000_000], "Self time", ["3.00 ms"]),  # one value: its unit beside it
+    ],
+)
+def test_a_shown_column_names_its_one_unit_in_the_header(
+    key: str, values: list[float | None], header: str, cells: list[str]
+) -> None:
+    rows = [{key: v} for v in values]
+    (shown,) = shown_columns((Column(key),), rows)
+    assert shown.header == header
+    assert [shown.text(r) for r in rows] == cells
