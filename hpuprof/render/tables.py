@@ -4,6 +4,8 @@ Which tables a report has comes from the registry (`hpuprof.analysis.registry`);
 turns a `Report` into `TableView`s (rows flattened to scalars, lists and dicts as short text,
 never a Python repr; timestamp columns, unit "ts", counted from the trace's first event, the
 report's `meta["start_ns"]`) and formats cells by unit (times in s/ms/us/ns, never raw ns).
+A table column of several numbers reads in one unit, named in its header (`shown_columns`,
+scales from `render.units`); a finding's timestamps read `at 12.35 ms` from the trace start.
 """
 
 from __future__ import annotations
