@@ -275,13 +275,28 @@ class ShownColumn:
 def shown_columns(
     columns: tuple[Column, ...], rows: tuple[dict[str, Any], ...] | list[dict[str, Any]]
 ) -> tuple[ShownColumn, ...]:
-    """The columns with the one scale each takes over `rows` (the rows shown). A column of a
-    single number (a one-row table: key figures, a summary) keeps its unit beside it."""
-    out = []
+    """The columns with the one scale each takes over `rows` (the rows shown). Columns read
+    side by side, A's and B's of a comparison (`a_host_ns`, `b_host_ns`), share one. A column
+    of a single number (a one-row table: key figures, a summary) keeps its unit beside it."""
+    keys = {c.key for c in columns}
+    numbers = {c.key: [v for r in rows if is_number(v := r.get(c.key))] for c in columns}
+    shared: dict[str, list[float]] = {}
     for c in columns:
-        values = [v for r in rows if is_number(v := r.get(c.key))]
-        out.append(ShownColumn(c, column_scale(c.kind, values) if len(values) > 1 else None))
-    return tuple(out)
+        shared.setdefault(_paired(c.key, keys), []).extend(numbers[c.key])
+    return tuple(
+        ShownColumn(c, column_scale(c.kind, shared[_paired(c.key, keys)]))
+        if len(numbers[c.key]) > 1
+        else ShownColumn(c)
+        for c in columns
+    )
+
+
+def _paired(key: str, keys: set[str]) -> str:
+    """The quantity A's and B's columns share (`host_ns` of `a_host_ns` beside `b_host_ns`)."""
+    for mine, other in (("a_", "b_"), ("b_", "a_")):
+        if key.startswith(mine) and other + key[2:] in keys:
+            return key[2:]
+    return key
 
 
 def _one_meta(meta: Mapping[str, Any]) -> str:

@@ -168,3 +168,12 @@ def test_a_shown_column_names_its_one_unit_in_the_header(
     (shown,) = shown_columns((Column(key),), rows)
     assert shown.header == header
     assert [shown.text(r) for r in rows] == cells
+
+
+def test_a_and_b_columns_of_a_comparison_share_one_unit() -> None:
+    rows = [{"a_host_ns": 900_000, "b_host_ns": 2_500_000}, {"a_host_ns": 120_000, "b_host_ns": 7}]
+    columns = (Column("a_host_ns", "A host self"), Column("b_host_ns", "B host self"))
+    a, b = shown_columns(columns, rows)
+    assert (a.header, b.header) == ("A host self (ms)", "B host self (ms)")
+    assert [a.text(r) for r in rows] == ["0.900", "0.120"]  # alone, A would read in us
+    assert [b.text(r) for r in rows] == ["2.500", "<0.001"]
