@@ -8,6 +8,8 @@ commands run round-robin (one of each per round), so a drift of the machine hits
 is also printed as a ratio to `python -c pass` measured in the same rounds. Targets (issue 27):
 `hpuprof --help` at most 150 ms, `hpuprof info` on a small trace at most 300 ms.
 
+`cpu ms` (the child's user + system time) is less disturbed by a busy machine than the wall time.
+`import pandas` is the floor of any command that loads a trace (the events table is pandas).
 `info (cached)` reads the trace through the load cache (a private cache directory, filled by one
 unmeasured run first); `info (no cache)` gets a fresh, empty cache directory each run, so it
 scans the JSON and writes the cache entry as a first run does.
@@ -40,6 +42,7 @@ TARGET_S = {"hpuprof --help": 0.150, "hpuprof info (cached)": 0.300}
 @dataclass(frozen=True)
 class Sample:
     wall_s: float
+    cpu_s: float
     peak_rss_mb: float
 
 
@@ -65,7 +68,9 @@ def _run_once(argv: list[str], env: dict[str, str], cwd: Path) -> Sample:
     child.stderr.close()
     if child.returncode != 0:
         sys.exit(f"{' '.join(argv)} exited {child.returncode}: {errors.decode(errors='replace')}")
-    return Sample(wall, usage.ru_maxrss / 1024)  # ru_maxrss is in KiB on Linux
+    return Sample(
+        wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    )  # ru_maxrss is in KiB on Linux
 
 
 def main() -> None:
@@ -80,6 +85,7 @@ def main() -> None:
     try:
         commands: dict[str, tuple[list[str], dict[str, str]]] = {
             "python -c pass": ([sys.executable, "-c", "pass"], {}),
+            "import pandas (info's floor)": ([sys.executable, "-c", "import pandas"], {}),
         }
         checkouts = {"": {}} if args.also is None else {"": {}, f" [{args.also.name}]": {
             "PYTHONPATH": str(args.also.resolve())}}  # fmt: skip
@@ -108,15 +114,18 @@ def _report(samples: dict[str, list[Sample]], args: argparse.Namespace) -> None:
     size_kb = args.trace.stat().st_size / 1024
     print(f"start-up, median of {args.runs} runs each, round-robin; trace {args.trace.name} "
           f"({size_kb:.0f} KB); {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")  # fmt: skip
-    print(f"{'command':<40}{'wall ms':>9}{'x python':>10}{'peak RSS MB':>13}   target")
+    print(f"{'command':<40}{'wall ms':>9}{'x python':>10}{'cpu ms':>8}{'peak RSS MB':>13}   target")
     for name, runs in samples.items():
         wall = statistics.median(s.wall_s for s in runs)
         rss = statistics.median(s.peak_rss_mb for s in runs)
+        cpu = statistics.median(s.cpu_s for s in runs)
         target = TARGET_S.get(name.split(" [")[0])
         verdict = ""
         if target is not None:
             verdict = f"<= {target * 1000:.0f} ms: {'met' if wall <= target else 'NOT met'}"
-        print(f"{name:<40}{wall * 1000:>9.1f}{wall / baseline:>10.2f}{rss:>13.1f}   {verdict}")
+        print(
+            f"{name:<40}{wall * 1000:>9.1f}{wall / baseline:>10.2f}{cpu * 1000:>8.0f}{rss:>13.1f}   {verdict}"
+        )
 
 
 if __name__ == "__main__":
