@@ -28,6 +28,7 @@ FULL: tuple[tuple[str, ...], ...] = (
     ("bench_ranks_page.py", "--ranks", "16", "--mb", "20"),
     ("bench_predict.py",),
     ("bench_capture_windows.py",),
+    ("bench_startup.py",),
 )
 QUICK: tuple[tuple[str, ...], ...] = (
     ("bench_load.py", "--events", "40000"),
@@ -53,6 +54,7 @@ QUICK: tuple[tuple[str, ...], ...] = (
     ("bench_ranks_page.py", "--ranks", "4", "--mb", "2"),
     ("bench_predict.py", "--layers", "2", "--seq", "256"),
     ("bench_capture_windows.py", "--steps", "20", "--stepless-ops", "5000", "--repeat", "1"),
+    ("bench_startup.py", "--runs", "3"),
 )
 
 

@@ -23,7 +23,7 @@ def view_doc(report: Any, errors: Mapping[str, str] | None = None) -> dict[str, 
     if report is None:
         return {"version": VIEW_VERSION, "data": {}, "tables": {}, "findings": [], "errors": dict(errors or {})}  # fmt: skip
     from hpuprof.analysis.report import as_plain
-    from hpuprof.render.tables import evidence_rows, report_views
+    from hpuprof.render.tables import evidence_rows, report_origin_ns, report_views
 
     tables: dict[str, Any] = {}
     for view in report_views(report):
@@ -36,8 +36,10 @@ def view_doc(report: Any, errors: Mapping[str, str] | None = None) -> dict[str, 
             "key_columns": [c.key for c in view.key_columns],
             "rows": as_plain(list(view.rows)),
         }
+    origin_ns = report_origin_ns(report)
     findings = [
-        as_plain(f.to_dict()) | {"evidence_rows": evidence_rows(f)} for f in report.findings
+        as_plain(f.to_dict()) | {"evidence_rows": evidence_rows(f, origin_ns)}
+        for f in report.findings
     ]
     return {
         "version": VIEW_VERSION,

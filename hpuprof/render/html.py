@@ -13,10 +13,11 @@ from hpuprof.analysis.report import Report
 from hpuprof.render.figures import report_figures
 from hpuprof.render.tables import (
     evidence_rows,
-    fmt_column,
     key_figure_rows,
     meta_line,
+    report_origin_ns,
     report_views,
+    shown_columns,
 )
 
 
@@ -27,11 +28,10 @@ def _esc(text: Any) -> str:
 def _table(
     title: str, rows: tuple[dict[str, Any], ...], columns: tuple[Column, ...], limit: int = 200
 ) -> str:
-    head = "".join(f"<th>{_esc(c.header)}</th>" for c in columns)
+    shown = shown_columns(columns, rows[:limit])
+    head = "".join(f"<th>{_esc(c.header)}</th>" for c in shown)
     body = "".join(
-        "<tr>"
-        + "".join(f"<td>{_esc(fmt_column(c, r.get(c.key), r))}</td>" for c in columns)
-        + "</tr>"
+        "<tr>" + "".join(f"<td>{_esc(c.text(r))}</td>" for c in shown) + "</tr>"
         for r in rows[:limit]
     )
     more = (
@@ -76,10 +76,11 @@ class HtmlRenderer:
             row = {c.key: v for c, v in figures}
             parts.append(_table("Key figures", (row,), tuple(c for c, _ in figures)))
         parts.append("<h2>Findings</h2><ul>")
+        origin_ns = report_origin_ns(report)
         for f in report.findings:
             parts.append(
                 f"<li class='{_esc(f.severity)}'><b>{_esc(f.severity)}</b> ({_esc(f.report)}): "
-                f"{_esc(f.title)}{_evidence(evidence_rows(f))}<i>{_esc(f.advice)}</i></li>"
+                f"{_esc(f.title)}{_evidence(evidence_rows(f, origin_ns))}<i>{_esc(f.advice)}</i></li>"
             )
         parts.append("</ul>")
         for i, fig in enumerate(figs):

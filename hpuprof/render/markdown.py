@@ -9,10 +9,11 @@ from hpuprof.analysis.report import Report
 from hpuprof.render.tables import (
     columns_of,
     evidence_text,
-    fmt_column,
     key_figure_rows,
     meta_line,
+    report_origin_ns,
     report_views,
+    shown_columns,
 )
 
 
@@ -25,11 +26,13 @@ def md_table(
     limit: int = 50,
     columns: tuple[Column, ...] | None = None,
 ) -> str:
-    """A Markdown table: worded headers, cells formatted by unit, at most `limit` rows."""
+    """A Markdown table: worded headers, cells formatted by unit (one unit per column, named
+    in its header), at most `limit` rows."""
     cols = columns if columns is not None else tuple(Column(k) for k in columns_of(list(rows)))
-    lines = ["| " + " | ".join(_esc(c.header) for c in cols) + " |", "|" + "---|" * len(cols)]
+    shown = shown_columns(cols, rows[:limit])
+    lines = ["| " + " | ".join(_esc(c.header) for c in shown) + " |", "|" + "---|" * len(cols)]
     for r in rows[:limit]:
-        lines.append("| " + " | ".join(_esc(fmt_column(c, r.get(c.key), r)) for c in cols) + " |")
+        lines.append("| " + " | ".join(_esc(c.text(r)) for c in shown) + " |")
     if len(rows) > limit:
         lines.append(f"\n_{len(rows) - limit} more rows in the CSV/JSON output_")
     return "\n".join(lines)
@@ -52,7 +55,7 @@ class MarkdownRenderer:
             out.append("No findings.")
         for f in report.findings:
             out.append(f"- **{f.severity}** ({f.report}): {_esc(f.title)}.")
-            ev = evidence_text(f)
+            ev = evidence_text(f, report_origin_ns(report))
             if ev:
                 out.append(f"  Evidence: {_esc(ev)}.")
             if f.advice:

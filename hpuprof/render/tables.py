@@ -4,6 +4,8 @@ Which tables a report has comes from the registry (`hpuprof.analysis.registry`);
 turns a `Report` into `TableView`s (rows flattened to scalars, lists and dicts as short text,
 never a Python repr; timestamp columns, unit "ts", counted from the trace's first event, the
 report's `meta["start_ns"]`) and formats cells by unit (times in s/ms/us/ns, never raw ns).
+A table column of several numbers reads in one unit, named in its header (`shown_columns`,
+scales from `render.units`); a finding's timestamps read `at 12.35 ms` from the trace start.
 """
 
 from __future__ import annotations
@@ -15,6 +17,14 @@ from typing import Any
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.registry import Column, View, column_unit, facts_of, spec, tables_of
 from hpuprof.analysis.report import Report, as_plain
+from hpuprof.render.units import (
+    Scale,
+    column_scale,
+    fmt_plain_number,
+    fmt_quantity,
+    fmt_scaled,
+    is_number,
+)
 
 
 @dataclass(frozen=True)
@@ -48,8 +58,8 @@ def plain_text(value: Any) -> str:
         return "; ".join(plain_text(v) for v in value)
     if value is None:
         return ""
-    if isinstance(value, float):
-        return f"{value:,.4g}"
+    if isinstance(value, float):  # four significant digits, never `1.234e+04`
+        return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:,.4g}"
     return str(value)
 
 
@@ -86,7 +96,8 @@ def _columns(keys: list[str], declared: tuple[Column, ...]) -> tuple[Column, ...
 
 
 def finding_rows(findings: tuple[Finding, ...] | list[Finding]) -> list[dict[str, Any]]:
-    """Findings as flat rows; evidence as `name: value` text with units."""
+    """Findings as flat rows (the CSV); evidence as `name: value` text with units, timestamps
+    as recorded."""
     return [
         {
             "severity": f.severity,
@@ -103,23 +114,45 @@ def finding_rows(findings: tuple[Finding, ...] | list[Finding]) -> list[dict[str
     ]
 
 
-def evidence_rows(finding: Finding) -> list[dict[str, str]]:
-    """A finding's evidence as a small two-column table: what, value (formatted by unit)."""
-    out = []
-    for key, value in finding.evidence.items():
-        if isinstance(value, Mapping):
-            text = ", ".join(f"{k}: {fmt_cell(str(key), v)}" for k, v in value.items())
-        elif isinstance(value, (list, tuple)):
-            text = ", ".join(plain_text(v) for v in value)
-        else:
-            text = fmt_cell(str(key), value)
-        out.append({"what": Column(str(key)).header, "value": text})
-    return out
+def evidence_rows(finding: Finding, origin_ns: int | None = None) -> list[dict[str, str]]:
+    """A finding's evidence as a small two-column table: what, value (formatted by unit).
+
+    A timestamp reads as the time since `origin_ns`, the trace's start (`at 12.345 ms`); with
+    no origin (the CSV) it stays the number recorded."""
+    return [
+        {"what": Column(str(key)).header, "value": fmt_evidence(str(key), value, origin_ns)}
+        for key, value in finding.evidence.items()
+    ]
 
 
-def evidence_text(finding: Finding) -> str:
+def fmt_evidence(key: str, value: Any, origin_ns: int | None = None) -> str:
+    """One evidence value as text. Its unit comes from its key, or, in a dict or list, from
+    the enclosing key when its own names none (`idle_causes_ns: {"compile": 35190000}`)."""
+    if isinstance(value, Mapping):
+        return ", ".join(_evidence_item(str(k), v, key, origin_ns) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt_evidence(key, v, origin_ns) for v in value)
+    if column_unit(key) == "ts" and is_number(value):
+        return fmt_cell("", value) if origin_ns is None else f"at {fmt_ns(value - origin_ns)}"
+    return fmt_cell(key, value)
+
+
+def _evidence_item(key: str, value: Any, outer: str, origin_ns: int | None) -> str:
+    text = fmt_evidence(key if column_unit(key) else outer, value, origin_ns)
+    if column_unit(key) == "ts" and origin_ns is not None:
+        return text  # `at 12.345 ms` says what it is
+    return f"{key}: {text}"
+
+
+def evidence_text(finding: Finding, origin_ns: int | None = None) -> str:
     """The evidence in one line: `What: value; ...`."""
-    return "; ".join(f"{r['what']}: {r['value']}" for r in evidence_rows(finding))
+    return "; ".join(f"{r['what']}: {r['value']}" for r in evidence_rows(finding, origin_ns))
+
+
+def report_origin_ns(report: Report) -> int:
+    """The trace's first instant (`meta["start_ns"]`, set by the analysis), from which views
+    count timestamps; 0 for a report without one (a comparison of two traces)."""
+    return int(report.meta.get("start_ns") or 0)
 
 
 def report_views(report: Report) -> list[TableView]:
@@ -136,7 +169,7 @@ def report_views(report: Report) -> list[TableView]:
             )
             out.append(summary)
         for table, rows in tables_of(name, section):
-            plain = _plain_rows(rows, int(report.meta.get("start_ns") or 0))
+            plain = _plain_rows(rows, report_origin_ns(report))
             if not plain:
                 continue
             cols = _columns(columns_of(plain), table.columns)
@@ -174,42 +207,26 @@ def report_tables(report: Report) -> dict[str, list[dict[str, Any]]]:
 
 def fmt_ns(ns: float) -> str:
     """Human time from ns: 1.23 s, 4.56 ms, 7.8 us, 12 ns."""
-    a = abs(ns)
-    if a >= 1e9:
-        return f"{ns / 1e9:.2f} s"
-    if a >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    if a >= 1e3:
-        return f"{ns / 1e3:.1f} us"
-    return f"{ns:.0f} ns"
+    return fmt_quantity("ns", ns)
 
 
 def fmt_bytes(n: float) -> str:
-    """Human size: 1.5 GiB, 3.0 MiB, 12 KiB, 100 B."""
-    a = abs(n)
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if a >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
+    """Human size: 1.5 GiB, 3.0 MiB, 12.0 KiB, 100 B."""
+    return fmt_quantity("bytes", n)
 
 
 def fmt_value(unit: str, value: Any) -> str:
-    """Cell text by unit: times as s/ms/us, % with one decimal, sizes, FLOPs, counts."""
+    """Cell text by unit: times as s/ms/us, % with one decimal, sizes, FLOPs, counts (never
+    scientific notation)."""
     if value is None:
         return ""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         return plain_text(value) if isinstance(value, (list, tuple, Mapping)) else str(value)
-    if unit in ("ns", "ts"):
-        return fmt_ns(float(value))
     if unit == "pct":
         return f"{value:.1f}%"
-    if unit == "bytes":
-        return fmt_bytes(float(value))
-    if unit == "flops":
-        return f"{value:.3e}" if abs(value) >= 1e6 else f"{value:,.0f}"
-    if isinstance(value, float):
-        return f"{value:,.2f}" if abs(value) < 1e6 else f"{value:.3e}"
-    return f"{value:,}"
+    if unit in ("ns", "ts", "bytes", "flops"):
+        return fmt_quantity(unit, float(value))
+    return fmt_plain_number(value)
 
 
 def fmt_cell(key: str, value: Any) -> str:
@@ -223,6 +240,63 @@ def fmt_column(column: Column, value: Any, row: Mapping[str, Any] | None = None)
     if unit == "row":
         unit = str((row or {}).get("unit") or "")
     return fmt_value(unit, value)
+
+
+@dataclass(frozen=True)
+class ShownColumn:
+    """A column as a table shows it: a time, size or FLOP column in one scale, chosen for its
+    largest value and named in the header (`Self time (ms)`), not a unit per cell.
+
+    Args:
+        column: the column.
+        scale: the column's one scale (None: each cell formatted on its own).
+    """
+
+    column: Column
+    scale: Scale | None = None
+
+    @property
+    def header(self) -> str:
+        words = self.column.header.lower().split()
+        if self.scale is None or {self.scale.symbol.lower(), f"{self.scale.symbol}s".lower()} & set(
+            words
+        ):
+            return self.column.header  # no unit, or the header names it already ("FLOPs")
+        since = " from trace start" if self.column.kind == "ts" else ""
+        return f"{self.column.header} ({self.scale.symbol}{since})"
+
+    def text(self, row: Mapping[str, Any]) -> str:
+        value = row.get(self.column.key)
+        if self.scale is not None and is_number(value):
+            return fmt_scaled(float(value), self.scale)
+        return fmt_column(self.column, value, row)
+
+
+def shown_columns(
+    columns: tuple[Column, ...], rows: tuple[dict[str, Any], ...] | list[dict[str, Any]]
+) -> tuple[ShownColumn, ...]:
+    """The columns with the one scale each takes over `rows` (the rows shown). Columns read
+    side by side, A's and B's of a comparison (`a_host_ns`, `b_host_ns`), share one. A column
+    of a single number (a one-row table: key figures, a summary) keeps its unit beside it."""
+    keys = {c.key for c in columns}
+    numbers = {c.key: [v for r in rows if is_number(v := r.get(c.key))] for c in columns}
+    shared: dict[str, list[float]] = {}
+    for c in columns:
+        shared.setdefault(_paired(c.key, keys), []).extend(numbers[c.key])
+    return tuple(
+        ShownColumn(c, column_scale(c.kind, shared[_paired(c.key, keys)]))
+        if len(numbers[c.key]) > 1
+        else ShownColumn(c)
+        for c in columns
+    )
+
+
+def _paired(key: str, keys: set[str]) -> str:
+    """The quantity A's and B's columns share (`host_ns` of `a_host_ns` beside `b_host_ns`)."""
+    for mine, other in (("a_", "b_"), ("b_", "a_")):
+        if key.startswith(mine) and other + key[2:] in keys:
+            return key[2:]
+    return key
 
 
 def _one_meta(meta: Mapping[str, Any]) -> str:

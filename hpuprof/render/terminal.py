@@ -11,7 +11,13 @@ import io
 from typing import TYPE_CHECKING
 
 from hpuprof.analysis.report import Report
-from hpuprof.render.tables import fmt_column, key_figure_rows, meta_line, report_views
+from hpuprof.render.tables import (
+    fmt_column,
+    key_figure_rows,
+    meta_line,
+    report_views,
+    shown_columns,
+)
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -110,15 +116,17 @@ class TerminalRenderer:
             if view.view not in shown:
                 continue
             table = Table(title=view.title, title_justify="left", expand=False)
-            for c in view.key_columns:
-                wide = c.key in WIDE_COLUMNS
+            rows = view.rows[: self.max_rows]
+            columns = shown_columns(view.key_columns, rows)
+            for c in columns:
+                wide = c.column.key in WIDE_COLUMNS
                 table.add_column(
                     c.header,
                     overflow="fold",
                     max_width=48 if wide else None,
                     min_width=16 if wide else None,
                 )
-            for r in view.rows[: self.max_rows]:
-                table.add_row(*(fmt_column(c, r.get(c.key), r) for c in view.key_columns))
+            for r in rows:
+                table.add_row(*(c.text(r) for c in columns))
             tables.append(table)
         return tables

@@ -19,7 +19,6 @@ import msgspec
 import pandas as pd
 import pyarrow as pa
 import pyarrow.ipc as ipc
-import pyarrow.parquet as pq
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.arrow_frame import frame_from_arrow
@@ -67,6 +66,8 @@ def events_table(trace: Trace) -> pa.Table:
 
 def save_parquet(trace: Trace, path: str | os.PathLike[str]) -> None:
     """Write `trace` to `path` as one Parquet file, atomically."""
+    import pyarrow.parquet as pq  # here, not at the top: every trace load imports this module
+
     table = events_table(trace)
     with atomic_output(Path(path)) as handle:
         pq.write_table(table, handle, compression=_COMPRESSION, row_group_size=1 << 20)
@@ -79,6 +80,8 @@ def load_parquet(path: str | os.PathLike[str]) -> Trace:
         TraceFormatError: not a Parquet file, or not one hpuprof wrote (a missing or damaged
             key, a column of another type, events that break the model's invariants).
     """
+    import pyarrow.parquet as pq  # here, not at the top: every trace load imports this module
+
     from hpuprof.trace.heap import small_pages
 
     source = Path(path)

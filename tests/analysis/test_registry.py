@@ -86,10 +86,11 @@ def test_one_spec_line_reaches_analyze_and_every_renderer(counted: str) -> None:
     text = get_renderer("text", width=120).render(report)
     assert "Busy time by name" not in text  # a data table: documents only
     md = get_renderer("md").render(report)
-    assert "## Busy time by name" in md and "| Name | Busy time | Share % |" in md
-    assert "2.50 ms" in md and "1.0 us" in md  # times in words, never raw ns
+    assert "## Busy time by name" in md and "| Name | Busy time (ms) | Share % |" in md
+    # times in one unit per column, named in the header, never raw ns
+    assert "| aten::mm | 2.500 |" in md and "| aten::add | 0.001 |" in md
     html = get_renderer("html", include_plotlyjs=False).render(report)
-    assert "Busy time by name" in html and "2.50 ms" in html
+    assert "Busy time by name" in html and "<td>2.500</td>" in html
     csv = get_renderer("csv").tables(report)
     assert csv["count_rows"].splitlines()[0] == "name,busy_ns,share_pct"
     assert set(FORMATS) == {"text", "json", "md", "html", "csv"}

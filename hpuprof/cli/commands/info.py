@@ -41,7 +41,6 @@ def register(app: typer.Typer) -> None:
         import json
         from pathlib import Path
 
-        from hpuprof.capture.run_dir import read_run_end
         from hpuprof.trace.load import load
         from hpuprof.trace.progress import delayed_progress
         from hpuprof.trace.summary import summarize
@@ -51,7 +50,11 @@ def register(app: typer.Typer) -> None:
         with delayed_progress(total, f"loading {source.name}") as progress:
             trace = load(source, cache=cache, progress=progress)
         summary = summarize(trace)
-        end = read_run_end(source) if source.is_dir() else None
+        end = None
+        if source.is_dir():  # a run directory may say how the run ended
+            from hpuprof.capture.run_dir import read_run_end  # not for a file: start-up time
+
+            end = read_run_end(source)
         if as_json:
             data = summary.to_dict()
             if end is not None:

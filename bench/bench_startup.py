@@ -1,0 +1,132 @@
+"""Start-up cost of the `hpuprof` command, beside the bare interpreter's in the same run (issue 27).
+
+    python bench/bench_startup.py [--runs 9] [--trace T.json] [--also OTHER_CHECKOUT]
+
+Each figure is the median over `--runs` fresh child processes of this interpreter (this venv) of
+the wall time from spawn to exit, with the child's own peak RSS (`ru_maxrss` from `wait4`). The
+commands run round-robin (one of each per round), so a drift of the machine hits them alike; each
+is also printed as a ratio to `python -c pass` measured in the same rounds. Targets (issue 27):
+`hpuprof --help` at most 150 ms, `hpuprof info` on a small trace at most 300 ms.
+
+`cpu ms` (the child's user + system time) is less disturbed by a busy machine than the wall time.
+`import pandas` is the floor of any command that loads a trace (the events table is pandas).
+`info (cached)` reads the trace through the load cache (a private cache directory, filled by one
+unmeasured run first); `info (no cache)` gets a fresh, empty cache directory each run, so it
+scans the JSON and writes the cache entry as a first run does.
+
+`--also DIR` measures the hpuprof commands of a second checkout of this repository (e.g. the
+commit before a change, with its built `_kineto_scan` extension) in the same rounds, with DIR
+first on PYTHONPATH; its rows are marked `[DIR's name]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TRACE = ROOT / "sample_traces" / "cpu_torch_profiler" / "trace.pt.trace.json"
+
+TARGET_S = {"hpuprof --help": 0.150, "hpuprof info (cached)": 0.300}
+"""Issue 27's start-up targets, wall seconds."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+
+
+def _hpuprof_argv() -> list[str]:
+    """The console script beside this interpreter (what a user runs), else the same entry point."""
+    script = Path(sys.executable).with_name("hpuprof")
+    if script.exists():
+        return [sys.executable, str(script)]
+    return [sys.executable, "-c", "from hpuprof.cli.main import run; run()"]
+
+
+def _run_once(argv: list[str], env: dict[str, str], cwd: Path) -> Sample:
+    """One child; `cwd` is a neutral directory, so `-c` finds no checkout on `sys.path[0]`."""
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    assert child.stderr is not None
+    errors = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    child.stderr.close()
+    if child.returncode != 0:
+        sys.exit(f"{' '.join(argv)} exited {child.returncode}: {errors.decode(errors='replace')}")
+    return Sample(
+        wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    )  # ru_maxrss is in KiB on Linux
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=9, help="child processes per command")
+    parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE, help="a small trace")
+    parser.add_argument("--also", type=Path, help="another checkout, measured alike")
+    args = parser.parse_args()
+    args.trace = args.trace.resolve()
+    hpuprof = _hpuprof_argv()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-startup-"))
+    try:
+        commands: dict[str, tuple[list[str], dict[str, str]]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], {}),
+            "import pandas (info's floor)": ([sys.executable, "-c", "import pandas"], {}),
+        }
+        checkouts = {"": {}} if args.also is None else {"": {}, f" [{args.also.name}]": {
+            "PYTHONPATH": str(args.also.resolve())}}  # fmt: skip
+        for tag, extra in checkouts.items():
+            warm = {**extra, "HPUPROF_CACHE_DIR": str(workdir / f"warm{tag}")}
+            import_main = [sys.executable, "-c", "import hpuprof.cli.main"]
+            commands[f"import hpuprof.cli.main{tag}"] = (import_main, extra)
+            commands[f"hpuprof --help{tag}"] = ([*hpuprof, "--help"], extra)
+            commands[f"hpuprof info (cached){tag}"] = ([*hpuprof, "info", str(args.trace)], warm)
+            commands[f"hpuprof info (no cache){tag}"] = ([*hpuprof, "info", str(args.trace)], extra)
+            _run_once(commands[f"hpuprof info (cached){tag}"][0], {**os.environ, **warm}, workdir)
+        samples: dict[str, list[Sample]] = {name: [] for name in commands}
+        for round_index in range(args.runs):
+            for name, (argv, extra) in commands.items():
+                env = {**os.environ, **extra}
+                if "(no cache)" in name:  # a fresh, empty cache directory each run
+                    env["HPUPROF_CACHE_DIR"] = str(workdir / f"cold{round_index}{name}")
+                samples[name].append(_run_once(argv, env, workdir))
+        _report(samples, args)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _report(samples: dict[str, list[Sample]], args: argparse.Namespace) -> None:
+    baseline = statistics.median(s.wall_s for s in samples["python -c pass"])
+    size_kb = args.trace.stat().st_size / 1024
+    print(f"start-up, median of {args.runs} runs each, round-robin; trace {args.trace.name} "
+          f"({size_kb:.0f} KB); {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(f"{'command':<40}{'wall ms':>9}{'x python':>10}{'cpu ms':>8}{'peak RSS MB':>13}   target")
+    for name, runs in samples.items():
+        wall = statistics.median(s.wall_s for s in runs)
+        rss = statistics.median(s.peak_rss_mb for s in runs)
+        cpu = statistics.median(s.cpu_s for s in runs)
+        target = TARGET_S.get(name.split(" [")[0])
+        verdict = ""
+        if target is not None:
+            verdict = f"<= {target * 1000:.0f} ms: {'met' if wall <= target else 'NOT met'}"
+        print(
+            f"{name:<40}{wall * 1000:>9.1f}{wall / baseline:>10.2f}{cpu * 1000:>8.0f}{rss:>13.1f}   {verdict}"
+        )
+
+
+if __name__ == "__main__":
+    main()
