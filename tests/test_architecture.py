@@ -1,8 +1,8 @@
 """The layering rules of docs/architecture.md, checked on the source.
 
 - No import cycles among hpuprof's, hpusim's and hpudash's modules, counting imports inside
-  functions (they run, so they close a cycle at run time as much as top-level ones do); only
-  `if TYPE_CHECKING:` imports are left out (tools/import_graph.py builds the graph).
+  functions (they run, so they close a cycle at run time as much as top-level ones do) and
+  those under `if TYPE_CHECKING:` (tools/import_graph.py builds the graph).
 - No function over 120 lines, except the hot paths named in `LONG_HOT_PATHS`, each of whose
   docstrings says why it is long.
 """

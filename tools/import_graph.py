@@ -1,7 +1,8 @@
 """hpuprof's, hpusim's and hpudash's internal import graph, as Python runs it.
 
 Every `import` counts, at module level or inside a function (a deferred import still runs, and
-still closes a cycle at run time); imports under `if TYPE_CHECKING:` do not. Prints the import
+still closes a cycle at run time), and under `if TYPE_CHECKING:` too (the type checker follows it:
+the two modules still know each other). Prints the import
 cycles (strongly connected groups of modules) and how many internal imports each package defers
 into functions.
 
@@ -57,10 +58,6 @@ def _resolve(name: str, known: dict[str, Path]) -> str | None:
     return name or None
 
 
-def _under_type_checking(chain: list[ast.AST]) -> bool:
-    return any(isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test) for n in chain)
-
-
 def _walk(node: ast.AST, chain: list[ast.AST]) -> Iterator[tuple[ast.AST, list[ast.AST]]]:
     yield node, chain
     for child in ast.iter_child_nodes(node):
@@ -85,8 +82,6 @@ def imports(known: dict[str, Path] | None = None) -> list[Import]:
                 # `from pkg import sub` runs pkg's __init__ as well as sub
                 names = [origin, *(f"{origin}.{alias.name}" for alias in node.names)]
             else:
-                continue
-            if _under_type_checking(chain):
                 continue
             deferred = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in chain)
             targets = {t for t in (_resolve(name, known) for name in names) if t and t != module}

@@ -15,6 +15,7 @@ from typing import Any, Final
 import torch
 
 import hpusim.state as state
+from hpusim.module_stack import Attribution
 from hpusim.sink import PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER, Sink
 
 _handles: list[Any] = []
@@ -23,33 +24,6 @@ _roots: list[torch.nn.Module] = []
 _compiling = torch.compiler.is_compiling
 _current_node = torch._C._current_autograd_node
 _seq_nr = torch._C._autograd._get_sequence_nr
-
-
-class Attribution:
-    """The module and phase of the op being dispatched: the stack of running modules (string
-    ids of their paths) and the depth of optimizer steps; changed only by this module's hooks."""
-
-    __slots__ = ("_sink", "module_stack", "optimizer_depth")
-
-    def __init__(self, sink: Sink) -> None:
-        self._sink = sink
-        self.module_stack: list[int] = []
-        self.optimizer_depth = 0
-
-    def module(self) -> int:
-        """The string id of the innermost running module's path (0: none)."""
-        stack = self.module_stack
-        return stack[-1] if stack else 0
-
-    def module_path(self) -> str:
-        """The innermost running module's path ("" outside modules)."""
-        stack = self.module_stack
-        if not stack:
-            return ""
-        try:
-            return str(self._sink.string(stack[-1]))
-        except (IndexError, AttributeError):
-            return ""
 
 
 _FWD_MODULE: dict[int, int] = {}

@@ -21,13 +21,14 @@ import hpusim.state as state
 import hpusim.tensor as tensor
 import hpusim.transfers as transfers
 from hpusim.allocator import DeviceAllocator
-from hpusim.attribution import Attribution
 from hpusim.bridge_log import BridgeLog
 from hpusim.device_model import DeviceProfile, DeviceTimeline, load_profile
 from hpusim.env import EnvFlags, read_flags
 from hpusim.fake import make_mode
-from hpusim.lazy import HOST_STEP_MARKER, LazyGraph, flush
+from hpusim.lazy import HOST_STEP_MARKER, flush
+from hpusim.lazy_graph import LazyGraph
 from hpusim.lifecycle import run_disable_hooks, run_enable_hooks, shim_path
+from hpusim.module_stack import Attribution
 from hpusim.projection import (
     BatchProjector,
     GcPause,

@@ -12,11 +12,11 @@ from hpusim.sink import MODE_COMPILE, MODE_EAGER, MODE_LAZY
 
 if TYPE_CHECKING:
     from hpusim.allocator import DeviceAllocator
-    from hpusim.attribution import Attribution
     from hpusim.bridge_log import BridgeLog
     from hpusim.device_model import DeviceProfile, DeviceTimeline
     from hpusim.env import EnvFlags
-    from hpusim.lazy import LazyGraph
+    from hpusim.lazy_graph import LazyGraph
+    from hpusim.module_stack import Attribution
     from hpusim.recipe_cache import RecipeCache
     from hpusim.recorder import Recorder
     from hpusim.sink import Sink
