@@ -11,7 +11,7 @@ from hpusim.sink import Sink
 
 class Attribution:
     """The module and phase of the op being dispatched: the stack of running modules (string
-    ids of their paths) and the depth of optimizer steps; changed only by this module's hooks."""
+    ids of their paths) and the depth of optimizer steps; changed only by attribution.py's hooks."""
 
     __slots__ = ("_sink", "module_stack", "optimizer_depth")
 
