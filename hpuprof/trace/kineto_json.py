@@ -407,7 +407,7 @@ class _Reader:
         try:
             events = _EVENTS_DECODER.decode(text)
         except msgspec.ValidationError as error:
-            raise self._validation_error(error, pos) from None
+            raise self._validation_error(error, pos, end) from None
         except UnicodeDecodeError as error:  # msgspec raises it for invalid UTF-8 in a str
             raise self.error(pos - 1 + error.start, f"UTF-8 text ({error.reason})") from None
         except msgspec.DecodeError as error:
@@ -430,7 +430,7 @@ class _Reader:
             ) from None
         except BadValue as bad:
             raise self.error(
-                f"event {self.events_seen + bad.row} (near byte {self.base + pos})",
+                self._event_place(pos, end, bad.row),
                 f"{bad.expected} as {bad.field} (found {bad.found})",
             ) from None
         self._added(len(events), end)
@@ -453,16 +453,37 @@ class _Reader:
         if self.chunks % _TRIM_EVERY == 0:
             release_free_memory()
 
-    def _validation_error(self, error: msgspec.ValidationError, pos: int) -> TraceFormatError:
+    def _validation_error(
+        self, error: msgspec.ValidationError, pos: int, end: int
+    ) -> TraceFormatError:
         message = str(error)
         match = _VALIDATION_PATH.search(message)
         if match is None:
             return self.error(pos, f"a trace event ({message})")
-        index = self.events_seen + int(match.group(1))
         field = match.group(2).lstrip(".")
         what = message.split(" - at ")[0]
         subject = f"field {field!r}" if field else "an event object"
-        return self.error(f"event {index} (near byte {self.base + pos})", f"{subject}: {what}")
+        return self.error(self._event_place(pos, end, int(match.group(1))), f"{subject}: {what}")
+
+    def _event_place(self, pos: int, end: int, row: int) -> str:
+        """'event N (at byte B)' for the `row`-th event of the chunk buf[pos:end]: where that
+        event's `{` is, found by its JSON tokens, so that the place does not depend on where
+        the chunks were cut (the compiled and the pure-Python paths cut them differently)."""
+        depth = 0
+        seen = -1
+        for match in _TOKENS.finditer(self.buf, pos, end):
+            byte = self.buf[match.start()]
+            if byte in b"[{":
+                if depth == 0 and byte == 0x7B:  # {
+                    seen += 1
+                    if seen == row:
+                        return (
+                            f"event {self.events_seen + row} (at byte {self.base + match.start()})"
+                        )
+                depth += 1
+            elif byte in b"]}":
+                depth -= 1
+        return f"event {self.events_seen + row}"
 
     def _read_tail(self, pos: int, *, bare: bool, metadata: dict[str, Any] | None) -> str | None:
         """The last events, the array's `]` and (object form) the metadata keys after it."""

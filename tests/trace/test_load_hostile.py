@@ -99,7 +99,21 @@ HOSTILE_EVENTS = {
 @pytest.mark.parametrize("case", list(HOSTILE_EVENTS), ids=list(HOSTILE_EVENTS))
 def test_hostile_event_is_one_clean_error(tmp_path: Path, scan_path: str, case: str) -> None:
     event, expected = HOSTILE_EVENTS[case]
-    _refused(_file(tmp_path, [OK_EVENT, event]), "event 1", expected)
+    path = _file(tmp_path, [OK_EVENT, event])
+    error = _refused(path, "event 1", expected)
+    if "(at byte" in str(error.position):  # a value read by the chunk decoder: where it begins
+        assert str(error.position) == f"event 1 (at byte {path.read_bytes().index(event)})"
+
+
+@pytest.mark.parametrize("case", ["flow id array", "hpuprof key holding a list"])
+def test_hostile_event_far_in_names_its_own_byte(tmp_path: Path, scan_path: str, case: str) -> None:
+    """Fuzz seed 13 (#234, #293): past the first chunks the compiled scanner cuts the events
+    elsewhere than the pure-Python path, and the error named the byte where the chunk began:
+    both paths must name the same place, the byte where the bad event begins."""
+    event, expected = HOSTILE_EVENTS[case]
+    path = _file(tmp_path, [OK_EVENT] * 6000 + [event, OK_EVENT])
+    error = _refused(path, "event 6000", expected)
+    assert str(error.position) == f"event 6000 (at byte {path.read_bytes().index(event)})"
 
 
 @pytest.mark.parametrize(
