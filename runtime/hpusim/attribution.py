@@ -4,13 +4,19 @@ Module: global forward pre/post hooks keep a stack of module-path string ids; pa
 the root module's `named_modules()` (children as `encoder.layers.0`, the root by class name).
 Phase: backward is detected per op in dispatch (`_current_autograd_node`); the optimizer phase
 is the span between the global optimizer step pre/post hooks.
+
+Under `torch.compile`: the hooks return at once while dynamo traces (compiled graphs carry
+`nn_module_stack` instead); dynamo never compiles their frames nor the frames they call
+(`compile_backend` marks the emulator's code so), and `torch.compile(module)`'s wrapper, an
+`OptimizedModule`, is transparent: the module it wraps is the root, with its own paths.
 """
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from time import perf_counter_ns
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import torch
 
@@ -19,9 +25,13 @@ from hpusim.module_stack import Attribution
 from hpusim.sink import PHASE_BWD, PHASE_FWD, PHASE_OPTIMIZER, Sink
 
 _handles: list[Any] = []
+_warning_filters: list[Any] = []
+_GLOBAL_HOOK_WARNING: Final = r"Using `torch\.compile\(module\)` when there are global hooks"
 _paths: weakref.WeakKeyDictionary[torch.nn.Module, dict[int, str]] = weakref.WeakKeyDictionary()
 _roots: list[torch.nn.Module] = []
 _compiling = torch.compiler.is_compiling
+_transparent: set[type] = set()
+"""Wrapper module types the hooks ignore (dynamo's `OptimizedModule`, added at install)."""
 _current_node = torch._C._current_autograd_node
 _seq_nr = torch._C._autograd._get_sequence_nr
 
@@ -62,7 +72,7 @@ def phase_code(where: Attribution) -> int:
 
 def _pre(module: torch.nn.Module, args: Any) -> None:
     rt = state.RT
-    if rt is None or _compiling():  # dynamo: compiled graphs carry nn_module_stack instead
+    if rt is None or _compiling() or type(module) in _transparent:
         return
     rt.clock.enter(perf_counter_ns())  # the hook is the emulator's, not the script's host time
     try:
@@ -89,7 +99,7 @@ def _push(where: Attribution, sink: Sink, module: torch.nn.Module) -> None:
 
 def _post(module: torch.nn.Module, args: Any, output: Any) -> None:
     rt = state.RT
-    if rt is None or _compiling():
+    if rt is None or _compiling() or type(module) in _transparent:
         return
     stack = rt.attribution.module_stack
     if not stack:
@@ -114,6 +124,7 @@ def _opt_post(optimizer: Any, args: Any, kwargs: Any) -> None:
 def install() -> None:
     if _handles:
         return
+    from torch._dynamo.eval_frame import OptimizedModule
     from torch.nn.modules.module import (
         register_module_forward_hook,
         register_module_forward_pre_hook,
@@ -123,6 +134,11 @@ def install() -> None:
         register_optimizer_step_pre_hook,
     )
 
+    _transparent.add(OptimizedModule)
+    # torch warns that global hooks fire again for the OptimizedModule: they are the
+    # emulator's and ignore it (the bridge installs none, so its users see no such warning)
+    warnings.filterwarnings("ignore", message=_GLOBAL_HOOK_WARNING, category=UserWarning)
+    _warning_filters.append(warnings.filters[0])
     _handles.append(register_module_forward_pre_hook(_pre))
     _handles.append(register_module_forward_hook(_post, always_call=True))
     _handles.append(register_optimizer_step_pre_hook(_opt_pre))
@@ -132,4 +148,12 @@ def install() -> None:
 def uninstall() -> None:
     while _handles:
         _handles.pop().remove()
+    while _warning_filters:
+        entry = _warning_filters.pop()
+        filters = cast(list[Any], warnings.filters)
+        if entry in filters:
+            filters.remove(entry)
+            mutated = getattr(warnings, "_filters_mutated", None)
+            if mutated is not None:
+                mutated()
     _roots.clear()

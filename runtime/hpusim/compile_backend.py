@@ -222,8 +222,18 @@ def _Interp(gm: Any) -> Any:
 
 
 def _skip_emulator_code() -> None:
-    """Dynamo must never trace the emulator's own frames (probe 7b): skip all their code."""
-    from torch._dynamo.eval_frame import skip_code
+    """Dynamo must never trace the emulator's own frames (probe 7b), nor the frames they call:
+    a module hook that runs eagerly inside a compiled module (`torch.compile(model)` calls
+    `Net._call_impl` with dynamo's frame callback set) would otherwise have dynamo compile
+    each library function it calls (`WeakKeyDictionary.get`), and fail on the module it sees
+    there. So every emulator code object runs, and makes its calls, without dynamo."""
+    from torch._dynamo.eval_frame import set_code_exec_strategy
+    from torch._dynamo.types import FrameAction, FrameExecStrategy
+
+    untraced = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
+
+    def skip_code(code: types.CodeType) -> None:
+        set_code_exec_strategy(code, untraced)
 
     seen: set[int] = set()
 

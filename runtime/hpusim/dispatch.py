@@ -568,6 +568,11 @@ def _dispatch(
     if kwargs:
         ukw, ksig, n_kw = _unwrap_kwargs(kwargs, info, H)
         n_hpu += n_kw
+        dev = kwargs.get("device")
+        if type(dev) is torch.device and dev.type == "cpu" and info.label != "aten::_to_copy":
+            # `zeros_like(t, device="cpu")`, `t.new_zeros(n, device="cpu")`: a host factory
+            # (the device argument picks the backend), nothing runs on the card
+            return info.call(*uargs, **ukw)
     else:
         ukw, ksig = kwargs, []
     if info.scalar_args is not None and rt.lazy:
@@ -576,15 +581,18 @@ def _dispatch(
 
     if faking:
         return wrap(info.call(*uargs, **ukw), info, args, kwargs, H)
+    # modeled costs, eager recipes and the fallback decision do not depend on float scalar
+    # values (lr, eps, bias corrections): key them without those, so the caches do not grow
+    ckey = key if n_hpu < 1000 else (key[0], _no_floats(key[1]))
+    try:
+        cost = _COST.get(ckey)
+    except TypeError:  # symbolic sizes outside a fake mode: dynamo building a fake input
+        return wrap(info.call(*uargs, **ukw), info, args, kwargs, H)
     if info.is_copy:
         copied = _cross_device_copy(args, uargs, t0)
         if copied is not None:
             return copied
 
-    # modeled costs, eager recipes and the fallback decision do not depend on float scalar
-    # values (lr, eps, bias corrections): key them without those, so the caches do not grow
-    ckey = key if n_hpu < 1000 else (key[0], _no_floats(key[1]))
-    cost = _COST.get(ckey)
     if cost is None:
         fallback, rule_dtype = _support_decision(info, uargs, ukw, rt)
     else:

@@ -155,6 +155,9 @@ class HpuTensor(torch.Tensor):
             "tensor to host memory first."
         )
 
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        raise BufferError("Cannot pack tensors on hpu:0")  # DLPack has no HPU device type
+
     def cpu(self, memory_format: torch.memory_format = torch.preserve_format) -> torch.Tensor:
         out: torch.Tensor = _HANDLERS[1](self)
         return out
@@ -192,6 +195,10 @@ class DeviceStorage(torch.UntypedStorage):
     `untyped_storage().resize_(0)` and the resize back before the next all-gather."""
 
     __slots__ = ()
+
+    def cpu(self) -> torch.UntypedStorage:
+        """A host copy (an hpu storage's `.cpu()` copies it off the card)."""
+        return torch.UntypedStorage(self.nbytes()).copy_(self)
 
     def resize_(self, size: int) -> Any:
         out = super().resize_(size)

@@ -1,6 +1,7 @@
 """Host<->device transfers and the Python patches that route them (probe design item 4).
 
-`Tensor.to`, `Tensor.hpu`, `torch.tensor`, `torch.as_tensor`, `Tensor.pin_memory`,
+`Tensor.to`, `Tensor.hpu`, `torch.tensor`, `torch.as_tensor`, `torch.asarray`,
+`torch.utils.dlpack.to_dlpack`, `Tensor.pin_memory`,
 `torch._has_compatible_shallow_copy_type` and `torch.utils.swap_tensors` are patched while
 emulation is on. H2D and D2H are
 autograd Functions, so gradients cross devices. A D2H is a host sync: in lazy mode it flushes
@@ -185,9 +186,52 @@ def _patched_hpu(
     return to_hpu(self)
 
 
+_COPY_CONSTRUCT_WARNING = (
+    "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+    "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+    "torch.tensor(sourceTensor)."
+)
+
+
+def _host_leaves(data: Any) -> Any:
+    """A nested list/tuple with its hpu tensors replaced by host ones: torch builds a tensor
+    from a sequence by reading each element tensor's value (`item()` for the one-element
+    tensors it accepts, a local-scalar read on the bridge); an hpu tensor's C++ storage is
+    the emulator's empty wrapper, so the value is read here, through the device."""
+    if type(data) is HpuTensor:
+        if data.numel() == 1:
+            return torch.full(data.shape, data.item(), dtype=data.dtype)
+        return to_cpu(data)  # torch then refuses it as it refuses any multi-element element
+    if isinstance(data, (list, tuple)) and any(
+        type(d) is HpuTensor or isinstance(d, (list, tuple)) for d in data
+    ):
+        return type(data)(_host_leaves(d) for d in data)
+    return data
+
+
+def _copy_of_device_tensor(
+    data: torch.Tensor, dtype: Any, device: Any, requires_grad: bool
+) -> torch.Tensor:
+    """`torch.tensor(hpu_t, ...)`: a detached copy on `device` (default: the tensor's own),
+    with torch's copy-construct warning (tensor_new.cpp: `var.to(device, dtype, copy=True)`)."""
+    import warnings
+
+    warnings.warn(_COPY_CONSTRUCT_WARNING, UserWarning, stacklevel=3)
+    src = data.detach()
+    if device is not None and not _is_hpu(device):
+        out = to_cpu(src)
+        out = out if dtype is None else _orig["to"](out, dtype=dtype)
+    else:
+        out = src.clone() if dtype is None or dtype == src.dtype else src.to(dtype)
+    return out.requires_grad_(True) if requires_grad else out
+
+
 def _patched_tensor(
     data: Any, *args: Any, device: Any = None, requires_grad: bool = False, **kwargs: Any
 ) -> torch.Tensor:
+    if type(data) is HpuTensor:
+        return _copy_of_device_tensor(data, kwargs.get("dtype"), device, requires_grad)
+    data = _host_leaves(data)
     if not _is_hpu(device):
         return _orig["tensor"](data, *args, device=device, requires_grad=requires_grad, **kwargs)
     kwargs.pop("pin_memory", None)
@@ -205,9 +249,46 @@ def _patched_as_tensor(
         if device is None or _is_hpu(device):
             return data if dtype is None or dtype == data.dtype else data.to(dtype)
         return data.to(device=device, dtype=dtype)
+    data = _host_leaves(data)
     if not _is_hpu(device):
         return _orig["as_tensor"](data, dtype=dtype, device=device)
     return to_hpu(_orig["as_tensor"](data, dtype=dtype))
+
+
+def _patched_asarray(
+    obj: Any,
+    *,
+    dtype: torch.dtype | None = None,
+    device: Any = None,
+    copy: bool | None = None,
+    requires_grad: bool | None = False,
+) -> torch.Tensor:
+    """`torch.asarray`: an hpu tensor is shared where device and dtype allow (unless `copy`),
+    else copied, as for any tensor of a device (`asarray` in tensor_new.cpp)."""
+    if type(obj) is HpuTensor:
+        if copy is False and (dtype not in (None, obj.dtype) or not _is_hpu(device or "hpu")):
+            raise ValueError("can't alias tensor from device 'hpu:0' to 'cpu'.")
+        out = obj.to(device=device or obj.device, dtype=dtype or obj.dtype)
+        if copy and out is obj:
+            out = obj.clone()
+        return out.requires_grad_(True) if requires_grad else out
+    obj = _host_leaves(obj)
+    if not _is_hpu(device):
+        return _orig["asarray"](
+            obj, dtype=dtype, device=device, copy=copy, requires_grad=requires_grad
+        )
+    out = to_hpu(_orig["asarray"](obj, dtype=dtype, copy=copy))
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def _patched_to_dlpack(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+    if type(tensor) is HpuTensor:
+        raise BufferError(DLPACK_ERROR)
+    return _orig["to_dlpack"](tensor, *args, **kwargs)
+
+
+DLPACK_ERROR = "Cannot pack tensors on hpu:0"
+"""DLConvertor.cpp `torchDeviceToDLDevice`: DLPack has no HPU device type."""
 
 
 def _patched_pin_memory(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
@@ -251,12 +332,16 @@ def install() -> None:
     _orig["to"] = torch.Tensor.to
     _orig["tensor"] = torch.tensor
     _orig["as_tensor"] = torch.as_tensor
+    _orig["asarray"] = torch.asarray
+    _orig["to_dlpack"] = torch.utils.dlpack.to_dlpack
     _orig["pin_memory"] = torch.Tensor.pin_memory
     _orig["shallow"] = torch._has_compatible_shallow_copy_type
     torch.Tensor.to = _patched_to  # type: ignore[method-assign,assignment]
     torch.Tensor.hpu = _patched_hpu  # type: ignore[attr-defined]
     torch.tensor = _patched_tensor
     torch.as_tensor = _patched_as_tensor
+    torch.asarray = _patched_asarray
+    torch.utils.dlpack.to_dlpack = _patched_to_dlpack  # type: ignore[assignment]
     torch.Tensor.pin_memory = _patched_pin_memory  # type: ignore[method-assign,assignment]
     torch._has_compatible_shallow_copy_type = _patched_shallow
 
@@ -268,6 +353,8 @@ def uninstall() -> None:
     torch.Tensor.to = _orig["to"]  # type: ignore[method-assign]
     torch.tensor = _orig["tensor"]
     torch.as_tensor = _orig["as_tensor"]
+    torch.asarray = _orig["asarray"]
+    torch.utils.dlpack.to_dlpack = _orig["to_dlpack"]
     torch.Tensor.pin_memory = _orig["pin_memory"]  # type: ignore[method-assign]
     torch._has_compatible_shallow_copy_type = _orig["shallow"]
     torch.utils.swap_tensors = _orig["swap_tensors"]

@@ -115,21 +115,33 @@ def test_compiled_training_equals_eager(hpu: Any, dynamo_clean: Any) -> None:
     eager = _mlp().to("hpu")
     model = copy.deepcopy(eager)
     compiled = torch.compile(model, backend="hpu_backend")
-    opt_e = torch.optim.SGD(eager.parameters(), lr=0.1)
-    opt_c = torch.optim.SGD(model.parameters(), lr=0.1)
     torch.manual_seed(1)
     data = [(torch.randn(8, 4, device="hpu"), torch.randn(8, 2, device="hpu")) for _ in range(5)]
-    for x, y in data:
-        losses = []
-        for net, opt in ((eager, opt_e), (compiled, opt_c)):
-            opt.zero_grad()
-            loss = torch.nn.functional.mse_loss(net(x), y)
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-        assert losses[0] == losses[1]
+    losses = _train_side_by_side(
+        (eager, compiled), torch.optim.SGD, data, torch.nn.functional.mse_loss
+    )
+    assert all(le == lc for le, lc in losses)
     for pe, pc in zip(eager.parameters(), model.parameters(), strict=True):
         assert torch.equal(pe.cpu(), pc.cpu())
+
+
+def _train_side_by_side(
+    nets: tuple[Any, Any], optimizer: Any, data: list[Any], loss_fn: Any, **opt_kw: Any
+) -> list[tuple[float, float]]:
+    """Train an eager model and a compiled copy on the same batches; the (eager, compiled) loss
+    of each step."""
+    opts = [optimizer(net.parameters(), **(opt_kw or {"lr": 0.1})) for net in nets]
+    losses = []
+    for x, y in data:
+        step = []
+        for net, opt in zip(nets, opts, strict=True):
+            opt.zero_grad()
+            loss = loss_fn(net(x), y)
+            loss.backward()
+            opt.step()
+            step.append(loss.item())
+        losses.append((step[0], step[1]))
+    return losses
 
 
 def test_backend_is_registered_only_while_enabled(hpu: Any) -> None:
@@ -141,3 +153,75 @@ def test_backend_is_registered_only_while_enabled(hpu: Any) -> None:
 
     hpusim.disable()
     assert "hpu_backend" not in list_backends(exclude_tags=())
+
+
+class _ConvNet(torch.nn.Module):
+    """A user-defined module (dynamo wraps it as an UnspecializedNNModuleVariable), shaped like
+    Model-References' hello_world mnist `Net`, without dropout so that runs compare exactly."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 4, 3, 1)
+        self.fc1 = torch.nn.Linear(4 * 6 * 6, 10)
+
+    def forward(self, x: Any) -> Any:
+        x = torch.nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
+        return torch.nn.functional.log_softmax(self.fc1(torch.flatten(x, 1)), dim=1)
+
+
+def test_compiled_user_module_trains_like_eager(hpu: Any, dynamo_clean: Any) -> None:
+    """`torch.compile(model, backend="hpu_backend")` of a user module (mnist.py
+    --use-torch-compile): the module hooks stay out of dynamo's way (issue 24: `Net is already
+    tracked for mutation`), torch's global-hook warning is not shown (the hooks are the
+    emulator's), and the ops are attributed to the module, not to dynamo's wrapper."""
+    import warnings
+
+    from hpusim.sink import KIND_OP, get_sink
+
+    hpu()
+    torch.manual_seed(0)
+    eager = _ConvNet().to("hpu")
+    model = copy.deepcopy(eager)
+    compiled = torch.compile(model, backend="hpu_backend")
+    data = [
+        (torch.randn(4, 1, 14, 14).to("hpu"), torch.randint(0, 10, (4,)).to("hpu"))
+        for _ in range(3)
+    ]
+    get_sink().drain()
+    with warnings.catch_warnings(record=True) as caught:  # the filters in force, as in a script
+        nll = torch.nn.functional.nll_loss
+        losses = _train_side_by_side((eager, compiled), torch.optim.Adadelta, data, nll, lr=1.0)
+    assert all(le == pytest.approx(lc, rel=1e-5) for le, lc in losses)
+    assert not [w for w in caught if "global hooks" in str(w.message)]
+    for pe, pc in zip(eager.parameters(), model.parameters(), strict=True):
+        assert torch.allclose(pe.cpu(), pc.cpu(), atol=1e-5)
+    batch = get_sink().drain()
+    modules = {
+        batch.strings[batch.module[i]] for i in range(len(batch)) if batch.kind[i] == KIND_OP
+    }
+    assert "_ConvNet" in modules and "conv1" in modules  # the root by class name, eager children
+    assert not {m for m in modules if "OptimizedModule" in m or m.startswith("_orig_mod")}
+
+
+def test_dynamic_compiled_function_with_a_graph_break_trains(hpu: Any, dynamo_clean: Any) -> None:
+    """Issue 22: with symbolic sizes dynamo builds fake inputs outside a fake mode (meta_utils'
+    `DelayedError` on an hpu tensor); the op key holds SymInts there and must not reach the
+    device's caches (`unhashable type: non-nested SymInt`)."""
+    hpu()
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 4).to("hpu")
+
+    def f(x: Any) -> Any:
+        y = lin(x) * 2
+        if y.sum() > 0:  # data-dependent: a graph break
+            y = y + 1
+        return (y[: x.shape[0] // 2].relu() ** 2).mean()
+
+    cf = torch.compile(f, backend="hpu_backend", dynamic=True)
+    for b in (8, 4, 6):
+        x = torch.randn(b, 4, device="hpu")
+        loss = cf(x)
+        loss.backward()
+        assert loss.item() == pytest.approx(f(x).item(), rel=1e-5)
+        assert lin.weight.grad is not None and lin.weight.grad.device.type == "hpu"
+        lin.weight.grad = None
