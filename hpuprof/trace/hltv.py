@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import tempfile
 import zipfile
+import zlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
@@ -37,6 +38,10 @@ VIEW: Final = "views/trace_analyzer.json"
 ROWS_KEY: Final = "analyzer_metadata"
 FORMAT_NAME: Final = "gaudi-hltv"
 _HW_CSV_HEADER: Final = b"Name,"
+_UNREADABLE: Final = (
+    zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, ValueError,
+    NotImplementedError, RuntimeError,  # an unknown compression method, an encrypted member
+)  # fmt: skip
 
 
 def read_trace(path: Path, options: ReadOptions) -> Trace:
@@ -58,8 +63,8 @@ def read_hltv(path: str | Path) -> Trace:
             if VIEW not in names:
                 raise TraceFormatError(source, VIEW, "the profiler's trace-analyzer view (absent)")
             view = archive.read(VIEW)
-            hw_csv = _hardware_csv(archive, names)
-    except (zipfile.BadZipFile, OSError, EOFError) as error:
+            member, hw_csv = _hardware_csv(archive, names)
+    except _UNREADABLE as error:
         raise TraceFormatError(source, 0, f"an .hltv ZIP archive ({error})") from None
     rows = _rows(view, source)
     metadata = {"gaudi_hltv": {"members": names}}
@@ -70,7 +75,12 @@ def read_hltv(path: str | Path) -> Trace:
             inner = Path(tmp) / "hw.csv"
             inner.write_bytes(hw_csv)
             (Path(tmp) / f"hw{gaudi_node_spans.ANALYZED_NODES_SUFFIX}").write_text(_rows_csv(rows))
-            trace = read_hw_profiler_csv(inner)
+            try:
+                trace = read_hw_profiler_csv(inner)
+            except TraceFormatError as error:
+                raise TraceFormatError(
+                    source, f"{member} {error.position}", error.expected
+                ) from None
         return replace(trace, format=FORMAT_NAME, sources=(source,))
     from hpuprof.trace.kineto_json import trace_from_events
 
@@ -80,15 +90,16 @@ def read_hltv(path: str | Path) -> Trace:
     return replace(trace, format=FORMAT_NAME, device_time="measured")
 
 
-def _hardware_csv(archive: zipfile.ZipFile, names: list[str]) -> bytes | None:
+def _hardware_csv(archive: zipfile.ZipFile, names: list[str]) -> tuple[str, bytes | None]:
+    """The first hardware-profiler CSV member: its name and bytes (None when there is none)."""
     for name in names:
         if name.lower().endswith(".csv") and not name.endswith(
             gaudi_node_spans.ANALYZED_NODES_SUFFIX
         ):
             with archive.open(name) as member:
                 if member.read(len(_HW_CSV_HEADER)) == _HW_CSV_HEADER:
-                    return archive.read(name)
-    return None
+                    return name, archive.read(name)
+    return "", None
 
 
 def _rows(view: bytes, source: str) -> list[dict[str, Any]]:

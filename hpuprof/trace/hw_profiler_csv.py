@@ -137,10 +137,22 @@ def _read_table(path: Path, source: str) -> pa.Table:
             ),
         )
     except (pa.ArrowInvalid, UnicodeDecodeError) as error:
-        raise TraceFormatError(source, None, f"CSV text ({str(error)[:120]})") from None
+        raise _unreadable(path, source, error) from None
     if bad:
         _truncated_or_raise(path, source, bad)
     return table.unify_dictionaries().combine_chunks()
+
+
+def _unreadable(path: Path, source: str, error: Exception) -> TraceFormatError:
+    """Where a CSV Arrow could not read goes wrong: the first byte that is not UTF-8, else
+    Arrow's words for the rows."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        line = data.count(b"\n", 0, bad.start) + 1
+        return TraceFormatError(source, f"line {line}", f"UTF-8 text (byte {bad.start} is not)")
+    return TraceFormatError(source, "the rows", f"CSV text ({str(error)[:120]})")
 
 
 def _truncated_or_raise(path: Path, source: str, bad: list[Any]) -> None:

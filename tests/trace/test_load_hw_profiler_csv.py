@@ -161,3 +161,12 @@ def test_a_csv_without_the_columns_is_refused(tmp_path: Path) -> None:
     with pytest.raises(TraceFormatError) as caught:
         hpuprof.load(path, cache=False)
     assert caught.value.position == "line 1"
+
+
+def test_bytes_that_are_not_utf8_name_their_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, SMALL)
+    data = path.read_bytes().replace(b"relu", b"re\xfflu", 1)
+    path.write_bytes(data)
+    with pytest.raises(TraceFormatError, match="UTF-8") as caught:
+        hpuprof.load(path, cache=False)
+    assert caught.value.position == "line 3"
