@@ -11,8 +11,8 @@ the raw hardware trace inside as `prof-data/bin/*.bin`, decoded only by Intel's 
 check more against). Each timed row becomes one slice on the lane of its unit ("MME", "TPC",
 "DMA") of `/device:HPU:0`, with the whole row as its args, and a span on the "Analyzed Nodes"
 lane (`gaudi_node_spans`), so the `nodes` report has one row per node. A hardware-profiler CSV
-inside the archive (`*.csv` with that header: what hpuprof's emulator writes, see
-`runtime/hpusim/hltv_writer.py` when present) is read instead of the rows' unit lanes.
+inside the archive (a `*.csv` member with that header) is read in full instead of the rows'
+unit lanes, the rows giving its node spans.
 
 Bad input: one `TraceFormatError` naming the archive member and what was expected.
 """
