@@ -180,6 +180,21 @@ _LABELS: dict[str, str] = {
     "pct": "%",
     "pct_of_idle": "% of idle",
     "pct_of_span": "% of span",
+    # the `nodes` report: Intel's "Analyzed Nodes" headers (µs values, as Intel gives them)
+    "start_us": "Start time of node",
+    "end_us": "End time of node",
+    "min_single_engine_us": "Min single engine (us)",
+    "max_single_engine_us": "Max single engine (us)",
+    "diff_max_min_single_engine_us": "Diff max min single engine (us)",
+    "avg_single_engine_active_us": "Avg single engine active (us)",
+    "variance_single_engine_us2": "Variance single engine (us²)",
+    "unexposed_tpc_us": "Unexposed tpc (us)",
+    "exposed_tpc_us": "Exposed tpc (us)",
+    "unexposed_mme_us": "Unexposed mme (us)",
+    "exposed_mme_us": "Exposed mme (us)",
+    "exposed_dma_us": "Exposed dma (us)",
+    "mme_parallel_execution_pct": "MME Parallel Execution (%)",
+    "tpc_parallel_execution_pct": "TPC Parallel Execution (%)",
 }
 
 
@@ -697,6 +712,31 @@ BUILTIN: tuple[ReportSpec, ...] = (
             "compute_above_mean_pct",
             "exposed_transfer_pct",
         ),
+    ),
+    ReportSpec(
+        "nodes",
+        "Analyzed nodes (Intel's per-node table)",
+        "hpuprof.analysis.nodes:analyze_nodes",
+        tables=(
+            Table(
+                "nodes",
+                "Analyzed Nodes",
+                "nodes",
+                cols(
+                    Column("unit", "Unit"),
+                    Column("node", "Node Name"),
+                    Column("op_type", "Op Type"),
+                    Column("duration_us", "Duration (us)", ""),
+                    Column("active_us", "Active (us)", ""),
+                    Column("avg_single_engine_us", "Avg single engine (us)", ""),
+                    Column("num_activations", "Num activations", "count"),
+                    Column("parallel_engines", "Parallel Engines", "count"),
+                ),
+                "full",
+            ),
+        ),
+        facts=cols(Column("iterations_from", "Iterations from")),
+        default=False,
     ),
     ReportSpec(
         "compare",

@@ -89,6 +89,15 @@ def _is_json(head: bytes) -> bool:
     return head.startswith(b"\x1f\x8b") or head.lstrip()[:1] in (b"{", b"[")
 
 
+def _is_gaudi_hw_csv(head: bytes) -> bool:
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    return head.startswith(b"Name,") and b",Engine," in head and b"Event type" in head
+
+
+def _is_hltv(head: bytes) -> bool:
+    return head.startswith(b"PK\x03\x04") and (b"views/" in head or b"prof-data/" in head)
+
+
 def _never(head: bytes) -> bool:
     return False  # a protobuf stream has no magic bytes to go by
 
@@ -116,7 +125,21 @@ KINETO_JSON: Final = TraceFormat(
     "hpuprof.trace.json_write:write_trace",
 )
 
-FORMATS: Final[tuple[TraceFormat, ...]] = (PARQUET, PERFETTO, KINETO_JSON)
+GAUDI_HW_CSV: Final = TraceFormat(
+    "Gaudi hardware-profiler CSV",
+    (".csv",),
+    _is_gaudi_hw_csv,
+    "hpuprof.trace.hw_profiler_csv:read_trace",
+)
+
+GAUDI_HLTV: Final = TraceFormat(
+    "Intel Gaudi Profiler .hltv",
+    (".hltv",),
+    _is_hltv,
+    "hpuprof.trace.hltv:read_trace",
+)
+
+FORMATS: Final[tuple[TraceFormat, ...]] = (PARQUET, PERFETTO, KINETO_JSON, GAUDI_HW_CSV, GAUDI_HLTV)
 """Every format, sniffed in this order."""
 TRACE_SUFFIXES: Final[tuple[str, ...]] = tuple(s for f in FORMATS for s in f.suffixes)
 """Every file name ending a trace file may have."""

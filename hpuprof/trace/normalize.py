@@ -76,6 +76,7 @@ GAUDI_DEVICE_KIND = {
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 _STEP_NAME = re.compile(rf"(?:{STEP_ANNOTATION_PREFIX}|{STEP_MARKER_PREFIX})(\d+)")
 _HPU_INDEX = re.compile(r"/device:HPU:(\d+)")
+_DIE_PREFIX = re.compile(r"^\[[^\]]*\]\s*")
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 _EPOCH_US = 1e14  # integer µs beyond this are epoch times (1973 onwards)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -838,8 +839,9 @@ def _flows(
 
 
 def gaudi_engine(thread_name: str) -> str:
-    """EngineKind of a Gaudi device thread name (`*TPC 3`, `**MME 0`, `*EDMA`...)."""
-    name = thread_name.lstrip("* ").upper()
+    """EngineKind of a Gaudi device thread name (`*TPC 3`, `**MME 0`, `*EDMA`...; the hardware
+    profiler's `[HD0] TPC 5`, `[D0] Cache Slice`: the die in brackets goes first)."""
+    name = _DIE_PREFIX.sub("", thread_name.lstrip("* ")).upper()
     for prefix, engine in GAUDI_ENGINE_PREFIXES:
         if name.startswith(prefix):
             return engine

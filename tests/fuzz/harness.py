@@ -49,7 +49,7 @@ from tests.fuzz.mutate import Context, Expect, Seed
 
 BAD_OUTCOMES = ("crash", "hang", "memory", "vague_error", "wrong", "escape", "divergent")
 OUTCOMES = ("loaded", "clean_error", *BAD_OUTCOMES, "not_made")
-PATHS = ("json-compiled", "json-pure", "gzip", "perfetto", "parquet", "rundir")
+PATHS = ("json-compiled", "json-pure", "gzip", "perfetto", "parquet", "rundir", "hwcsv", "hltv")
 MEMORY_FLOOR = 256 << 20
 MEMORY_FACTOR = 8
 """A load may grow the process by at most MEMORY_FLOOR + MEMORY_FACTOR x the input's bytes
@@ -336,6 +336,10 @@ def make_mutant(plan: Plan, seed: Seed, index: int, workdir: Path) -> dict[str, 
         mutation, data, expect = mutate.gzip_mutation(seed.data, rng, ctx)
     elif seed.kind == "perfetto":
         mutation, data, expect = mutate.perfetto_mutation(seed.data, rng, ctx)
+    elif seed.kind == "hwcsv":
+        mutation, data, expect = mutate.hw_csv_mutation(seed.data, rng, ctx)
+    elif seed.kind == "hltv":
+        mutation, data, expect = mutate.hltv_mutation(seed.data, rng, ctx)
     else:
         mutation, data = mutate.parquet_mutation(seed.path, rng)
     target = workdir / f"mutant{suffix}"

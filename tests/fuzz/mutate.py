@@ -841,3 +841,65 @@ def rundir_mutation(
         return kind, expect
     manifest.write_text(json.dumps(doc))
     return kind, expect
+
+
+# --- Gaudi hardware-profiler CSV and .hltv archives ---------------------------------------------
+
+HW_CSV_KINDS = (
+    "byte_flip", "truncate", "insert_garbage", "empty", "drop_line", "duplicate_line",
+    "field_garbage", "shift_fields",
+)  # fmt: skip
+FIELD_GARBAGE = ("", "abc", "1e400", "-", "NaN", '"', "0x10", "-1", "1" * 40, "\x00", "BEGIN")
+
+
+def hw_csv_mutation(data: bytes, rng: random.Random, ctx: Context) -> tuple[str, bytes, Expect]:
+    """A mutant of a hardware-profiler CSV: byte-level, or one line or field changed."""
+    kind = rng.choice(HW_CSV_KINDS)
+    if kind == "byte_flip":
+        return kind, byte_flip(data, rng, _QUIET)[0], NONE
+    if kind == "truncate":
+        return kind, data[: rng.randrange(len(data) + 1)], NONE
+    if kind == "insert_garbage":
+        return kind, insert_garbage(data, rng, _QUIET)[0], NONE
+    if kind == "empty":
+        return kind, b"", NONE
+    lines = data.split(b"\n")
+    at = rng.randrange(len(lines))
+    if kind == "drop_line":
+        del lines[at]
+    elif kind == "duplicate_line":
+        lines.insert(at, lines[at])
+    else:
+        fields = lines[at].split(b",")
+        if kind == "field_garbage":
+            fields[rng.randrange(len(fields))] = rng.choice(FIELD_GARBAGE).encode()
+        else:
+            fields = fields[1:] + fields[:1]
+        lines[at] = b",".join(fields)
+    return f"{kind}@{at}", b"\n".join(lines), NONE
+
+
+def hltv_mutation(data: bytes, rng: random.Random, ctx: Context) -> tuple[str, bytes, Expect]:
+    """A mutant of an .hltv archive: byte-level, or a member rewritten."""
+    import io
+    import zipfile
+
+    kind = rng.choice(("byte_flip", "truncate", "empty", "member"))
+    if kind == "byte_flip":
+        return kind, byte_flip(data, rng, _QUIET)[0], NONE
+    if kind == "truncate":
+        return kind, data[: rng.randrange(len(data) + 1)], NONE
+    if kind == "empty":
+        return kind, b"", NONE
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    name = rng.choice(sorted(members))
+    name_kind, members[name] = hw_csv_mutation(members[name], rng, ctx)[:2]
+    if rng.random() < 0.2:
+        del members[name]
+        name_kind = "dropped"
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for member, content in members.items():
+            archive.writestr(member, content)
+    return f"member:{name}:{name_kind}", out.getvalue(), NONE

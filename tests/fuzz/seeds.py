@@ -13,6 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_traces"
 SHARED = REPO.parent / "shared" / "traces" / "kineto"
 GAUDI = REPO / "tests" / "trace" / "data" / "gaudi_merged.json"
+GAUDI_HW = REPO.parent / "shared" / "traces" / "gaudi" / "gaudi3-debug_hw_prof_accel0_001.csv"
 
 
 def collect(scratch: Path, *, max_json_bytes: int) -> list[Seed]:
@@ -39,7 +40,31 @@ def collect(scratch: Path, *, max_json_bytes: int) -> list[Seed]:
     for path in sorted(SAMPLES.glob("*/run.json")):
         seeds.append(Seed(f"sample/{path.parent.name}", "rundir", path.parent))
     seeds += _parquet_seeds(scratch)
+    seeds += _gaudi_hardware_seeds(scratch)
     return seeds
+
+
+def _gaudi_hardware_seeds(scratch: Path) -> list[Seed]:
+    """The shared Gaudi 3 hardware-profiler CSV, and an .hltv holding it with Intel's node
+    table as `views/trace_analyzer.json` (the layout of Intel's slicing_analyzer.py)."""
+    import csv
+    import json
+    import zipfile
+
+    if not GAUDI_HW.is_file():
+        return []
+    data = GAUDI_HW.read_bytes()
+    table = GAUDI_HW.with_name(GAUDI_HW.stem + "_analyzed_nodes.csv")
+    with open(table, newline="", encoding="utf-8") as handle:
+        view = {"analyzer_metadata": list(csv.DictReader(handle))}
+    hltv = scratch / "gaudi3.hltv"
+    with zipfile.ZipFile(hltv, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("views/trace_analyzer.json", json.dumps(view))
+        archive.writestr("prof-data/hw_prof_accel0.csv", data)
+    return [
+        Seed(f"shared/{GAUDI_HW.name}", "hwcsv", GAUDI_HW, data),
+        Seed("made/gaudi3.hltv", "hltv", hltv, hltv.read_bytes()),
+    ]
 
 
 def _parquet_seeds(scratch: Path) -> list[Seed]:

@@ -1,0 +1,86 @@
+"""Gaudi hardware-profiler CSV load speed (MB/s), beside pandas.read_csv of the same file.
+
+The file is the shared Gaudi 3 trace (../shared/traces/gaudi, 276 events) replicated to
+`--events` rows: each copy shifted past the one before in time (by the trace's span plus a
+gap), the rows unchanged otherwise, so the mix of BEGIN / END / INSTANT / COUNTER rows, engines,
+names and the long recipe-name column is the real one's. Our load is the whole way to the
+normalized `Trace` (pairing, lanes, counters, nesting, derived columns; no load cache); the
+baseline only parses the CSV into a DataFrame. Rounds alternate A / B in the same run; the
+ratio is what to compare across machines. Target (issue 23): >= 100 MB/s.
+
+    python bench/bench_hw_csv.py [--events 1000000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from decimal import Decimal
+from pathlib import Path
+
+GAUDI = Path(__file__).resolve().parents[2] / "shared" / "traces" / "gaudi"
+REAL = GAUDI / "gaudi3-debug_hw_prof_accel0_001.csv"
+
+
+def replicate(source: Path, events: int, target: Path) -> int:
+    """Write `events` rows made of shifted copies of `source`'s rows; returns the bytes."""
+    header, *rows = source.read_text().splitlines()
+    fields = [row.split(",") for row in rows]
+    stamps = [Decimal(f[4]) for f in fields]
+    shift = max(stamps) - min(stamps) + Decimal("1.000000")
+    with open(target, "w") as out:
+        out.write(header + "\n")
+        written = copy = 0
+        while written < events:
+            offset = shift * copy
+            for f, stamp in zip(fields, stamps, strict=True):
+                if written == events:
+                    break
+                f[4] = f"{stamp + offset:.6f}"
+                out.write(",".join(f) + "\n")
+                written += 1
+            copy += 1
+    return target.stat().st_size
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    options = parser.parse_args()
+    if not REAL.exists():
+        print(f"skipped: {REAL} is not present")
+        return 0
+    import pandas as pd
+
+    from hpuprof.trace.hw_profiler_csv import read_hw_profiler_csv
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "hw_1m.csv"
+        size = replicate(REAL, options.events, path)
+        mb = size / 1e6
+        print(f"{options.events} events, {mb:.1f} MB")
+        ours: list[float] = []
+        pandas: list[float] = []
+        for _ in range(options.rounds):
+            started = time.perf_counter()
+            trace = read_hw_profiler_csv(path)
+            ours.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            frame = pd.read_csv(path, low_memory=False)
+            pandas.append(time.perf_counter() - started)
+            assert len(frame) == options.events
+            del frame
+        kernels = int((trace.events["kind"] == "kernel").sum())
+        best_ours, best_pandas = min(ours), min(pandas)
+        print(f"hpuprof load (to Trace, {kernels} slices): {best_ours:.2f} s = "
+              f"{mb / best_ours:.0f} MB/s")  # fmt: skip
+        print(f"pandas.read_csv (parse only):   {best_pandas:.2f} s = {mb / best_pandas:.0f} MB/s")
+        print(f"ratio hpuprof / pandas speed: {best_pandas / best_ours:.2f}x "
+              f"(target: >= 100 MB/s)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
