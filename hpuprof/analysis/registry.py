@@ -433,6 +433,34 @@ BUILTIN: tuple[ReportSpec, ...] = (
         ),
     ),
     ReportSpec(
+        "synapse",
+        "Synapse API calls",
+        "hpuprof.analysis.synapse:analyze_synapse",
+        tables=(
+            Table(
+                "synapse_calls",
+                "Time in each Synapse call",
+                "by_call",
+                cols("call", "kind", "count", "total_ns", "mean_ns", "max_ns", "pct_of_calls"),
+                "full",
+            ),
+            Table(
+                "synapse_streams",
+                "Launches, copies and syncs per recipe and stream",
+                "by_recipe_stream",
+                cols("recipe", "stream_name", "stream", "launches", "copies", "syncs", "time_ns"),
+                "full",
+            ),
+            Table("synapse_scopes", "Synapse calls per bridge scope", "by_scope", view="full"),
+        ),
+        facts=cols(
+            Column("calls", "Synapse calls", "count"),
+            Column("call_time_ns", "Time in Synapse calls"),
+            Column("in_scope_pct", "Calls inside a bridge scope %"),
+        ),
+        default=False,
+    ),
+    ReportSpec(
         "dynamicity",
         "Dynamicity and compilations",
         "hpuprof.analysis.dynamicity:analyze_dynamicity",
