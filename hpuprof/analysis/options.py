@@ -41,6 +41,9 @@ class AnalysisOptions:
             critical; fewer are a warning (a count).
         bf16_coverage_warn_pct: precision: matmul/conv FLOPs in bf16/fp16/fp8 (%) below which
             a finding is raised.
+        host_summary_warn_pct: perf_tool: a habana_perf_tool Host Summary share (Graph Build,
+            DataLoader, Input, Compile: % of the profiled window) at or above which it is a
+            finding (perf_tool's MME lower-precision finding uses `bf16_coverage_warn_pct`).
         straggler_pct: ranks: a rank whose median step is this much slower (%) than the median
             rank's (and beyond its own step-to-step noise) is a straggler.
         skew_min_collectives: distributed: matched collectives a rank needs before its
@@ -80,6 +83,7 @@ class AnalysisOptions:
     recompile_critical: int = 5
     fallback_critical: int = 10
     bf16_coverage_warn_pct: float = 90.0
+    host_summary_warn_pct: float = 20.0
     straggler_pct: float = 10.0
     skew_min_collectives: int = 3
     skew_min_last_pct: float = 30.0

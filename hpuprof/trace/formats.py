@@ -23,7 +23,7 @@ LoadProgress = Callable[[int], None]
 """Called with the number of input-file bytes read since the last call."""
 WriteProgress = Callable[[int, int], None]
 """Called with (events written, events in all)."""
-SNIFF_BYTES: Final = 64
+SNIFF_BYTES: Final = 4096
 """How much of a file's start `TraceFormat.sniff` is given."""
 
 
@@ -53,6 +53,8 @@ class TraceFormat:
         writer: "module:function", `function(trace, path: Path, progress) -> list[Path]`
             (the files written), or "" when hpuprof does not write the format.
         cached: loads go through the load cache (a format that is itself a cache does not).
+        shares: another format's suffixes this format's files also end with; such a file is
+            this format's when `sniff` says so (its first bytes are read to tell).
     """
 
     name: str
@@ -61,6 +63,7 @@ class TraceFormat:
     reader: str
     writer: str = ""
     cached: bool = True
+    shares: tuple[str, ...] = ()
 
     def read(self, path: Path, options: ReadOptions) -> Trace:
         """The trace in `path`."""
@@ -96,6 +99,11 @@ def _is_gaudi_hw_csv(head: bytes) -> bool:
 
 def _is_hltv(head: bytes) -> bool:
     return head.startswith(b"PK\x03\x04") and (b"views/" in head or b"prof-data/" in head)
+
+
+def _is_synapse_log(head: bytes) -> bool:
+    is_log: bool = _function("hpuprof.trace.synapse_log:is_synapse_log")(head)
+    return is_log
 
 
 def _never(head: bytes) -> bool:
@@ -139,7 +147,22 @@ GAUDI_HLTV: Final = TraceFormat(
     "hpuprof.trace.hltv:read_trace",
 )
 
-FORMATS: Final[tuple[TraceFormat, ...]] = (PARQUET, PERFETTO, KINETO_JSON, GAUDI_HW_CSV, GAUDI_HLTV)
+SYNAPSE_LOG: Final = TraceFormat(
+    "Synapse logger JSON",
+    (),
+    _is_synapse_log,
+    "hpuprof.trace.synapse_log:read_trace",
+    shares=KINETO_JSON.suffixes,
+)
+
+FORMATS: Final[tuple[TraceFormat, ...]] = (
+    PARQUET,
+    PERFETTO,
+    SYNAPSE_LOG,
+    KINETO_JSON,
+    GAUDI_HW_CSV,
+    GAUDI_HLTV,
+)
 """Every format, sniffed in this order."""
 TRACE_SUFFIXES: Final[tuple[str, ...]] = tuple(s for f in FORMATS for s in f.suffixes)
 """Every file name ending a trace file may have."""
@@ -159,10 +182,17 @@ def format_of(path: Path) -> TraceFormat:
         TraceFormatError: a file no format owns.
     """
     named = named_format(path)
-    if named is not None:
+    name = Path(path).name.lower()
+    sharing = [f for f in FORMATS if f.shares and name.endswith(f.shares)]
+    if named is not None and not sharing:
         return named
     with open(path, "rb") as handle:
         head = handle.read(SNIFF_BYTES)
+    for candidate in sharing:
+        if candidate.sniff(head):
+            return candidate
+    if named is not None:
+        return named
     for candidate in FORMATS:
         if candidate.sniff(head):
             return candidate

@@ -1,5 +1,6 @@
-"""The seeds of a fuzz run: real torch.profiler traces (../shared), our sample traces and run
-directories, and the Perfetto and Parquet files made from them."""
+"""The seeds of a fuzz run: real torch.profiler traces (../shared), the real Synapse logger
+excerpt (../shared), our sample traces and run directories, and the Perfetto and Parquet files
+made from them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ SAMPLES = REPO / "sample_traces"
 SHARED = REPO.parent / "shared" / "traces" / "kineto"
 GAUDI = REPO / "tests" / "trace" / "data" / "gaudi_merged.json"
 GAUDI_HW = REPO.parent / "shared" / "traces" / "gaudi" / "gaudi3-debug_hw_prof_accel0_001.csv"
+SYNAPSE_LOG = REPO.parent / "shared" / "traces" / "gaudi" / "synapse-logger-example.json"
 
 
 def collect(scratch: Path, *, max_json_bytes: int) -> list[Seed]:
@@ -23,6 +25,7 @@ def collect(scratch: Path, *, max_json_bytes: int) -> list[Seed]:
     seeds: list[Seed] = []
     json_files = sorted(SAMPLES.glob("*/traces/*.pt.trace.json"))
     json_files += [*sorted(SAMPLES.glob("*/*.pt.trace.json")), GAUDI]
+    json_files += [SYNAPSE_LOG] if SYNAPSE_LOG.is_file() else []  # the Synapse logger reader
     for path in json_files:
         data = path.read_bytes()
         if len(data) <= max_json_bytes:
