@@ -705,7 +705,7 @@ BUILTIN: tuple[ReportSpec, ...] = (
         tables=(
             Table(
                 "compare_metrics",
-                "Metrics",
+                "Per-step metrics (mean per step and rank)",
                 "metrics",
                 cols(
                     Column("label", "Metric"),
@@ -733,8 +733,8 @@ BUILTIN: tuple[ReportSpec, ...] = (
             Table("compare_kernels", "Per-kernel changes (device time per step)", "kernels"),
         ),
         facts=cols(
-            Column("a_steps", "Steps of A", "count"),
-            Column("b_steps", "Steps of B", "count"),
+            Column("a_sampled", "A: means over"),
+            Column("b_sampled", "B: means over"),
             Column("a_step", "Only step of A"),
             Column("b_step", "Only step of B"),
         ),

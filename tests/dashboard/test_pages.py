@@ -65,3 +65,17 @@ def test_every_component_id_is_declared(tmp_path: Path) -> None:
     assert {"ranks-split", "prec-table-0", "nav-memory", "memory-top-ops"} <= set(drawn)
     undeclared = sorted({i for i in drawn if not _declared(i)})
     assert undeclared == []
+
+
+def test_compare_page_counts_steps_per_rank(tmp_path: Path) -> None:
+    """A 2-rank run against a 1-rank run: "N steps x 2 ranks", never the sum of both ranks."""
+    write_run(tmp_path / "a", 1_500, ranks=2)
+    write_run(tmp_path / "b", 1_500)
+    text = repr(render_page(DataStore(tmp_path), "/compare", "?run=a&b=b"))
+    steps = re.search(r"over (\d+) steps x 2 ranks of A, (\d+) steps of B", text)
+    assert steps is not None, text[:2000]
+    from hpuprof import load
+    from hpuprof.analysis._common import step_windows
+
+    windows = step_windows(load(tmp_path / "a").events)
+    assert len(windows) == 2 * int(steps.group(1))  # each rank's steps once
