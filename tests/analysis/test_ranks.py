@@ -109,3 +109,19 @@ def test_a_last_step_the_profiler_stopped_in_is_left_out_of_the_means() -> None:
     rows.append({"name": "aten::mm", "ts_ns": 3_000_010, "dur_ns": 30_000})  # its op: kept
     kept = analyze_ranks(make_trace(rows))
     assert kept.steps_per_rank == 4 and kept.cut_steps == ()
+
+
+@pytest.mark.skipif(not SAMPLES.is_dir(), reason="sample_traces/ not present")
+def test_counts_summed_over_two_ranks_say_so_in_every_format() -> None:
+    from hpuprof.render import get_renderer
+
+    rep = analyze(hpuprof.load(SAMPLES / "emulated_two_ranks", cache=False))
+    total = rep.meta["key_figures"]["compilations"]
+    for fmt in ("text", "md", "html"):
+        out = get_renderer(fmt, width=200).render(rep) if fmt == "text" else get_renderer(fmt).render(rep)  # fmt: skip
+        text = out if isinstance(out, str) else out.decode()
+        assert "Compilations (total over 2 ranks)" in text, fmt
+        assert "Step time (mean per rank)" in text, fmt
+    single = analyze(hpuprof.load(SAMPLES / "emulated_lazy", cache=False))
+    assert "total over" not in get_renderer("text", width=200).render(single)
+    assert isinstance(total, int) and total > 0

@@ -89,6 +89,11 @@ def test_key_figures_are_the_reports_own(doc: dict[str, Any]) -> None:
     assert labels["Step time (mean per rank)"].endswith(" ms")
     assert "Device busy % of steps (modeled)" in labels  # the synthetic device time is modeled
     assert "n/a" not in labels.values() and "None" not in labels.values()
+    # a 2-rank run: counts added over the ranks say so, per-rank figures keep their words
+    assert figs["ranks"] == 2 and "Compilations (total over 2 ranks)" in labels
+    assert "Steps per rank" in labels and not any(k.startswith("Compilations:") for k in labels)
+    one = dict(key_figure_items({**figs, "ranks": 1}))
+    assert "Compilations" in one and "Compilations (total over 2 ranks)" not in one
 
 
 def _luminance(color: str) -> float:
