@@ -527,6 +527,20 @@ BUILTIN: tuple[ReportSpec, ...] = (
                 ),
                 "full",
             ),
+            Table(
+                "ops_by_rank",
+                "Ops per rank",
+                "by_rank",
+                cols(
+                    "rank",
+                    "name",
+                    "calls",
+                    "self_ns",
+                    "total_ns",
+                    Column("device_self_ns", "Device self time"),
+                ),
+                "full",
+            ),
         ),
         facts=cols(
             Column("host_self_ns", "Host op time"),
