@@ -49,6 +49,7 @@ class Id(StrEnum):
     OPS_GRID = "ops-grid"
     OPS_KERNELS = "ops-kernels"
     OPS_FACTS = "ops-facts"
+    OPS_BY_RANK = "ops-by-rank"
 
     DYN_KPIS = "dyn-kpis"
     DYN_COMPILES = "dyn-compiles"

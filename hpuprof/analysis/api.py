@@ -83,7 +83,7 @@ def compare(
     return Report(
         source=tuple(a.sources) + tuple(b.sources),
         sections={"compare": diff},
-        findings=tuple(sort_findings(list(diff.findings))),
+        findings=tuple(diff.findings),  # in the comparison's order: a different device first
         meta=meta,
     )
 

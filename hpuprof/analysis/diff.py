@@ -5,12 +5,22 @@ conv2d -> convolution -> _convolution -> cudnn_convolution does not count the sa
 times), its device time the device time attributed to that op itself (`op_row`); kernels are
 listed with their own device time.
 
-Numbers are per step: every (rank, step) window of a trace is one sample (the whole trace is
-one sample when it has no steps), an op's value is its mean over the samples, and its noise is
-the run-to-run spread of those samples. A change is a regression only when it is larger than
-`options.regression_pct` of A, larger than `options.regression_min_ns`, and larger than
-`options.noise_sigmas` standard errors of the difference of the two means; with fewer than two steps
-on a side the noise is unknown and a change is reported as `info`, never as a regression.
+One unit throughout: the step. Every (rank, step) window of a trace is one sample (each rank's
+span is one when the trace has no steps; a last step the trace cut off is left out, `cut_steps`),
+and every figure, the step time, its split (`step_split`), an op's or a kernel's time, is its mean
+per sample: the time of one step on one rank. No run total stands beside these means.
+
+The significance rule, one for the step time, every op and every kernel: B's change is a
+regression when it is a worsening larger than `options.regression_min_ns`, larger than
+`options.regression_pct` % of A, and larger than `options.noise_sigmas` times its noise. The noise
+is A's step-to-step standard deviation times sqrt(1/n_A + 1/n_B): how far the mean of B's steps
+would move by chance if B's steps varied as A's do. A, the baseline, measures the variation
+of a step when nothing changed; B's own spread is part of what changed (compilations in its
+first steps, a recompilation), so it does not hide the change (Glass's delta, against Welch's
+test, which let a 40x slower step time and a +16 ms op pass while a +10 ms op was flagged).
+With fewer than two samples in A there is no noise estimate and nothing is flagged.
+
+Traces of different devices are compared too, and the report says so first (`same_device`).
 
 `op_summary` / `first_step` / `events_with_steps` keep HTA's `TraceDiff` definition (counts and
 total durations of every slice of one step), checked against HTA in the tests.
@@ -20,22 +30,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Final
 
 import numpy as np
 import pandas as pd
 
 from hpuprof.analysis._common import (
     device_events,
+    ends,
     host_ops,
+    kernel_types,
     pct,
     self_time,
     step_windows,
     strs,
     without_args,
 )
+from hpuprof.analysis.cut_steps import CutStep, complete_steps
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.analysis.step_split import SPLIT_PARTS, device_sets, split_windows
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import NO_ID
 
@@ -84,13 +98,14 @@ class KernelDelta:
 
 @dataclass(frozen=True)
 class MetricDelta:
-    """A scalar metric in both traces (`unit` says how its values read)."""
+    """A per-step metric in both traces (`unit` says how its values read; `pct` is None for a
+    share, whose change `diff` is in points)."""
 
     metric: str
     a: float
     b: float
     diff: float
-    pct: float
+    pct: float | None
     label: str = ""
     unit: str = ""
     noise: float | None = None
@@ -101,16 +116,28 @@ class DiffReport:
     """Result of `diff_traces`.
 
     Args:
-        a_steps, b_steps: the (rank, step) samples of each trace.
         a_step, b_step: the one step compared, when one was asked for (else None).
+        a_steps, b_steps: steps of each rank compared (None when ranks have different
+            numbers; 0 without steps: then each rank's span is one sample).
+        a_ranks, b_ranks: ranks of each trace.
+        a_samples, b_samples: (rank, step) samples: steps x ranks.
+        a_sampled, b_sampled: the same in words ("8 steps x 2 ranks").
+        findings: a different device first (`same_device`), then the regressions.
+        cut_steps: steps left out because the trace cut them off (`cut_steps`).
     """
 
     a_source: tuple[str, ...]
     b_source: tuple[str, ...]
     a_step: int | None
     b_step: int | None
-    a_steps: int
-    b_steps: int
+    a_steps: int | None
+    b_steps: int | None
+    a_ranks: int
+    b_ranks: int
+    a_samples: int
+    b_samples: int
+    a_sampled: str
+    b_sampled: str
     metrics: tuple[MetricDelta, ...]
     ops: tuple[OpDelta, ...]
     kernels: tuple[KernelDelta, ...]
@@ -119,6 +146,7 @@ class DiffReport:
     regressions: tuple[Finding, ...]
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    cut_steps: tuple[CutStep, ...] = ()
 
 
 # --- HTA's TraceDiff definition (one step, every slice, total durations) ------------------------
@@ -171,34 +199,91 @@ def first_step(trace: Trace) -> int | None:
 
 @dataclass(frozen=True)
 class _Samples:
-    """Per-step values of one trace: op name -> per-sample arrays, step durations."""
+    """Per-step values of one trace: op name -> per-sample arrays, step durations and split.
+
+    Args:
+        n: samples: (rank, step) windows, or one window per rank without steps.
+        ranks: ranks sampled; steps_per_rank: their steps when every rank has as many.
+        split: the step split (`step_split.SPLIT_PARTS`) of every sample (ns).
+        cut: steps the trace cut off, left out (`cut_steps`).
+    """
 
     n: int
+    ranks: int
+    steps_per_rank: int | None
     step_ns: np.ndarray
+    split: dict[str, np.ndarray]
     calls: pd.DataFrame
     host: pd.DataFrame
     device: pd.DataFrame
     kernels: pd.DataFrame
     kernel_counts: pd.DataFrame
+    cut: tuple[CutStep, ...] = ()
+
+    @property
+    def words(self) -> str:
+        """What the means are over: "8 steps x 2 ranks", "6 steps", "the whole trace"."""
+        if self.steps_per_rank == 0:
+            return "the whole trace (no steps)" + (
+                f", {self.ranks} ranks" if self.ranks > 1 else ""
+            )
+        if self.ranks == 1:
+            return f"{self.n} step{'s' if self.n != 1 else ''}"
+        if self.steps_per_rank is not None:
+            return f"{self.steps_per_rank} steps x {self.ranks} ranks"
+        return f"{self.n} steps over {self.ranks} ranks"
 
 
-def _sample_ids(ev: pd.DataFrame, step: int | None) -> tuple[np.ndarray, np.ndarray, int]:
-    """(sample id per row, -1 outside any; step durations; number of samples)."""
-    w = step_windows(ev)
-    if step is not None:
-        w = w[w["step"] == step]
+def _windows(
+    ev: pd.DataFrame, step: int | None
+) -> tuple[pd.DataFrame, np.ndarray, tuple[CutStep, ...]]:
+    """The sample windows [rank, step, start_ns, end_ns], each row's sample (-1: none), the
+    steps left out. Without steps, each rank's span is one sample."""
+    every = step_windows(ev)
+    cut: tuple[CutStep, ...] = ()
+    if step is not None:  # asked for by number: compared even when cut off
+        w = every[every["step"] == step]
+    else:
+        w, cut = complete_steps(ev, every)
+    w = w.reset_index(drop=True)
+    rank = ev["rank"].to_numpy()
     if w.empty:
         if len(ev) == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0
+            return w, np.zeros(0, dtype=np.int64), cut
+        ranks, sample = np.unique(rank, return_inverse=True)
         ts = ev["ts_ns"].to_numpy(dtype=np.int64)
-        span = int((ts + ev["dur_ns"].to_numpy(dtype=np.int64)).max() - ts.min())
-        return np.zeros(len(ev), dtype=np.int64), np.array([span], dtype=np.int64), 1
+        spans = pd.DataFrame({"r": sample, "lo": ts, "hi": ends(ev)}).groupby("r")
+        w = pd.DataFrame(
+            {
+                "rank": ranks,
+                "step": NO_ID,
+                "start_ns": spans["lo"].min().to_numpy(),
+                "end_ns": spans["hi"].max().to_numpy(),
+            }
+        )
+        return w, sample.astype(np.int64), cut
     keys = pd.MultiIndex.from_arrays([w["rank"].to_numpy(), w["step"].to_numpy()])
     ids = pd.Series(np.arange(len(w)), index=keys)
-    got = ids.reindex(pd.MultiIndex.from_arrays([ev["rank"].to_numpy(), ev["step"].to_numpy()]))
-    sample = got.fillna(-1).to_numpy(dtype=np.int64)
-    dur = (w["end_ns"] - w["start_ns"]).to_numpy(dtype=np.int64)
-    return sample, dur, len(w)
+    got = ids.reindex(pd.MultiIndex.from_arrays([rank, ev["step"].to_numpy()]))
+    return w, got.fillna(-1).to_numpy(dtype=np.int64), cut
+
+
+def _split(dev: pd.DataFrame, w: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The step split of every window, each rank's device rows against its own windows."""
+    out = {part: np.zeros(len(w), dtype=np.int64) for part in SPLIT_PARTS}
+    ktype = kernel_types(dev).to_numpy()
+    dev_rank = dev["rank"].to_numpy()
+    for rank in pd.unique(w["rank"]):
+        at = np.flatnonzero(w["rank"].to_numpy() == rank)
+        mine = dev_rank == rank
+        got = split_windows(
+            device_sets(dev[mine], ktype[mine]),
+            w["start_ns"].to_numpy(dtype=np.int64)[at],
+            w["end_ns"].to_numpy(dtype=np.int64)[at],
+        )
+        for part in SPLIT_PARTS:
+            out[part][at] = got[part]
+    return out
 
 
 def _per_sample(sample: np.ndarray, names: np.ndarray, values: np.ndarray, n: int) -> pd.DataFrame:
@@ -211,7 +296,8 @@ def _per_sample(sample: np.ndarray, names: np.ndarray, values: np.ndarray, n: in
 
 def _samples(trace: Trace, step: int | None) -> _Samples:
     ev = without_args(trace.events)
-    sample, step_ns, n = _sample_ids(ev, step)
+    w, sample, cut = _windows(ev, step)
+    n = len(w)
     at = pd.Series(sample, index=ev.index)
     host = host_ops(ev)
     hs = at.reindex(host.index).to_numpy()
@@ -224,14 +310,20 @@ def _samples(trace: Trace, step: int | None) -> _Samples:
     owner[op_pos >= 0] = strs(ev["name"].iloc[op_pos[op_pos >= 0]])
     attributed = owner != ""
     ddur = dev["dur_ns"].to_numpy(dtype=np.int64)
+    per_rank = w[w["step"] != NO_ID].groupby("rank").size() if n else pd.Series(dtype=int)
+    counts = set(per_rank.tolist())
     return _Samples(
         n=n,
-        step_ns=step_ns,
+        ranks=int(w["rank"].nunique()) if n else 0,
+        steps_per_rank=0 if n and per_rank.empty else (counts.pop() if len(counts) == 1 else None),
+        step_ns=(w["end_ns"] - w["start_ns"]).to_numpy(dtype=np.int64),
+        split=_split(dev, w),
         calls=_per_sample(hs, hnames, np.ones(len(host), dtype=np.int64), n),
         host=_per_sample(hs, hnames, self_time(ev, host).to_numpy(dtype=np.int64), n),
         device=_per_sample(ds[attributed], owner[attributed], ddur[attributed], n),
         kernels=_per_sample(ds, dnames, ddur, n),
         kernel_counts=_per_sample(ds, dnames, np.ones(len(dev), dtype=np.int64), n),
+        cut=cut,
     )
 
 
@@ -245,15 +337,17 @@ def _stats(table: pd.DataFrame, names: pd.Index) -> tuple[np.ndarray, np.ndarray
     return t.mean(axis=1), var, n
 
 
-def _noise(var_a: np.ndarray, na: int, var_b: np.ndarray, nb: int) -> np.ndarray:
-    """Standard error of the difference of two means (NaN when a side has one sample)."""
-    if na < 2 or nb < 2:
+def _noise(var_a: np.ndarray, na: int, nb: int) -> np.ndarray:
+    """The noise of a difference of means when B's steps vary as A's do: A's step-to-step
+    variance times (1/na + 1/nb), square-rooted (NaN when A has one sample, or B none)."""
+    if na < 2 or nb < 1:
         return np.full(len(var_a), np.nan)
-    return np.sqrt(var_a / na + var_b / nb)
+    return np.sqrt(var_a * (1.0 / na + 1.0 / nb))
 
 
 def _beyond(diff: float, a: float, noise: float, options: AnalysisOptions) -> bool:
-    """A worsening large in absolute, relative and noise terms."""
+    """The significance rule (module docstring): a worsening larger than
+    `regression_min_ns`, than `regression_pct` of A, and than `noise_sigmas` times the noise."""
     big = diff > options.regression_min_ns and (a == 0 or 100.0 * diff / a > options.regression_pct)
     return big and not math.isnan(noise) and diff > options.noise_sigmas * noise
 
@@ -277,11 +371,11 @@ def _op_deltas(
     ca, _, _ = _stats(sa.calls, names)
     cb, _, _ = _stats(sb.calls, names)
     ha, hva, na = _stats(sa.host, names)
-    hb, hvb, nb = _stats(sb.host, names)
+    hb, _, nb = _stats(sb.host, names)
     da, dva, _ = _stats(sa.device, names)
-    db, dvb, _ = _stats(sb.device, names)
-    hnoise = _noise(hva, na, hvb, nb)
-    dnoise = _noise(dva, na, dvb, nb)
+    db, _, _ = _stats(sb.device, names)
+    hnoise = _noise(hva, na, nb)
+    dnoise = _noise(dva, na, nb)
     out = []
     for i, name in enumerate(names.tolist()):
         kinds = [
@@ -316,10 +410,10 @@ def _op_deltas(
 def _kernel_deltas(sa: _Samples, sb: _Samples) -> list[KernelDelta]:
     names = sa.kernels.index.union(sb.kernels.index)
     ka, kva, na = _stats(sa.kernels, names)
-    kb, kvb, nb = _stats(sb.kernels, names)
+    kb, _, nb = _stats(sb.kernels, names)
     ca, _, _ = _stats(sa.kernel_counts, names)
     cb, _, _ = _stats(sb.kernel_counts, names)
-    noise = _noise(kva, na, kvb, nb)
+    noise = _noise(kva, na, nb)
     out = [
         KernelDelta(
             str(name),
@@ -336,51 +430,44 @@ def _kernel_deltas(sa: _Samples, sb: _Samples) -> list[KernelDelta]:
     return sorted(out, key=lambda k: -abs(k.diff_ns))
 
 
-def _metric(name: str, a: float, b: float, noise: float | None = None) -> MetricDelta:
+_SPLIT_LABELS: Final = {
+    "compute": "Compute per step",
+    "exposed_comm": "Exposed communication per step",
+    "exposed_memory": "Exposed memory per step",
+    "idle": "Device idle per step",
+}
+
+
+def _metric(name: str, values_a: np.ndarray, values_b: np.ndarray, label: str = "") -> MetricDelta:
+    """A per-step metric: the two means, their change, and its noise (`_noise`)."""
     from hpuprof.analysis.registry import column_label, column_unit
 
-    return MetricDelta(
-        name, a, b, b - a, pct(b - a, a), column_label(name), column_unit(name), noise
-    )
+    va, vb = values_a.astype(np.float64), values_b.astype(np.float64)
+    a = float(va.mean()) if len(va) else 0.0
+    b = float(vb.mean()) if len(vb) else 0.0
+    var_a = np.array([va.var(ddof=1) if len(va) > 1 else np.nan])
+    noise = _maybe(_noise(var_a, len(va), len(vb))[0])
+    unit = column_unit(name)
+    return MetricDelta(name, a, b, b - a, pct(b - a, a), label or column_label(name), unit, noise)
 
 
-def _metrics(a: Trace, b: Trace, sa: _Samples, sb: _Samples) -> list[MetricDelta]:
-    from hpuprof.analysis.ranks import analyze_ranks
+def _share(name: str, part: MetricDelta, step: MetricDelta) -> MetricDelta:
+    """A part's share of the mean step (%) in both traces: the change is in points, the
+    relative change of a share is left out."""
+    a, b = pct(part.a, step.a), pct(part.b, step.b)
+    label = part.label.replace(" per step", " % of the step")
+    return MetricDelta(name, a, b, round(b - a, 2), None, label, "pct")
 
-    va = sa.step_ns.astype(np.float64)
-    vb = sb.step_ns.astype(np.float64)
-    noise = _noise(
-        np.array([va.var(ddof=1) if len(va) > 1 else np.nan]),
-        len(va),
-        np.array([vb.var(ddof=1) if len(vb) > 1 else np.nan]),
-        len(vb),
-    )[0]
-    out = [
-        _metric(
-            "mean_step_ns",
-            float(va.mean()) if len(va) else 0.0,
-            float(vb.mean()) if len(vb) else 0.0,
-            _maybe(noise),
-        )
-    ]
-    ra, rb = analyze_ranks(a), analyze_ranks(b)
-    if ra.ranks and rb.ranks:
 
-        def total(rep: Any, f: str) -> float:
-            return float(sum(getattr(r, f) for r in rep.ranks))
-
-        covered_a, covered_b = total(ra, "covered_ns"), total(rb, "covered_ns")
-        for f in ("compute_ns", "exposed_comm_ns", "exposed_memory_ns", "idle_ns"):
-            out.append(_metric(f, total(ra, f), total(rb, f)))
-        for f in ("compute", "exposed_comm", "idle"):
-            out.append(
-                _metric(
-                    f"{f}_pct",
-                    pct(total(ra, f"{f}_ns"), covered_a),
-                    pct(total(rb, f"{f}_ns"), covered_b),
-                )
-            )
-    return out
+def _metrics(sa: _Samples, sb: _Samples) -> list[MetricDelta]:
+    """Mean step time and the step split per step, with their noise; the shares of the step."""
+    step = _metric("mean_step_ns", sa.step_ns, sb.step_ns)
+    parts = {
+        part: _metric(f"{part}_ns", sa.split[part], sb.split[part], _SPLIT_LABELS[part])
+        for part in SPLIT_PARTS
+    }
+    shares = [_share(f"{p}_pct", parts[p], step) for p in ("compute", "exposed_comm", "idle")]
+    return [step, *parts.values(), *shares]
 
 
 def _worst(d: OpDelta, host_diff: float, device_diff: float) -> tuple[str, float]:
@@ -388,6 +475,86 @@ def _worst(d: OpDelta, host_diff: float, device_diff: float) -> tuple[str, float
     kinds = [("host self", host_diff)] if "host" in d.regression else []
     kinds += [("device", device_diff)] if "device" in d.regression else []
     return max(kinds, key=lambda k: k[1])
+
+
+def _device_finding(a: Trace, b: Trace) -> Finding | None:
+    """Said first when A and B ran on different devices: every change below mixes the two."""
+    from hpuprof.analysis.device import trace_device
+
+    da, db = trace_device(a), trace_device(b)
+    if da.label == db.label:
+        return None
+    return Finding(
+        "warning" if da.kind != db.kind else "info",
+        "compare",
+        f"different devices: A ran on {da.label}, B on {db.label}",
+        "same_device",
+        0.0,
+        1.0,
+        {"a_device": da.label, "b_device": db.label},
+        "every change below is the two devices' difference as much as the two runs': kernels "
+        "are named and timed per device; compare runs of one device to see what a code change "
+        "did",
+    )
+
+
+def _step_finding(step: MetricDelta, options: AnalysisOptions) -> Finding | None:
+    """The mean step time's regression, when it passes the significance rule."""
+    if step.noise is None or step.diff <= 0 or not _beyond(step.diff, step.a, step.noise, options):
+        return None
+    ratio = step.b / step.a if step.a else math.inf
+    change = f"{ratio:.1f}x" if ratio >= 2 else f"{step.pct:+.1f}%"
+    return Finding(
+        "warning",
+        "compare",
+        f"mean step time regressed {change} ({step.a / 1e6:,.2f} ms -> {step.b / 1e6:,.2f} ms "
+        "per step), beyond the step-to-step noise",
+        "mean_step_ns",
+        float(step.pct or 0.0),
+        options.regression_pct,
+        {"a_ns": step.a, "b_ns": step.b, "noise_ns": step.noise},
+        "the per-op changes below show where the time went",
+        "regression_pct",
+    )
+
+
+def _op_finding(
+    d: OpDelta, host_diff: float, device_diff: float, options: AnalysisOptions
+) -> Finding:
+    kind, worse = _worst(d, host_diff, device_diff)
+    a_ns = d.a_device_ns if kind == "device" else d.a_host_ns
+    noise = d.device_noise_ns if kind == "device" else d.host_noise_ns
+    return Finding(
+        "warning",
+        "compare",
+        f"{d.name}: {kind} time per step {a_ns / 1e3:,.1f} us -> "
+        f"{(a_ns + worse) / 1e3:,.1f} us ({d.a_calls:g} -> {d.b_calls:g} calls per step)",
+        f"op_{kind.replace(' ', '_')}_ns",
+        round(worse, 1),
+        float(options.regression_min_ns),
+        {"name": d.name, "diff_ns": round(worse, 1), "noise_ns": noise},
+        "",
+        "regression_min_ns",
+    )
+
+
+def _notes(sa: _Samples, sb: _Samples, options: AnalysisOptions) -> list[str]:
+    notes = [
+        f"per step means over {sa.words} (A) and {sb.words} (B): each step of each rank is one "
+        "sample; host time is self time, device time is counted once, on the op it is "
+        "attributed to",
+        f"flagged: a worsening per step larger than {options.regression_min_ns / 1e3:g} us, "
+        f"than {options.regression_pct:g}% of A, and than {options.noise_sigmas:g} times the "
+        "noise: how much a mean of B's steps would move if they varied as A's do (A's "
+        "step-to-step spread)",
+    ]
+    notes += [f"A: {c.note}" for c in sa.cut] + [f"B: {c.note}" for c in sb.cut]
+    if sa.n < 2:
+        notes.append(
+            "A has fewer than two steps: no step-to-step noise to judge a change by, so no "
+            "change is flagged as a regression"
+        )
+    return notes
 
 
 def diff_traces(
@@ -405,73 +572,35 @@ def diff_traces(
     options = options or AnalysisOptions()
     sa, sb = _samples(a, a_step), _samples(b, b_step)
     deltas = _op_deltas(sa, sb, options)
-    metrics = _metrics(a, b, sa, sb)
-    noise_known = sa.n > 1 and sb.n > 1
-    regressions: list[Finding] = []
-    step = metrics[0]
-    if (
-        step.noise is not None
-        and step.diff > 0
-        and _beyond(step.diff, step.a, float(step.noise), options)
-    ):
-        regressions.append(
-            Finding(
-                "warning",
-                "compare",
-                f"mean step time regressed {step.pct:+.1f}% ({step.a / 1e6:.2f} ms -> "
-                f"{step.b / 1e6:.2f} ms), beyond the step-to-step noise",
-                "mean_step_ns",
-                step.pct,
-                options.regression_pct,
-                {"a_ns": step.a, "b_ns": step.b, "noise_ns": step.noise},
-                "the per-op changes below show where the time went",
-                "regression_pct",
-            )
-        )
-    for d, dh, dd in deltas:
-        if not d.regression:
-            continue
-        kind, worse = _worst(d, dh, dd)
-        a_ns = d.a_device_ns if kind == "device" else d.a_host_ns
-        noise = d.device_noise_ns if kind == "device" else d.host_noise_ns
-        regressions.append(
-            Finding(
-                "warning",
-                "compare",
-                f"{d.name}: {kind} time per step {a_ns / 1e3:,.1f} us -> "
-                f"{(a_ns + worse) / 1e3:,.1f} us ({d.a_calls:g} -> {d.b_calls:g} calls per step)",
-                f"op_{kind.replace(' ', '_')}_ns",
-                round(worse, 1),
-                float(options.regression_min_ns),
-                {"name": d.name, "diff_ns": round(worse, 1), "noise_ns": noise},
-                "",
-                "regression_min_ns",
-            )
-        )
-    notes = [
-        f"per step means over {sa.n} (A) and {sb.n} (B) steps; host time is self time, device "
-        "time is counted once, on the op it is attributed to"
-    ]
-    if not noise_known:
-        notes.append(
-            "fewer than two steps on a side: no run-to-run noise estimate, so no change is "
-            "flagged as a regression"
-        )
-    regressions.sort(key=lambda f: -f.value)
+    metrics = _metrics(sa, sb)
+    ops_flagged = sorted(
+        (_op_finding(d, dh, dd, options) for d, dh, dd in deltas if d.regression),
+        key=lambda f: -f.value,
+    )
+    step_flagged = _step_finding(metrics[0], options)
+    regressions = ([step_flagged] if step_flagged else []) + ops_flagged
+    device = _device_finding(a, b)
     ops = tuple(d for d, _, _ in deltas)
     return DiffReport(
         a_source=tuple(a.sources),
         b_source=tuple(b.sources),
         a_step=a_step,
         b_step=b_step,
-        a_steps=sa.n,
-        b_steps=sb.n,
+        a_steps=sa.steps_per_rank,
+        b_steps=sb.steps_per_rank,
+        a_ranks=sa.ranks,
+        b_ranks=sb.ranks,
+        a_samples=sa.n,
+        b_samples=sb.n,
+        a_sampled=sa.words,
+        b_sampled=sb.words,
         metrics=tuple(metrics),
         ops=ops,
         kernels=tuple(_kernel_deltas(sa, sb)),
         new_ops=tuple(o.name for o in ops if o.status == "new"),
         vanished_ops=tuple(o.name for o in ops if o.status == "vanished"),
         regressions=tuple(regressions),
-        findings=tuple(regressions[: options.top_n]),
-        notes=tuple(notes),
+        findings=((device,) if device else ()) + tuple(regressions[: options.top_n]),
+        notes=tuple(_notes(sa, sb, options)),
+        cut_steps=sa.cut + sb.cut,
     )

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
+
+SUMMED_FIGURES: Final = frozenset(
+    {"compilations", "recompilations", "compile_time_ns", "fallbacks"}
+)
+"""Key figures that add up every rank's count (the reports' `SUMMED_OVER_RANKS` fields)."""
 
 
 @dataclass(frozen=True)
@@ -19,6 +24,7 @@ class KeyFigures:
         step_time_ns: mean over ranks of each rank's mean step time.
         device_util_pct: mean over ranks of the device's busy share of their steps.
         compilations, recompilations, compile_time_ns: from compile events; None without them.
+            Like `fallbacks`, summed over the ranks (`SUMMED_FIGURES`, `figure_header`).
         lazy_port_estimate: without compile events, what the input shapes imply for a Gaudi
             lazy-mode port, in words ("" when nothing can be said).
         fallbacks: CPU fallbacks.
@@ -45,6 +51,14 @@ class KeyFigures:
     device: str
     timeline: str
     device_time: str
+
+
+def figure_header(key: str, header: str, ranks: Any) -> str:
+    """A key figure's words for a trace of `ranks` ranks: a figure summed over several ranks
+    says so ("Compilations (total over 2 ranks)"); other figures keep `header`."""
+    if key in SUMMED_FIGURES and isinstance(ranks, int) and ranks > 1:
+        return f"{header} (total over {ranks} ranks)"
+    return header
 
 
 def _agreed(value: Any) -> Any:

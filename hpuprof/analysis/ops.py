@@ -93,6 +93,19 @@ class KernelStats:
 
 
 @dataclass(frozen=True)
+class OpRankStats:
+    """One host op name on one rank (times in ns; see `OpStats`)."""
+
+    rank: int
+    name: str
+    calls: int
+    total_ns: int
+    self_ns: int
+    device_self_ns: int
+    device_ops: int
+
+
+@dataclass(frozen=True)
 class OpsReport:
     """Result of `analyze_ops`.
 
@@ -104,6 +117,8 @@ class OpsReport:
         attributed_device_ns: the part attributed to a host op.
         unattributed_device_ns: the part no host op accounts for.
         attribution: how device time reached the ops (launch correlation, lazy graphs, ...).
+        by_rank: with several ranks, each op name on each rank (`ops` adds the ranks up);
+            empty for one rank.
     """
 
     ops: tuple[OpStats, ...]
@@ -114,6 +129,7 @@ class OpsReport:
     unattributed_device_ns: int
     attribution: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    by_rank: tuple[OpRankStats, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -223,6 +239,35 @@ def _attribution(ev: pd.DataFrame, dev: pd.DataFrame) -> str:
     return "launch correlation: each device op to the innermost op that launched it"
 
 
+def _by_rank(times: HostOpTimes, dev_self: np.ndarray, dev_count: np.ndarray) -> list[OpRankStats]:
+    """Each op name on each rank, by rank then device self and host self time."""
+    frame = pd.DataFrame(
+        {
+            "rank": times.rows["rank"].to_numpy(),
+            "code": times.codes,
+            "calls": times.calls.astype(np.int64),
+            "total": times.counted_ns,
+            "slf": times.self_ns,
+            "dself": dev_self,
+            "dcount": dev_count,
+        }
+    )
+    g = frame.groupby(["rank", "code"], as_index=False).sum()
+    g = g.sort_values(["rank", "dself", "slf"], ascending=[True, False, False])
+    return [
+        OpRankStats(
+            int(r["rank"]),
+            str(times.names[int(r["code"])]),
+            int(r["calls"]),
+            int(r["total"]),
+            int(r["slf"]),
+            int(r["dself"]),
+            int(r["dcount"]),
+        )
+        for r in g.to_dict("records")
+    ]
+
+
 def analyze_ops(trace: Trace, options: AnalysisOptions | None = None) -> OpsReport:
     """Every host op (host self/total time, attributed device self/total time) and kernel."""
     ev = without_args(trace.events)
@@ -275,6 +320,13 @@ def analyze_ops(trace: Trace, options: AnalysisOptions | None = None) -> OpsRepo
         for code in (int(r["code"]),)
     )
     kernels = kernel_stats(ev, dev)
+    ranks = int(host["rank"].nunique()) if len(host) else 0
+    by_rank = _by_rank(times, dev_self, dev_count) if ranks > 1 else []
+    if by_rank:
+        notes.append(
+            f"{ranks} ranks: every op's calls and times are added over the ranks; 'Ops per "
+            "rank' gives each rank's own"
+        )
     device_ns = int(dev["dur_ns"].sum())
     attributed = int(dev_self.sum())
     if device_ns - attributed > 0:
@@ -292,6 +344,7 @@ def analyze_ops(trace: Trace, options: AnalysisOptions | None = None) -> OpsRepo
         unattributed_device_ns=device_ns - attributed,
         attribution=_attribution(ev, dev),
         notes=tuple(notes),
+        by_rank=tuple(by_rank),
     )
 
 

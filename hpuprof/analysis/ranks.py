@@ -27,6 +27,7 @@ from hpuprof.analysis._common import (
     step_windows,
     without_args,
 )
+from hpuprof.analysis.cut_steps import CutStep, complete_steps
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.analysis.step_split import OVERLAPPED_COMM, SPLIT_PARTS, device_sets, split_windows
@@ -82,6 +83,7 @@ class RanksReport:
         steps_per_rank: the number of steps when every rank has the same, else None.
         mean_step_ns: mean over ranks of each rank's mean step time (each rank counts once).
         stragglers: ranks flagged as stragglers.
+        cut_steps: steps the trace cut off (`cut_steps`), left out of everything above.
     """
 
     ranks: tuple[RankSummary, ...]
@@ -90,6 +92,7 @@ class RanksReport:
     mean_step_ns: float | None
     stragglers: tuple[int, ...]
     findings: tuple[Finding, ...] = ()
+    cut_steps: tuple[CutStep, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -109,6 +112,7 @@ class RankPartial:
         lo_ns / hi_ns: each window's start and end.
         split_ns: the step split inside each window (`step_split.split_windows`).
         options: the analysis options (the merge's straggler thresholds).
+        cut: the rank's step the trace cut off, left out of `steps` (`cut_steps`).
     """
 
     rank: int
@@ -117,10 +121,16 @@ class RankPartial:
     hi_ns: tuple[int, ...]
     split_ns: dict[str, tuple[int, ...]]
     options: AnalysisOptions
+    cut: tuple[CutStep, ...] = ()
 
 
 def _rank_partial(
-    rank: int, rdev: pd.DataFrame, rtype: np.ndarray, w: pd.DataFrame, options: AnalysisOptions
+    rank: int,
+    rdev: pd.DataFrame,
+    rtype: np.ndarray,
+    w: pd.DataFrame,
+    options: AnalysisOptions,
+    cut: tuple[CutStep, ...] = (),
 ) -> RankPartial | None:
     sets = device_sets(rdev, rtype)
     if len(w):
@@ -141,6 +151,7 @@ def _rank_partial(
         tuple(hi.tolist()),
         {k: tuple(np.asarray(v, dtype=np.int64).tolist()) for k, v in split.items()},
         options,
+        cut,
     )
 
 
@@ -148,13 +159,18 @@ def _partials(trace: Trace, options: AnalysisOptions) -> dict[int, RankPartial |
     ev = without_args(trace.events)
     dev = device_events(ev)
     ktype = kernel_types(dev).to_numpy()
-    windows = step_windows(ev)
+    windows, cut = complete_steps(ev, step_windows(ev))
     ranks = sorted(int(r) for r in pd.unique(ev["rank"])) if len(ev) else []
     out: dict[int, RankPartial | None] = {}
     for rank in ranks:
         mine = dev["rank"].to_numpy() == rank
         out[rank] = _rank_partial(
-            rank, dev[mine], ktype[mine], windows[windows["rank"] == rank], options
+            rank,
+            dev[mine],
+            ktype[mine],
+            windows[windows["rank"] == rank],
+            options,
+            tuple(c for c in cut if c.rank == rank),
         )
     return out
 
@@ -180,7 +196,8 @@ def merge_ranks(
     median rank. `options` default to those the partials were made with."""
     kept = [p for _, p in sorted(parts.items()) if p is not None]
     options = options or (kept[0].options if kept else AnalysisOptions())
-    notes: list[str] = []
+    cut = tuple(c for p in kept for c in p.cut)
+    notes: list[str] = [c.note for c in cut]
     durations = {
         p.rank: np.asarray(p.hi_ns, dtype=np.int64) - np.asarray(p.lo_ns, dtype=np.int64)
         for p in kept
@@ -250,6 +267,7 @@ def merge_ranks(
         mean_step_ns=round(float(np.mean(means)), 1) if means else None,
         stragglers=tuple(s.rank for s in summaries if s.straggler),
         notes=tuple(notes),
+        cut_steps=cut,
     )
     return replace(rep, findings=tuple(_findings(rep, options)))
 

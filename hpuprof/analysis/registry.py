@@ -608,6 +608,20 @@ BUILTIN: tuple[ReportSpec, ...] = (
                 ),
                 "full",
             ),
+            Table(
+                "ops_by_rank",
+                "Ops per rank",
+                "by_rank",
+                cols(
+                    "rank",
+                    "name",
+                    "calls",
+                    "self_ns",
+                    "total_ns",
+                    Column("device_self_ns", "Device self time"),
+                ),
+                "full",
+            ),
         ),
         facts=cols(
             Column("host_self_ns", "Host op time"),
@@ -811,7 +825,7 @@ BUILTIN: tuple[ReportSpec, ...] = (
         tables=(
             Table(
                 "compare_metrics",
-                "Metrics",
+                "Per-step metrics (mean per step and rank)",
                 "metrics",
                 cols(
                     Column("label", "Metric"),
@@ -839,8 +853,8 @@ BUILTIN: tuple[ReportSpec, ...] = (
             Table("compare_kernels", "Per-kernel changes (device time per step)", "kernels"),
         ),
         facts=cols(
-            Column("a_steps", "Steps of A", "count"),
-            Column("b_steps", "Steps of B", "count"),
+            Column("a_sampled", "A: means over"),
+            Column("b_sampled", "B: means over"),
             Column("a_step", "Only step of A"),
             Column("b_step", "Only step of B"),
         ),

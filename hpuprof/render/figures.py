@@ -145,8 +145,20 @@ def host_device_figure(report: Mapping[str, Any]) -> Figure:
     return _pct_bars_per_rank(hd, parts, "Host and device busy, % of wall time", "group", "% of wall time")  # fmt: skip
 
 
+SLOWER_IS_HOTTER: tuple[tuple[float, str], ...] = (
+    (0.0, "#ffffcc"),
+    (0.25, "#fed976"),
+    (0.5, "#fd8d3c"),
+    (0.75, "#e31a1c"),
+    (1.0, "#800026"),
+)
+"""Pale yellow (the fastest step) to dark red (the slowest), spelled out: plotly's named
+"YlOrRd" runs the other way (dark red at the low end), which drew the fastest steps hottest."""
+
+
 def rank_heatmap(report: Mapping[str, Any]) -> Figure:
-    """Step time of every rank and step (ms) as a heat map: a straggler is a bright row."""
+    """Step time of every rank and step (ms) as a heat map: the slower the step, the hotter
+    (darker red) its cell, so a straggler is a dark row."""
     st = step_rows(report)
     if not st:
         return empty("Step time per rank and step", "no steps in this trace")
@@ -155,12 +167,13 @@ def rank_heatmap(report: Mapping[str, Any]) -> Figure:
     at = {(r.get("rank"), r.get("step")): _ms(r.get("duration_ns")) for r in st}
     z = [[at.get((rank, s)) for s in steps] for rank in ranks]
     data = [{
-        "type": "heatmap", "x": steps, "y": ranks, "z": z, "colorscale": "YlOrRd",
-        "colorbar": {"title": {"text": "ms"}}, "xgap": 1, "ygap": 1, "hoverongaps": False,
+        "type": "heatmap", "x": steps, "y": ranks, "z": z,
+        "colorscale": [list(stop) for stop in SLOWER_IS_HOTTER],
+        "colorbar": {"title": {"text": "step ms<br>(darker: slower)"}}, "xgap": 1, "ygap": 1, "hoverongaps": False,
         "hovertemplate": "rank %{y}, step %{x}<br>%{z:.3f} ms<extra></extra>",
     }]  # fmt: skip
     layout = _layout(
-        "Step time per rank and step",
+        "Step time per rank and step (darker red: slower)",
         max(260, 90 + 28 * len(ranks)),
         xaxis={
             "title": {"text": "step"},

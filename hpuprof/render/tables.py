@@ -11,10 +11,11 @@ scales from `render.units`); a finding's timestamps read `at 12.35 ms` from the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hpuprof.analysis.findings import Finding
+from hpuprof.analysis.key_figures import figure_header
 from hpuprof.analysis.registry import Column, View, column_unit, facts_of, spec, tables_of
 from hpuprof.analysis.report import Report, as_plain
 from hpuprof.render.units import (
@@ -345,5 +346,7 @@ def key_figure_rows(report: Report) -> list[tuple[Column, Any]]:
     if not isinstance(figures, Mapping):
         return []
     return [
-        (c, figures[c.key]) for c in KEY_FIGURES if figures.get(c.key) not in (None, "", [], ())
+        (replace(c, label=figure_header(c.key, c.header, figures.get("ranks"))), figures[c.key])
+        for c in KEY_FIGURES
+        if figures.get(c.key) not in (None, "", [], ())
     ]

@@ -92,3 +92,36 @@ def test_two_rank_sample_has_four_steps_per_rank() -> None:
     rep = analyze(hpuprof.load(SAMPLES / "emulated_two_ranks", cache=False), reports="ranks")
     ranks = rep.sections["ranks"]
     assert ranks.steps_per_rank == 4 and [r.steps for r in ranks.ranks] == [4, 4]
+
+
+def test_a_last_step_the_profiler_stopped_in_is_left_out_of_the_means() -> None:
+    """The last prof.step() opens a step that the profiler's exit closes: no ops in it. It
+    is left out of the steps, the means and the split, with a note; a last step with its ops
+    (a shorter last batch) is kept."""
+    rows = _rank_rows(0, [1_000_000] * 3)
+    for s in range(3):
+        rows.append({"name": "aten::mm", "ts_ns": s * 1_000_000 + 10, "dur_ns": 100_000})
+    rows.append({"name": "ProfilerStep#3", "kind": "user_annotation", "cat": "user_annotation", "ts_ns": 3_000_000, "dur_ns": 49_000})  # fmt: skip
+    rep = analyze_ranks(make_trace(rows))
+    assert rep.steps_per_rank == 3 and rep.mean_step_ns == 1_000_000
+    assert [(c.step, c.ops, c.typical_ops) for c in rep.cut_steps] == [(3, 0, 1.0)]
+    assert rep.notes[0].startswith("rank 0, step 3 left out of the step means")
+    rows.append({"name": "aten::mm", "ts_ns": 3_000_010, "dur_ns": 30_000})  # its op: kept
+    kept = analyze_ranks(make_trace(rows))
+    assert kept.steps_per_rank == 4 and kept.cut_steps == ()
+
+
+@pytest.mark.skipif(not SAMPLES.is_dir(), reason="sample_traces/ not present")
+def test_counts_summed_over_two_ranks_say_so_in_every_format() -> None:
+    from hpuprof.render import get_renderer
+
+    rep = analyze(hpuprof.load(SAMPLES / "emulated_two_ranks", cache=False))
+    total = rep.meta["key_figures"]["compilations"]
+    for fmt in ("text", "md", "html"):
+        out = get_renderer(fmt, width=200).render(rep) if fmt == "text" else get_renderer(fmt).render(rep)  # fmt: skip
+        text = out if isinstance(out, str) else out.decode()
+        assert "Compilations (total over 2 ranks)" in text, fmt
+        assert "Step time (mean per rank)" in text, fmt
+    single = analyze(hpuprof.load(SAMPLES / "emulated_lazy", cache=False))
+    assert "total over" not in get_renderer("text", width=200).render(single)
+    assert isinstance(total, int) and total > 0

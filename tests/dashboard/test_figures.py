@@ -89,6 +89,17 @@ def test_key_figures_are_the_reports_own(doc: dict[str, Any]) -> None:
     assert labels["Step time (mean per rank)"].endswith(" ms")
     assert "Device busy % of steps (modeled)" in labels  # the synthetic device time is modeled
     assert "n/a" not in labels.values() and "None" not in labels.values()
+    # a 2-rank run: counts added over the ranks say so, per-rank figures keep their words
+    assert figs["ranks"] == 2 and "Compilations (total over 2 ranks)" in labels
+    assert "Steps per rank" in labels and not any(k.startswith("Compilations:") for k in labels)
+    one = dict(key_figure_items({**figs, "ranks": 1}))
+    assert "Compilations" in one and "Compilations (total over 2 ranks)" not in one
+
+
+def _luminance(color: str) -> float:
+    """Relative brightness of a `#rrggbb` colour (0 black .. 1 white)."""
+    r, g, b = (int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
 def test_figures_have_data(doc: dict[str, Any]) -> None:
@@ -99,6 +110,11 @@ def test_figures_have_data(doc: dict[str, Any]) -> None:
     assert heat.data[0].type == "heatmap"
     assert list(heat.data[0].y) == [0, 1] and all(isinstance(s, int) for s in heat.data[0].x)
     assert heat.layout.xaxis.tickformat == "d"  # integer step axis
+    # more = hotter: the highest step time takes the darkest red, the lowest the palest yellow
+    scale = heat.data[0].colorscale
+    assert (scale[0][0], scale[-1][0]) == (0.0, 1.0) and not heat.data[0].reversescale
+    assert _luminance(scale[0][1]) > _luminance(scale[-1][1])
+    assert "darker" in heat.data[0].colorbar.title.text
     split = _fig(figures.rank_split_figure(doc["data"]))
     assert [t.name for t in split.data] == [name for _, name, _ in figures.RANK_PARTS]
     for fn in (figures.host_device_figure, figures.compiles_figure, figures.shapes_figure,

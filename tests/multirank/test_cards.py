@@ -181,3 +181,33 @@ def test_lightning_hpu_data_parallel_strategies_on_two_cards(tmp_path: Path, str
         names = device[device["rank"] == rank]["name"].astype(str)
         for name in wanted[strategy]:
             assert (names == name).sum() >= 2, names.value_counts().head(20)
+
+
+def test_two_cards_are_counted_per_rank_in_every_figure(tmp_path: Path) -> None:
+    """A 2-card run of 8 steps: 8 steps per rank, never 16; counts added over the ranks say so;
+    the op table has its per-rank split; a comparison is over "8 steps x 2 ranks"."""
+    pytest.importorskip("torch")
+    out, _ = _record(tmp_path, 2, SCRIPT, "--steps", "8")
+    text = subprocess.run(
+        [*_hpuprof(), "analyze", str(out)],
+        env=_env() | {"COLUMNS": "200"}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert text.returncode == 0, text.stderr[-3000:]
+    assert "Steps per rank: 8" in text.stdout and "Compilations (total over 2 ranks)" in text.stdout
+    report = tmp_path / "ops.json"
+    cmd = [*_hpuprof(), "analyze", str(out), "--report", "ops", "-f", "json", "-o", str(report)]
+    assert subprocess.run(cmd, env=_env(), capture_output=True, timeout=300).returncode == 0
+    ops = json.loads(report.read_text())["ops"]
+    assert {r["rank"] for r in ops["by_rank"]} == {0, 1}
+    summed = {o["name"]: o["calls"] for o in ops["ops"]}
+    for name, calls in summed.items():
+        assert sum(r["calls"] for r in ops["by_rank"] if r["name"] == name) == calls, name
+    diff = tmp_path / "diff.json"
+    cmd = [*_hpuprof(), "diff", str(out), str(out), "-f", "json", "-o", str(diff)]
+    done = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(diff.read_text())
+    cmp = doc["compare"]
+    assert (cmp["a_steps"], cmp["a_ranks"], cmp["a_samples"]) == (8, 2, 16)
+    assert cmp["a_sampled"] == "8 steps x 2 ranks"
+    assert doc["findings"] == []  # a run against itself: nothing changed, same device

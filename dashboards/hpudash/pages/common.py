@@ -201,7 +201,9 @@ def key_figure_row(figs: Mapping[str, Any]) -> dict[str, Any]:
 
 def key_figure_items(figs: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(label, text) of a run's key figures for a KPI strip, as the reports print them
-    (`hpuprof.render.tables.KEY_FIGURES`); figures the run lacks are left out."""
+    (`hpuprof.render.tables.KEY_FIGURES`); figures the run lacks are left out, and those summed
+    over several ranks say so."""
+    from hpuprof.analysis.key_figures import figure_header
     from hpuprof.render.tables import KEY_FIGURES, fmt_column
 
     out = []
@@ -211,7 +213,7 @@ def key_figure_items(figs: Mapping[str, Any]) -> list[tuple[str, str]]:
             continue
         text = ", ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else fmt_column(c, value)  # fmt: skip
         modeled = " (modeled)" if c.key == "device_util_pct" and figs.get("device_time") == "modeled" else ""  # fmt: skip
-        out.append((c.header + modeled, text))
+        out.append((figure_header(c.key, c.header, figs.get("ranks")) + modeled, text))
     return out
 
 

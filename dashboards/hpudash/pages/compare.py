@@ -34,10 +34,15 @@ def body(store: DataStore, a: Any, b: Any) -> list[Any]:
     except Exception as error:
         log.exception("comparison of %r and %r", a, b)
         return [message(f"These runs could not be compared ({type(error).__name__}); the server log has the details.", "error")]  # fmt: skip
-    regressions = findings(doc)
-    steps = f"{section(doc, 'compare', 'a_steps') or 0} steps of A, {section(doc, 'compare', 'b_steps') or 0} of B"  # fmt: skip
+    said = findings(doc)
+    devices = [f for f in said if f.get("metric") == "same_device"]
+    regressions = [f for f in said if f.get("metric") != "same_device"]
+    over = f"{section(doc, 'compare', 'a_sampled') or 'no steps'} of A, {section(doc, 'compare', 'b_sampled') or 'no steps'} of B"  # fmt: skip
     return [
-        html.Div(f"B ({b}) against A ({a}), per step: {steps}.", className="small"),
+        *[finding_card(f) for f in devices],
+        html.Div(
+            f"B ({b}) against A ({a}), mean per step and rank over {over}.", className="small"
+        ),
         *(
             [finding_card(f) for f in regressions]
             or [
@@ -45,7 +50,7 @@ def body(store: DataStore, a: Any, b: Any) -> list[Any]:
             ]
         ),
         *notes(doc, "compare"),
-        html.H3("Metrics"),
+        html.H3("Per-step metrics (mean per step and rank)"),
         report_grid(Id.CMP_KPIS, doc, "compare_metrics", height=360, wide=("label",)),
         html.H3("Per-op changes (per step: host self time, device time counted once)"),
         report_grid(Id.CMP_OPS, doc, "compare_ops", OP_COLUMNS, height=420),

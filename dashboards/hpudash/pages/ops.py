@@ -1,7 +1,8 @@
 """Ops: every host op with self and total host time and its device time, and every kernel.
 
-Both tables are the ops report of `hpuprof.analysis` (lazy-mode graphs attribute their device
-time back to the ops they hold); one search box filters both.
+The tables are the ops report of `hpuprof.analysis` (lazy-mode graphs attribute their device
+time back to the ops they hold); one search box filters them all. With several ranks the host
+ops table adds the ranks up (its heading says so) and "Ops per rank" has a rank column.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ OP_COLUMNS = (
     "name", "calls", "self_ns", "total_ns", "device_self_ns", "device_total_ns", "device_ops",
     "mean_ns", "fallbacks", "shapes", "dtype", "module", "phase",
 )  # fmt: skip
+BY_RANK_COLUMNS = ("rank", "name", "calls", "self_ns", "total_ns", "device_self_ns")
 KERNEL_COLUMNS = ("name", "kernel_type", "engine", "count", "total_ns", "mean_ns", "pct_of_device", "op")  # fmt: skip
 
 
@@ -31,6 +33,16 @@ def layout(ctx: Context) -> Any:
     doc = ctx.store.view(entry)
     n_ops = len(section(doc, "ops", "ops") or [])
     n_kernels = len(section(doc, "ops", "kernels") or [])
+    by_rank = section(doc, "ops", "by_rank") or []
+    ranks = len({r.get("rank") for r in by_rank if isinstance(r, dict)})
+    summed = f", added over {ranks} ranks" if ranks > 1 else ""
+    per_rank = html.Div(  # drawn for one rank too (hidden), so the search callback finds it
+        [
+            html.H3(f"Ops per rank ({len(by_rank):,}: one row per op and rank)"),
+            report_grid(Id.OPS_BY_RANK, doc, "ops_by_rank", BY_RANK_COLUMNS, height=420),
+        ],
+        style={} if ranks > 1 else {"display": "none"},
+    )
     return html.Div(
         [
             html.H2(f"Ops: {entry.key}"),
@@ -45,8 +57,9 @@ def layout(ctx: Context) -> Any:
                 debounce=True,
                 style={"width": "420px"},
             ),
-            html.H3(f"Host ops ({n_ops:,})"),
+            html.H3(f"Host ops ({n_ops:,}{summed})"),
             report_grid(Id.OPS_GRID, doc, "ops", OP_COLUMNS, height=520),
+            per_rank,
             html.H3(f"Device kernels ({n_kernels:,})"),
             report_grid(Id.OPS_KERNELS, doc, "kernels", KERNEL_COLUMNS, height=420),
         ]
@@ -63,3 +76,11 @@ def register(app: dash.Dash, store: DataStore) -> None:
     def search(text: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
         options = {"quickFilterText": text if isinstance(text, str) else ""}
         return options, options
+
+    @app.callback(
+        Output(Id.OPS_BY_RANK, "dashGridOptions"),
+        Input(Id.OPS_SEARCH, "value"),
+        prevent_initial_call=True,
+    )
+    def search_by_rank(text: str | None) -> dict[str, Any]:
+        return {"quickFilterText": text if isinstance(text, str) else ""}
