@@ -128,6 +128,12 @@ ADVICE: Final[Mapping[str, Mapping[DeviceKind, str | None]]] = {
         "shows all of them)",
         **dict.fromkeys(("cuda", "rocm", "gpu", "mtia", "xpu", "cpu"), None),
     },
+    "fallback_dtype": {
+        "hpu": "{op} has HPU kernels for {supported} but not for {dtype}: cast its input to one "
+        "of those before the call (a bool tensor to int32 or float), or keep the value on the "
+        "host",
+        **dict.fromkeys(("cuda", "rocm", "gpu", "mtia", "xpu", "cpu"), None),
+    },
     "graph_cache_miss": {
         "hpu": "keep input shapes and non-tensor arguments fixed (bucket/pad), and do not "
         "toggle autocast between calls",
