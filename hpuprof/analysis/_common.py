@@ -219,6 +219,18 @@ def host_ops(ev: pd.DataFrame) -> pd.DataFrame:
     return without_args(ev)[mask]
 
 
+HOST_WORK_KINDS: Final = ("cpu_op", "runtime", "hpu_runtime")
+
+
+def host_work(ev: pd.DataFrame) -> pd.DataFrame:
+    """Slices of the host's own work: ops, runtime calls, graph builds, compiles, launches and
+    fallbacks (`HOST_WORK_KINDS`); waits on the device (`sync`) and annotations left out. The
+    one definition of "host busy" (a host-bound verdict counts compiles, so does host busy)."""
+    mask = isin(ev["kind"], HOST_WORK_KINDS) & isin(ev["ph"], ("X",))
+    mask &= ~isin(ev["hpu_event"], ("sync",)) & ~ev["is_device"].to_numpy(dtype=bool)
+    return without_args(ev)[mask]
+
+
 def host_time_source(trace: Trace) -> str:
     """'measured' or 'projected' (an emulated run's projected host timeline) from our run
     metadata (measured when unknown)."""

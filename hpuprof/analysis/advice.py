@@ -14,27 +14,28 @@ from typing import Any, Final
 from hpuprof.analysis.device import DeviceKind, TraceDevice
 
 _SYNCS = "remove host syncs (.item(), print, .cpu()) from the step"
-_GPU_GRAPH = (
-    "capture the step in a CUDA graph (torch.cuda.graphs, or torch.compile with "
-    "mode='reduce-overhead') to cut per-kernel launch overhead; "
-)
-_FUSE = "fuse small ops (torch.compile) to cut per-op launch overhead; "
 _STATIC_FORMS = (
     "replace them with static forms (x * mask instead of x[mask], torch.where with three arguments)"
 )
 
 ADVICE: Final[Mapping[str, Mapping[DeviceKind, str | None]]] = {
+    "host_bound_graphs": {
+        "hpu": "wrap the forward in an HPU graph (habana_frameworks.torch.hpu.wrap_in_hpu_graph)",
+        "cuda": "capture the step in a CUDA graph (torch.cuda.graphs)",
+        "rocm": "capture the step in a HIP graph (torch.cuda.graphs works on ROCm)",
+        **dict.fromkeys(("gpu", "mtia", "xpu", "cpu"), None),
+    },
+    "host_bound_compile": {
+        "hpu": "use torch.compile(backend='hpu_backend')",
+        **dict.fromkeys(("cuda", "rocm"), "use torch.compile with mode='reduce-overhead'"),
+        **dict.fromkeys(("gpu", "mtia", "xpu"), "fuse small ops (torch.compile)"),
+        "cpu": None,
+    },
     "host_bound": {
-        "hpu": "wrap the forward in an HPU graph (habana_frameworks.torch.hpu.wrap_in_hpu_graph) "
-        "or use torch.compile(backend='hpu_backend') to cut per-op host overhead; "
-        f"{_SYNCS}; feed data with more DataLoader workers",
-        "cuda": f"{_GPU_GRAPH}{_SYNCS}; feed data with more DataLoader workers",
-        "rocm": "capture the step in a HIP graph (torch.cuda.graphs works on ROCm, or "
-        "torch.compile with mode='reduce-overhead') to cut per-kernel launch overhead; "
-        f"{_SYNCS}; feed data with more DataLoader workers",
-        "gpu": f"{_FUSE}{_SYNCS}; feed data with more DataLoader workers",
-        "mtia": f"{_FUSE}{_SYNCS}; feed data with more DataLoader workers",
-        "xpu": f"{_FUSE}{_SYNCS}; feed data with more DataLoader workers",
+        **dict.fromkeys(
+            ("hpu", "cuda", "rocm", "gpu", "mtia", "xpu"),
+            f"{_SYNCS}; feed data with more DataLoader workers",
+        ),
         "cpu": None,
     },
     "sync_wait": {
@@ -56,8 +57,20 @@ ADVICE: Final[Mapping[str, Mapping[DeviceKind, str | None]]] = {
         "cpu": "raise DataLoader num_workers and prefetch_factor so loading overlaps compute",
     },
     "tpc_bound": {
-        "hpu": "elementwise/normalization ops dominate: fuse them (torch.compile, fused "
-        "optimizers, FusedSDPA) or run them in bf16",
+        "hpu": "{kernels}: elementwise/normalization ops dominate TPC time: fuse them "
+        "(torch.compile, FusedSDPA) or run them in bf16",
+        **dict.fromkeys(("cuda", "rocm", "gpu", "mtia", "xpu", "cpu"), None),
+    },
+    "tpc_bound_matmul": {
+        "hpu": "{kernels}: matmuls placed on TPC, not MME (too small for MME): batch them into "
+        "larger matmuls (a larger batch, fused projections) so that MME takes them, and run "
+        "them in bf16",
+        **dict.fromkeys(("cuda", "rocm", "gpu", "mtia", "xpu", "cpu"), None),
+    },
+    "tpc_bound_optimizer": {
+        "hpu": "{kernels}: optimizer updates dominate TPC time: use a fused optimizer "
+        "(habana_frameworks.torch.hpex.optimizers.FusedAdamW and kin) or torch.compile the "
+        "optimizer step",
         **dict.fromkeys(("cuda", "rocm", "gpu", "mtia", "xpu", "cpu"), None),
     },
     "recompile": {
@@ -115,6 +128,12 @@ ADVICE: Final[Mapping[str, Mapping[DeviceKind, str | None]]] = {
         "shows all of them)",
         **dict.fromkeys(("cuda", "rocm", "gpu", "mtia", "xpu", "cpu"), None),
     },
+    "fallback_dtype": {
+        "hpu": "{op} has HPU kernels for {supported} but not for {dtype}: cast its input to one "
+        "of those before the call (a bool tensor to int32 or float), or keep the value on the "
+        "host",
+        **dict.fromkeys(("cuda", "rocm", "gpu", "mtia", "xpu", "cpu"), None),
+    },
     "graph_cache_miss": {
         "hpu": "keep input shapes and non-tensor arguments fixed (bucket/pad), and do not "
         "toggle autocast between calls",
@@ -136,3 +155,28 @@ def advise(topic: str, device: TraceDevice, **values: Any) -> str | None:
     """The advice on `topic` for `device`, filled with `values`; None where it does not apply."""
     text = ADVICE[topic].get(device.kind)
     return None if text is None else text.format(**values)
+
+
+def host_bound_advice(device: TraceDevice, graph_replays: int, compiled_regions: int) -> str | None:
+    """The host-bound advice for `device`, leaving out what the run already does: no graph
+    capture for a run that replays graphs (`graph_replays`), no torch.compile for one that runs
+    compiled regions (`compiled_regions`); None where the finding does not apply."""
+    rest = advise("host_bound", device)
+    if rest is None:
+        return None
+    cuts: list[str] = []
+    done: list[str] = []
+    for topic, already, words in (
+        ("host_bound_graphs", graph_replays, f"replays graphs ({graph_replays:,} replays)"),
+        ("host_bound_compile", compiled_regions, "uses torch.compile"),
+    ):
+        text = advise(topic, device)
+        if text is not None:
+            (done if already else cuts).append(words if already else text)
+    head = f"{' or '.join(cuts)} to cut per-op host overhead; " if cuts else ""
+    note = (
+        f"the run already {' and '.join(done)}: cut the host work left around them; "
+        if done
+        else ""
+    )
+    return note + head + rest

@@ -31,6 +31,7 @@ from hpuprof.analysis._common import (
     ends,
     host_ops,
     host_time_source,
+    host_work,
     is_fallback,
     isin,
     kernel_types,
@@ -40,10 +41,11 @@ from hpuprof.analysis._common import (
     strs,
     without_args,
 )
-from hpuprof.analysis.advice import advise
+from hpuprof.analysis.advice import advise, host_bound_advice
 from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
+from hpuprof.analysis.run_practice import RunPractice, run_practice
 from hpuprof.analysis.step_split import DeviceSets, device_sets, split_windows
 from hpuprof.analysis.step_split import merged as _merged
 from hpuprof.trace.model import Trace
@@ -424,16 +426,16 @@ def _engine_rows(rank: int, rdev: pd.DataFrame, span: int) -> list[EngineRow]:
 
 
 def _host_device_row(
-    rank: int, rdev: pd.DataFrame, sets: DeviceSets, rhost: pd.DataFrame
+    rank: int, rdev: pd.DataFrame, sets: DeviceSets, rwork: pd.DataFrame
 ) -> HostDeviceRow:
-    """habana_perf_tool's host / device summary of one rank (`sets.busy` not empty)."""
+    """habana_perf_tool's host / device summary of one rank (`sets.busy` not empty); host busy
+    is the union of the host's own work (`_common.host_work`: ops, runtime calls, compiles)."""
     busy = sets.busy
     eng = strs(rdev["engine"])
     mme = _merged(rdev[eng == "MME"])
     tpc = _merged(rdev[eng == "TPC"])
     dma = _merged(rdev[eng == "DMA"])
-    # the union of every host op: ops under a ProfilerStep annotation have depth >= 1
-    host_set = _merged(rhost)
+    host_set = _merged(rwork)
     lo = min(int(busy[0][0]), int(host_set[0][0]) if host_set[0].size else int(busy[0][0]))
     hi = max(int(busy[1][-1]), int(host_set[1][-1]) if host_set[1].size else 0)
     dev_busy = iv.total(busy)
@@ -496,6 +498,38 @@ def _time_source_note(trace: Trace) -> str | None:
     return "device times are MODELED by the emulated runtime, host times measured"
 
 
+def _top_tpc_kernels(dev: pd.DataFrame, n: int = 3) -> dict[int, tuple[tuple[str, int], ...]]:
+    """Each rank's TPC kernels with the most device time: (name, summed duration in ns)."""
+    tpc = dev[isin(dev["engine"], ("TPC",))]
+    if tpc.empty:
+        return {}
+    frame = pd.DataFrame(
+        {"rank": tpc["rank"].to_numpy(), "name": strs(tpc["name"]), "dur": tpc["dur_ns"]}
+    )
+    out: dict[int, tuple[tuple[str, int], ...]] = {}
+    ranks = frame["rank"].to_numpy()
+    for rank in np.unique(ranks):
+        grp = frame[ranks == rank]
+        top = grp.groupby("name")["dur"].sum().sort_values(ascending=False, kind="stable")
+        out[int(rank)] = tuple((str(k), int(v)) for k, v in top.head(n).items())
+    return out
+
+
+@dataclass(frozen=True)
+class FindingEvidence:
+    """What the findings need beyond the report's tables.
+
+    Args:
+        events: host ops plus device ops of each rank (`options.host_bound_min_events`).
+        practice: what the run already does (graph replays, compiled regions).
+        tpc_kernels: each rank's top TPC kernels by device time, (name, ns).
+    """
+
+    events: dict[int, int]
+    practice: RunPractice
+    tpc_kernels: dict[int, tuple[tuple[str, int], ...]]
+
+
 def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) -> BottleneckReport:
     """Temporal and kernel-type breakdowns, idle causes, top ops, launch stats, findings."""
     options = options or AnalysisOptions()
@@ -516,20 +550,27 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
     per_rank_sets: list[DeviceSets] = []
     windows = step_windows(ev)
     host_all = host_ops(ev)
+    work_all = host_work(ev)
+    events: dict[int, int] = {}
     for rank in sorted(int(r) for r in pd.unique(ev["rank"])):
         rmask = dev["rank"].to_numpy() == rank
         rdev = dev[rmask]
         sets = device_sets(rdev, ktype.to_numpy()[rmask])
         rhost = host_all[host_all["rank"].to_numpy() == rank]
+        events[rank] = len(rhost) + len(rdev)
         if sets.busy[0].size:
             per_rank_sets.append(sets)
             temporal.append(_temporal_row(rank, sets))
             causes += _idle_causes(ev, full, rank, sets.busy, pairs, options)
             engines += _engine_rows(rank, rdev, temporal[-1].span_ns)
-            host_device.append(_host_device_row(rank, rdev, sets, rhost))
+            rwork = work_all[work_all["rank"].to_numpy() == rank]
+            host_device.append(_host_device_row(rank, rdev, sets, rwork))
         steps += _step_rows(rank, sets, windows[windows["rank"] == rank], rhost)
     if dev.empty:
-        notes.append("no device events: device breakdowns are empty (CPU-only trace?)")
+        notes.append(
+            "no device events: device time is not measurable, device breakdowns are empty "
+            "(CPU-only trace?)"
+        )
     host_rows, dev_rows = _top_ops(ev, dev, ktype, options.top_n)
     source_note = _time_source_note(trace)
     notes += [source_note] if source_note else []
@@ -543,50 +584,105 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
         top_host_ops=tuple(host_rows),
         top_device_ops=tuple(dev_rows),
         launch=_launch_stats(pairs, options),
-        device_time=device_time_source(trace),
+        device_time="none" if dev.empty else device_time_source(trace),
         notes=tuple(notes),
     )
     device = trace_device(trace)
-    return replace(report, findings=tuple(bottleneck_findings(report, options, device)))
+    evidence = FindingEvidence(events, run_practice(trace), _top_tpc_kernels(dev))
+    found, unjudged = bottleneck_findings(report, options, device, evidence)
+    return replace(report, findings=tuple(found), notes=report.notes + tuple(unjudged))
+
+
+def _host_bound_finding(
+    rep: BottleneckReport,
+    t: TemporalRow,
+    options: AnalysisOptions,
+    device: TraceDevice,
+    evidence: FindingEvidence,
+) -> Finding | str | None:
+    """The host-bound finding of one rank; a note (str) when the rank has too few steps or
+    events to be judged; None when it is not host-bound (or the device has no such advice)."""
+    rank_steps = [s for s in rep.steps if s.rank == t.rank]
+    events = evidence.events.get(t.rank, 0)
+    if len(rank_steps) < options.host_bound_min_steps or events < options.host_bound_min_events:
+        return (
+            f"host-bound not judged on rank {t.rank}: {len(rank_steps)} steps and {events:,} "
+            f"events, fewer than host_bound_min_steps={options.host_bound_min_steps} or "
+            f"host_bound_min_events={options.host_bound_min_events}"
+        )
+    idle = float(np.median([s.idle_pct for s in rank_steps]))
+    practice = evidence.practice
+    advice = host_bound_advice(device, practice.graph_replays, practice.compiled_regions)
+    if idle < options.host_bound_idle_pct or advice is None:
+        return None
+    ops = int(np.median([s.host_ops for s in rank_steps]))
+    rc = sorted((c for c in rep.idle_causes if c.rank == t.rank), key=lambda c: -c.time_ns)
+    top = rc[0].cause if rc else "unknown"
+    # a trace without host ops in its steps (device rows only) has no host-op evidence to give
+    per_step = f", {ops:,} host ops per step" if ops else ""
+    return Finding(
+        severity="critical" if idle >= options.host_bound_critical_pct else "warning",
+        report="bottleneck",
+        title=(
+            f"host-bound: device idle {idle:.0f}% of each step (median of {len(rank_steps)}"
+            f" steps){per_step} (rank {t.rank}); largest idle cause: {top}"
+        ),
+        metric="device_idle_pct",
+        value=round(idle, 2),
+        threshold=options.host_bound_idle_pct,
+        evidence={
+            "rank": t.rank,
+            "steps": len(rank_steps),
+            "events": events,
+            **({"host_ops_per_step": ops} if ops else {}),
+            "graph_replays": practice.graph_replays,
+            "compiled_regions": practice.compiled_regions,
+            "idle_causes_ns": {c.cause: c.time_ns for c in rc},
+        },
+        advice=advice,
+        threshold_option="host_bound_idle_pct",
+    )
+
+
+MATMUL_KERNEL_RE = re.compile(r"(^|_)(mm|bmm|addmm|baddbmm|matmul|linear|gemm|conv\w*)(_|$)")
+OPTIMIZER_KERNEL_RE = re.compile(r"addcmul|addcdiv|lerp|adam|sgd|lamb|_foreach|sqrt")
+"""Kernel-name classes of the TPC-bound advice (Gaudi kernel names: `mm_f32`, `lerp_bf16`)."""
+
+
+def _tpc_bound_advice(device: TraceDevice, kernels: tuple[tuple[str, int], ...]) -> str | None:
+    """Advice that follows the TPC kernels counted: matmuls placed on TPC, optimizer updates,
+    or elementwise/normalization ops, by which of them holds the most of their time."""
+    names = ", ".join(k for k, _ in kernels)
+    time_by_class = {"tpc_bound_matmul": 0, "tpc_bound_optimizer": 0, "tpc_bound": 0}
+    for name, ns in kernels:
+        if MATMUL_KERNEL_RE.search(name):
+            time_by_class["tpc_bound_matmul"] += ns
+        elif OPTIMIZER_KERNEL_RE.search(name):
+            time_by_class["tpc_bound_optimizer"] += ns
+        else:
+            time_by_class["tpc_bound"] += ns
+    topic = max(time_by_class, key=lambda k: time_by_class[k])
+    return advise(topic, device, kernels=names or "its kernels")
 
 
 def bottleneck_findings(
-    rep: BottleneckReport, options: AnalysisOptions, device: TraceDevice
-) -> list[Finding]:
-    """Host-bound steps, dominant idle causes, MME/TPC balance (advice for `device`)."""
+    rep: BottleneckReport,
+    options: AnalysisOptions,
+    device: TraceDevice,
+    evidence: FindingEvidence,
+) -> tuple[list[Finding], list[str]]:
+    """Host-bound steps, dominant idle causes, MME/TPC balance (advice for `device`), and a
+    note for each rank too small to be judged host-bound."""
     out: list[Finding] = []
-    host_bound = advise("host_bound", device)
+    unjudged: list[str] = []
     sync_wait = advise("sync_wait", device)
     data_loading = advise("data_loading", device)
-    tpc_bound = advise("tpc_bound", device)
     for t in rep.temporal:
-        rank_steps = [s for s in rep.steps if s.rank == t.rank]
-        idle = float(np.median([s.idle_pct for s in rank_steps])) if rank_steps else t.idle_pct
-        if idle >= options.host_bound_idle_pct and host_bound is not None:
-            ops = int(np.median([s.host_ops for s in rank_steps])) if rank_steps else 0
-            rc = sorted((c for c in rep.idle_causes if c.rank == t.rank), key=lambda c: -c.time_ns)
-            top = rc[0].cause if rc else "unknown"
-            where = "of each step" if rank_steps else "of the device span"
-            out.append(
-                Finding(
-                    severity="critical" if idle >= options.host_bound_critical_pct else "warning",
-                    report="bottleneck",
-                    title=(
-                        f"host-bound: device idle {idle:.0f}% {where}, {ops:,} host ops per step"
-                        f" (rank {t.rank}); largest idle cause: {top}"
-                    ),
-                    metric="device_idle_pct",
-                    value=round(idle, 2),
-                    threshold=options.host_bound_idle_pct,
-                    evidence={
-                        "rank": t.rank,
-                        "host_ops_per_step": ops,
-                        "idle_causes_ns": {c.cause: c.time_ns for c in rc},
-                    },
-                    advice=host_bound,
-                    threshold_option="host_bound_idle_pct",
-                )
-            )
+        host_bound = _host_bound_finding(rep, t, options, device, evidence)
+        if isinstance(host_bound, str):
+            unjudged.append(host_bound)
+        elif host_bound is not None:
+            out.append(host_bound)
     for c in rep.idle_causes:
         if (
             c.cause.startswith("sync wait")
@@ -627,19 +723,27 @@ def bottleneck_findings(
             )
     ratio = options.tpc_bound_ratio
     for h in rep.host_device:
+        kernels = evidence.tpc_kernels.get(h.rank, ())
+        tpc_bound = _tpc_bound_advice(device, kernels)
         if h.mme_ns and h.tpc_ns and h.tpc_ns > ratio * h.mme_ns and tpc_bound is not None:
+            top = ", ".join(f"{k} {ns / 1e6:.2f} ms" for k, ns in kernels)
             out.append(
                 Finding(
                     "info",
                     "bottleneck",
                     f"TPC-bound: TPC busy {h.tpc_ns / 1e6:.2f} ms vs MME {h.mme_ns / 1e6:.2f} ms"
-                    f" (rank {h.rank})",
+                    f" (rank {h.rank}); top TPC kernels: {top}",
                     "tpc_to_mme_ratio",
                     round(h.tpc_ns / h.mme_ns, 2),
                     ratio,
-                    {"rank": h.rank, "tpc_ns": h.tpc_ns, "mme_ns": h.mme_ns},
+                    {
+                        "rank": h.rank,
+                        "tpc_ns": h.tpc_ns,
+                        "mme_ns": h.mme_ns,
+                        "top_tpc_kernels_ns": dict(kernels),
+                    },
                     tpc_bound,
                     "tpc_bound_ratio",
                 )
             )
-    return out
+    return out, unjudged

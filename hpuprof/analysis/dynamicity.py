@@ -20,6 +20,7 @@ from hpuprof.analysis._common import (
     factor,
     host_ops,
     isin,
+    positions,
     records,
     steps_in,
     strs,
@@ -390,14 +391,77 @@ def _first_shape(text: str) -> list[int] | None:
     return None
 
 
-def _step_input_dim(host: pd.DataFrame) -> tuple[list[int], list[int], str]:
+_FRAME_RE = re.compile(r"^(?P<file>[^()]+?)\((?P<line>\d+)\): ")
+"""A with_stack Python frame's name: `train.py(45): main`."""
+_LIBRARY_RE = re.compile(r"site-packages|dist-packages|/torch/|^torch/|^<built-in|^<frozen")
+
+
+def _script_frame(ev: pd.DataFrame, row: int) -> str:
+    """`file.py:123` of the innermost script frame around host op `row`: an op's own
+    `call_site`, else the innermost with_stack Python frame outside torch and the
+    site-packages; "" when the trace has neither (a runtime event around the op, a flush or a
+    compile, is not where the op was called)."""
+    for at in _ancestry(ev, row):
+        kind = str(ev.at[at, "kind"])
+        site = str(ev.at[at, "call_site"] or "")
+        if site and kind == "cpu_op":  # not a runtime event (a flush, a compile) around it
+            return site
+        if kind == "python_function":
+            m = _FRAME_RE.match(str(ev.at[at, "name"]))
+            if m and not _LIBRARY_RE.search(m["file"]):
+                return f"{m['file'].rsplit('/', 1)[-1]}:{m['line']}"
+    return ""
+
+
+def _ancestry(ev: pd.DataFrame, row: int) -> list[int]:
+    """`row` and its enclosing slices' labels, innermost first (`parent` links)."""
+    parents = ev["parent"].to_numpy(dtype=np.int64)
+    out: list[int] = []
+    at = row
+    while at >= 0 and len(out) < 256:
+        pos = int(positions(ev.index, np.array([at]))[0])
+        if pos < 0:
+            break
+        out.append(at)
+        at = int(parents[pos])
+    return out
+
+
+def _script_call(ev: pd.DataFrame, row: int) -> tuple[int, str]:
+    """The host op the script called that `row` runs inside (its outermost host-op ancestor:
+    `aten::randn` for the `aten::normal_` that fills it, `aten::to` for `aten::_to_copy`), and
+    its call site in the script ("" when unknown)."""
+    ops = [at for at in _ancestry(ev, row) if str(ev.at[at, "kind"]) == "cpu_op"]
+    outer = ops[-1] if ops else row
+    return outer, _script_frame(ev, outer)
+
+
+def _origin_label(ev: pd.DataFrame, op: str, row: int, shape: list[int], dim: int) -> str:
+    """Where the dynamic dimension enters the step: the op the script called and its call
+    site, e.g. `aten::randn's output, dim 1 (at train.py:45; first seen by aten::normal_)`."""
+    outer, site = _script_call(ev, row)
+    outer_name = str(ev.at[outer, "name"]) if outer in ev.index else op
+    where = f"at {site}; " if site else ""
+    if outer_name == op:
+        return f"{op} input 0, dim {dim} ({where}its first call in each step)"
+    own = _first_shape(str(ev.at[outer, "input_dims"] or ""))
+    part = "input 0" if own == shape else "output"
+    return f"{outer_name}'s {part}, dim {dim} ({where}first seen by {op} in each step)"
+
+
+def _step_input_dim(
+    host: pd.DataFrame, ev: pd.DataFrame | None = None
+) -> tuple[list[int], list[int], str]:
     """The model-input dimension that changes from step to step, one size per step.
 
     Looks at the first call of each op in each step (so different layers' weights, which an op
     like `aten::t` sees one after another within a step, do not count as variation) and picks
     the op that runs earliest in the step whose first input has a dimension that differs
     between steps: the batch or sequence dimension of what the step was fed. Steps where the
-    op runs an unusual number of times (warm-up, setup) are left out for that op.
+    op runs an unusual number of times (warm-up, setup) are left out for that op. With the
+    events `ev`, the label follows that dimension back to the script: the op the script called
+    (`aten::randn`, not the `aten::normal_` inside it) and its call site where the trace has
+    one (our runtime's `call_site`, with_stack frames).
     """
     step = host["step"].to_numpy()
     shaped = (step >= 0) & (strs(host["input_dims"]) != "")
@@ -411,6 +475,7 @@ def _step_input_dim(host: pd.DataFrame) -> tuple[list[int], list[int], str]:
             "dims": dcodes[shaped],
             "step": step[shaped],
             "ts": host["ts_ns"].to_numpy()[shaped],
+            "row": host.index.to_numpy()[shaped],
         }
     ).sort_values("ts", kind="stable")
     if frame["step"].nunique() < 2:
@@ -434,7 +499,12 @@ def _step_input_dim(host: pd.DataFrame) -> tuple[list[int], list[int], str]:
         for d in range(len(known[0])):
             values = [s[d] for s in known]
             if len(set(values)) > 1:
-                label = f"{names[op]} input 0, dim {d} (its first call in each step)"
+                name = str(names[op])
+                label = f"{name} input 0, dim {d} (its first call in each step)"
+                if ev is not None:
+                    i = next(i for i, s in enumerate(shapes) if s is not None and s[d] != values[0])
+                    row = int(rows["row"].iloc[i])
+                    label = _origin_label(ev, name, row, shapes[i] or [], d)
                 return values, [1] * len(values), label
     return [], [], ""
 
@@ -541,7 +611,7 @@ def analyze_dynamicity(trace: Trace, options: AnalysisOptions | None = None) -> 
             + (f"; {port.label}" if port else "")
         )
     bucket: BucketPlan | None = None
-    sizes, counts, target = _step_input_dim(host)
+    sizes, counts, target = _step_input_dim(host, without_args(ev))
     if not sizes and hists:
         notes.append(
             "no bucketing advice: it needs two or more steps whose inputs differ, to tell the "

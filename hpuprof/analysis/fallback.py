@@ -1,4 +1,6 @@
-"""Fallback report: each op that ran on CPU because the device has no kernel for it."""
+"""Fallback report: each op that ran on CPU because the device has no kernel for it, or none
+for the dtype it was called with (`op_support`: an op with HPU kernels for other dtypes is
+supported; its finding names the dtype that fell back)."""
 
 from __future__ import annotations
 
@@ -6,11 +8,13 @@ import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from hpuprof.analysis._common import (
     arg_values,
     cat_test,
+    host_ops,
     is_fallback,
     isin,
     steps_in,
@@ -18,8 +22,9 @@ from hpuprof.analysis._common import (
     without_args,
 )
 from hpuprof.analysis.advice import advise
-from hpuprof.analysis.device import trace_device
-from hpuprof.analysis.findings import Finding
+from hpuprof.analysis.device import TraceDevice, trace_device
+from hpuprof.analysis.findings import Finding, Severity
+from hpuprof.analysis.op_support import op_support, tensor_dtypes
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.analysis.report import SUMMED_OVER_RANKS
 from hpuprof.trace.model import Trace
@@ -40,6 +45,11 @@ class FallbackOp:
         steps: steps where it happened.
         forced_flush: how many of its fallbacks were preceded by a lazy flush
             with reason `cpu fallback`.
+        dtypes: the input dtypes it fell back with (from `input_types`; empty when unrecorded).
+        hpu_dtypes: the dtypes the op has HPU kernels for (`op_support`), empty when it has
+            none or the table does not know it.
+        unsupported_dtypes: those of `dtypes` it has no HPU kernel for: when the op has HPU
+            kernels (`hpu_dtypes`), the fallback is one of a dtype, not of the op.
     """
 
     op: str
@@ -48,6 +58,44 @@ class FallbackOp:
     copies: int
     steps: tuple[int, ...]
     forced_flush: int
+    dtypes: tuple[str, ...] = ()
+    hpu_dtypes: tuple[str, ...] = ()
+    unsupported_dtypes: tuple[str, ...] = ()
+
+    @property
+    def dtype_fallback(self) -> bool:
+        """The op has HPU kernels, not for (some of) the dtypes it fell back with."""
+        return bool(self.hpu_dtypes and self.unsupported_dtypes)
+
+
+def _types_list(text: str) -> list[object]:
+    try:
+        got = orjson.loads(text) if text else []
+    except orjson.JSONDecodeError:
+        return []
+    return got if isinstance(got, list) else []
+
+
+def _fallback_types(ev: pd.DataFrame, rows: pd.DataFrame, ops: list[str]) -> list[str]:
+    """The recorded input types of each fallback (JSON text): its own, else those of the host
+    op of the same name on its rank that started last by the fallback's end (lazy mode records
+    the op when traced and runs it on CPU at the flush)."""
+    own = strs(rows["input_types"]).tolist()
+    host = host_ops(ev)
+    host = host[strs(host["input_types"]) != ""]
+    if host.empty:
+        return own
+    names = strs(host["name"])
+    ends_at = (rows["ts_ns"].to_numpy() + rows["dur_ns"].to_numpy()).tolist()
+    out = []
+    for i, (types, op, rank) in enumerate(zip(own, ops, rows["rank"].tolist(), strict=True)):
+        if not types:
+            same = host[(names == op) & (host["rank"].to_numpy() == rank)]
+            ts = same["ts_ns"].to_numpy()
+            k = int(np.searchsorted(ts, ends_at[i], side="right")) - 1
+            types = str(strs(same["input_types"])[k]) if k >= 0 else ""
+        out.append(types)
+    return out
 
 
 @dataclass(frozen=True)
@@ -130,6 +178,7 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
     frame = pd.DataFrame(
         {
             "op": ops,
+            "types": _fallback_types(ev, rows, ops),
             "dur": rows["dur_ns"].to_numpy(),
             "step": rows["step"].to_numpy(),
             "copies": copies.reindex(idx, fill_value=0).to_numpy(dtype=np.int64),
@@ -138,6 +187,8 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
     )
     out = []
     for op, g in frame.groupby("op"):
+        dtypes = tensor_dtypes([t for text in g["types"].unique() for t in _types_list(text)])
+        hpu = op_support(str(op)).dtypes
         out.append(
             FallbackOp(
                 op=str(op),
@@ -146,24 +197,44 @@ def analyze_fallbacks(trace: Trace, options: AnalysisOptions | None = None) -> F
                 copies=int(g["copies"].sum()),
                 steps=steps_in(g["step"].tolist()),
                 forced_flush=int(g["forced"].sum()),
+                dtypes=dtypes,
+                hpu_dtypes=hpu,
+                unsupported_dtypes=tuple(d for d in dtypes if d not in hpu) if hpu else (),
             )
         )
     out.sort(key=lambda o: (-o.host_time_ns, o.op))
     rep = FallbackReport(len(rows), int(frame["dur"].sum()), tuple(out))
     device = trace_device(trace)
     findings = [
-        Finding(
-            "critical" if o.count >= options.fallback_critical else "warning",
-            "fallback",
-            f"{o.op} fell back to CPU {o.count} times ({o.host_time_ns / 1e6:.2f} ms host, "
-            f"{o.copies} copies, {o.forced_flush} forced flushes)",
-            "fallback_count",
-            o.count,
-            0.0,
-            {"op": o.op, "steps": list(o.steps[:20]), "copies": o.copies},
-            advice,
-        )
-        for o in out[: options.top_n]
-        if (advice := advise("fallback", device, op=o.op)) is not None
+        f for o in out[: options.top_n] if (f := _fallback_finding(o, device, options)) is not None
     ]
     return replace(rep, findings=tuple(findings))
+
+
+def _fallback_finding(
+    o: FallbackOp, device: TraceDevice, options: AnalysisOptions
+) -> Finding | None:
+    """One op's finding: a dtype fallback (the op has HPU kernels, not for that dtype) is a
+    warning naming the dtype; an op without any HPU kernel is critical from
+    `options.fallback_critical` fallbacks on."""
+    what = f"{o.count} times ({o.host_time_ns / 1e6:.2f} ms host, {o.copies} copies, {o.forced_flush} forced flushes)"
+    evidence = {"op": o.op, "steps": list(o.steps[:20]), "copies": o.copies}
+    if o.dtype_fallback:
+        fell = ", ".join(o.unsupported_dtypes)
+        supported = ", ".join(o.hpu_dtypes)
+        advice = advise("fallback_dtype", device, op=o.op, dtype=fell, supported=supported)
+        title = f"{o.op} fell back to CPU for {fell} inputs {what}; the op itself is supported on HPU ({supported})"
+        evidence |= {
+            "fell_back_dtypes": list(o.unsupported_dtypes),
+            "hpu_dtypes": list(o.hpu_dtypes),
+        }
+        severity: Severity = "warning"
+    else:
+        advice = advise("fallback", device, op=o.op)
+        title = f"{o.op} fell back to CPU {what}"
+        severity = "critical" if o.count >= options.fallback_critical else "warning"
+        if o.dtypes:
+            evidence["dtypes"] = list(o.dtypes)
+    if advice is None:
+        return None
+    return Finding(severity, "fallback", title, "fallback_count", o.count, 0.0, evidence, advice)

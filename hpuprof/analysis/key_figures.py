@@ -5,7 +5,7 @@ that knows did not run."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 SUMMED_FIGURES: Final = frozenset(
@@ -32,7 +32,10 @@ class KeyFigures:
         low_precision_time_pct: device time in bf16/fp16/fp8.
         stragglers: straggling ranks.
         device: the device in words; timeline: measured / projected / real; device_time:
-            measured or modeled.
+            measured, modeled, or none (no device events).
+        not_measurable: figures the trace cannot give, each with why in words ("not
+            measurable (no steps)"): views show that instead of leaving the figure out or
+            showing a number that means nothing (a device idle 100% of a CPU-only trace).
     """
 
     ranks: int
@@ -51,6 +54,23 @@ class KeyFigures:
     device: str
     timeline: str
     device_time: str
+    not_measurable: Mapping[str, str] = field(default_factory=dict)
+
+
+NO_STEPS = "not measurable (no steps)"
+NO_DEVICE_EVENTS = "not measurable (no device events)"
+
+
+def _not_measurable(sections: Mapping[str, Any]) -> dict[str, str]:
+    """The step and device figures a trace without steps or device events cannot give."""
+    ranks = sections.get("ranks")
+    bott = sections.get("bottleneck")
+    out: dict[str, str] = {}
+    if ranks is not None and ranks.ranks and not any(r.steps for r in ranks.ranks):
+        out |= dict.fromkeys(("steps_per_rank", "step_time_ns", "device_util_pct"), NO_STEPS)
+    if bott is not None and _agreed(bott.device_time) == "none":
+        out["device_util_pct"] = NO_DEVICE_EVENTS
+    return out
 
 
 def figure_header(key: str, header: str, ranks: Any) -> str:
@@ -75,8 +95,9 @@ def key_figures(sections: Mapping[str, Any], meta: Mapping[str, Any]) -> KeyFigu
     fb = sections.get("fallback")
     prec = sections.get("precision")
     bott = sections.get("bottleneck")
+    missing = _not_measurable(sections)
     util = None
-    if ranks is not None and ranks.ranks:
+    if ranks is not None and ranks.ranks and "device_util_pct" not in missing:
         util = round(sum(100.0 - r.idle_pct for r in ranks.ranks) / len(ranks.ranks), 2)
     port = _agreed(dyn.port_estimate) if dyn is not None else None
     device = meta.get("device") or {}
@@ -100,6 +121,7 @@ def key_figures(sections: Mapping[str, Any], meta: Mapping[str, Any]) -> KeyFigu
         device=str(device.get("label", "")),
         timeline=str(meta.get("timeline", "")),
         device_time=str(_agreed(bott.device_time) or "") if bott is not None else "",
+        not_measurable=missing,
     )
 
 

@@ -22,6 +22,10 @@ class AnalysisOptions:
             %) at or above which the rank is host-bound.
         host_bound_critical_pct: bottleneck: that idle share (%) at or above which the
             host-bound finding is critical rather than a warning.
+        host_bound_min_steps: bottleneck: steps a rank needs before it is judged host-bound (a
+            count): a median over fewer steps, or a trace without steps, is no evidence.
+        host_bound_min_events: bottleneck: host ops plus device ops a rank needs before it is
+            judged host-bound (a count): a test trace of a few hundred events is no evidence.
         launch_gap_ns: bottleneck and distributed: a device gap at least this long whose next
             op was launched late is a host-bound launch gap; a shorter one is a kernel wait
             (HTA's `consecutive_kernel_delay` is 30 us; we use the same).
@@ -74,6 +78,8 @@ class AnalysisOptions:
     bucket_k: int = 4
     host_bound_idle_pct: float = 30.0
     host_bound_critical_pct: float = 50.0
+    host_bound_min_steps: int = 3
+    host_bound_min_events: int = 500
     launch_gap_ns: int = 30_000
     idle_cause_warn_pct: float = 20.0
     tpc_bound_ratio: float = 2.0

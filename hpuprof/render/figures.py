@@ -100,15 +100,20 @@ def steps_figure(report: Mapping[str, Any]) -> Figure:
         return empty("Time per step", "no steps in this trace (no ProfilerStep or step markers)")
     multi = len({r.get("rank") for r in st}) > 1
     x = [f"rank {r.get('rank')} · step {r.get('step')}" if multi else r.get("step") for r in st]
+    title = "Time per step (device view)"
+    parts = STEP_PARTS
+    if section(report, "bottleneck", "device_time") == "none":  # a CPU-only trace: no split
+        title = "Time per step (device time not measurable: no device events)"
+        parts = (("duration_ns", "step time", "#4c78a8"),)
     data = [
         {"type": "bar", "name": name, "x": x, "y": [_ms(r.get(key)) for r in st], "marker": {"color": color},
          "hovertemplate": "%{x}<br>%{y:.3f} ms<extra>" + name + "</extra>"}
-        for key, name, color in STEP_PARTS
+        for key, name, color in parts
     ]  # fmt: skip
     xaxis: dict[str, Any] = {"title": {"text": "step"}, "type": "category"}
     if not multi:
         xaxis = {"title": {"text": "step"}, "tickmode": "linear", "dtick": 1, "tickformat": "d"}
-    return {"data": data, "layout": _layout("Time per step (device view)", 340, barmode="stack", xaxis=xaxis, yaxis={"title": {"text": "ms"}})}  # fmt: skip
+    return {"data": data, "layout": _layout(title, 340, barmode="stack", xaxis=xaxis, yaxis={"title": {"text": "ms"}})}  # fmt: skip
 
 
 def _pct_bars_per_rank(
@@ -137,10 +142,11 @@ def temporal_figure(report: Mapping[str, Any]) -> Figure:
 
 
 def host_device_figure(report: Mapping[str, Any]) -> Figure:
-    """Host-busy and device-busy share of wall time, per rank."""
+    """Host-busy and device-busy share of wall time, per rank (host busy: the host's own work,
+    compiles included, `hpuprof.analysis._common.host_work`)."""
     hd = rows(report, "bottleneck", "host_device")
     if not hd:
-        return empty("Host and device busy", "no device activity in this trace")
+        return empty("Host and device busy", "device time not measurable: no device events")
     parts = (("host_ratio_pct", "host busy %", None), ("device_ratio_pct", "device busy %", None))
     return _pct_bars_per_rank(hd, parts, "Host and device busy, % of wall time", "group", "% of wall time")  # fmt: skip
 

@@ -341,12 +341,23 @@ KEY_FIGURES: tuple[Column, ...] = (
 
 
 def key_figure_rows(report: Report) -> list[tuple[Column, Any]]:
-    """(column, value) of the key figures a report has (unknown ones left out)."""
+    """(column, value) of the key figures a report has, or why one is not measurable
+    (unknown ones left out)."""
     figures = report.meta.get("key_figures")
     if not isinstance(figures, Mapping):
         return []
     return [
-        (replace(c, label=figure_header(c.key, c.header, figures.get("ranks"))), figures[c.key])
+        (replace(c, label=figure_header(c.key, c.header, figures.get("ranks"))), v)
         for c in KEY_FIGURES
-        if figures.get(c.key) not in (None, "", [], ())
+        if (v := key_figure_value(figures, c.key)) is not None
     ]
+
+
+def key_figure_value(figures: Mapping[str, Any], key: str) -> Any:
+    """A key figure's value, or why the trace cannot give it (`KeyFigures.not_measurable`:
+    "not measurable (no steps)"); None where it is unknown (left out)."""
+    missing = figures.get("not_measurable")
+    if isinstance(missing, Mapping) and missing.get(key):
+        return str(missing[key])
+    value = figures.get(key)
+    return None if value in (None, "", [], ()) else value

@@ -201,15 +201,16 @@ def key_figure_row(figs: Mapping[str, Any]) -> dict[str, Any]:
 
 def key_figure_items(figs: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(label, text) of a run's key figures for a KPI strip, as the reports print them
-    (`hpuprof.render.tables.KEY_FIGURES`); figures the run lacks are left out, and those summed
-    over several ranks say so."""
+    (`hpuprof.render.tables.KEY_FIGURES`); a figure the trace cannot give says so ("not
+    measurable (no steps)"); figures the run lacks are left out, and those summed over several
+    ranks say so."""
     from hpuprof.analysis.key_figures import figure_header
-    from hpuprof.render.tables import KEY_FIGURES, fmt_column
+    from hpuprof.render.tables import KEY_FIGURES, fmt_column, key_figure_value
 
     out = []
     for c in KEY_FIGURES:
-        value = figs.get(c.key)
-        if value in (None, "", [], ()) or c.key == "lazy_port_estimate":
+        value = key_figure_value(figs, c.key)
+        if value is None or c.key == "lazy_port_estimate":
             continue
         text = ", ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else fmt_column(c, value)  # fmt: skip
         modeled = " (modeled)" if c.key == "device_util_pct" and figs.get("device_time") == "modeled" else ""  # fmt: skip
