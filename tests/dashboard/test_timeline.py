@@ -347,3 +347,22 @@ def test_box_select_self_time_fits_the_box(tmp_path: Path) -> None:
     box = {"x": [0.0, span_ms], "y": [host[0], host[0]]}
     _, rows = range_rows(store, entry, idx, shown, box)
     assert sum(float(r["self_ms"]) for r in rows) <= span_ms + 1e-6
+
+
+def test_each_stream_is_one_track() -> None:
+    """Issue 25: AlexNet (A100) showed streams 7 and 20 twice: their `cuda_sync` waits (host
+    events on the stream's tid) made a track of their own beside the kernels'."""
+    import hpuprof
+
+    path = SHARED_TRACES / "tests" / "data" / "critical_path" / "alexnet"
+    if not path.is_dir():
+        pytest.skip("../shared/traces is not present")
+    idx = tl.build_index(hpuprof.load(next(path.glob("*.json.gz"))))
+    keys = [(t.group, t.tid) for t in idx.tracks]
+    assert len(keys) == len(set(keys))
+    gpu = [t for t in idx.tracks if idx.groups[t.group].label == "GPU 0"]
+    streams = [t.label for t in gpu if t.label.startswith("stream")]
+    assert streams == ["stream 7", "stream 20"] and all(t.is_device for t in gpu[:2])
+    labels = [lane.label for lane in tl.lanes(idx, expanded=range(len(idx.groups))) if lane.label]
+    assert labels.count("stream 7") == 1 and labels.count("stream 20") == 1
+    assert len(idx.flow_src) > 0  # launches still reach their kernels
