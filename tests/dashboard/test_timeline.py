@@ -248,9 +248,35 @@ def test_figure_reads_in_units_with_legend_outside(index: TimelineIndex) -> None
     assert ticks and all(t.endswith((" us", " ms", " s")) for t in ticks)
     assert fig.layout.legend.y == 1 and fig.layout.legend.yanchor == "bottom"
     assert fig.layout.uirevision == "run" and fig.layout.clickmode == "event"
-    labelled = [t for t in fig.data if t.type == "bar" and any(t.text)]
-    assert labelled  # slices wide enough carry their name
-    assert fig.layout.uniformtext.mode == "hide"  # and names that do not fit are hidden
+    names = [t for t in fig.data if t.name == "slice names"]
+    assert len(names) == 1 and names[0].mode == "text" and names[0].hoverinfo == "skip"
+
+
+def test_names_are_drawn_inside_slices_wide_enough(index: TimelineIndex) -> None:
+    """Issue 25: every bar label was hidden (rows too thin for plotly's bar text); names are
+    now a text trace, each centred in its slice's visible part, cut with "…" to fit it."""
+    w = tl.query(index, tl.lanes(index), 1_000_000, 1_400_000)
+    names = next(t for t in tl.figure(w)["data"] if t.get("name") == "slice names")
+    px_ns = (w.t1 - w.t0) / tl.PLOT_PX
+    start = np.maximum(w.bar_ts, w.t0)
+    end = np.minimum(w.bar_end, w.t1)
+    whole = 0
+    for x, y, text in zip(names["x"], names["y"], names["text"], strict=True):
+        at = x * 1e6
+        hit = np.flatnonzero((w.bar_lane == y) & (start <= at) & (end >= at) & (w.bar_event >= 0))
+        assert len(hit), text  # the name sits on a slice of its row
+        j = int(hit[0])
+        width_px = (end[j] - start[j]) / px_ns
+        assert len(text) * tl.CHAR_PX + 2 * tl.LABEL_PAD_PX <= width_px + 1e-9
+        assert abs(at - (start[j] + end[j]) / 2) < 1  # centred in the visible part
+        assert text == w.bar_name[j] or (text.endswith("…") and w.bar_name[j].startswith(text[:-1]))
+        whole += text == w.bar_name[j]
+    assert whole > 0
+    wide = (end - start) / px_ns >= 40 * tl.CHAR_PX
+    assert len(names["text"]) >= int(np.count_nonzero(wide & (w.bar_event >= 0)))
+    assert tl.fit_name("aten::native_layer_norm", 80) == "aten::nat…"
+    assert tl.fit_name("aten::mm", 80) == "aten::mm"
+    assert tl.fit_name("aten::native_layer_norm", 30) == ""
 
 
 def test_hostile_names_are_inert_in_the_figure() -> None:
