@@ -42,8 +42,13 @@ FLOW_LIMIT = 400
 DEFAULT_BUCKETS = 800
 PLOT_PX = 1200
 """Assumed plot width in pixels: a slice is never drawn narrower than one of them."""
-LABEL_PX = 40
-"""Slices at least this wide (estimated pixels) carry their name as a label."""
+CHAR_PX = 7.0
+"""Width of one character of a slice's name (10 px font, a little more than its average, so
+a name stays inside its slice on plots somewhat narrower than `PLOT_PX`)."""
+LABEL_PAD_PX = 4.0
+"""Room kept free at each end of a slice's name."""
+MIN_LABEL_CHARS = 3
+"""A name cut to fewer characters than this (before its "…") is not drawn."""
 LANE_PX = 18
 EXPAND_ALL_ROWS = 60
 """Groups start expanded when all their rows together are at most this many."""
@@ -570,7 +575,6 @@ def figure(w: Window, *, revision: str = "") -> Figure:
         clickmode="event",
         dragmode="zoom",
         plot_bgcolor="white",
-        uniformtext={"minsize": 8, "mode": "hide"},
         hoverlabel={"namelength": -1},
     )
     return {"data": data, "layout": layout}
@@ -596,8 +600,6 @@ def _bars(data: list[dict[str, Any]], w: Window, px_ns: float) -> None:
         # drawn clipped to the window (a label sits in the visible part), never under a pixel
         start = np.maximum(w.bar_ts[sel], w.t0)
         shown = np.maximum(np.minimum(w.bar_end[sel], w.t1) - start, px_ns)
-        wide = shown >= LABEL_PX * px_ns
-        text = [plot_text(w.bar_name[j]) if ok else "" for j, ok in zip(sel, wide, strict=True)]
         data.append(
             dict(
                 type="bar",
@@ -608,11 +610,6 @@ def _bars(data: list[dict[str, Any]], w: Window, px_ns: float) -> None:
                 y=w.bar_lane[sel],
                 width=0.8,
                 marker={"color": _shade(w.bar_name, sel, palette), "line": {"width": 0}},
-                text=text,
-                textposition="inside",
-                insidetextanchor="start",
-                textfont={"size": 10, "color": "white"},
-                constraintext="inside",
                 customdata=[["e", int(r)] for r in w.bar_event[sel]],
                 hovertext=[
                     f"{plot_text(w.bar_name[j])}<br>{fmt.duration(float(d))} at {fmt.duration(float(t))}"
@@ -621,6 +618,48 @@ def _bars(data: list[dict[str, Any]], w: Window, px_ns: float) -> None:
                 hovertemplate="%{hovertext}<extra></extra>",
             )
         )
+    _names(data, w, px_ns)
+
+
+def fit_name(name: str, width_px: float) -> str:
+    """`name` as it fits in a slice `width_px` wide: whole, cut with "…", or "" (as Perfetto
+    draws names inside slices)."""
+    room = int((width_px - 2 * LABEL_PAD_PX) // CHAR_PX)
+    if len(name) <= room:
+        return name
+    if room - 1 < MIN_LABEL_CHARS:
+        return ""
+    return name[: room - 1] + "…"
+
+
+def _names(data: list[dict[str, Any]], w: Window, px_ns: float) -> None:
+    """The names of the slices wide enough to hold them, drawn inside them (a text trace:
+    a bar's own text is hidden whenever it does not fit the row's height at full size)."""
+    start = np.maximum(w.bar_ts, w.t0)
+    shown = np.minimum(w.bar_end, w.t1) - start
+    xs, ys, texts = [], [], []
+    for j in np.flatnonzero((w.bar_event >= 0) & (shown > 0)).tolist():
+        text = fit_name(w.bar_name[j], float(shown[j]) / px_ns)
+        if text:
+            xs.append(float(start[j] + shown[j] / 2) / 1e6)
+            ys.append(int(w.bar_lane[j]))
+            texts.append(plot_text(text))
+    if not texts:
+        return
+    data.append(
+        dict(
+            type="scatter",
+            name="slice names",
+            mode="text",
+            x=xs,
+            y=ys,
+            text=texts,
+            textposition="middle center",
+            textfont={"size": 10, "color": "white"},
+            hoverinfo="skip",
+            showlegend=False,
+        )
+    )
 
 
 def _density(data: list[dict[str, Any]], w: Window) -> None:

@@ -32,7 +32,7 @@ MARKS: tuple[str, ...] = ("", "compile", "sync", "fallback", "graph_replay")
 """Marker classes; index 0 is an unmarked slice."""
 MAX_DEPTH = 12
 """Rows per track; deeper slices share the last row."""
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 """Bump when the index layout changes: invalidates indexes kept on disk."""
 
 
@@ -332,7 +332,9 @@ def _track_keys(
     threads: dict[tuple[Any, ...], dict[str, Any]],
 ) -> tuple[list[TrackKey], np.ndarray]:
     """The tracks (threads and streams of each group, in the trace's sort order) and each
-    lane's track."""
+    lane's track. One track per (rank, pid, tid): a stream's host-side events (Kineto's
+    `cuda_sync` waits on stream 7) share the stream's track with its kernels, so no stream
+    is drawn twice; a track is a device track when any of its slices runs on the device."""
 
     def tsort(rec: TrackKey) -> tuple[Any, ...]:
         r, p, t, dev = rec
@@ -340,19 +342,16 @@ def _track_keys(
         si = int(th.get("sort_index", NO_ID))
         return (gid[(r, p)], si if si >= 0 else 1 << 40, _natural(_thread_label(t, dev, th)))
 
-    trecs = sorted(
-        (
-            (int(r), str(p), str(t), bool(d))
-            for r, d, p, t in lanes[["rank", "is_device", "pid", "tid"]].itertuples(index=False)
-        ),
-        key=tsort,
-    )
-    tid_of = {key: i for i, key in enumerate(trecs)}
-    of_lane = [
-        tid_of[(int(r), str(p), str(t), bool(d))]
-        for r, p, t, d in lanes[["rank", "pid", "tid", "is_device"]].itertuples(index=False)
+    keys = [
+        (int(r), str(p), str(t))
+        for r, p, t in lanes[["rank", "pid", "tid"]].itertuples(index=False)
     ]
-    return trecs, np.asarray(of_lane, dtype=np.int64)
+    on_device: dict[tuple[int, str, str], bool] = {}
+    for key, dev in zip(keys, lanes["is_device"].to_numpy(dtype=bool).tolist(), strict=True):
+        on_device[key] = on_device.get(key, False) or bool(dev)
+    trecs = sorted(((r, p, t, d) for (r, p, t), d in on_device.items()), key=tsort)
+    tid_of = {(r, p, t): i for i, (r, p, t, _) in enumerate(trecs)}
+    return trecs, np.asarray([tid_of[k] for k in keys], dtype=np.int64)
 
 
 def _slice_depths(
@@ -455,15 +454,13 @@ def _mark_rows(
     return marked[keep], mk_row[keep]
 
 
-def _flows(ev: pd.DataFrame, tracks: list[Track], layout: _Rows) -> pd.DataFrame:
+def _flows(ev: pd.DataFrame, layout: _Rows) -> pd.DataFrame:
     """Host launch -> device op of the same correlation and rank: (src, dst) sorted slices,
     by dst."""
     import pandas as pd
 
     corr = ev["correlation"].to_numpy(dtype=np.int64)[layout.event]
-    track_dev = np.array([t.is_device for t in tracks], dtype=bool)
-    row_sorted = layout.of_slice
-    dev_slice = track_dev[layout.track[row_sorted]] if len(row_sorted) else np.zeros(0, dtype=bool)
+    dev_slice = ev["is_device"].to_numpy(dtype=bool)[layout.event]
     rank_slice = ev["rank"].to_numpy(dtype=np.int64)[layout.event]
     has = corr != NO_ID
     host, dev = has & ~dev_slice, has & dev_slice
@@ -587,7 +584,7 @@ def build_index(trace: Trace) -> TimelineIndex:
     marked, mk_row = _mark_rows(ev, marked, lanes, layout, host_track)
     mk_ts = ts_all[marked] - t0
     mk_order = np.argsort(mk_ts, kind="stable")
-    pairs = _flows(ev, tracks, layout)
+    pairs = _flows(ev, layout)
     counters = _counters(ctr, t0, gid, len(groups), len(tracks), bool(multi))
     groups += counters.groups
     tracks += counters.tracks

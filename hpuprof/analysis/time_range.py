@@ -3,8 +3,14 @@
 `summarize_time_range(trace, start_ns, end_ns, lanes=...)` takes every slice (host or device,
 not the profiler's own span) overlapping [start_ns, end_ns] on the chosen lanes and sums, per
 name and side (host / device): occurrences, wall time inside the range (each slice clipped to
-it), self time inside the range (wall minus the clipped time of its children) and the average
-full duration. The same table as Perfetto UI's area selection, computed once for every view.
+it), self time inside the range and the average full duration. The same table as Perfetto UI's
+area selection, computed once for every view.
+
+Self time gives every instant of a lane (rank, pid, tid) to one slice: the innermost one
+running then, i.e. the one that started last (`exclusive_ns`). For slices that nest that is
+wall minus the children's time; slices that cross instead of nesting (an emulated run's
+modeled compile that outlasts its step, and the next step starting inside it) are not counted
+twice, so the self times of a selection never add up to more than its width times its lanes.
 """
 
 from __future__ import annotations
@@ -17,7 +23,6 @@ import pandas as pd
 
 from hpuprof.analysis._common import strs
 from hpuprof.trace.model import Trace
-from hpuprof.trace.schema import NO_ID
 
 Lane = tuple[int, str, str]
 """(rank, pid, tid) of one timeline lane."""
@@ -54,6 +59,68 @@ class TimeRangeSummary:
     rows: tuple[NameTotal, ...]
 
 
+def _lane_codes(ev: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Each slice's lane (rank, pid, tid) as an integer code."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    keys = pd.DataFrame(
+        {
+            "rank": ev["rank"].to_numpy()[rows],
+            "pid": strs(ev["pid"].iloc[rows]),
+            "tid": strs(ev["tid"].iloc[rows]),
+        }
+    )
+    return keys.groupby(["rank", "pid", "tid"], sort=False).ngroup().to_numpy(dtype=np.int64)
+
+
+def exclusive_ns(lane: np.ndarray, ts: np.ndarray, end: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Each slice's self time inside [lo, hi]: every instant of a lane goes to the slice
+    running then that started last (ties: the shorter, i.e. the inner one), so a lane's self
+    times add up to at most its busy time in the range, whether its slices nest or cross."""
+    n = len(ts)
+    out = np.zeros(n, dtype=np.int64)
+    if not n:
+        return out
+    a = np.clip(ts, lo, hi)
+    b = np.clip(end, lo, hi)
+    order = np.lexsort((np.arange(n), -end, ts, lane))
+    lane_s = lane[order]
+    # a sentinel slice [hi, hi) closes each lane: it drains the lane's open slices
+    last_of_lane = np.flatnonzero(np.append(lane_s[1:] != lane_s[:-1], True))
+    starts = np.insert(a[order], last_of_lane + 1, hi).tolist()
+    ends = np.insert(b[order], last_of_lane + 1, hi).tolist()
+    is_close = np.zeros(len(starts), dtype=bool)
+    is_close[last_of_lane + np.arange(1, len(last_of_lane) + 1)] = True
+    own = [0] * len(starts)
+    stack: list[int] = []
+    now = lo
+    for i, close in enumerate(is_close.tolist()):
+        s = starts[i]
+        # [now, s) goes to the innermost open slice; slices that ended are popped
+        while stack and now < s:
+            top = stack[-1]
+            e = ends[top]
+            if e <= now:
+                stack.pop()
+            elif e < s:
+                own[top] += e - now
+                now = e
+                stack.pop()
+            else:
+                own[top] += s - now
+                now = s
+        if close:
+            stack.clear()
+            now = lo
+        else:
+            if now < s:
+                now = s
+            stack.append(i)
+    own_arr = np.asarray(own, dtype=np.int64)[~is_close]
+    out[order] = own_arr
+    return out
+
+
 def summarize_time_range(
     trace: Trace,
     start_ns: int,
@@ -81,11 +148,8 @@ def summarize_time_range(
     rows = np.flatnonzero(keep)
     clipped = np.minimum(end[rows], hi) - np.maximum(ts[rows], lo)
     clipped = np.maximum(clipped, 0)
-    child = np.zeros(len(ev), dtype=np.int64)
-    parent = ev["parent"].to_numpy(dtype=np.int64)[rows]
-    has_parent = parent != NO_ID
-    np.add.at(child, parent[has_parent], clipped[has_parent])
-    self_ns = np.maximum(clipped - child[rows], 0)
+    lane = _lane_codes(ev, rows)
+    self_ns = exclusive_ns(lane, ts[rows], end[rows], lo, hi)
     frame = pd.DataFrame(
         {
             "name": strs(ev["name"].iloc[rows]),
