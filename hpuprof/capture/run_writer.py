@@ -11,7 +11,15 @@
 - the scratch folder the torch backends export their windows into.
 
 Every write happens under `lock` and inside `shield` (the signal guard's `busy`: a signal that
-arrives meanwhile is handled once the write is whole). The Perfetto trace is not written here:
+arrives meanwhile is handled once the write is whole).
+
+A failed write (a full disk) never reaches the profiled program: the trace file is left as it
+was before that write (valid, every earlier event in it), the failure is said once on stderr
+and kept in `write_failure` (the capture session then stops recording), later events are
+dropped, and `finish` writes what it still can: `run.json` says so under `write_error` and
+`warnings`, naming the trace as it is on disk. So that this last update fits on a disk the
+trace filled, a small reserve file is written in the scratch folder at the start and removed
+at the first failed write. The Perfetto trace is not written here:
 that is done outside the recording process's stop (`perfetto_export.py`).
 """
 
@@ -21,6 +29,7 @@ import collections
 import contextlib
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -38,7 +47,7 @@ from hpuprof.capture.run_dir import (
 )
 from hpuprof.capture.run_end import RunEnd
 from hpuprof.capture.stream_writer import ChunkedTraceWriter
-from hpuprof.errors import HpuprofError
+from hpuprof.errors import HpuprofError, OutputError
 from hpuprof.path_text import path_text
 from hpuprof.trace.atomic_write import write_bytes_atomic
 from hpuprof.trace.leftovers import scratch_prefix
@@ -48,6 +57,9 @@ Shield = Callable[[], contextlib.AbstractContextManager[None]]
 """A context a write runs in, so a signal cannot cut it (`SignalGuard.busy`)."""
 MetricsSource = Callable[[], "list[dict[str, Any]] | None"]
 """The backend's metrics records, read at the end of the run (None: it has none)."""
+
+RESERVE_BYTES = 512 * 1024
+"""Space held back at the start for the end of a run whose disk fills (see the module doc)."""
 
 _CAT_VALUE = re.compile(rb'"cat"\s*:\s*"([^"]*)"')
 
@@ -85,6 +97,8 @@ class RunWriter:
         self._stream: ChunkedTraceWriter | None = None
         self._trace_keys: dict[str, Any] = {}
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self.write_failure: str | None = None
+        """Why the trace stopped growing (a write failed), or None."""
 
     @property
     def trace_path(self) -> Path:
@@ -102,6 +116,11 @@ class RunWriter:
         self._scratch = tempfile.TemporaryDirectory(prefix=scratch_prefix(), dir=within)
         self.scratch_dir = Path(self._scratch.name)
         self._stream = ChunkedTraceWriter(self.paths.trace, header)
+        with contextlib.suppress(OSError):  # (the start checked there is room for more)
+            self._reserve().write_bytes(bytes(RESERVE_BYTES))
+
+    def _reserve(self) -> Path:
+        return self.scratch_dir / "reserve"
 
     def announce(self, manifest: Mapping[str, Any]) -> None:
         """Enter this rank in `run.json` (`run_dir.base_manifest` fields), naming the
@@ -120,22 +139,50 @@ class RunWriter:
     # --- while the run goes on ---------------------------------------------------------------
     def emit(self, events: list[dict[str, Any]]) -> None:
         """Stream a chunk of Chrome-trace events (thread-safe)."""
-        if not events or self._stream is None:
+        if not events or self._stream is None or self.write_failure is not None:
             return
         with self.lock, self._shield():
-            self._stream.write(events)
+            try:
+                self._stream.write(events)
+            except OutputError as error:
+                self.output_failed(error)
+                return
             counts = self.event_counts
             for ev in events:
                 counts[ev.get("cat") or ev.get("ph", "")] += 1
 
     def emit_raw(self, body: bytes) -> None:
         """Stream already-encoded events (a Kineto export's traceEvents bytes)."""
-        if self._stream is None:
+        if self._stream is None or self.write_failure is not None:
             return
         with self.lock, self._shield():
-            self._stream.write_raw(body)
+            try:
+                self._stream.write_raw(body)
+            except OutputError as error:
+                self.output_failed(error)
+                return
             for cat, n in collections.Counter(_CAT_VALUE.findall(body)).items():
                 self.event_counts[cat.decode("utf-8", "replace")] += n
+
+    @property
+    def failed(self) -> bool:
+        """A write failed: nothing more goes to the trace (see the module doc)."""
+        return self.write_failure is not None
+
+    def output_failed(self, error: OutputError) -> None:
+        """A failed write (here or into the scratch folder): remember the first, say it once
+        on stderr; nothing more is written to the trace (see the module doc)."""
+        if self.write_failure is not None:
+            return
+        stream = self._stream
+        kept = stream.events_written if stream is not None else 0
+        self.write_failure = (
+            f"{error}: recording stopped; the trace keeps the {kept} events written before"
+        )
+        self.warn(self.write_failure)
+        with contextlib.suppress(OSError):  # room for the trace's end and run.json
+            self._reserve().unlink(missing_ok=True)
+        print(f"hpuprof: warning: {self.write_failure}", file=sys.stderr, flush=True)
 
     def set_trace_keys(self, keys: Mapping[str, Any]) -> None:
         """Top-level keys learnt on the way (deviceProperties, ...), written at the end."""
@@ -172,8 +219,14 @@ class RunWriter:
         stream = self._stream
         assert stream is not None, "RunWriter.open() first"
         streaming = self._streaming_name()
-        trace = stream.close(self._trace_keys)
-        self.files["traces"].append(self.paths.rel(trace))
+        try:
+            trace: Path | None = stream.close(self._trace_keys)
+        except OutputError as error:  # the incomplete file stays, valid, named in run.json
+            self.output_failed(error)
+            trace = None
+        if stream.header_dropped:
+            self.warn("the trace's late top-level keys (deviceProperties...) did not fit")
+        self.files["traces"].append(streaming if trace is None else self.paths.rel(trace))
         self._write_metrics(metrics)
         rank = str(self.paths.rank)
         ending: dict[str, Any] = {
@@ -188,11 +241,16 @@ class RunWriter:
         }
         if errors or self.warnings:
             ending["warnings"] = [*errors, *self.warnings]
+        if self.write_failure is not None:
+            ending["write_error"] = self.write_failure
         # one atomic update swaps the streaming file for the final one (both exist meanwhile)
-        update_manifest(
-            self.paths.root, ending, remove={"incomplete": [streaming], "traces": [streaming]}
-        )
-        stream.discard_incomplete()
+        gone = [] if trace is None else [streaming]
+        try:
+            update_manifest(self.paths.root, ending, remove={"incomplete": gone, "traces": gone})
+        except OutputError as error:  # it still names the streaming file, kept: the run loads
+            print(f"hpuprof: warning: run.json not updated: {error}", file=sys.stderr)
+        else:
+            stream.discard_incomplete()
         if errors:
             raise HpuprofError("; ".join(errors))
 
@@ -205,7 +263,11 @@ class RunWriter:
         if records is None:
             return
         body = b",\n".join(orjson.dumps(r) for r in records)
-        write_bytes_atomic(self.paths.metrics, b"[" + body + b"]\n")
+        try:
+            write_bytes_atomic(self.paths.metrics, b"[" + body + b"]\n")
+        except OutputError as error:  # the trace matters more; the run goes on
+            self.warn(f"metrics not written: {error}")
+            return
         self.files["metrics"].append(self.paths.rel(self.paths.metrics))
 
     def release(self) -> None:

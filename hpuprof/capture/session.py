@@ -27,7 +27,7 @@ from hpuprof.capture.dynamo_records import DynamoRecorder, dynamo_counters
 from hpuprof.capture.run_writer import RunWriter, Shield
 from hpuprof.capture.schedule import RECORDING, Action, action_of
 from hpuprof.capture.windows import WindowPolicy
-from hpuprof.errors import HpuprofError, UsageError
+from hpuprof.errors import HpuprofError, OutputError, UsageError
 from hpuprof.trace.schema import SCHEMA_VERSION
 
 KINETO_BASE_PERIOD_NS = 7_889_238 * 1_000_000_000
@@ -81,6 +81,7 @@ class CaptureSession:
         self._window_start_ns = 0
         self._window_first_step = 0
         self._last_step_ns = 0  # 0 before the first step
+        self._abandoned = False  # the writer failed: the backend records no more
 
     # --- the BackendContext side -------------------------------------------------------------
     @property
@@ -98,6 +99,12 @@ class CaptureSession:
 
     def window_ready(self) -> None:
         self._on_window_ready()
+
+    def warn(self, text: str) -> None:
+        self.writer.warn(text)
+
+    def output_failed(self, error: OutputError) -> None:
+        self.writer.output_failed(error)
 
     # --- start and stop ----------------------------------------------------------------------
     @property
@@ -163,11 +170,32 @@ class CaptureSession:
             sched = self.options.schedule
             if not backend.handles_schedule and sched is not None and self._action() in RECORDING:
                 self.emit([self._step_span(now)])
-            backend.stop()
-            self._emit_dynamo()
+            if self.recording_possible():
+                backend.stop()  # (its last window could still fail to write: see below)
+                self._emit_dynamo()
+        except OutputError as error:  # what is on disk stays, loadable; the program goes on
+            self.writer.output_failed(error)
         except Exception as error:
             return [str(error) if isinstance(error, HpuprofError) else repr(error)]
+        finally:
+            self.recording_possible()
         return []
+
+    def recording_possible(self) -> bool:
+        """False once a write failed (a full disk): the backend is then stopped for good,
+        exporting nothing, and steps, polls and windows do nothing (the run goes on)."""
+        if self._abandoned:
+            return False
+        if not self.writer.failed:
+            return True
+        self._abandoned = True
+        if self.backend is not None:
+            try:
+                with self._shield():
+                    self.backend.abandon()
+            except Exception as error:  # the program goes on all the same
+                self.writer.warn(f"stopping the recording after the failed write: {error!r}")
+        return False
 
     def close(self) -> None:
         """The run is written (or given up): nothing more is recorded."""
@@ -197,12 +225,16 @@ class CaptureSession:
         backend = self.backend
         if not self.live or backend is None:
             return
+        if not self.recording_possible():
+            self.step_num += 1
+            return
         if backend.handles_schedule:
             with self._shield():  # a signal inside torch's step transition is deferred
                 backend.step()
             self.step_num += 1
             self._last_step_ns = time.monotonic_ns()
             self._emit_dynamo()
+            self.recording_possible()
             return
         before = self._action()
         now = time.time_ns()
@@ -216,14 +248,14 @@ class CaptureSession:
             with self._shield():
                 backend.set_recording(after in RECORDING)
         self.poll(force=True)
-        if before is Action.RECORD_AND_SAVE:
+        if before is Action.RECORD_AND_SAVE and self.recording_possible():
             self.window_ready()
 
     def poll(self, force: bool = False) -> None:
         """Stream what the backend recorded so far (on the thread running the model); end the
         window when one is due. Without `force`, at most every `POLL_INTERVAL_NS`."""
         backend = self.backend
-        if not self.live or backend is None:
+        if not self.live or backend is None or not self.recording_possible():
             return
         now = time.monotonic_ns()
         if self.policy.due(
@@ -237,6 +269,7 @@ class CaptureSession:
         with self._shield():
             backend.poll()
         self._emit_dynamo()
+        self.recording_possible()
 
     def start_action(self, name: str) -> None:
         """Open the span of action `name` (its end comes with `end_action`, or at stop)."""
@@ -260,10 +293,12 @@ class CaptureSession:
         if backend is None or threading.get_ident() != self.owner_thread:
             return
         with self.writer.lock, self._shield():
-            if not self.live:
+            if not self.live or not self.recording_possible():
                 return
             try:
                 backend.end_window()
+            except OutputError as error:  # nothing more can be written: recording stops
+                self.writer.output_failed(error)
             except HpuprofError as error:  # the run goes on; stop() reports it
                 self.writer.warn(f"window {self.windows} not streamed: {error}")
             self.windows += 1
@@ -271,6 +306,7 @@ class CaptureSession:
             self._window_first_step = self.step_num
             self._last_poll_ns = self._window_start_ns
         self._emit_dynamo()
+        self.recording_possible()
 
     def tick_due(self) -> bool:
         """On the timer's thread: a window is due and no step boundary came for as long."""

@@ -87,12 +87,15 @@ class ChunkedTraceWriter:
         self.header = dict(header)
         self.events_written = 0
         self.closed = False
+        self.header_dropped = False  # close() could not rewrite the header (disk full)
         try:
-            self._file: IO[bytes] = open(self.path, "w+b")  # noqa: SIM115 (kept open for the run)
-            self._file.write(b"{" + _dump_items(header) + b'"traceEvents":[\n')
-            self._pos = self._events_start = self._file.tell()
-            self._file.write(_CLOSE)
-            self._file.flush()
+            # unbuffered: every write goes to the OS at once, so a failed one leaves nothing
+            # pending that a later flush would put over the restored end (see `_restore`)
+            self._file: IO[bytes] = open(self.path, "w+b", buffering=0)  # noqa: SIM115
+            self._pos = self._events_start = self._write_at(
+                0, b"{" + _dump_items(header) + b'"traceEvents":[\n'
+            )
+            self._write_at(self._pos, _CLOSE)
         except OSError as error:
             raise self._error(error) from None
 
@@ -100,6 +103,27 @@ class ChunkedTraceWriter:
         if error.errno == errno.ENOSPC:
             return OutputError(f"disk full while writing {self.path}; the trace is incomplete")
         return OutputError(f"cannot write {self.path}: {error.strerror or error}")
+
+    def _write_at(self, pos: int, data: bytes) -> int:
+        """Write all of `data` at file offset `pos` (short writes continued); the end offset."""
+        fd = self._file.fileno()
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(fd, view, pos)
+            if written <= 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            pos += written
+            view = view[written:]
+        return pos
+
+    def _restore(self) -> None:
+        """After a failed write: the file as it was before it (the events up to `_pos`, then
+        the closing bytes). Truncating first frees what the failed write took, so the closing
+        bytes fit again; if even they do not, the file ends after its last whole event, which
+        the loader reads as a truncated trace."""
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._file.fileno(), self._pos)
+            self._write_at(self._pos, _CLOSE)
 
     def write(self, events: Iterable[Mapping[str, Any]]) -> int:
         """Append one chunk of Chrome-trace event dicts and flush it; returns how many."""
@@ -124,19 +148,18 @@ class ChunkedTraceWriter:
         return n
 
     def _append(self, data: bytes) -> None:
-        """Write encoded events over the closing bytes, then the closing bytes again, flushed:
-        the file is valid JSON before and after."""
+        """Write encoded events over the closing bytes, then the closing bytes again: the file
+        is valid JSON before and after. A failed write (disk full) is undone (`_restore`) and
+        raised as `OutputError`: the file keeps every event written before it."""
         if self.closed:
             raise OutputError(f"{self.final_path} is already closed")
-        sep = b",\n" if self.events_written else b""
+        body = b",\n" + data if self.events_written else data
         try:
-            self._file.seek(self._pos)
-            self._file.write(sep + data)
-            self._pos = self._file.tell()
-            self._file.write(_CLOSE)
-            self._file.flush()
+            self._write_at(self._pos, b"".join((body, _CLOSE)))
         except OSError as error:
+            self._restore()
             raise self._error(error) from None
+        self._pos += len(body)
 
     def close(self, header_updates: Mapping[str, Any] | None = None) -> Path:
         """Finish the trace, fsync it and rename it to the final name; returns that name.
@@ -146,22 +169,37 @@ class ChunkedTraceWriter:
                 deviceProperties). They go into the header, so the file keeps one copy of each
                 key and `traceEvents` followed only by `traceName`: the final file is then
                 rewritten once (a sequential copy) to a temporary name before the rename.
+                When that copy does not fit on the disk, the file is finished without them
+                (`header_dropped`).
+
+        Raises:
+            OutputError: the end could not be written; the `.incomplete.json` file is left
+                as it was (valid, every event in it).
         """
         if self.closed:
             return self.final_path
         tail = b"\n]," + _dump_items({"traceName": path_text(self.final_path)})[:-2] + b"}\n"
         updates = {k: v for k, v in (header_updates or {}).items() if k != "traceName"}
+        fd = self._file.fileno()
         try:
-            self._file.seek(self._pos)
-            self._file.write(tail)
-            self._file.truncate()
-            self._file.flush()
+            end = self._write_at(self._pos, tail)
+            os.ftruncate(fd, end)
+        except OSError as error:
+            self._restore()
+            raise self._error(error) from None
+        try:
             if updates:
-                self._rewrite_with_header({**self.header, **updates})
-            else:
-                os.fsync(self._file.fileno())
-                self._file.close()
-                self._link_final()
+                try:
+                    self._rewrite_with_header({**self.header, **updates})
+                    self.closed = True
+                    return self.final_path
+                except OSError as error:
+                    if error.errno != errno.ENOSPC:
+                        raise
+                    self.header_dropped = True  # the events matter more than these keys
+            os.fsync(fd)
+            self._file.close()
+            self._link_final()
         except OSError as error:
             raise self._error(error) from None
         self.closed = True

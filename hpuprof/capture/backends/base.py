@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from hpuprof.errors import OutputError
+
 
 @dataclass(frozen=True)
 class CaptureOptions:
@@ -59,6 +61,13 @@ class BackendContext(Protocol):
     def window_ready(self) -> None:
         """A schedule window closed and was emitted (on_trace_ready is called)."""
 
+    def warn(self, text: str) -> None:
+        """A problem the run survives (listed under `warnings` in `run.json`)."""
+
+    def output_failed(self, error: OutputError) -> None:
+        """Nothing more can be written to the run directory (a full disk): recording stops
+        at the next step, poll or window, and the program goes on."""
+
 
 class Backend(abc.ABC):
     """A source of trace events.
@@ -101,6 +110,12 @@ class Backend(abc.ABC):
     def set_recording(self, on: bool) -> None:
         """Schedule: record (True) or not (False) from now on."""
         return None
+
+    def abandon(self) -> None:
+        """Stop recording for good, exporting nothing (the trace can no longer be written: a
+        full disk); `stop` then does nothing."""
+        self.set_recording(False)
+        self.drop_unstreamed()
 
     def run_metadata(self) -> dict[str, Any]:
         """Keys for our `hpuprof` top-level metadata (device_profile, mode, ...)."""

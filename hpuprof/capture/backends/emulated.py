@@ -77,6 +77,12 @@ class EmulatedBackend(Backend):
         if self._sink is not None:
             self._sink.drain()  # swaps the column lists; a half-appended event goes with them
 
+    def abandon(self) -> None:
+        if self._sink is not None:
+            self._sink.recording = False
+            self._sink.drain()
+        self._sink = None  # stop() and poll() do nothing from now on
+
     def dynamo_compile_ids(self) -> frozenset[str]:
         return frozenset(self._compile_ids)
 

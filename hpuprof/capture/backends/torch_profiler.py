@@ -12,14 +12,19 @@ which never straddle a Python bytecode boundary, are never cut, and step spans a
 from __future__ import annotations
 
 import os
+import shutil
 import warnings
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from hpuprof.capture.backends.base import Backend, BackendContext
 from hpuprof.capture.schedule import Schedule
-from hpuprof.errors import HpuprofError
+from hpuprof.errors import HpuprofError, OutputError
+
+_FULL_BELOW_BYTES = 1 << 20
+"""A failed export with less free space than this left beside it failed for a full disk."""
 
 # Top-level keys we write ourselves (header) and must not repeat from torch's export.
 _OWN_KEYS = frozenset(
@@ -36,6 +41,7 @@ class TorchProfilerBackend(Backend):
         self._kwargs: dict[str, Any] = {}
         self._windows = 0
         self._stopped = False
+        self._abandoned = False
 
     def activities(self) -> list[Any]:
         raise NotImplementedError
@@ -102,9 +108,30 @@ class TorchProfilerBackend(Backend):
         finally:
             release_results(self._prof)
 
+    def abandon(self) -> None:
+        """Stop torch.profiler without exporting (its window would go to the full disk), and
+        free its results now (see `release_results`)."""
+        if self._prof is None or self._stopped:
+            return
+        self._stopped = self._abandoned = True
+        try:
+            self._prof.stop()  # with a schedule, a window it saves reaches _on_trace_ready
+        finally:
+            release_results(self._prof)
+
     def _on_trace_ready(self, prof: Any) -> None:
+        if self._abandoned:
+            release_results(prof)
+            return
         try:
             self._export(prof)
+        except HpuprofError as error:  # never into torch's step: its state would be left
+            ctx = self._ctx  # half-switched, and its next stop crashes (SIGSEGV, torch 2.13)
+            assert ctx is not None
+            if isinstance(error, OutputError):
+                ctx.output_failed(error)
+            else:
+                ctx.warn(f"window {self._windows} not streamed: {error}")
         finally:
             release_results(prof)  # torch starts the next window's session right after this
         assert self._ctx is not None
@@ -118,9 +145,10 @@ class TorchProfilerBackend(Backend):
             prof.export_chrome_trace(str(tmp))
             raw = tmp.read_bytes()
         except (OSError, RuntimeError) as error:
-            raise HpuprofError(f"torch.profiler export failed: {error}") from None
-        finally:
-            tmp.unlink(missing_ok=True)
+            raise _export_error(f"torch.profiler export failed: {error}", tmp) from None
+        if not raw.rstrip().endswith(b"}"):  # Kineto logs "Failed to write" and returns
+            raise _export_error("torch.profiler export is cut off", tmp)
+        tmp.unlink(missing_ok=True)
         first = self._windows == 0
         self._windows += 1
         spliced = split_kineto_export(raw) if first else None
@@ -144,6 +172,20 @@ class TorchProfilerBackend(Backend):
             events = [ev for ev in events if ev.get("ph") != "M"]
         ctx.set_trace_keys({k: v for k, v in data.items() if k not in _OWN_KEYS})
         ctx.emit(events)
+
+
+def _export_error(message: str, export: Path) -> HpuprofError:
+    """The error for a failed window export (the partial `export` is removed): an
+    `OutputError` when the export's file system is full (nothing more can be written there:
+    recording stops), else a lost window."""
+    try:
+        full = shutil.disk_usage(export.parent).free < _FULL_BELOW_BYTES
+    except OSError:
+        full = False
+    export.unlink(missing_ok=True)
+    if full:
+        return OutputError(f"disk full while torch.profiler exported a window to {export.parent}")
+    return HpuprofError(message)
 
 
 def release_results(prof: Any) -> None:
