@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.runtime.conftest import runtime_events
+
 torch = pytest.importorskip("torch")
 
 
@@ -39,3 +41,25 @@ def test_engine_lanes_are_the_bridge_parsers_tids(hpu: Any, tmp_path: Path) -> N
     engines = device.groupby("tid", observed=True)["engine"].agg(lambda s: set(s.astype(str)))
     assert engines.get("6000") == {"MME"} and engines.get("7000") == {"TPC"}
     assert engines.get("4000", {"DMA"}) == {"DMA"}
+
+
+def test_current_stream_synchronize_only_waits(hpu: Any) -> None:
+    """HPUStream.cpp:148-158 (lazy): the current stream's `synchronize()` is
+    `StepMarkerFinish` (waits for launched work, builds no graph); another stream's is a
+    `StepMarker` ("step marker due to HPUStream::synchronize")."""
+    from hpusim.sink import get_sink
+
+    hpu("lazy")
+    x = torch.ones(4, device="hpu")
+    get_sink().drain()
+    y = x * 2  # pending in the lazy graph
+    torch.hpu.current_stream().synchronize()
+    batch = get_sink().drain()
+    assert runtime_events(batch, "graph_build") == []
+    syncs = [e["name"] for e in runtime_events(batch, "sync")]
+    assert syncs == ["sync (HPUStream::synchronize userthread)"]
+    other = torch.hpu.Stream()
+    other.synchronize()
+    builds = runtime_events(get_sink().drain(), "graph_build")
+    assert [b["hpuprof.flush_reason"] for b in builds] == ["HPUStream::synchronize"]
+    assert y.cpu().tolist() == [2.0] * 4
