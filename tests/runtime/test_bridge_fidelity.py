@@ -63,3 +63,41 @@ def test_current_stream_synchronize_only_waits(hpu: Any) -> None:
     builds = runtime_events(get_sink().drain(), "graph_build")
     assert [b["hpuprof.flush_reason"] for b in builds] == ["HPUStream::synchronize"]
     assert y.cpu().tolist() == [2.0] * 4
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("b", 11), ("0x10", 16), ("010", 8), ("12", 12), ("", None)],
+)
+def test_numeric_flags_are_read_as_the_bridge_reads_them(value: str, expected: Any) -> None:
+    """env_flags.cpp:306-396 `parse_env_numeric`: a value holding a-f is hex without its
+    prefix, then `strtol(value, 0)` (a leading 0 is octal); empty is the default."""
+    from hpusim.env import INT64_MAX, read_flags
+
+    flags = read_flags({"PT_HPU_MAX_COMPOUND_OP_SIZE": value})
+    assert flags.max_compound_op_size == (INT64_MAX if expected is None else expected)
+    assert flags.fatal is None
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "text"),
+    [
+        ("PT_HPU_LAZY_MODE", "true", '"PT_HPU_LAZY_MODE"="true" converted to different value "0"'
+         " due to syntax error."),
+        ("PT_HPU_MAX_COMPOUND_OP_SIZE", "1234asdf", 'converted to different value "74570" due to'),
+        ("PT_ENABLE_INT64_SUPPORT", "yes", "\"=\"yes\" couldn't be converted properly"),
+    ],
+)  # fmt: skip
+def test_unconvertible_flag_values_stop_the_bridge_import(
+    hpu: Any, monkeypatch: pytest.MonkeyPatch, name: str, value: str, text: str
+) -> None:
+    """env_flags.cpp:273,359: PT_SYNHELPER_FATAL, a c10::Error thrown while the bridge loads:
+    `import habana_frameworks.torch` raises RuntimeError; the emulator itself stays usable."""
+    import importlib
+    import sys
+
+    hpu("lazy", **{name: value})
+    monkeypatch.delitem(sys.modules, "habana_frameworks.torch", raising=False)  # restored after
+    with pytest.raises(RuntimeError, match="FATAL ERROR :: MODULE:PT_SYNHELPER") as err:
+        importlib.import_module("habana_frameworks.torch")
+    assert text in str(err.value)
