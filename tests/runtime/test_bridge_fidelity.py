@@ -101,3 +101,59 @@ def test_unconvertible_flag_values_stop_the_bridge_import(
     with pytest.raises(RuntimeError, match="FATAL ERROR :: MODULE:PT_SYNHELPER") as err:
         importlib.import_module("habana_frameworks.torch")
     assert text in str(err.value)
+
+
+def test_lgamma_runs_on_the_device_through_its_out_kernel(hpu: Any) -> None:
+    """hpu_op.yaml:3861 registers `lgamma.out` (guid gammaln_fwd); torch's structured
+    CompositeExplicitAutogradNonFunctional `lgamma` / `lgamma_` call it: no CPU fallback."""
+    from hpusim.fallback import is_missing, structured_out_name
+    from hpusim.sink import get_sink
+
+    assert structured_out_name("aten::lgamma_") == "lgamma.out"
+    assert structured_out_name("aten::scatter_.reduce") == "scatter.reduce_out"
+    assert not is_missing(torch.ops.aten.lgamma.default)
+    assert not is_missing(torch.ops.aten.lgamma_.default)
+    assert is_missing(torch.ops.aten.digamma.default)  # no digamma.out on HPU: still a fallback
+    hpu("lazy")
+    x = torch.rand(8, device="hpu") + 0.5
+    get_sink().drain()
+    y = torch.lgamma(x)
+    x.lgamma_()
+    assert torch.equal(y.cpu(), x.cpu())
+    batch = get_sink().drain()
+    assert runtime_events(batch, "fallback") == []
+    torch.digamma(x)
+    assert [e["name"] for e in runtime_events(get_sink().drain(), "fallback")]
+
+
+def test_graph_replay_and_capture_begin_as_hpugraph_cpp(hpu: Any) -> None:
+    """HPUGraph.cpp:36-43: `capture_begin` on a graph already capturing is PT_DEVICE_FATAL
+    (logging.h:317-342 throws a c10::Error: RuntimeError); :195-212: `replay()` of a graph
+    never captured is a step marker and nothing else; during its own capture it is fatal."""
+    from hpusim.sink import get_sink
+
+    hpu("lazy")
+    import habana_frameworks.torch as ht
+
+    g = ht.hpu.HPUGraph()
+    x = torch.ones(4, device="hpu")
+    y = x * 2  # pending
+    get_sink().drain()
+    g.replay()  # never captured: flushes the pending graph, replays nothing
+    builds = runtime_events(get_sink().drain(), "graph_build")
+    assert [b["hpuprof.flush_reason"] for b in builds] == ["HPUGraph::replay"]
+    assert y.cpu().tolist() == [2.0] * 4
+    g.capture_begin()
+    try:
+        with pytest.raises(
+            RuntimeError,
+            match="FATAL ERROR :: MODULE:PT_DEVICE GRAPH:: graph Capture already in progress",
+        ):
+            g.capture_begin()
+        with pytest.raises(RuntimeError, match="GRAPH:: Capture in progress"):
+            g.replay()
+        z = x + 1
+    finally:
+        g.capture_end()
+    g.replay()
+    assert z.cpu().tolist() == [2.0] * 4
