@@ -49,19 +49,30 @@ _PHASE: Final = ARG_PHASE.key
 
 DEVICE_PID: Final = 0
 DEVICE_PROCESS_NAME: Final = "/device:HPU:0"
-GAUDI2_ENGINE_PREFIXES: Final = (
-    "PDMA", "EDMA", "KDMA", "MME", "TPC", "PSOC", "SM", "PMMU", "ROTATOR", "ARC_FARM",
-    "VIDEO_DECODER", "NIC", "NIC External", "NIC Internal",
+BRIDGE_ENGINE_PREFIXES: Final = (
+    "**DMA ", "**MME ", "**TPC ",  # Gaudi 1
+    "*PDMA", "*EDMA ", "*KDMA", "*MME ", "*TPC ", "*PSOC", "*SM", "*PMMU", "*ROTATOR",
+    "*ARC_FARM", "*VIDEO_DECODER", "*NIC ", "*NIC External ", "*NIC Internal ", "**NIC ",
 )  # fmt: skip
-"""The bridge trace parser's engine-type order on Gaudi 2 and Gaudi 3 (json_file_parser.cpp)."""
+"""The bridge trace parser's engine types of interest, in its order (1.19
+`backend/profiling/trace_sources/trace_parser.cpp:54-75`, `EngineType::getIdx`): the Gaudi 1
+entries come first, so on Gaudi 2/3 EDMA is type 4, MME 6, TPC 7 and NIC 14."""
+
+
+def bridge_engine_tid(prefix: str, engine_index: int = 0) -> int:
+    """A lane's tid as the bridge's `EngineDatabase::setLine` writes it (trace_parser.cpp:126):
+    `typeIdx * 1000 + engineIndex` (+ the parser's offset, 0)."""
+    return BRIDGE_ENGINE_PREFIXES.index(prefix) * 1000 + engine_index
+
+
 ENGINE_TIDS: Final[dict[str, int]] = {
-    "DMA": GAUDI2_ENGINE_PREFIXES.index("EDMA") * 1000,
-    "MME": GAUDI2_ENGINE_PREFIXES.index("MME") * 1000,
-    "TPC": GAUDI2_ENGINE_PREFIXES.index("TPC") * 1000,
-    "NIC": GAUDI2_ENGINE_PREFIXES.index("NIC")
-    * 1000,  # collectives (hpusim.distributed; device_model)
+    "DMA": bridge_engine_tid("*EDMA "),
+    "MME": bridge_engine_tid("*MME "),
+    "TPC": bridge_engine_tid("*TPC "),
+    "NIC": bridge_engine_tid("*NIC "),  # collectives (hpusim.distributed; device_model)
 }
-"""Lane ids as the bridge assigns them on Gaudi 2/3: `typeIdx*1000 + engineIndex` (engine 0)."""
+"""Lane ids of the emulated Gaudi 2/3 engines (engine 0 of each type): 4000 / 6000 / 7000 /
+14000."""
 ENGINE_THREAD_NAMES: Final[dict[str, str]] = {
     "MME": "MME 0",
     "TPC": "TPC 0",

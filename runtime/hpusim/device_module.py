@@ -32,7 +32,7 @@ import torch
 import hpusim.hpex as hpex
 import hpusim.metrics as metrics
 import hpusim.state as state
-from hpusim.lazy import flush, host_sync
+from hpusim.lazy import DEVICE_SYNC, STREAM_SYNC, device_wait, flush, host_sync
 from hpusim.lifecycle import shim_path
 
 HABANA_VISIBLE_MODULES_VAR: Final = "HABANA_VISIBLE_MODULES"
@@ -188,7 +188,7 @@ def synchronize(device: Any = None) -> None:
     rt = state.RT
     if rt is None:
         return
-    host_sync(rt, "bindings-synchronize_device", perf_counter_ns())
+    host_sync(rt, DEVICE_SYNC, perf_counter_ns())
 
 
 def set_sync_debug_mode(debug_mode: Any) -> None:
@@ -455,7 +455,16 @@ class Stream:
         return rt is None or perf_counter_ns() >= rt.timeline.idle_at()
 
     def synchronize(self) -> None:
-        synchronize()
+        """HPUStream.cpp:148-158: in lazy mode the current stream only waits for the work
+        already launched (`StepMarkerFinish`, no new graph); another stream ends the pending
+        graph first (`StepMarker`, "step marker due to HPUStream::synchronize")."""
+        rt = state.RT
+        if rt is None:
+            return
+        if rt.lazy and self.stream_id != current_stream().stream_id:
+            host_sync(rt, "HPUStream::synchronize", perf_counter_ns())
+        else:
+            device_wait(rt, STREAM_SYNC, perf_counter_ns())
 
     def id(self) -> int:
         return self.stream_id

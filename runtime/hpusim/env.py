@@ -3,6 +3,12 @@
 Names and defaults follow gaudi.md section 4.4, gaudi-env-flags.md and the bridge 1.19
 `scripts/env_flags.yaml`. `PT_HPU_LAZY_MODE` is read as the 1.19 bridge's `is_lazy()` reads it:
 lazy unless the value is exactly `0` (unset = lazy, the 1.19 default).
+
+Values are checked as the bridge's C++ reads them (`backend/synapse_helpers/env_flags.cpp:
+261-366`): numeric flags as `strtol(value, 0)` after a `0x` is put before a value holding a-f
+(`PT_HPU_MAX_COMPOUND_OP_SIZE=b` is 11), boolean flags as 1/0/true/false only. A value the
+bridge cannot convert (`PT_HPU_LAZY_MODE=true`) is its PT_SYNHELPER fatal error, raised where
+the script imports `habana_frameworks.torch` (`raise_if_fatal`).
 """
 
 from __future__ import annotations
@@ -13,6 +19,66 @@ from dataclasses import dataclass
 
 _TRUE = frozenset({"y", "yes", "t", "true", "on", "1"})
 INT64_MAX = 9223372036854775807
+INT64_MIN = -INT64_MAX - 1
+UINT32_MAX = 4294967295
+
+
+class FlagValueError(ValueError):
+    """A flag value the bridge's `parse_env_numeric` / `parse_env_bool` rejects."""
+
+
+def _fatal(text: str) -> FlagValueError:
+    return FlagValueError(f"[Rank:0] FATAL ERROR :: MODULE:PT_SYNHELPER {text}")
+
+
+def _strtol(text: str) -> tuple[int, str]:
+    """C's `strtol(text, &end, 0)`: (value, the unparsed rest); no digits: (0, text)."""
+    i = len(text) - len(text.lstrip())
+    sign = 1
+    if text[i : i + 1] in ("+", "-"):
+        sign = -1 if text[i] == "-" else 1
+        i += 1
+    base, digits = 10, "0123456789"
+    if text[i : i + 2].lower() == "0x" and text[i + 2 : i + 3].lower() in set("0123456789abcdef"):
+        base, digits, i = 16, "0123456789abcdef", i + 2
+    elif text[i : i + 1] == "0":
+        base, digits = 8, "01234567"
+    j = i
+    while j < len(text) and text[j].lower() in digits:
+        j += 1
+    if j == i:
+        return 0, text
+    return sign * int(text[i:j], base), text[j:]
+
+
+def bridge_numeric(name: str, value: str, low: int, high: int) -> int:
+    """A numeric flag as `parse_env_numeric` reads it (env_flags.cpp:306-396)."""
+    lowered = value.lower()
+    text = value
+    if not lowered.startswith("0x") and any("a" <= c <= "f" for c in lowered):
+        text = "0x" + lowered  # hex without its prefix
+    parsed, rest = _strtol(text)
+    shown = f'Environment variable "{name}"="{value}"'
+    if low >= 0 and parsed < 0:  # strtoul wraps a negative number
+        parsed %= UINT32_MAX + 1
+    if parsed > INT64_MAX or parsed < INT64_MIN:
+        clamped = INT64_MAX if parsed > 0 else INT64_MIN
+        raise _fatal(f'{shown} converted to different value "{clamped}" due to underflow/overflow.')
+    if rest:
+        raise _fatal(f'{shown} converted to different value "{parsed}" due to syntax error.')
+    if not low <= parsed <= high:
+        raise _fatal(f"{shown} decoded as {parsed} is out of range <{low}, {high}>")
+    return parsed
+
+
+def bridge_bool(name: str, value: str) -> bool:
+    """A boolean flag as `parse_env_bool` reads it (env_flags.cpp:261-281)."""
+    v = value.lower()
+    if v in ("1", "true"):
+        return True
+    if v in ("0", "false"):
+        return False
+    raise _fatal(f'Environment variable "{name}"="{value}" couldn\'t be converted properly')
 
 
 def truthy(value: str | None) -> bool:
@@ -63,22 +129,50 @@ class EnvFlags:
     console: bool
     log_dir: str
     irgraph_log: bool = False
+    fatal: str | None = None
+    """The bridge's fatal error for a flag value it cannot convert (the first one), else None."""
 
 
 def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
-    """Parse the flags from `env` (default: os.environ)."""
+    """Parse the flags from `env` (default: os.environ); a value the bridge rejects leaves the
+    flag at its default and is kept in `fatal`."""
     e = os.environ if env is None else env
+    errors: list[str] = []
+
+    def numeric(name: str, default: int, low: int, high: int) -> int:
+        value = e.get(name)
+        if not value:
+            return default
+        try:
+            return bridge_numeric(name, value, low, high)
+        except FlagValueError as err:
+            errors.append(str(err))
+            return default
+
+    def boolean(name: str) -> bool:
+        value = e.get(name)
+        if not value:
+            return False
+        try:
+            return bridge_bool(name, value)
+        except FlagValueError as err:
+            errors.append(str(err))
+            return False
+
     place_set = place_on_cpu(e.get("PT_HPU_PLACE_ON_CPU", ""))
     level = _level(e, "LOG_LEVEL_PT_FALLBACK")
     mod_mask = _int(e.get("PT_HPU_LOG_MOD_MASK"), 0)
     type_mask = _int(e.get("PT_HPU_LOG_TYPE_MASK"), 1)
     fallback_log = level <= 1 or (bool(mod_mask & 0x80) and bool(type_mask & 0x8))
     triggers = _get(e, "PT_HPU_METRICS_DUMP_TRIGGERS", "HABANA_PT_METRICS_DUMP_TRIGGERS")
+    numeric("PT_HPU_LAZY_MODE", 1, 0, UINT32_MAX)  # C++ reads it so; Python's is_lazy decides
     return EnvFlags(
         lazy=e.get("PT_HPU_LAZY_MODE", "1") != "0",
         place_on_cpu=place_set,
-        int64_support=truthy(e.get("PT_ENABLE_INT64_SUPPORT")),
-        max_compound_op_size=_int(e.get("PT_HPU_MAX_COMPOUND_OP_SIZE"), INT64_MAX),
+        int64_support=boolean("PT_ENABLE_INT64_SUPPORT"),
+        max_compound_op_size=numeric(
+            "PT_HPU_MAX_COMPOUND_OP_SIZE", INT64_MAX, INT64_MIN, INT64_MAX
+        ),
         metrics_file=_get(e, "PT_HPU_METRICS_FILE", "HABANA_PT_METRICS_FILE") or None,
         metrics_format=(
             _get(e, "PT_HPU_METRICS_FILE_FORMAT", "HABANA_PT_METRICS_FILE_FORMAT") or "json"
@@ -87,12 +181,20 @@ def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
             t.strip() for t in (triggers or "process_exit").split(",") if t.strip()
         ),
         gc_details=truthy(e.get("PT_HPU_METRICS_GC_DETAILS")),
-        cache_metrics=truthy(e.get("PT_HPU_ENABLE_CACHE_METRICS")),
+        cache_metrics=boolean("PT_HPU_ENABLE_CACHE_METRICS"),
         fallback_log=fallback_log,
         console=truthy(e.get("ENABLE_CONSOLE")),
         irgraph_log=_level(e, "LOG_LEVEL_PT_IRGRAPH") <= 1,
         log_dir=e.get("HABANA_LOGS") or os.path.expanduser("~/.habana_logs"),
+        fatal=errors[0] if errors else None,
     )
+
+
+def raise_if_fatal(flags: EnvFlags) -> None:
+    """Raise the bridge's fatal flag error, as `import habana_frameworks.torch` does there
+    (`PT_MOD_FATAL` throws a c10::Error: a RuntimeError in Python)."""
+    if flags.fatal is not None:
+        raise RuntimeError(flags.fatal)
 
 
 def place_on_cpu(value: str) -> frozenset[str] | None:

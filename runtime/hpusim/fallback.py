@@ -48,7 +48,40 @@ def load_data() -> dict[str, Any]:
 def _data() -> tuple[frozenset[str], dict[str, frozenset[str]]]:
     raw = load_data()
     dtypes = {k: frozenset(v) for k, v in raw["dtypes"].items()}
-    return frozenset(raw["missing"]) - HANDLED_ELSEWHERE, dtypes
+    missing = frozenset(raw["missing"]) - HANDLED_ELSEWHERE
+    registered = frozenset(
+        (Path(__file__).parent / "data" / "bridge_registered_ops.txt").read_text().split()
+    )
+    return missing - {m for m in missing if runs_through_out_kernel(m, registered)}, dtypes
+
+
+def structured_out_name(name: str) -> str:
+    """The `out=` overload a structured op delegates to: `aten::lgamma` / `aten::lgamma_` ->
+    `lgamma.out`, `aten::scatter_.reduce` -> `scatter.reduce_out` (native_functions.yaml's
+    `structured_delegate` naming)."""
+    op, _, overload = name.partition(".")
+    base = op.split("::", 1)[-1]
+    if base.endswith("_") and not base.endswith("__"):
+        base = base[:-1]
+    return f"{base}.{overload}_out" if overload else f"{base}.out"
+
+
+def runs_through_out_kernel(name: str, registered: frozenset[str]) -> bool:
+    """A functional / in-place structured op with no HPU kernel of its own still runs on the
+    device when the bridge registers its `out=` overload: torch's
+    CompositeExplicitAutogradNonFunctional kernel allocates the result and calls that kernel
+    (the 1.19 bridge registers `lgamma.out`, hpu_op.yaml:3861, so `torch.lgamma` is no
+    fallback)."""
+    if structured_out_name(name) not in registered:
+        return False
+    try:
+        return bool(
+            torch._C._dispatch_has_kernel_for_dispatch_key(
+                name, "CompositeExplicitAutogradNonFunctional"
+            )
+        )
+    except RuntimeError:  # an overload this torch does not have
+        return False
 
 
 def overload_name(func: Any) -> str:

@@ -371,12 +371,16 @@ class HPUGraph:
         return sum(1 for op in self._ops if not op.info.is_view)
 
     def replay(self, asynchronous: bool = False) -> None:
-        """Re-run the captured ops into the static outputs; one launch in the modeled timeline."""
-        if not self.captured:
-            raise RuntimeError("HPUGraph.replay() called before a capture ended")
+        """Re-run the captured ops into the static outputs; one launch in the modeled timeline.
+        As HPUGraph.cpp:195-212: fatal while this graph captures; a step marker, then each
+        captured graph (none for a graph never captured: nothing else happens)."""
+        if _Counter.capturing is self:
+            raise fatal("GRAPH:: Capture in progress")
         rt = state.require_runtime()
         if rt.lazy:
             flush(rt, "HPUGraph::replay")
+        if not self.captured:
+            return
         t0 = perf_counter_ns()
         with rt.clock.mute():  # the CPU re-run is the emulator's; the replay's cost is modeled
             for op in self._ops:

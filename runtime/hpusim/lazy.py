@@ -12,7 +12,7 @@ counters); other modules change it only through its methods.
 from __future__ import annotations
 
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import hpusim.state as state
 from hpusim.metrics import EventDispatcher, EventId, publish
@@ -90,14 +90,26 @@ def flush(rt: Runtime, reason: str) -> int:
     return rid
 
 
+DEVICE_SYNC: Final = "bindings-synchronize_device"
+"""`torch.hpu.synchronize()`'s step-marker reason (hpu/csrc/bindings.cpp)."""
+STREAM_SYNC: Final = "HPUStream::synchronize userthread"
+"""The current stream's `synchronize()`: the bridge only waits (HPUStream.cpp:148-158)."""
+
+
 def host_sync(rt: Runtime, reason: str, ts: int) -> None:
     """The host waits for the device (`.item()`, D2H, dynamic op, synchronize)."""
     if rt.lazy:
         flush(rt, reason)
+    device_wait(rt, reason, ts, reads=reason != DEVICE_SYNC)
+
+
+def device_wait(rt: Runtime, reason: str, ts: int, reads: bool = False) -> None:
+    """The host waits for the work already launched (no lazy flush); `reads`: then reads a
+    value back (a small D2H copy and its completion)."""
     tl = rt.timeline
     t = perf_counter_ns()
     wait = tl.host_wait(t)
-    if reason != "synchronize":  # the read itself: a small D2H copy and its completion
+    if reads:
         tl.host_block(t + 1, rt.profile.host_d2h_ns)
     if rt.sink.recording:
         now = perf_counter_ns()

@@ -105,13 +105,15 @@ def test_flush_reasons(hpu: Any, action: Any, reason: str) -> None:
     assert builds[0]["hpuprof.flush_reason"] == reason
 
 
-def test_op_count_limit_flushes(hpu: Any) -> None:
+@pytest.mark.parametrize(("limit", "ops"), [("3", 7), ("b", 23)])
+def test_op_count_limit_flushes(hpu: Any, limit: str, ops: int) -> None:
+    """`b` is 11: the bridge reads a value holding a-f as hex (env_flags.cpp:306-396)."""
     from hpusim.sink import get_sink
 
-    hpu("lazy", PT_HPU_MAX_COMPOUND_OP_SIZE="3")
+    hpu("lazy", PT_HPU_MAX_COMPOUND_OP_SIZE=limit)
     t = torch.ones(4, device="hpu")
     get_sink().drain()
-    for _ in range(7):
+    for _ in range(ops):
         t = t + 1
     reasons = [b["hpuprof.flush_reason"] for b in runtime_events(get_sink().drain(), "graph_build")]
     assert reasons == ["reaching max accumulated compound op size"] * 2

@@ -2,6 +2,11 @@
 (`activity_profiler`, `core`, `distributed.hccl`, `hpu`), plus `hpex` and `utils`."""
 
 import habana_frameworks.autoload
+import hpusim.state as _state
+from hpusim.env import raise_if_fatal as _raise_if_fatal
+
+if _state.RT is not None:  # a flag value the bridge cannot convert stops its import
+    _raise_if_fatal(_state.RT.flags)
 
 habana_frameworks.autoload.is_loaded = True
 

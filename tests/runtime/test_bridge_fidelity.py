@@ -1,0 +1,159 @@
+"""Behaviours where the emulator followed its own idea of the bridge and now follows the 1.19
+source (issue 24, "Where the emulator still differs"); each test names the bridge lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.runtime.conftest import runtime_events
+
+torch = pytest.importorskip("torch")
+
+
+def test_engine_lanes_are_the_bridge_parsers_tids(hpu: Any, tmp_path: Path) -> None:
+    """trace_parser.cpp:54-75 lists the Gaudi 1 engine types (`**DMA `, `**MME `, `**TPC `)
+    before the Gaudi 2 ones, and :126 writes `typeIdx * 1000 + engineIndex`: on Gaudi 2 EDMA,
+    MME and TPC are lanes 4000, 6000 and 7000. The loader still classifies them by name."""
+    from hpusim.chrome_events import ENGINE_TIDS, metadata_events, to_chrome_events
+    from hpusim.sink import get_sink
+
+    import hpuprof
+
+    assert ENGINE_TIDS == {"DMA": 4000, "MME": 6000, "TPC": 7000, "NIC": 14000}
+    hpu("lazy")
+    base = get_sink().now_epoch_ns()
+    model = torch.nn.Linear(128, 128).to("hpu")
+    model(torch.randn(128, 128).to("hpu")).relu().sum().backward()
+    torch.hpu.synchronize()
+    events = metadata_events(7) + to_chrome_events(get_sink().drain(), pid=7, base_ns=base)
+    lanes = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert {lanes[4000], lanes[6000], lanes[7000]} == {"EDMA 0", "MME 0", "TPC 0"}
+    assert lanes[6000] == "MME 0" and lanes[7000] == "TPC 0"
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = hpuprof.load(path)
+    ev = trace.events
+    device = ev[ev["pid"] == "0"]
+    engines = device.groupby("tid", observed=True)["engine"].agg(lambda s: set(s.astype(str)))
+    assert engines.get("6000") == {"MME"} and engines.get("7000") == {"TPC"}
+    assert engines.get("4000", {"DMA"}) == {"DMA"}
+
+
+def test_current_stream_synchronize_only_waits(hpu: Any) -> None:
+    """HPUStream.cpp:148-158 (lazy): the current stream's `synchronize()` is
+    `StepMarkerFinish` (waits for launched work, builds no graph); another stream's is a
+    `StepMarker` ("step marker due to HPUStream::synchronize")."""
+    from hpusim.sink import get_sink
+
+    hpu("lazy")
+    x = torch.ones(4, device="hpu")
+    get_sink().drain()
+    y = x * 2  # pending in the lazy graph
+    torch.hpu.current_stream().synchronize()
+    batch = get_sink().drain()
+    assert runtime_events(batch, "graph_build") == []
+    syncs = [e["name"] for e in runtime_events(batch, "sync")]
+    assert syncs == ["sync (HPUStream::synchronize userthread)"]
+    other = torch.hpu.Stream()
+    other.synchronize()
+    builds = runtime_events(get_sink().drain(), "graph_build")
+    assert [b["hpuprof.flush_reason"] for b in builds] == ["HPUStream::synchronize"]
+    assert y.cpu().tolist() == [2.0] * 4
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("b", 11), ("0x10", 16), ("010", 8), ("12", 12), ("", None)],
+)
+def test_numeric_flags_are_read_as_the_bridge_reads_them(value: str, expected: Any) -> None:
+    """env_flags.cpp:306-396 `parse_env_numeric`: a value holding a-f is hex without its
+    prefix, then `strtol(value, 0)` (a leading 0 is octal); empty is the default."""
+    from hpusim.env import INT64_MAX, read_flags
+
+    flags = read_flags({"PT_HPU_MAX_COMPOUND_OP_SIZE": value})
+    assert flags.max_compound_op_size == (INT64_MAX if expected is None else expected)
+    assert flags.fatal is None
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "text"),
+    [
+        ("PT_HPU_LAZY_MODE", "true", '"PT_HPU_LAZY_MODE"="true" converted to different value "0"'
+         " due to syntax error."),
+        ("PT_HPU_MAX_COMPOUND_OP_SIZE", "1234asdf", 'converted to different value "74570" due to'),
+        ("PT_ENABLE_INT64_SUPPORT", "yes", "\"=\"yes\" couldn't be converted properly"),
+    ],
+)  # fmt: skip
+def test_unconvertible_flag_values_stop_the_bridge_import(
+    hpu: Any, monkeypatch: pytest.MonkeyPatch, name: str, value: str, text: str
+) -> None:
+    """env_flags.cpp:273,359: PT_SYNHELPER_FATAL, a c10::Error thrown while the bridge loads:
+    `import habana_frameworks.torch` raises RuntimeError; the emulator itself stays usable."""
+    import importlib
+    import sys
+
+    hpu("lazy", **{name: value})
+    monkeypatch.delitem(sys.modules, "habana_frameworks.torch", raising=False)  # restored after
+    with pytest.raises(RuntimeError, match="FATAL ERROR :: MODULE:PT_SYNHELPER") as err:
+        importlib.import_module("habana_frameworks.torch")
+    assert text in str(err.value)
+
+
+def test_lgamma_runs_on_the_device_through_its_out_kernel(hpu: Any) -> None:
+    """hpu_op.yaml:3861 registers `lgamma.out` (guid gammaln_fwd); torch's structured
+    CompositeExplicitAutogradNonFunctional `lgamma` / `lgamma_` call it: no CPU fallback."""
+    from hpusim.fallback import is_missing, structured_out_name
+    from hpusim.sink import get_sink
+
+    assert structured_out_name("aten::lgamma_") == "lgamma.out"
+    assert structured_out_name("aten::scatter_.reduce") == "scatter.reduce_out"
+    assert not is_missing(torch.ops.aten.lgamma.default)
+    assert not is_missing(torch.ops.aten.lgamma_.default)
+    assert is_missing(torch.ops.aten.digamma.default)  # no digamma.out on HPU: still a fallback
+    hpu("lazy")
+    x = torch.rand(8, device="hpu") + 0.5
+    get_sink().drain()
+    y = torch.lgamma(x)
+    x.lgamma_()
+    assert torch.equal(y.cpu(), x.cpu())
+    batch = get_sink().drain()
+    assert runtime_events(batch, "fallback") == []
+    torch.digamma(x)
+    assert [e["name"] for e in runtime_events(get_sink().drain(), "fallback")]
+
+
+def test_graph_replay_and_capture_begin_as_hpugraph_cpp(hpu: Any) -> None:
+    """HPUGraph.cpp:36-43: `capture_begin` on a graph already capturing is PT_DEVICE_FATAL
+    (logging.h:317-342 throws a c10::Error: RuntimeError); :195-212: `replay()` of a graph
+    never captured is a step marker and nothing else; during its own capture it is fatal."""
+    from hpusim.sink import get_sink
+
+    hpu("lazy")
+    import habana_frameworks.torch as ht
+
+    g = ht.hpu.HPUGraph()
+    x = torch.ones(4, device="hpu")
+    y = x * 2  # pending
+    get_sink().drain()
+    g.replay()  # never captured: flushes the pending graph, replays nothing
+    builds = runtime_events(get_sink().drain(), "graph_build")
+    assert [b["hpuprof.flush_reason"] for b in builds] == ["HPUGraph::replay"]
+    assert y.cpu().tolist() == [2.0] * 4
+    g.capture_begin()
+    try:
+        with pytest.raises(
+            RuntimeError,
+            match="FATAL ERROR :: MODULE:PT_DEVICE GRAPH:: graph Capture already in progress",
+        ):
+            g.capture_begin()
+        with pytest.raises(RuntimeError, match="GRAPH:: Capture in progress"):
+            g.replay()
+        z = x + 1
+    finally:
+        g.capture_end()
+    g.replay()
+    assert z.cpu().tolist() == [2.0] * 4
