@@ -125,28 +125,43 @@ def _read_table(path: Path, source: str) -> pa.Table:
         raise TraceFormatError(
             source, "line 1", f"a Gaudi hardware-profiler CSV header (no {', '.join(missing)})"
         )
+    text = pa.dictionary(pa.int32(), pa.string())
+    wanted = [c for c in (*CODED, *VALUE_COLUMNS, "Timestamp[usec]") if c in header]
+    convert = pacsv.ConvertOptions(
+        column_types={c: (text if c in CODED else pa.string()) for c in wanted},
+        include_columns=wanted,
+        strings_can_be_null=False,
+    )
+    try:
+        table = pacsv.read_csv(path, convert_options=convert)
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        # read again, rows of the wrong width collected (a handler slows every read ~15 %)
+        table = _read_skipping(path, source, convert)
+    return table.unify_dictionaries().combine_chunks()
+
+
+def _read_skipping(path: Path, source: str, convert: Any) -> pa.Table:
+    """The table of the rows of the right width; a cut last line is dropped with a warning,
+    any other bad row raises."""
+    import pyarrow.csv as pacsv
+
     bad: list[Any] = []
 
     def skip(row: Any) -> str:
         bad.append(row)
         return "skip"
 
-    text = pa.dictionary(pa.int32(), pa.string())
-    wanted = [c for c in (*CODED, *VALUE_COLUMNS, "Timestamp[usec]") if c in header]
-    types = {c: (text if c in CODED else pa.string()) for c in wanted}
     try:
         table = pacsv.read_csv(
             path,
             parse_options=pacsv.ParseOptions(invalid_row_handler=skip),
-            convert_options=pacsv.ConvertOptions(
-                column_types=types, include_columns=wanted, strings_can_be_null=False
-            ),
+            convert_options=convert,
         )
     except (pa.ArrowInvalid, UnicodeDecodeError) as error:
         raise _unreadable(path, source, error) from None
     if bad:
         _truncated_or_raise(path, source, bad)
-    return table.unify_dictionaries().combine_chunks()
+    return table
 
 
 def _unreadable(path: Path, source: str, error: Exception) -> TraceFormatError:
