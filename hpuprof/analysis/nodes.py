@@ -23,6 +23,7 @@ import pandas as pd
 
 from hpuprof.analysis import intervals
 from hpuprof.analysis._common import device_events, isin, strs, without_args
+from hpuprof.analysis.device import trace_device
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.trace.gaudi_node_spans import NODES_LANE
 from hpuprof.trace.model import Trace
@@ -91,13 +92,19 @@ MODELED = (
 )
 
 
+ONE_ROW_PER_NAME = (
+    "No Intel node rows came with this trace: each row covers every activation of its name in "
+    "its graph, so Duration spans from the first of them to the last (across launches)."
+)
+
+
 def analyze_nodes(trace: Trace, options: AnalysisOptions | None = None) -> NodesReport:
     """Intel's "Analyzed Nodes" table from the device lanes of `trace`."""
     full = without_args(trace.events)
     dev = device_events(full)
     dev = dev[isin(dev["engine"], NODE_ENGINES)]
     notes = [NOT_COMPUTED]
-    if trace.device_time == "modeled":
+    if trace.device_time == "modeled" or trace_device(trace).emulated:
         notes.append(MODELED)
     spans = _node_spans(full)
     if dev.empty:
@@ -124,8 +131,9 @@ def analyze_nodes(trace: Trace, options: AnalysisOptions | None = None) -> Nodes
         for (graph, node), group in frame.groupby(["graph", "node"], sort=False)
     ]
     rows.sort(key=lambda r: (r.start_us, r.node))
-    source = "Intel's analyzed-nodes rows" if len(spans) else "node names"
-    return NodesReport(tuple(rows), source, tuple(notes))
+    if len(spans):
+        return NodesReport(tuple(rows), "Intel's analyzed-nodes rows", tuple(notes))
+    return NodesReport(tuple(rows), "node names", (*notes, ONE_ROW_PER_NAME))
 
 
 def _node_spans(events: pd.DataFrame) -> pd.DataFrame:

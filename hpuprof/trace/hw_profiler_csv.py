@@ -90,19 +90,25 @@ def read_hw_profiler_csv(path: str | Path) -> Trace:
     path = Path(path)
     source = path_text(path)
     table = _read_table(path, source)
-    rows = _Rows(table, source)
+    rows = HardwareRows(table, source)
     extra: list[dict[str, Any]] = []
     sibling = gaudi_node_spans.sibling_table(path)
     if sibling is not None:
         extra = gaudi_node_spans.span_events(
             gaudi_node_spans.read_table(sibling), rows.first_pid, path_text(sibling)
         )
-    body = rows.json(extra)
     metadata = {"gaudi_hw_profiler": {"recipes": rows.recipes()}}
-    from hpuprof.trace.kineto_json import trace_from_json
+    values = rows.counter_values()
+    from hpuprof.trace.hw_profiler_columns import counters, raw_columns
+    from hpuprof.trace.kineto_json import load_threads
+    from hpuprof.trace.normalize import build_trace, detect_rank
 
-    trace = trace_from_json(body, metadata, source=source)
-    return replace(trace, format=FORMAT_NAME, device_time="measured")
+    rank = detect_rank(metadata, source)
+    raw = raw_columns(rows, extra)
+    trace = build_trace(raw, metadata, source=source, rank=rank, threads=load_threads())
+    table = counters(rows, values)
+    table["rank"] = np.full(len(table), rank, dtype=np.int32)
+    return replace(trace, counters=table, format=FORMAT_NAME, device_time="measured")
 
 
 def _read_table(path: Path, source: str) -> pa.Table:
@@ -119,28 +125,43 @@ def _read_table(path: Path, source: str) -> pa.Table:
         raise TraceFormatError(
             source, "line 1", f"a Gaudi hardware-profiler CSV header (no {', '.join(missing)})"
         )
+    text = pa.dictionary(pa.int32(), pa.string())
+    wanted = [c for c in (*CODED, *VALUE_COLUMNS, "Timestamp[usec]") if c in header]
+    convert = pacsv.ConvertOptions(
+        column_types={c: (text if c in CODED else pa.string()) for c in wanted},
+        include_columns=wanted,
+        strings_can_be_null=False,
+    )
+    try:
+        table = pacsv.read_csv(path, convert_options=convert)
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        # read again, rows of the wrong width collected (a handler slows every read ~15 %)
+        table = _read_skipping(path, source, convert)
+    return table.unify_dictionaries().combine_chunks()
+
+
+def _read_skipping(path: Path, source: str, convert: Any) -> pa.Table:
+    """The table of the rows of the right width; a cut last line is dropped with a warning,
+    any other bad row raises."""
+    import pyarrow.csv as pacsv
+
     bad: list[Any] = []
 
     def skip(row: Any) -> str:
         bad.append(row)
         return "skip"
 
-    text = pa.dictionary(pa.int32(), pa.string())
-    wanted = [c for c in (*CODED, *VALUE_COLUMNS, "Timestamp[usec]") if c in header]
-    types = {c: (text if c in CODED else pa.string()) for c in wanted}
     try:
         table = pacsv.read_csv(
             path,
             parse_options=pacsv.ParseOptions(invalid_row_handler=skip),
-            convert_options=pacsv.ConvertOptions(
-                column_types=types, include_columns=wanted, strings_can_be_null=False
-            ),
+            convert_options=convert,
         )
     except (pa.ArrowInvalid, UnicodeDecodeError) as error:
         raise _unreadable(path, source, error) from None
     if bad:
         _truncated_or_raise(path, source, bad)
-    return table.unify_dictionaries().combine_chunks()
+    return table
 
 
 def _unreadable(path: Path, source: str, error: Exception) -> TraceFormatError:
@@ -176,7 +197,7 @@ def _truncated_or_raise(path: Path, source: str, bad: list[Any]) -> None:
     )
 
 
-class _Rows:
+class HardwareRows:
     """The table's columns, checked, and their JSON pieces."""
 
     def __init__(self, table: pa.Table, source: str) -> None:
@@ -186,10 +207,7 @@ class _Rows:
         self.ts_text = (
             table.column("Timestamp[usec]").chunk(0) if self.n else pa.array([], pa.string())
         )
-        self._require(
-            pc.match_substring_regex(self.ts_text, _JSON_NUMBER), "a Timestamp[usec] in µs"
-        )
-        self.ts = pc.cast(self.ts_text, pa.float64()).to_numpy(zero_copy_only=False)
+        self.ts = self._numbers(self.ts_text, "a Timestamp[usec] in µs")
         kind = self._codes("Event type")
         kinds = self._dictionary("Event type")
         known = np.array([k in EVENT_TYPES for k in kinds] or [True])
@@ -217,6 +235,18 @@ class _Rows:
     def first_pid(self) -> int:
         return int(self.pid[0]) if self.n else 0
 
+    def _numbers(self, texts: pa.Array, expected: str) -> NDArray[np.float64]:
+        """`texts` as float64, each a finite decimal number (the first that is not raises)."""
+        try:
+            values = pc.cast(texts, pa.float64()).to_numpy(zero_copy_only=False)
+        except pa.ArrowInvalid:
+            self._require(pc.match_substring_regex(texts, _JSON_NUMBER), expected)
+            raise  # (not reached: Arrow refused a decimal number)
+        finite = np.isfinite(values)
+        if not finite.all():
+            self._require(pa.array(finite), expected)
+        return np.asarray(values, dtype=np.float64)
+
     def _codes(self, column: str) -> NDArray[np.int32]:
         if self.n == 0:
             return np.zeros(0, np.int32)
@@ -238,7 +268,7 @@ class _Rows:
                 self.source, f"line {row + 2}", f"{expected} (row {str(found)[:100]})"
             )
 
-    def _json(self, column: str) -> pa.Array:
+    def json_text(self, column: str) -> pa.Array:
         """Every row's value of a coded column as a JSON string literal (escaped once per
         distinct value)."""
         if column not in self.table.column_names or self.n == 0:
@@ -263,69 +293,25 @@ class _Rows:
         )
         return {str(p["Recipe ID"]): str(p["Recipe name"]) for p in pairs if p["Recipe ID"]}
 
-    # --- JSON ---------------------------------------------------------------------------------
-
-    def json(self, extra: list[dict[str, Any]]) -> bytes:
-        """The rows as a JSON array of Chrome-trace events, with `extra` events appended."""
-        pid = pa.array(self.pid.astype(str), pa.string()) if self.n else pa.array([], pa.string())
-        tid = pa.array(self.tid.astype(str), pa.string()) if self.n else pa.array([], pa.string())
-        names = self._json("Name")
-        pieces: list[pa.Array] = [self._slices(pid, tid, names), self._instants(pid, tid, names)]
-        pieces += self._counters(pid, tid, names)
-        meta = self._lane_names() + extra
-        body = b"".join(_buffer(piece) for piece in pieces if len(piece))
-        return b"[" + body + msgspec.json.encode(meta)[1:]
-
-    def _slices(self, pid: pa.Array, tid: pa.Array, names: pa.Array) -> pa.Array:
-        begin, end = self._pairs()
-        from hpuprof.trace.normalize import ns_from_us
-
-        dur_ns = ns_from_us(self.ts[end], 0) - ns_from_us(self.ts[begin], 0)
-        dur = pc.cast(pa.array(dur_ns / 1000.0), pa.string())
-        b, e = pa.array(begin), pa.array(end)
-        ts, desc = self.ts_text, self._json("HW Event description")
-        return _join(
-            '{"ph":"X","cat":"Kernel","name":',
-            names.take(b),
-            ',"pid":',
-            pid.take(b),
-            ',"tid":',
-            tid.take(b),
-            ',"ts":',
-            ts.take(b),
-            ',"dur":',
-            dur,
-            ',"args":{"recipeId":',
-            self._json("Recipe ID").take(b),
-            ',"Operation":',
-            self._json("Operation").take(b),
-            ',"Data Type":',
-            self._json("Data Type").take(b),
-            ',"streamHandle":',
-            self._json("streamHandle").take(b),
-            ',"HW Event description":',
-            desc.take(b),
-            ',"end HW Event description":',
-            desc.take(e),
-            ',"Timestamp[usec]":"',
-            ts.take(b),
-            '","end Timestamp[usec]":"',
-            ts.take(e),
-            '"}},',
-        )
-
-    def _pairs(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    def pairs(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Rows of each BEGIN and the END that closes it on its lane, and a warning for the
         unmatched ones."""
         edge = np.flatnonzero(self.kind <= 1)
-        order = edge[np.lexsort((edge, self.ts[edge], self.tid[edge]))]
+        ts = self.ts[edge]
+        if len(ts) < 2 or bool(np.all(ts[1:] >= ts[:-1])):  # rows in time order (as written)
+            order = edge[np.argsort(self.tid[edge], kind="stable")]
+        else:
+            order = edge[np.lexsort((edge, ts, self.tid[edge]))]
         is_begin = self.kind[order] == 0
         same_lane = self.tid[order][:-1] == self.tid[order][1:]
         paired = is_begin[:-1] & ~is_begin[1:] & same_lane
         begin, end = order[:-1][paired], order[1:][paired]
         unmatched = len(edge) - 2 * len(begin)
         if unmatched:
-            alone = np.setdiff1d(edge, np.concatenate([begin, end]))
+            kept = np.zeros(len(order), dtype=bool)
+            kept[:-1] |= paired
+            kept[1:] |= paired
+            alone = np.sort(order[~kept])
             warnings.warn(
                 f"{self.source}: {unmatched} BEGIN / END events without their other half on "
                 f"their engine (the first at line {int(alone[0]) + 2}) are left out",
@@ -333,32 +319,11 @@ class _Rows:
             )
         return begin, end
 
-    def _instants(self, pid: pa.Array, tid: pa.Array, names: pa.Array) -> pa.Array:
-        rows = pa.array(np.flatnonzero(self.kind == 2))
-        return _join(
-            '{"ph":"i","s":"t","cat":"hw_event","name":',
-            self._json("HW Event description").take(rows),
-            ',"pid":',
-            pid.take(rows),
-            ',"tid":',
-            tid.take(rows),
-            ',"ts":',
-            self.ts_text.take(rows),
-            ',"args":{"node":',
-            names.take(rows),
-            ',"recipeId":',
-            self._json("Recipe ID").take(rows),
-            ',"HW Event port":',
-            self._json("HW Event port").take(rows),
-            ',"Timestamp[usec]":"',
-            self.ts_text.take(rows),
-            '"}},',
-        )
-
-    def _counters(self, pid: pa.Array, tid: pa.Array, names: pa.Array) -> list[pa.Array]:
-        out: list[pa.Array] = []
+    def counter_values(self) -> list[tuple[str, pa.Array, NDArray[np.int64]]]:
+        """(column, its texts at the rows, the COUNTER rows giving it) per value column, each
+        text checked to be a number."""
+        out: list[tuple[str, pa.Array, NDArray[np.int64]]] = []
         counter = self.kind == 3
-        engine = self._json("Engine")
         for column in VALUE_COLUMNS:
             if column not in self.table.column_names or not counter.any():
                 continue
@@ -367,37 +332,22 @@ class _Rows:
             rows = np.flatnonzero(counter & given)
             if not len(rows):
                 continue
-            taken = pa.array(rows)
+            texts = values.take(pa.array(rows))
             numeric = np.ones(self.n, dtype=bool)
-            numeric[rows] = pc.match_substring_regex(values.take(taken), _JSON_NUMBER).to_numpy(
+            numeric[rows] = pc.match_substring_regex(texts, _JSON_NUMBER).to_numpy(
                 zero_copy_only=False
             )
             self._require(pa.array(numeric), f"a number as {column}")
-            series = engine.take(taken)
-            if column != "SPMU value":  # "[HD0] TPC 1 BMON avg"
-                series = pc.binary_join_element_wise(
-                    pc.utf8_slice_codeunits(series, 0, -1), f' {column}"', ""
-                )
-            out.append(
-                _join(
-                    '{"ph":"C","cat":"hw_counter","name":',
-                    names.take(taken),
-                    ',"pid":',
-                    pid.take(taken),
-                    ',"tid":',
-                    tid.take(taken),
-                    ',"ts":',
-                    self.ts_text.take(taken),
-                    ',"args":{',
-                    series,
-                    ":",
-                    values.take(taken),
-                    "}},",
-                )
-            )
+            out.append((column, texts, rows))
         return out
 
-    def _lane_names(self) -> list[dict[str, Any]]:
+    def dictionary(self, column: str) -> tuple[NDArray[np.int32], list[str]]:
+        """A coded column's indices per row and its distinct values (all "" when absent)."""
+        if column not in self.table.column_names or self.n == 0:
+            return np.zeros(self.n, np.int32), [""]
+        return self._codes(column), self._dictionary(column)
+
+    def lane_names(self) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
         for pid, name in self.device_names.items():
             events.append(
@@ -427,17 +377,3 @@ class _Rows:
 def _device_index(device: str) -> int:
     match = _DEVICE_INDEX.search(device)
     return int(match.group(1)) if match else 0
-
-
-def _join(*parts: Any) -> pa.Array:
-    return pc.binary_join_element_wise(*parts, "")
-
-
-def _buffer(array: pa.Array) -> bytes:
-    """The concatenated values of a string array (its data buffer, from the first offset)."""
-    array = pc.cast(array, pa.large_string()) if array.type == pa.string() else array
-    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[
-        array.offset : array.offset + len(array) + 1
-    ]
-    data = array.buffers()[2]
-    return data.to_pybytes()[int(offsets[0]) : int(offsets[-1])]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import hpuprof
-from hpuprof.analysis.nodes import MODELED, NodeRow, NodesReport, analyze_nodes
+from hpuprof.analysis.nodes import MODELED, ONE_ROW_PER_NAME, NodeRow, NodesReport, analyze_nodes
 from hpuprof.trace.model import Trace
 
 GAUDI = Path(__file__).resolve().parents[3] / "shared" / "traces" / "gaudi"
@@ -111,7 +111,7 @@ def test_without_intels_rows_one_row_per_node_name(tmp_path: Path) -> None:
     if not TRACE.exists():
         pytest.skip("../shared/traces/gaudi is not present")
     report = analyze_nodes(hpuprof.load(shutil.copy(TRACE, tmp_path / "t.csv"), cache=False))
-    assert report.iterations_from == "node names"
+    assert report.iterations_from == "node names" and ONE_ROW_PER_NAME in report.notes
     tpc = next(r for r in report.nodes if r.unit == "TPC")
     assert (tpc.num_activations, tpc.parallel_engines) == (48, 48)
     assert tpc.active_us == pytest.approx(1.131 + 1.878 + 0.713, abs=0.002)
@@ -178,6 +178,17 @@ def test_modeled_device_times_say_why_expected_vs_actual_is_left_out(tmp_path: P
     modeled = dataclasses.replace(trace, device_time="modeled")
     assert MODELED in analyze_nodes(modeled).notes
     assert MODELED not in analyze_nodes(trace).notes
+
+
+def test_an_emulated_run_has_rows_and_says_its_times_are_modeled() -> None:
+    sample = Path(__file__).resolve().parents[2] / "sample_traces" / "emulated_lazy" / "traces"
+    report = analyze_nodes(hpuprof.load(sample / "gaudi_train-rank0.pt.trace.json", cache=False))
+    assert MODELED in report.notes
+    units = {row.unit for row in report.nodes}
+    assert {"MME", "TPC"} <= units
+    for row in report.nodes:
+        assert row.active_us <= row.duration_us + 0.001
+        assert row.exposed_mme_us is None or row.exposed_mme_us <= row.active_us + 0.001
 
 
 def test_no_engine_slices_is_an_empty_report(tmp_path: Path) -> None:

@@ -1,0 +1,192 @@
+"""The checked rows of a hardware-profiler CSV (`hw_profiler_csv.HardwareRows`) as the raw
+columns the shared normalizer takes (`columns.RawColumns`), and its counters table.
+
+Built column by column in numpy and Arrow (no object per row): slices (a BEGIN and the END that
+closes it), instants, the lanes' metadata events and any extra events (the node spans), each
+row's args as compact JSON made by Arrow's string joins. Counter samples go straight to the
+counters table (the normalizer decodes a counter event's args one by one).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from hpuprof.trace.categories import text_categorical
+from hpuprof.trace.columns import CODED_ARGS, Coded, Interner, RawColumns, binary_array
+from hpuprof.trace.normalize import ns_from_us
+from hpuprof.trace.schema import NO_ID
+
+if TYPE_CHECKING:
+    from hpuprof.trace.hw_profiler_csv import HardwareRows
+
+SLICE_CATEGORY: Final = "Kernel"
+INSTANT_CATEGORY: Final = "hw_event"
+COUNTER_CATEGORY: Final = "hw_counter"
+
+
+class _Column:
+    """One coded raw column being filled: codes per row, categories interned once each."""
+
+    def __init__(self, n: int) -> None:
+        self.interner = Interner("")
+        self.codes = np.zeros(n, dtype=np.int32)
+
+    def put_dictionary(
+        self, rows: NDArray[np.int64], indices: NDArray[Any], values: list[str]
+    ) -> None:
+        remap = np.array([self.interner.code(v) for v in values] or [0], dtype=np.int32)
+        self.codes[rows] = remap[indices]
+
+    def put(self, rows: NDArray[np.int64] | slice, value: str) -> None:
+        self.codes[rows] = self.interner.code(value)
+
+    def coded(self) -> Coded:
+        return Coded(self.codes, [str(v) for v in self.interner.values])
+
+
+def raw_columns(hw: HardwareRows, extra: list[dict[str, Any]]) -> RawColumns:
+    """Slices, instants, lane names and `extra` Chrome-trace events (X or M) as raw columns."""
+    begin, end = hw.pairs()
+    instant = np.flatnonzero(hw.kind == 2)
+    meta = hw.lane_names() + extra
+    ns, ni, nm = len(begin), len(instant), len(meta)
+    n = ns + ni + nm
+    slices, instants = np.arange(ns), np.arange(ns, ns + ni)
+    tail = np.arange(ns + ni, n)
+    source_row = np.concatenate([begin, instant]).astype(np.int64)
+    hw_part = np.arange(ns + ni)
+
+    ph, name, cat, pid, tid, recipe = (_Column(n) for _ in range(6))
+    ph.put(slices, "X")
+    ph.put(instants, "i")
+    name_ix, name_values = hw.dictionary("Name")
+    desc_ix, desc_values = hw.dictionary("HW Event description")
+    name.put_dictionary(slices, name_ix[begin], name_values)
+    name.put_dictionary(instants, desc_ix[instant], desc_values)
+    cat.put(slices, SLICE_CATEGORY)
+    cat.put(instants, INSTANT_CATEGORY)
+    pid.put_dictionary(
+        hw_part, hw.pid[source_row], [str(p) for p in range(int(hw.pid.max(initial=0)) + 1)]
+    )
+    tid.put_dictionary(hw_part, hw.tid[source_row], [str(t) for t in range(len(hw.lanes))])
+    recipe_ix, recipe_values = hw.dictionary("Recipe ID")
+    recipe.put_dictionary(hw_part, recipe_ix[source_row], recipe_values)
+
+    ts_us = np.full(n, np.nan)
+    dur_us = np.full(n, np.nan)
+    ts_us[: ns + ni] = hw.ts[source_row]
+    dur_ns = ns_from_us(hw.ts[end], 0) - ns_from_us(hw.ts[begin], 0)
+    dur_us[:ns] = dur_ns / 1000.0
+    side: dict[int, bytes] = {}
+    tail_args: list[bytes] = []
+    for row, event in zip(tail.tolist(), meta, strict=True):
+        ph.put(slice(row, row + 1), str(event["ph"]))
+        name.put(slice(row, row + 1), str(event["name"]))
+        cat.put(slice(row, row + 1), str(event.get("cat", "")))
+        pid.put(slice(row, row + 1), str(event["pid"]))
+        tid.put(slice(row, row + 1), str(event["tid"]))
+        args = msgspec.json.encode(event.get("args", {}))
+        if event["ph"] == "M":
+            side[row] = args
+            tail_args.append(b"")
+        else:
+            ts_us[row], dur_us[row] = float(event["ts"]), float(event["dur"])
+            tail_args.append(args)
+    args = pa.chunked_array(
+        [
+            pc.cast(_slice_args(hw, begin, end), pa.large_binary()),
+            pc.cast(_instant_args(hw, instant), pa.large_binary()),
+            binary_array(tail_args),
+        ],
+        type=pa.large_binary(),
+    )
+    absent = {field: Coded(np.zeros(n, np.int32), [""]) for field in CODED_ARGS}
+    no_id = np.full(n, NO_ID, dtype=np.int32)
+    absent["recipe_id"] = recipe.coded()
+    return RawColumns(
+        ph=ph.coded(), name=name.coded(), cat=cat.coded(), pid=pid.coded(), tid=tid.coded(),
+        ts_us=ts_us, dur_us=dur_us, flow_id=Coded(np.zeros(n, np.int32), [""]),
+        bp=Coded(np.zeros(n, np.int32), [""]), args=args, external_id=no_id,
+        correlation=no_id.copy(), stream=no_id.copy(), device=no_id.copy(), **absent,
+        fallback=np.zeros(n, np.int8), our_keys=np.zeros(n, np.int8), side_args=side,
+    )  # fmt: skip
+
+
+def _slice_args(hw: HardwareRows, begin: NDArray[np.int64], end: NDArray[np.int64]) -> pa.Array:
+    b, e = pa.array(begin), pa.array(end)
+    ts, desc = hw.ts_text, hw.json_text("HW Event description")
+    return _join(
+        '{"recipeId":', hw.json_text("Recipe ID").take(b),
+        ',"Operation":', hw.json_text("Operation").take(b),
+        ',"Data Type":', hw.json_text("Data Type").take(b),
+        ',"streamHandle":', hw.json_text("streamHandle").take(b),
+        ',"HW Event description":', desc.take(b),
+        ',"end HW Event description":', desc.take(e),
+        ',"Timestamp[usec]":"', ts.take(b), '","end Timestamp[usec]":"', ts.take(e), '"}',
+    )  # fmt: skip
+
+
+def _instant_args(hw: HardwareRows, rows: NDArray[np.int64]) -> pa.Array:
+    r = pa.array(rows)
+    return _join(
+        '{"node":', hw.json_text("Name").take(r),
+        ',"recipeId":', hw.json_text("Recipe ID").take(r),
+        ',"HW Event port":', hw.json_text("HW Event port").take(r),
+        ',"Timestamp[usec]":"', hw.ts_text.take(r), '"}',
+    )  # fmt: skip
+
+
+def counters(
+    hw: HardwareRows, values: list[tuple[str, pa.Array, NDArray[np.int64]]]
+) -> pd.DataFrame:
+    """The counters table: one sample per (COUNTER row, value column given), in file order.
+
+    Args:
+        values: (column, its texts at `rows`, the COUNTER rows that give it) per value column.
+    """
+    name_ix, name_values = hw.dictionary("Name")
+    engine_ix, engine_values = hw.dictionary("Engine")
+    parts: dict[str, list[Any]] = {k: [] for k in ("row", "name", "series", "pid", "tid", "value")}
+    for column, texts, rows in values:
+        suffix = "" if column == "SPMU value" else f" {column}"
+        parts["row"].append(rows)
+        parts["name"].append(np.asarray(name_values, dtype=object)[name_ix[rows]])
+        parts["series"].append(
+            np.asarray([v + suffix for v in engine_values], dtype=object)[engine_ix[rows]]
+        )
+        parts["pid"].append(hw.pid[rows])
+        parts["tid"].append(hw.tid[rows])
+        parts["value"].append(pc.cast(texts, pa.float64()).to_numpy(zero_copy_only=False))
+    if not values:
+        joined = {k: np.zeros(0, dtype=object) for k in parts}
+    else:
+        joined = {k: np.concatenate(v) for k, v in parts.items()}
+    order = np.argsort(joined["row"].astype(np.int64), kind="stable")
+    rows = joined["row"].astype(np.int64)[order]
+    return pd.DataFrame(
+        {
+            "name": text_categorical(joined["name"][order]),
+            "series": text_categorical(joined["series"][order]),
+            "cat": text_categorical(np.full(len(rows), COUNTER_CATEGORY, dtype=object)),
+            "pid": text_categorical(
+                joined["pid"][order].astype(np.int64).astype(str).astype(object)
+            ),
+            "tid": text_categorical(
+                joined["tid"][order].astype(np.int64).astype(str).astype(object)
+            ),
+            "rank": np.zeros(len(rows), dtype=np.int32),
+            "ts_ns": ns_from_us(hw.ts[rows], 0).astype(np.int64),
+            "value": joined["value"][order].astype(np.float64),
+        }
+    )
+
+
+def _join(*parts: Any) -> pa.Array:
+    return pc.binary_join_element_wise(*parts, "")
