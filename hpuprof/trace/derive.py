@@ -345,7 +345,7 @@ def _graph_ops(
 ) -> NDArray[np.int64]:
     """The host op of each device row launched as part of a graph (see the module docstring)."""
     out = np.full(len(dev), NO_ID, dtype=np.int64)
-    names = _text(events["name"])
+    name_codes, name_texts = _codes(events["name"])
     ts = events["ts_ns"].to_numpy(dtype=np.int64)
     for launch_event, window_event in GRAPH_LAUNCHES.items():
         windows = np.flatnonzero(hpu_event == window_event)
@@ -358,9 +358,9 @@ def _graph_ops(
         op, owin = _ops_in_windows(events, windows, is_cpu_op)
         if len(op) == 0:
             continue
-        keys: dict[str, int] = {}
-        kkey = np.array([keys.setdefault(kernel_key(str(x)), len(keys)) for x in names[dev[mine]]])
-        okey = np.array([keys.setdefault(op_key(str(x)), len(keys)) for x in names[op]])
+        keys: dict[str, int] = {}  # each distinct name's key computed once, then indexed
+        kkey = _name_keys(name_codes[dev[mine]], name_texts, kernel_key, keys)
+        okey = _name_keys(name_codes[op], name_texts, op_key, keys)
         kernels = pd.DataFrame(
             {"i": mine, "w": kwin, "key": kkey, "launch": launch[mine], "ts": ts[dev[mine]]}
         ).sort_values(["ts", "i"], kind="stable")
@@ -375,6 +375,15 @@ def _graph_ops(
         pairs = kernels.merge(host[["w", "key", "j", "op"]], on=["w", "key", "j"], how="inner")
         out[pairs["i"].to_numpy(dtype=np.int64)] = pairs["op"].to_numpy(dtype=np.int64)
     return out
+
+
+def _name_keys(
+    codes: NDArray[np.int64], texts: list[str], key_of: Any, keys: dict[str, int]
+) -> NDArray[np.int64]:
+    """The key number (in `keys`, which grows) of each row's name, given as name codes: one
+    key per distinct name (code -1, no name, is the table's last entry)."""
+    table = [keys.setdefault(key_of(text), len(keys)) for text in (*texts, "")]
+    return np.asarray(table, dtype=np.int64)[codes]
 
 
 # --- dtype and flops ------------------------------------------------------------------------------

@@ -171,3 +171,26 @@ def test_a_kineto_export_of_it_is_not_claimed(tmp_path: Path) -> None:
     assert len(hpuprof.load(out, cache=False).events) == 3
     assert is_synapse_log(_lines(EVENTS).encode()[:4096])
     assert not is_synapse_log(b'[{"name": "aten::mm", "ph": "X", "ts": 1}]')
+
+
+def test_info_and_convert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hpuprof.cli.main import main
+
+    path = tmp_path / "log.json"
+    path.write_text(_lines(EVENTS))
+    assert main(["info", str(path)]) == 0
+    assert f"format:      {FORMAT}" in capsys.readouterr().out
+    for target in ("out.perfetto-trace", "out.json"):
+        assert main(["convert", str(path), str(tmp_path / target)]) == 0
+        back = hpuprof.load(tmp_path / target, cache=False)
+        assert sorted(back.events["name"].astype(str)) == sorted(
+            [
+                "LaunchSyncTensorsGraph",
+                "call:synLaunchWithExternalEvents",
+                "call:synEventSynchronize",
+            ]
+        )
+    bad = tmp_path / "bad.json"
+    bad.write_text(_lines(EVENTS).replace('"ph": "E", "args"', '"ph": "E" "args"', 1))
+    assert main(["info", str(bad)]) == 2  # one line, no traceback
+    assert "line 5" in capsys.readouterr().err
