@@ -235,7 +235,7 @@ class _Samples:
 
 
 def _windows(
-    ev: pd.DataFrame, step: int | None
+    ev: pd.DataFrame, step: int | None, options: AnalysisOptions
 ) -> tuple[pd.DataFrame, np.ndarray, tuple[CutStep, ...]]:
     """The sample windows [rank, step, start_ns, end_ns], each row's sample (-1: none), the
     steps left out. Without steps, each rank's span is one sample."""
@@ -244,7 +244,7 @@ def _windows(
     if step is not None:  # asked for by number: compared even when cut off
         w = every[every["step"] == step]
     else:
-        w, cut = complete_steps(ev, every)
+        w, cut = complete_steps(ev, every, options.cut_step_ops_pct)
     w = w.reset_index(drop=True)
     rank = ev["rank"].to_numpy()
     if w.empty:
@@ -294,9 +294,9 @@ def _per_sample(sample: np.ndarray, names: np.ndarray, values: np.ndarray, n: in
     return table.reindex(columns=range(n), fill_value=0)
 
 
-def _samples(trace: Trace, step: int | None) -> _Samples:
+def _samples(trace: Trace, step: int | None, options: AnalysisOptions) -> _Samples:
     ev = without_args(trace.events)
-    w, sample, cut = _windows(ev, step)
+    w, sample, cut = _windows(ev, step, options)
     n = len(w)
     at = pd.Series(sample, index=ev.index)
     host = host_ops(ev)
@@ -570,7 +570,7 @@ def diff_traces(
         a_step, b_step: compare only this step of each trace (None: every step).
     """
     options = options or AnalysisOptions()
-    sa, sb = _samples(a, a_step), _samples(b, b_step)
+    sa, sb = _samples(a, a_step, options), _samples(b, b_step, options)
     deltas = _op_deltas(sa, sb, options)
     metrics = _metrics(sa, sb)
     ops_flagged = sorted(
