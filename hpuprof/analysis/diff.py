@@ -84,7 +84,12 @@ class OpDelta:
 
 @dataclass(frozen=True)
 class KernelDelta:
-    """One device op name in both traces: count and device time per step (ns)."""
+    """One device op name in both traces: count and device time per step (ns).
+
+    Args:
+        regression: its time per step passes the significance rule (the module docstring);
+            the finding is its op's, which this kernel's time is part of.
+    """
 
     name: str
     a_count: float
@@ -94,6 +99,7 @@ class KernelDelta:
     diff_ns: float
     noise_ns: float | None
     status: str
+    regression: bool = False
 
 
 @dataclass(frozen=True)
@@ -407,7 +413,7 @@ def _op_deltas(
     return out
 
 
-def _kernel_deltas(sa: _Samples, sb: _Samples) -> list[KernelDelta]:
+def _kernel_deltas(sa: _Samples, sb: _Samples, options: AnalysisOptions) -> list[KernelDelta]:
     names = sa.kernels.index.union(sb.kernels.index)
     ka, kva, na = _stats(sa.kernels, names)
     kb, _, nb = _stats(sb.kernels, names)
@@ -424,6 +430,7 @@ def _kernel_deltas(sa: _Samples, sb: _Samples) -> list[KernelDelta]:
             round(float(kb[i] - ka[i]), 1),
             _maybe(noise[i]),
             _status(float(ca[i]), float(cb[i]), (ca[i], ka[i]) == (cb[i], kb[i])),
+            bool(ca[i] > 0 and cb[i] > 0 and _beyond(kb[i] - ka[i], ka[i], noise[i], options)),
         )
         for i, name in enumerate(names.tolist())
     ]
@@ -596,7 +603,7 @@ def diff_traces(
         b_sampled=sb.words,
         metrics=tuple(metrics),
         ops=ops,
-        kernels=tuple(_kernel_deltas(sa, sb)),
+        kernels=tuple(_kernel_deltas(sa, sb, options)),
         new_ops=tuple(o.name for o in ops if o.status == "new"),
         vanished_ops=tuple(o.name for o in ops if o.status == "vanished"),
         regressions=tuple(regressions),

@@ -45,6 +45,7 @@ def test_a_slower_kernel_is_one_regression_not_one_per_wrapper() -> None:
     assert op_finding.title.startswith("aten::cudnn_convolution: device time per step")
     kernels = {k.name: k for k in d.kernels}
     assert kernels["cudnn_conv_kernel"].diff_ns == 3_000_000
+    assert kernels["cudnn_conv_kernel"].regression  # the same rule as its op's
 
 
 def test_single_step_traces_flag_nothing_and_say_why() -> None:
