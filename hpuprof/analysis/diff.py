@@ -492,7 +492,7 @@ def _device_finding(a: Trace, b: Trace) -> Finding | None:
     if da.label == db.label:
         return None
     return Finding(
-        "warning" if da.kind != db.kind else "info",
+        "info" if da.emulated and db.emulated else "warning",  # two device models: the point
         "compare",
         f"different devices: A ran on {da.label}, B on {db.label}",
         "same_device",

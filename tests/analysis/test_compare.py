@@ -149,3 +149,12 @@ def test_different_devices_are_said_first(shared_kineto_dir: Path) -> None:
     assert text.index("different devices") < text.index("Per-step metrics")
     same = compare(a100, a100)
     assert not any(f.metric == "same_device" for f in same.findings)
+
+
+def test_two_emulated_device_profiles_are_named_as_information() -> None:
+    samples = Path(__file__).resolve().parents[2] / "sample_traces"
+    a = hpuprof.load(samples / "emulated_lazy", cache=False)
+    b = hpuprof.load(samples / "emulated_gaudi3_lazy", cache=False)
+    first = diff_traces(a, b).findings[0]
+    assert (first.metric, first.severity) == ("same_device", "info")
+    assert first.title == "different devices: A ran on Gaudi 2 (emulated), B on Gaudi 3 (emulated)"
