@@ -8,24 +8,19 @@ stopped in the middle of an iteration ends the same way. Such a step is no sampl
 time, so the step means (ranks, compare, key figures) leave it out and say so.
 
 The rule, per rank with two or more steps: its last step (by start) is cut off when it holds
-fewer than `CUT_OPS_SHARE` of the median number of host ops of the rank's other steps (an op
-counts in the step the loader placed it in, `step`). A shorter last batch of the same model
-still runs the same ops, so it is kept.
+fewer than `options.cut_step_ops_pct` % of the median number of host ops of the rank's other
+steps (an op counts in the step the loader placed it in, `step`). A shorter last batch of the
+same model still runs the same ops, so it is kept.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
 import numpy as np
 import pandas as pd
 
 from hpuprof.analysis._common import host_ops
-
-CUT_OPS_SHARE: Final = 0.5
-"""A last step holding fewer host ops than this share of the median of the rank's other steps
-is cut off."""
 
 
 @dataclass(frozen=True)
@@ -56,13 +51,14 @@ class CutStep:
 
 
 def complete_steps(
-    ev: pd.DataFrame, windows: pd.DataFrame
+    ev: pd.DataFrame, windows: pd.DataFrame, ops_pct: float
 ) -> tuple[pd.DataFrame, tuple[CutStep, ...]]:
     """The step windows (`_common.step_windows(ev)`) less the cut-off last steps, and those.
 
     Args:
         ev: the events the windows were read from (their `step` column places the ops).
         windows: [rank, step, start_ns, end_ns] rows.
+        ops_pct: `AnalysisOptions.cut_step_ops_pct`.
     """
     if windows.empty:
         return windows, ()
@@ -77,7 +73,7 @@ def complete_steps(
         keys = pd.MultiIndex.from_arrays([np.full(len(mine), rank), mine["step"].to_numpy()])
         counts = per_step.reindex(keys, fill_value=0).to_numpy()
         typical = float(np.median(counts[:-1]))
-        if typical > 0 and counts[-1] < CUT_OPS_SHARE * typical:
+        if typical > 0 and counts[-1] < ops_pct / 100.0 * typical:
             last = mine.iloc[-1]
             dropped.append(int(mine.index[-1]))
             cut.append(

@@ -84,7 +84,12 @@ class OpDelta:
 
 @dataclass(frozen=True)
 class KernelDelta:
-    """One device op name in both traces: count and device time per step (ns)."""
+    """One device op name in both traces: count and device time per step (ns).
+
+    Args:
+        regression: its time per step passes the significance rule (the module docstring);
+            the finding is its op's, which this kernel's time is part of.
+    """
 
     name: str
     a_count: float
@@ -94,6 +99,7 @@ class KernelDelta:
     diff_ns: float
     noise_ns: float | None
     status: str
+    regression: bool = False
 
 
 @dataclass(frozen=True)
@@ -235,7 +241,7 @@ class _Samples:
 
 
 def _windows(
-    ev: pd.DataFrame, step: int | None
+    ev: pd.DataFrame, step: int | None, options: AnalysisOptions
 ) -> tuple[pd.DataFrame, np.ndarray, tuple[CutStep, ...]]:
     """The sample windows [rank, step, start_ns, end_ns], each row's sample (-1: none), the
     steps left out. Without steps, each rank's span is one sample."""
@@ -244,7 +250,7 @@ def _windows(
     if step is not None:  # asked for by number: compared even when cut off
         w = every[every["step"] == step]
     else:
-        w, cut = complete_steps(ev, every)
+        w, cut = complete_steps(ev, every, options.cut_step_ops_pct)
     w = w.reset_index(drop=True)
     rank = ev["rank"].to_numpy()
     if w.empty:
@@ -294,9 +300,9 @@ def _per_sample(sample: np.ndarray, names: np.ndarray, values: np.ndarray, n: in
     return table.reindex(columns=range(n), fill_value=0)
 
 
-def _samples(trace: Trace, step: int | None) -> _Samples:
+def _samples(trace: Trace, step: int | None, options: AnalysisOptions) -> _Samples:
     ev = without_args(trace.events)
-    w, sample, cut = _windows(ev, step)
+    w, sample, cut = _windows(ev, step, options)
     n = len(w)
     at = pd.Series(sample, index=ev.index)
     host = host_ops(ev)
@@ -407,7 +413,7 @@ def _op_deltas(
     return out
 
 
-def _kernel_deltas(sa: _Samples, sb: _Samples) -> list[KernelDelta]:
+def _kernel_deltas(sa: _Samples, sb: _Samples, options: AnalysisOptions) -> list[KernelDelta]:
     names = sa.kernels.index.union(sb.kernels.index)
     ka, kva, na = _stats(sa.kernels, names)
     kb, _, nb = _stats(sb.kernels, names)
@@ -424,6 +430,7 @@ def _kernel_deltas(sa: _Samples, sb: _Samples) -> list[KernelDelta]:
             round(float(kb[i] - ka[i]), 1),
             _maybe(noise[i]),
             _status(float(ca[i]), float(cb[i]), (ca[i], ka[i]) == (cb[i], kb[i])),
+            bool(ca[i] > 0 and cb[i] > 0 and _beyond(kb[i] - ka[i], ka[i], noise[i], options)),
         )
         for i, name in enumerate(names.tolist())
     ]
@@ -485,7 +492,7 @@ def _device_finding(a: Trace, b: Trace) -> Finding | None:
     if da.label == db.label:
         return None
     return Finding(
-        "warning" if da.kind != db.kind else "info",
+        "info" if da.emulated and db.emulated else "warning",  # two device models: the point
         "compare",
         f"different devices: A ran on {da.label}, B on {db.label}",
         "same_device",
@@ -570,7 +577,7 @@ def diff_traces(
         a_step, b_step: compare only this step of each trace (None: every step).
     """
     options = options or AnalysisOptions()
-    sa, sb = _samples(a, a_step), _samples(b, b_step)
+    sa, sb = _samples(a, a_step, options), _samples(b, b_step, options)
     deltas = _op_deltas(sa, sb, options)
     metrics = _metrics(sa, sb)
     ops_flagged = sorted(
@@ -596,7 +603,7 @@ def diff_traces(
         b_sampled=sb.words,
         metrics=tuple(metrics),
         ops=ops,
-        kernels=tuple(_kernel_deltas(sa, sb)),
+        kernels=tuple(_kernel_deltas(sa, sb, options)),
         new_ops=tuple(o.name for o in ops if o.status == "new"),
         vanished_ops=tuple(o.name for o in ops if o.status == "vanished"),
         regressions=tuple(regressions),

@@ -70,7 +70,10 @@ class AnalysisOptions:
         regression_min_ns: compare (and ranks' straggler test): absolute change below which
             nothing is flagged.
         noise_sigmas: compare: a change is beyond the steps' noise when larger than this many
-            standard errors of the difference of the two means.
+            times its noise (A's step-to-step spread, `hpuprof.analysis.diff`).
+        cut_step_ops_pct: ranks and compare: a rank's last step holding fewer host ops than
+            this share (%) of the median of its other steps was cut off by the end of the
+            trace, and is left out of the step means (`hpuprof.analysis.cut_steps`).
     """
 
     top_n: int = 15
@@ -101,3 +104,4 @@ class AnalysisOptions:
     regression_pct: float = 5.0
     regression_min_ns: int = 10_000
     noise_sigmas: float = 3.0
+    cut_step_ops_pct: float = 50.0

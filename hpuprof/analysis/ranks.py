@@ -159,7 +159,7 @@ def _partials(trace: Trace, options: AnalysisOptions) -> dict[int, RankPartial |
     ev = without_args(trace.events)
     dev = device_events(ev)
     ktype = kernel_types(dev).to_numpy()
-    windows, cut = complete_steps(ev, step_windows(ev))
+    windows, cut = complete_steps(ev, step_windows(ev), options.cut_step_ops_pct)
     ranks = sorted(int(r) for r in pd.unique(ev["rank"])) if len(ev) else []
     out: dict[int, RankPartial | None] = {}
     for rank in ranks:

@@ -45,6 +45,7 @@ def test_a_slower_kernel_is_one_regression_not_one_per_wrapper() -> None:
     assert op_finding.title.startswith("aten::cudnn_convolution: device time per step")
     kernels = {k.name: k for k in d.kernels}
     assert kernels["cudnn_conv_kernel"].diff_ns == 3_000_000
+    assert kernels["cudnn_conv_kernel"].regression  # the same rule as its op's
 
 
 def test_single_step_traces_flag_nothing_and_say_why() -> None:
@@ -148,3 +149,12 @@ def test_different_devices_are_said_first(shared_kineto_dir: Path) -> None:
     assert text.index("different devices") < text.index("Per-step metrics")
     same = compare(a100, a100)
     assert not any(f.metric == "same_device" for f in same.findings)
+
+
+def test_two_emulated_device_profiles_are_named_as_information() -> None:
+    samples = Path(__file__).resolve().parents[2] / "sample_traces"
+    a = hpuprof.load(samples / "emulated_lazy", cache=False)
+    b = hpuprof.load(samples / "emulated_gaudi3_lazy", cache=False)
+    first = diff_traces(a, b).findings[0]
+    assert (first.metric, first.severity) == ("same_device", "info")
+    assert first.title == "different devices: A ran on Gaudi 2 (emulated), B on Gaudi 3 (emulated)"
