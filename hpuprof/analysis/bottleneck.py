@@ -604,12 +604,16 @@ def _host_bound_finding(
     events to be judged; None when it is not host-bound (or the device has no such advice)."""
     rank_steps = [s for s in rep.steps if s.rank == t.rank]
     events = evidence.events.get(t.rank, 0)
-    if len(rank_steps) < options.host_bound_min_steps or events < options.host_bound_min_events:
-        return (
-            f"host-bound not judged on rank {t.rank}: {len(rank_steps)} steps and {events:,} "
-            f"events, fewer than host_bound_min_steps={options.host_bound_min_steps} or "
-            f"host_bound_min_events={options.host_bound_min_events}"
+    short = [
+        f"{have:,} {what} < {option}={need:,}"
+        for have, what, option, need in (
+            (len(rank_steps), "steps", "host_bound_min_steps", options.host_bound_min_steps),
+            (events, "events", "host_bound_min_events", options.host_bound_min_events),
         )
+        if have < need
+    ]
+    if short:
+        return f"host-bound not judged on rank {t.rank}: too little evidence ({'; '.join(short)})"
     idle = float(np.median([s.idle_pct for s in rank_steps]))
     practice = evidence.practice
     advice = host_bound_advice(device, practice.graph_replays, practice.compiled_regions)

@@ -80,22 +80,30 @@ def _fallback_types(ev: pd.DataFrame, rows: pd.DataFrame, ops: list[str]) -> lis
     """The recorded input types of each fallback (JSON text): its own, else those of the host
     op of the same name on its rank that started last by the fallback's end (lazy mode records
     the op when traced and runs it on CPU at the flush)."""
-    own = strs(rows["input_types"]).tolist()
+    own = strs(rows["input_types"]).copy()
     host = host_ops(ev)
     host = host[strs(host["input_types"]) != ""]
-    if host.empty:
-        return own
+    if host.empty or all(own):
+        return [str(t) for t in own]
+    frame = pd.DataFrame(
+        {
+            "op": ops,
+            "rank": rows["rank"].to_numpy(),
+            "end": rows["ts_ns"].to_numpy() + rows["dur_ns"].to_numpy(),
+            "missing": own == "",
+        }
+    )
     names = strs(host["name"])
-    ends_at = (rows["ts_ns"].to_numpy() + rows["dur_ns"].to_numpy()).tolist()
-    out = []
-    for i, (types, op, rank) in enumerate(zip(own, ops, rows["rank"].tolist(), strict=True)):
-        if not types:
-            same = host[(names == op) & (host["rank"].to_numpy() == rank)]
-            ts = same["ts_ns"].to_numpy()
-            k = int(np.searchsorted(ts, ends_at[i], side="right")) - 1
-            types = str(strs(same["input_types"])[k]) if k >= 0 else ""
-        out.append(types)
-    return out
+    ranks = host["rank"].to_numpy()
+    for (op, rank), grp in frame[frame["missing"]].groupby(["op", "rank"]):
+        same = host[(names == op) & (ranks == rank)].sort_values("ts_ns", kind="stable")
+        if same.empty:
+            continue
+        ts = same["ts_ns"].to_numpy()
+        k = np.searchsorted(ts, grp["end"].to_numpy(), side="right") - 1
+        types = strs(same["input_types"])
+        own[grp.index.to_numpy()] = np.where(k >= 0, types[np.maximum(k, 0)], "")
+    return [str(t) for t in own]
 
 
 @dataclass(frozen=True)

@@ -174,3 +174,22 @@ def test_the_html_report_draws_the_dashboards_figures(trace: Trace, doc: dict[st
     page = HtmlRenderer(include_plotlyjs=False).render(analyze(trace))
     for fig in shown:
         assert orjson.dumps(fig).decode().replace("</", "<\\/") in page
+
+
+def test_key_figures_say_what_is_not_measurable() -> None:
+    """A run without steps shows why its per-step figures are missing, not a number or a
+    "(modeled)" label on nothing (`KeyFigures.not_measurable`)."""
+    figs = {
+        "step_time_ns": None,
+        "device_util_pct": None,
+        "device_time": "modeled",
+        "compilations": 3,
+        "not_measurable": {
+            "step_time_ns": "not measurable (no steps)",
+            "device_util_pct": "not measurable (no steps)",
+        },
+    }
+    labels = dict(key_figure_items(figs))
+    assert labels["Device busy % of steps"] == "not measurable (no steps)", labels
+    assert labels["Step time (mean per rank)"] == "not measurable (no steps)"
+    assert labels["Compilations"] == "3"

@@ -213,7 +213,7 @@ def key_figure_items(figs: Mapping[str, Any]) -> list[tuple[str, str]]:
         if value is None or c.key == "lazy_port_estimate":
             continue
         text = ", ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else fmt_column(c, value)  # fmt: skip
-        modeled = " (modeled)" if c.key == "device_util_pct" and figs.get("device_time") == "modeled" else ""  # fmt: skip
+        modeled = " (modeled)" if c.key == "device_util_pct" and figs.get("device_time") == "modeled" and not isinstance(value, str) else ""  # fmt: skip
         out.append((figure_header(c.key, c.header, figs.get("ranks")) + modeled, text))
     return out
 
