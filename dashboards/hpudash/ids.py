@@ -24,6 +24,7 @@ class Id(StrEnum):
     RUNS_REFRESH = "runs-refresh"
     RUNS_COUNT = "runs-count"
     RUNS_INTERVAL = "runs-interval"
+    RUNS_PRELOAD = "runs-preload-graph"
 
     OVERVIEW_FINDINGS = "overview-findings"
     OVERVIEW_KPIS = "overview-kpis"
@@ -44,6 +45,13 @@ class Id(StrEnum):
     TIMELINE_PERFETTO_STATUS = "perfetto-status"
     TIMELINE_DETAILS_TABLE = "timeline-details-table"
     TIMELINE_RANGE_GRID = "timeline-range-grid"
+    TIMELINE_SEARCH = "timeline-search"
+    TIMELINE_SEARCH_PREV = "timeline-search-prev"
+    TIMELINE_SEARCH_NEXT = "timeline-search-next"
+    TIMELINE_SEARCH_STATUS = "timeline-search-status"
+    TIMELINE_FOCUS = "timeline-focus"
+    TIMELINE_GOTO = "timeline-goto"
+    TIMELINE_GOTO_TARGET = "timeline-goto-target"
 
     OPS_SEARCH = "ops-search"
     OPS_GRID = "ops-grid"

@@ -35,6 +35,8 @@ DEVICE_SHADES = ("#54a24b", "#6dbb5f", "#3f8a37", "#86c47a", "#4c9a44", "#2f7a2a
 SUMMARY_COLOR = "#8c8c8c"
 COUNTER_COLOR = "#b279a2"
 FLOW_COLOR = "#e45756"
+FOUND_COLOR = "#f2b701"
+FOCUS_COLOR = "#111111"
 EXACT_LIMIT = 3000
 MARKER_LIMIT = 2000
 FLOW_LIMIT = 400
@@ -208,7 +210,7 @@ class _Marks:
         )
 
 
-def _clamp(idx: TimelineIndex, t0: float | None, t1: float | None) -> tuple[int, int]:
+def clamp_window(idx: TimelineIndex, t0: float | None, t1: float | None) -> tuple[int, int]:
     """The window [t0, t1] ns (None: the trace's edge) inside the trace, never empty."""
     lo_t = 0 if t0 is None else max(int(t0), 0)
     hi_t = idx.span_ns if t1 is None else min(int(t1), idx.span_ns)
@@ -274,7 +276,7 @@ def query(
     """The view of [t0, t1] ns (relative; None = the whole trace) of `shown` lanes: every
     slice when at most `exact_limit` overlap it, else busy time per bucket."""
     shown = lanes(idx) if shown is None else shown
-    lo_t, hi_t = _clamp(idx, t0, t1)
+    lo_t, hi_t = clamp_window(idx, t0, t1)
     per_lane = _lane_slices(idx, shown, lo_t, hi_t)
     total = sum(len(sel) for sel in per_lane)
     marks, lane_of_row = _marks(idx, shown, lo_t, hi_t)
@@ -467,13 +469,17 @@ Figure = dict[str, Any]
 is, and building it skips plotly's Python-side validation (most of a zoom's cost)."""
 
 
-def figure(w: Window, *, revision: str = "") -> Figure:
-    """Draw a `Window`: bars (exact) or busy density (aggregated), marks, flows, counters."""
+def figure(
+    w: Window, *, revision: str = "", found: np.ndarray | None = None, focus: int = -1
+) -> Figure:
+    """Draw a `Window`: bars (exact) or busy density (aggregated), marks, flows, counters;
+    the slices of a search (`found`, events-table rows) outlined, the `focus` one boldly."""
     data: list[dict[str, Any]] = []
     n = len(w.lanes)
     px_ns = (w.t1 - w.t0) / PLOT_PX
     if w.mode == "exact":
         _bars(data, w, px_ns)
+        _outline(data, w, px_ns, found, focus)
     else:
         _density(data, w)
     for k, m in enumerate(MARKS):
@@ -580,6 +586,12 @@ def figure(w: Window, *, revision: str = "") -> Figure:
     return {"data": data, "layout": layout}
 
 
+def _drawn(w: Window, sel: np.ndarray, px_ns: float) -> tuple[np.ndarray, np.ndarray]:
+    """(start, width) in ns of bars `sel` as drawn: clipped to the window, never under a pixel."""
+    start = np.maximum(w.bar_ts[sel], w.t0)
+    return start, np.maximum(np.minimum(w.bar_end[sel], w.t1) - start, px_ns)
+
+
 def _bars(data: list[dict[str, Any]], w: Window, px_ns: float) -> None:
     classes = (
         (CLASS_HOST, "host slice", HOST_SHADES),
@@ -597,19 +609,10 @@ def _bars(data: list[dict[str, Any]], w: Window, px_ns: float) -> None:
         if not len(sel):
             continue
         dur = w.bar_end[sel] - w.bar_ts[sel]
-        # drawn clipped to the window (a label sits in the visible part), never under a pixel
-        start = np.maximum(w.bar_ts[sel], w.t0)
-        shown = np.maximum(np.minimum(w.bar_end[sel], w.t1) - start, px_ns)
+        marker = {"color": _shade(w.bar_name, sel, palette), "line": {"width": 0}}
         data.append(
-            dict(
-                type="bar",
-                name=label,
-                orientation="h",
-                base=_ms(start),
-                x=_ms(shown),
-                y=w.bar_lane[sel],
-                width=0.8,
-                marker={"color": _shade(w.bar_name, sel, palette), "line": {"width": 0}},
+            _bar_trace(w, sel, px_ns, label, 0.8, marker)
+            | dict(
                 customdata=[["e", int(r)] for r in w.bar_event[sel]],
                 hovertext=[
                     f"{plot_text(w.bar_name[j])}<br>{fmt.duration(float(d))} at {fmt.duration(float(t))}"
@@ -619,6 +622,42 @@ def _bars(data: list[dict[str, Any]], w: Window, px_ns: float) -> None:
             )
         )
     _names(data, w, px_ns)
+
+
+def _bar_trace(
+    w: Window, sel: np.ndarray, px_ns: float, name: str, height: float, marker: dict[str, Any]
+) -> dict[str, Any]:
+    """A horizontal bar trace of bars `sel` as drawn (`_drawn`), `height` of a row high."""
+    start, shown = _drawn(w, sel, px_ns)
+    return dict(
+        type="bar",
+        name=name,
+        orientation="h",
+        base=_ms(start),
+        x=_ms(shown),
+        y=w.bar_lane[sel],
+        width=height,
+        marker=marker,
+    )
+
+
+def _outline(
+    data: list[dict[str, Any]], w: Window, px_ns: float, found: np.ndarray | None, focus: int
+) -> None:
+    """Outlines (no fill, no hover: clicks reach the slice below) around the bars of the
+    slices found by a search, and a bolder one around the slice in focus."""
+    is_slice = w.bar_event >= 0
+    hit = is_slice & np.isin(w.bar_event, found) if found is not None else np.zeros_like(is_slice)
+    styles = (
+        ("search matches", hit & (w.bar_event != focus), FOUND_COLOR, 2),
+        ("in focus", is_slice & (w.bar_event == focus), FOCUS_COLOR, 3),
+    )
+    for label, mask, color, width in styles:
+        sel = np.flatnonzero(mask)
+        if not len(sel):
+            continue
+        marker = {"color": "rgba(0,0,0,0)", "line": {"width": width, "color": color}}
+        data.append(_bar_trace(w, sel, px_ns, label, 0.9, marker) | {"hoverinfo": "skip"})
 
 
 def fit_name(name: str, width_px: float) -> str:

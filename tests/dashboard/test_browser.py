@@ -769,3 +769,91 @@ def test_new_run_appears_without_restart(browser: Browser, root: Path, server: S
     browser.visit("/overview?run=runs/fresh_run", "Overview: runs/fresh_run")
     assert browser.page.locator(".msg-error").all_inner_texts() == []
     assert browser.console == [] and server.problems() == []
+
+
+def test_runs_row_opens_its_overview(browser: Browser) -> None:
+    """A click on a Runs row opens that run's Overview (a clientside callback), with its key
+    figures and both graphs drawn; plotly was loaded by the Runs page already."""
+    b = browser
+    b.visit("/", "Runs")
+    assert b.page.evaluate("() => !!window.Plotly") or b.page.wait_for_function(
+        "() => !!window.Plotly"
+    )
+    b.page.locator(f"#runs-grid .ag-row[row-id='{RUN2}'] .ag-cell").first.click()
+    b.page.wait_for_function(
+        "k => { const h = document.querySelector('#page-content h2'); return h && h.innerText === 'Overview: ' + k"
+        " && document.querySelectorAll('#page-content .js-plotly-plot .main-svg').length >= 2; }",
+        arg=RUN2,
+    )
+    assert f"run={quote(RUN2, safe='')}" in b.page.url
+    assert b.page.locator("#overview-kpis").count() == 1
+    assert b.console == [] and b.dialogs == []
+
+
+FIGURE = "document.querySelector('#timeline-graph .js-plotly-plot')"
+
+
+def test_timeline_names_search_and_kernel_to_launch(browser: Browser) -> None:
+    """Issue 25: names drawn inside slices wide enough; search steps through matches; a
+    device op's details lead to its launch."""
+    b = browser
+    b.visit(f"/timeline?run={quote(RUN2)}", f"Timeline: {RUN2}")
+    _zoom(b, 1.0, 1.4)
+    labels = b.page.evaluate(
+        """() => { const bars = [...document.querySelectorAll('#timeline-graph .bars path')].map(p => p.getBoundingClientRect());
+        return [...document.querySelectorAll('#timeline-graph .textpoint text')].filter(t => t.textContent).map(t => {
+            const r = t.getBoundingClientRect();
+            return {text: t.textContent, inside: bars.some(q => r.left >= q.left - 1 && r.right <= q.right + 1 && r.top >= q.top - 3 && r.bottom <= q.bottom + 3)}; }); }"""
+    )
+    assert labels and any(x["text"].startswith("aten::") for x in labels), labels[:5]
+    assert [x for x in labels if not x["inside"]] == []
+    # search: Enter finds the first match from the view's start, ▶ the next; both outlined
+    before = b.text("#timeline-status")
+    b.page.fill("#timeline-search", "aten::mm")
+    b.page.press("#timeline-search", "Enter")
+    b.page.wait_for_function(
+        "() => document.querySelector('#timeline-search-status').innerText.includes(' of ')"
+    )
+    first = b.text("#timeline-search-status")
+    found = re.match(
+        r"(\d+) of [\d,]+ slices named like “aten::mm”: aten::mm \(.* at (.*) ms\)", first
+    )
+    assert found and 1.0 <= float(found[2]) <= 1.4, first  # the first in the view
+    b.page.wait_for_function(
+        "(t) => document.querySelector('#timeline-status').innerText !== t", arg=before
+    )
+    b.page.wait_for_function(SETTLED)
+    assert b.page.evaluate(f"() => {FIGURE}.data.some(t => t.name === 'in focus')")
+    b.page.click("#timeline-search-next")
+    b.page.wait_for_function(
+        "(n) => document.querySelector('#timeline-search-status').innerText.startsWith(n + ' of')",
+        arg=int(found[1]) + 1,
+    )
+    # a device op's details: its launch, and a button that shows it
+    b.page.wait_for_function(SETTLED)
+    row = b.page.evaluate(
+        f"() => {{ const t = {FIGURE}.data.find(d => d.name === 'device slice'); return t ? t.customdata[0][1] : null; }}"
+    )
+    assert isinstance(row, int)
+    b.page.evaluate(
+        "r => window.dash_clientside.set_props('timeline-graph', {clickData: {points: [{customdata: ['e', r]}]}})",
+        row,
+    )
+    b.page.wait_for_selector("#timeline-details table")
+    details = b.text("#timeline-details")
+    assert "Launched by" in details, details
+    goto = b.page.locator("#timeline-goto")
+    assert goto.inner_text() == "Go to its launch" and goto.is_visible()
+    before = b.text("#timeline-status")
+    goto.click()
+    b.page.wait_for_function(
+        "() => document.querySelector('#timeline-search-status').innerText.startsWith('Shown: ')"
+    )
+    b.page.wait_for_function(SETTLED)
+    focus = b.page.evaluate(
+        f"() => {{ const t = {FIGURE}.data.find(d => d.name === 'in focus'); return t ? t.y.length : 0; }}"
+    )
+    assert focus == 1
+    launch = b.text("#timeline-search-status").removeprefix("Shown: ").split(" (")[0]
+    assert launch in details
+    assert b.console == [] and b.dialogs == []

@@ -4,6 +4,10 @@ Opening the page never waits for every trace to be analysed: figures already kno
 memory or in the dashboard's disk cache, `hpudash.diskcache`) are shown at once, others are computed
 within a time budget per request and the rest marked pending; a fast interval keeps filling
 them in, then slows to a periodic rescan so new runs appear without a restart.
+
+A click on a row opens the run's Overview in the browser alone (a clientside callback: no
+round trip before the page's own), and the page holds a hidden graph so the plotting
+library is loaded and ready while the user reads this page, not after the click.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dash import Input, Output, State, dcc, html
 from hpudash.catalog import Entry
 from hpudash.data import DataStore, log
 from hpudash.ids import Id
-from hpudash.pages.common import Context, grid, grid_rows, href, key_columns, key_figure_row
+from hpudash.pages.common import Context, grid, grid_rows, key_columns, key_figure_row
 from hpuprof.capture.run_dir import read_run_end
 from hpuprof.errors import HpuprofError
 
@@ -120,8 +124,23 @@ def layout(ctx: Context) -> Any:
                 dashGridOptions={"rowSelection": "single"},
             ),
             dcc.Interval(id=Id.RUNS_INTERVAL, interval=_interval(rows)),
+            # loads plotly now, while this page is read: the first Overview then only draws
+            dcc.Graph(id=Id.RUNS_PRELOAD, figure={"data": []}, style={"display": "none"}),
         ]
     )
+
+
+OPEN_RUN_JS = """
+function (cell, data) {
+    // rowId is the run key (getRowId): rowIndex is the displayed position, which sorting
+    // and filtering change, so it cannot index rowData
+    var key = cell && cell.rowId;
+    var known = (data || []).some(function (r) { return r.run === key; });
+    if (!key || !known) { return window.dash_clientside.no_update; }
+    return "/overview?" + new URLSearchParams({run: String(key)}).toString();
+}
+"""
+"""The row click: the Overview's address as `href("/overview", run=key)` writes it."""
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
@@ -137,16 +156,10 @@ def register(app: dash.Dash, store: DataStore) -> None:
         rows = run_rows(store, FILL_BUDGET_S)
         return grid_rows(rows, COLUMNS), _count(store, rows), _interval(rows)
 
-    @app.callback(
+    app.clientside_callback(
+        OPEN_RUN_JS,
         Output(Id.URL, "href", allow_duplicate=True),
         Input(Id.RUNS_GRID, "cellClicked"),
         State(Id.RUNS_GRID, "rowData"),
         prevent_initial_call=True,
     )
-    def open_run(cell: dict[str, Any] | None, data: list[dict[str, Any]]) -> str:
-        # rowId is the run key (getRowId): rowIndex is the displayed position, which sorting
-        # and filtering change, so it cannot index rowData
-        key = (cell or {}).get("rowId")
-        if not key or not any(r.get("run") == key for r in data or []):
-            raise dash.exceptions.PreventUpdate
-        return href("/overview", run=str(key))

@@ -3,20 +3,26 @@
 Controls: ranks shown, groups expanded (a collapsed group is one busy row), launch -> device
 arrows. The zoom is kept in the URL (`t0`, `t1` in ms since the first event), so a link opens
 the same view; W/S zoom and A/D pan (assets/keys.js); the graph's box-select totals the
-selected range per name (`hpuprof.analysis.time_range`). "Open in Perfetto UI" posts the
-run's trace to ui.perfetto.dev the documented way (assets/perfetto.js).
+selected range per name (`hpuprof.analysis.time_range`). Search finds slices by name and
+steps through them (◀ ▶), each shown outlined at the current zoom; a clicked device op's
+details lead to the host call that launched it, and a launch's to its device op
+(`hpudash.timeline_find`). "Open in Perfetto UI" posts the run's trace to ui.perfetto.dev the
+documented way (assets/perfetto.js).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import dash
+import numpy as np
 from dash import Input, Output, State, dcc, html
 
 from hpudash import fmt
 from hpudash import timeline as tl
+from hpudash import timeline_find as find
 from hpudash.catalog import Entry
 from hpudash.data import DataStore, log
 from hpudash.details import event_rows
@@ -33,7 +39,7 @@ FLOWS = "flows"
 HELP = (
     "Drag to zoom, double-click to see everything; keys W / S zoom in and out, A / D pan. "
     "Pick “Box Select” in the graph's toolbar and drag over a range to total it per name; "
-    "click a slice for its details."
+    "click a slice for its details. Type in “Find” and press Enter to find slices by name."
 )
 RANGE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("name", "Name"),
@@ -108,13 +114,73 @@ def view(
     ranks: list[int] | None = None,
     expanded: list[int] | None = None,
     flows: bool = True,
+    focus: Focus | None = None,
 ) -> tuple[Any, str, tl.Window]:
-    """(figure, status, window) of one view of run `key`: the zoom callback's whole work."""
+    """(figure, status, window) of one view of run `key`: the zoom callback's whole work;
+    a `focus` outlines its search's matches and its slice."""
     entry = key if isinstance(key, Entry) else store.entry(key)
     idx = store.timeline(entry)
     shown = tl.lanes(idx, ranks, expanded)
     w = tl.query(idx, shown, *window, flows=flows)
-    return tl.figure(w, revision=entry.key), status(w), w
+    found, event = None, -1
+    if focus is not None:
+        hits = find.matches(idx, focus.text, ranks) if focus.text else None
+        found = idx.event[hits] if hits is not None else None
+        event = focus.event
+    return tl.figure(w, revision=entry.key, found=found, focus=event), status(w), w
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What the search (or a jump to a launch) points at: the run, the search text, which
+    match (-1: none, a jump), the slice's events-table row (-1: none)."""
+
+    run: str
+    text: str = ""
+    match: int = -1
+    event: int = -1
+
+    @classmethod
+    def from_data(cls, data: Any, run: str) -> Focus | None:
+        """The focus kept in the page's store, when it is of this run and well formed."""
+        if not (isinstance(data, dict) and data.get("run") == run):
+            return None
+        text, match, event = data.get("text", ""), data.get("match", -1), data.get("event", -1)
+        if not (isinstance(text, str) and isinstance(match, int) and isinstance(event, int)):
+            return None
+        return cls(run, text[: find.MAX_QUERY], match, event)
+
+    def data(self) -> dict[str, Any]:
+        return {"run": self.run, "text": self.text, "match": self.match, "event": self.event}
+
+
+def slice_words(idx: TimelineIndex, pos: int) -> str:
+    """A slice in words: its name, duration and start."""
+    name = idx.names[int(idx.name_code[pos])]
+    dur = fmt.duration(int(idx.end[pos] - idx.ts[pos]))
+    return f"{name} ({dur} at {fmt.duration(int(idx.ts[pos]))})"
+
+
+def search_step(
+    idx: TimelineIndex, run: str, text: str, move: int, current: Focus | None,
+    ranks: list[int] | None, window_t0: float,
+) -> tuple[Focus | None, str]:  # fmt: skip
+    """(the new focus, what the search status says) after the search text is entered
+    (`move` 0: the first match from the view's start on) or ◀ / ▶ (`move` -1 / +1)."""
+    text = text.strip()[: find.MAX_QUERY]
+    if not text:
+        return None, ""
+    hits = find.matches(idx, text, ranks)
+    if not len(hits):
+        return Focus(run, text), f"No slice name holds “{text}”."
+    if move == 0 or current is None or current.text != text or current.match < 0:
+        later = np.flatnonzero(idx.ts[hits] >= window_t0)
+        k = int(later[0]) if len(later) else 0
+    else:
+        k = (current.match + move) % len(hits)
+    pos = int(hits[k])
+    focus = Focus(run, text, k, int(idx.event[pos]))
+    return focus, f"{k + 1:,} of {len(hits):,} slices named like “{text}”: {slice_words(idx, pos)}"
 
 
 def _perfetto_buttons(store: DataStore, entry: Entry) -> list[Any]:
@@ -171,6 +237,18 @@ def layout(ctx: Context) -> Any:
                 className="pickers",
             ),
             html.Div([html.Span("Expanded groups", className="label"), groups], className="pickers"),
+            html.Div(
+                [
+                    html.Span("Find", className="label"),
+                    dcc.Input(id=Id.TIMELINE_SEARCH, type="search", value="", debounce=True, placeholder="slice name, e.g. aten::mm", style={"minWidth": "260px"}),
+                    html.Button("◀", id=Id.TIMELINE_SEARCH_PREV, n_clicks=0, className="button", title="previous match"),
+                    html.Button("▶", id=Id.TIMELINE_SEARCH_NEXT, n_clicks=0, className="button", title="next match"),
+                    html.Span(id=Id.TIMELINE_SEARCH_STATUS, className="small"),
+                ],
+                className="pickers",
+            ),
+            dcc.Store(id=Id.TIMELINE_FOCUS),
+            dcc.Store(id=Id.TIMELINE_GOTO_TARGET),
             html.P(HELP, className="small"),
             html.Div(text, id=Id.TIMELINE_STATUS, className="small"),
             dcc.Graph(
@@ -183,6 +261,7 @@ def layout(ctx: Context) -> Any:
             html.Div(message("Nothing selected: use Box Select and drag over the timeline."), id=Id.TIMELINE_RANGE),
             html.H3("Slice details"),
             html.Div(message("Click a slice or a marker."), id=Id.TIMELINE_DETAILS),
+            html.Button("", id=Id.TIMELINE_GOTO, n_clicks=0, className="button", style={"display": "none"}),
         ]
     )  # fmt: skip
 
@@ -253,21 +332,25 @@ def register(app: dash.Dash, store: DataStore) -> None:
         Input(Id.TIMELINE_RANKS, "value"),
         Input(Id.TIMELINE_GROUPS, "value"),
         Input(Id.TIMELINE_OPTIONS, "value"),
+        Input(Id.TIMELINE_FOCUS, "data"),
         State(Id.URL, "search"),
         State(Id.TIMELINE_WINDOW, "data"),
         prevent_initial_call=True,
     )
     def zoom(
-        relayout: Any, ranks: Any, groups: Any, options: Any, search: Any, current: Any
-    ) -> tuple[Any, Any, Any, Any]:
+        relayout: Any, ranks: Any, groups: Any, options: Any, focus_data: Any, search: Any,
+        current: Any,
+    ) -> tuple[Any, Any, Any, Any]:  # fmt: skip
         key = parse_query(search).get("run", "")
         try:
             entry = store.entry(key)
             idx = store.timeline(entry)
         except HpuprofError as error:
             return dash.no_update, str(error), dash.no_update, dash.no_update
+        triggered = set(dash.ctx.triggered_prop_ids.values())
+        focus = Focus.from_data(focus_data, entry.key)
         window: tuple[float | None, float | None] | None
-        if dash.ctx.triggered_id == Id.TIMELINE_GRAPH:
+        if Id.TIMELINE_GRAPH in triggered:
             window = window_from_relayout(relayout)
             if window is None:
                 raise dash.exceptions.PreventUpdate
@@ -275,10 +358,14 @@ def register(app: dash.Dash, store: DataStore) -> None:
             window = (current.get("t0"), current.get("t1"))
         else:
             window = (None, None)
+        pos = find.position_of(idx, focus.event) if focus and focus.event >= 0 else None
+        if Id.TIMELINE_FOCUS in triggered and pos is not None:
+            lo, hi = tl.clamp_window(idx, *window)
+            window = find.focus_window(idx, pos, (lo, hi))
         flows = isinstance(options, list) and FLOWS in options
         try:
             fig, text, w = view(
-                store, entry, window, _ranks(idx, ranks), _groups(idx, groups), flows
+                store, entry, window, _ranks(idx, ranks), _groups(idx, groups), flows, focus
             )
         except Exception as error:
             log.exception("timeline view of %r", key)
@@ -288,26 +375,102 @@ def register(app: dash.Dash, store: DataStore) -> None:
 
     @app.callback(
         Output(Id.TIMELINE_DETAILS, "children"),
+        Output(Id.TIMELINE_GOTO, "children"),
+        Output(Id.TIMELINE_GOTO, "style"),
+        Output(Id.TIMELINE_GOTO_TARGET, "data"),
         Input(Id.TIMELINE_GRAPH, "clickData"),
         State(Id.URL, "search"),
         prevent_initial_call=True,
     )
-    def details(click: Any, search: Any) -> Any:
+    def details(click: Any, search: Any) -> tuple[Any, str, dict[str, str], Any]:
+        hidden = ("", {"display": "none"}, None)
         points = click.get("points") if isinstance(click, dict) else None
         point = points[0] if isinstance(points, list) and points else {}
         data = point.get("customdata") if isinstance(point, dict) else None
         if not (isinstance(data, list) and len(data) == 2 and data[0] == "e"):
-            return message("That is busy time of many slices: zoom in to click single slices.")
+            return message(
+                "That is busy time of many slices: zoom in to click single slices."
+            ), *hidden
         if not isinstance(data[1], int) or data[1] < 0:
-            return message("That bar is a collapsed group's busy time: expand the group to see its slices.")  # fmt: skip
+            return message("That bar is a collapsed group's busy time: expand the group to see its slices."), *hidden  # fmt: skip
         try:
             entry = store.entry(parse_query(search).get("run", ""))
-            rows = event_rows(store.trace(entry), data[1], store.timeline(entry).t0_ns)
+            idx = store.timeline(entry)
+            rows = event_rows(store.trace(entry), data[1], idx.t0_ns)
         except HpuprofError as error:
-            return message(str(error), "error")
+            return message(str(error), "error"), *hidden
         if not rows:
-            return message("No such slice in this run.", "error")
-        return kv_table(rows, id_=Id.TIMELINE_DETAILS_TABLE)
+            return message("No such slice in this run.", "error"), *hidden
+        pos = find.position_of(idx, data[1])
+        how, others = (
+            find.partners(idx, pos) if pos is not None else ("", np.zeros(0, dtype=np.int64))
+        )
+        if not len(others):
+            return kv_table(rows, id_=Id.TIMELINE_DETAILS_TABLE), *hidden
+        words = slice_words(idx, int(others[0]))
+        more = f" and {len(others) - 1:,} more" if len(others) > 1 else ""
+        rows.insert(1, (how.capitalize(), words + more))
+        label = "Go to its launch" if how == "launched by" else "Go to the device op it launches"
+        target = {"run": entry.key, "event": int(idx.event[int(others[0])])}
+        return kv_table(rows, id_=Id.TIMELINE_DETAILS_TABLE), label, {}, target
+
+    @app.callback(
+        Output(Id.TIMELINE_FOCUS, "data"),
+        Output(Id.TIMELINE_SEARCH_STATUS, "children"),
+        Output(Id.TIMELINE_GROUPS, "value"),
+        Input(Id.TIMELINE_SEARCH, "value"),
+        Input(Id.TIMELINE_SEARCH, "n_submit"),
+        Input(Id.TIMELINE_SEARCH_PREV, "n_clicks"),
+        Input(Id.TIMELINE_SEARCH_NEXT, "n_clicks"),
+        Input(Id.TIMELINE_GOTO, "n_clicks"),
+        State(Id.TIMELINE_GOTO_TARGET, "data"),
+        State(Id.TIMELINE_FOCUS, "data"),
+        State(Id.URL, "search"),
+        State(Id.TIMELINE_RANKS, "value"),
+        State(Id.TIMELINE_GROUPS, "value"),
+        State(Id.TIMELINE_WINDOW, "data"),
+        prevent_initial_call=True,
+    )
+    def search_or_jump(
+        text: Any, _submit: Any, _prev: Any, _next: Any, _goto: Any, target: Any,
+        focus_data: Any, search: Any, ranks: Any, groups: Any, window: Any,
+    ) -> tuple[Any, Any, Any]:  # fmt: skip
+        triggered = set(dash.ctx.triggered_prop_ids)
+        try:
+            entry = store.entry(parse_query(search).get("run", ""))
+            idx = store.timeline(entry)
+        except HpuprofError as error:
+            return dash.no_update, str(error), dash.no_update
+        current = Focus.from_data(focus_data, entry.key)
+        if f"{Id.TIMELINE_GOTO}.n_clicks" in triggered:
+            event = target.get("event") if isinstance(target, dict) and target.get("run") == entry.key else None  # fmt: skip
+            pos = find.position_of(idx, event) if isinstance(event, int) else None
+            if pos is None:
+                raise dash.exceptions.PreventUpdate
+            focus: Focus | None = Focus(entry.key, current.text if current else "", -1, int(event))  # type: ignore[arg-type]
+            said = f"Shown: {slice_words(idx, pos)}"
+        else:
+            move = 0
+            if f"{Id.TIMELINE_SEARCH}.value" not in triggered:
+                move = -1 if f"{Id.TIMELINE_SEARCH_PREV}.n_clicks" in triggered else 1
+            t0 = (
+                window.get("t0")
+                if isinstance(window, dict) and window.get("run") == entry.key
+                else 0
+            )
+            focus, said = search_step(
+                idx, entry.key, text if isinstance(text, str) else "", move, current,
+                _ranks(idx, ranks), float(t0 or 0),
+            )  # fmt: skip
+            pos = find.position_of(idx, focus.event) if focus and focus.event >= 0 else None
+        open_ = _groups(idx, groups)
+        if pos is not None and open_ is not None and find.group_of(idx, pos) not in open_:
+            return (
+                (focus.data() if focus else None),
+                said,
+                sorted([*open_, find.group_of(idx, pos)]),
+            )
+        return (focus.data() if focus else None), said, dash.no_update
 
     @app.callback(
         Output(Id.TIMELINE_RANGE, "children"),
