@@ -4,7 +4,8 @@ once on stderr and in `run.json`, and the script ends with its own exit code.
 
 The writer's tests fail writes by hand (no root needed); the end-to-end runs, on the CPU
 backend (`HPUProfiler` in a script) and the emulated one (`hpuprof record --emulate`), fill a
-small tmpfs (mounting one needs root: skipped elsewhere, saying so)."""
+small tmpfs (mounting one needs root: skipped elsewhere, saying so), which the script fills
+after its 11th step, as another writer would."""
 
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ def test_run_writer_never_raises_a_failed_write(
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 5 MiB tmpfs (the run starts: 4 MiB must be free) that the run fills."""
+    """A 5 MiB tmpfs (the run starts: 4 MiB must be free)."""
     mount = tmp_path / "fs"
     mount.mkdir()
     done = subprocess.run(
@@ -126,22 +127,40 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-CPU_SCRIPT = """
+FILL_DISK = """
+def fill_disk(path):  # another writer takes every byte left on the run's disk
+    import errno
+    with open(path, "wb", buffering=0) as ballast:
+        try:
+            while True:
+                ballast.write(bytes(1 << 16))
+        except OSError as error:
+            assert error.errno == errno.ENOSPC, error
+"""
+
+CPU_SCRIPT = (
+    FILL_DISK
+    + """
 import sys, torch
 from hpuprof.capture.profiler import HPUProfiler
 from hpuprof.capture.schedule import schedule
 with HPUProfiler(sys.argv[1], backend="cpu", schedule=schedule(wait=0, warmup=0, active=1),
                  record_shapes=True) as prof:
     x = torch.ones(64, 64)
-    for i in range(600):
+    for i in range(STEPS):
         for _ in range(20):
             x = torch.mm(x, x) * 0.01 + 1
         prof.step()
+        if i == 10:
+            fill_disk(sys.argv[2])
 print("script done", i + 1, flush=True)
 sys.exit(7)
 """
+)
 
-EMULATED_SCRIPT = """
+EMULATED_SCRIPT = (
+    FILL_DISK
+    + """
 import sys, torch
 import habana_frameworks.torch.core as htcore
 dev = torch.device("hpu")
@@ -155,9 +174,14 @@ for step in range(STEPS):
     opt.step()
     opt.zero_grad()
     htcore.mark_step()
+    if step == 10:
+        fill_disk(sys.argv[1])
 print("script done", step + 1, flush=True)
 sys.exit(5)
 """
+)
+
+STEPS = 40
 
 
 def _check_run(run: Path, done: subprocess.CompletedProcess[str], code: int, steps: int) -> None:
@@ -170,7 +194,7 @@ def _check_run(run: Path, done: subprocess.CompletedProcess[str], code: int, ste
     assert "recording stopped" in manifest["write_error"]
     for rel in manifest["traces"]:
         orjson.loads((run / rel).read_bytes())  # valid JSON on disk
-    assert len(hpuprof.load(run, cache=False).events) > 1000
+    assert len(hpuprof.load(run, cache=False).events) > 100
 
 
 @pytest.mark.slow
@@ -178,33 +202,34 @@ def _check_run(run: Path, done: subprocess.CompletedProcess[str], code: int, ste
 def test_cpu_backend_survives_a_full_disk(small_disk: Path) -> None:
     pytest.importorskip("torch")
     run = small_disk / "run"
+    script = CPU_SCRIPT.replace("STEPS", str(STEPS))
     done = subprocess.run(
-        [sys.executable, "-c", CPU_SCRIPT, str(run)],
+        [sys.executable, "-c", script, str(run), str(small_disk / "ballast")],
         env=child_env(),
         capture_output=True,
         text=True,
         timeout=500,
         check=False,
     )
-    _check_run(run, done, 7, 600)
+    _check_run(run, done, 7, STEPS)
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(600)
 def test_emulated_record_survives_a_full_disk(small_disk: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    steps = 1500
     script = tmp_path / "train.py"
-    script.write_text(EMULATED_SCRIPT.replace("STEPS", str(steps)))
+    script.write_text(EMULATED_SCRIPT.replace("STEPS", str(STEPS)))
     run = small_disk / "run"
-    command = [sys.executable, "-m", "hpuprof.cli.main", "record", "--emulate", "-o", str(run)]
+    cli = "from hpuprof.cli.main import run; run()"
+    command = [sys.executable, "-c", cli, "record", "--emulate", "--no-summary", "-o", str(run)]
     done = subprocess.run(
-        [*command, "--", "python", str(script)],
+        [*command, "--", "python", str(script), str(small_disk / "ballast")],
         env=child_env(),
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=800,
+        timeout=500,
         check=False,
     )
-    _check_run(run, done, 5, steps)
+    _check_run(run, done, 5, STEPS)
