@@ -22,6 +22,8 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from operator import attrgetter
 from typing import Any, Final
 
 import msgspec
@@ -67,19 +69,22 @@ class _Keys:
 
     def values(self, args: Any, rows: NDArray[np.int64]) -> list[Sequence[Any]]:
         """Per key, its values in the args of `rows` (None where absent)."""
-        decoded = self._decode(args, rows) if len(rows) else []
+        return self.values_taken(take_binary(arrow_args(args), rows) if len(rows) else None)
+
+    def values_taken(self, taken: Any) -> list[Sequence[Any]]:
+        """Per key, its values in `taken` (some rows' args as Arrow binary; None: no rows)."""
+        decoded = self._decode(taken) if taken is not None and self.count else []
         if not decoded:
             return [()] * self.count
-        return list(zip(*map(msgspec.structs.astuple, decoded), strict=True))
+        return [list(map(attrgetter(name), decoded)) for name in self.struct.__struct_fields__]
 
-    def _decode(self, args: Any, rows: NDArray[np.int64]) -> list[Any]:
-        taken = take_binary(arrow_args(args), rows)
+    def _decode(self, taken: Any) -> list[Any]:
         data = taken.buffers()[2]
         try:
             decoded = self.decoder.decode_lines(memoryview(data) if data is not None else b"")
         except msgspec.MsgspecError:
             decoded = []
-        if len(decoded) == len(rows):
+        if len(decoded) == len(taken):
             return decoded
         return [self._one(raw) for raw in taken.to_pylist()]  # some row's args are no object
 
@@ -90,7 +95,24 @@ class _Keys:
             return self.struct()
 
 
-_LATER_KEYS: Final = _Keys("_Later", [arg.key for arg in LATER])
+_QUOTED: Final = {arg.key: f'"{arg.key}"'.encode() for arg in LATER}
+"""Each `LATER` key as it is written in JSON (a key written with escapes is not found)."""
+
+
+@lru_cache(maxsize=32)
+def _later_keys(keys: tuple[str, ...]) -> _Keys:
+    """The decoder of these `LATER` keys (those a trace holds: seldom more than a few)."""
+    return _Keys("_Later", list(keys))
+
+
+def _named_later(taken: Any) -> tuple[ArgKey, ...]:
+    """The `LATER` keys named anywhere in `taken` (a superset of those its objects hold), so
+    that rows are decoded and columns built only for keys that can have a value."""
+    data = taken.buffers()[2] if taken is not None else None
+    if data is None:
+        return ()
+    blob = memoryview(data).tobytes()
+    return tuple(arg for arg in LATER if _QUOTED[arg.key] in blob)  # (a memmem per key)
 
 
 def arrow_args(args: Any) -> pa.Array | pa.ChunkedArray:
@@ -133,9 +155,13 @@ def read_later_keys(args: Any, rows: NDArray[np.int64] | None, n: int) -> dict[s
     """
     if rows is None:
         rows = our_rows(args)
-    columns = _LATER_KEYS.values(args, rows)
+    taken = take_binary(arrow_args(args), rows) if len(rows) else None
+    named = _named_later(taken)
+    decoded = _later_keys(tuple(arg.key for arg in named)).values_taken(taken)
+    found = dict(zip(named, decoded, strict=True))
     out: dict[str, Any] = {}
-    for arg, values in zip(LATER, columns, strict=True):
+    for arg in LATER:
+        values = found.get(arg, ())
         if arg.type == "json":
             out[arg.column] = Found(rows, values if len(values) else [None] * len(rows))
         else:
@@ -232,6 +258,8 @@ class Found:
     values: Sequence[Any]
 
 
+_PLAIN_TEXT: Final = frozenset({str, type(None)})
+_type_of: Final = type  # (`_column`'s argument `type` hides the builtin)
 _ABSENT: Final[dict[str, Any]] = {"text": "", "int": NO_ID, "float": math.nan, "flag": False}
 
 
@@ -240,30 +268,52 @@ def _column(
 ) -> NDArray[Any] | pd.Categorical:
     """A column of `type` over `n` rows: `values` (as decoded) at `rows`, `default` elsewhere
     and where a value is of another type."""
+    kinds = set(map(_type_of, values))  # (one C pass: the common cases need no call per row)
     if type == "text":
+        if kinds <= _PLAIN_TEXT:
+            texts = ["" if v is None else v for v in values]
+            return sparse_text(n, rows, texts) if str in kinds else absent_text(n)
         return sparse_text(n, rows, [_text(v) for v in values])  # ("" where absent)
     if type == "flag":
         flags = np.array([v is True for v in values], dtype=bool)
         return _scattered(n, rows, flags, np.False_)
     dtype = np.int64 if type == "int" else np.float64
-    kept = _numbers(values, dtype, scale)
+    kept = _numbers(values, kinds, dtype, scale, default)
     if kept is None:  # (absent values, other types, out of range: one by one)
         numbers = [_number(v, type, scale) for v in values]
         kept = np.array([default if x is None else x for x in numbers], dtype=dtype)
     return _scattered(n, rows, kept, dtype(default))
 
 
-def _numbers(values: Sequence[Any], dtype: Any, scale: int) -> NDArray[Any] | None:
-    """`values` as numbers at once when every one is an int (a float column: or a float) within
-    range, as the torch.profiler keys of most events are; None otherwise."""
-    kinds = set(map(type, values))
-    if not kinds <= ({int} if dtype is np.int64 and scale == 1 else {int, float}):
+def _numbers(
+    values: Sequence[Any], kinds: set[type], dtype: Any, scale: int, default: Any
+) -> NDArray[Any] | None:
+    """`values` (their types `kinds`) as numbers at once when every one is an int (a float
+    column: or a float) within range or absent (None: `default`), as the torch.profiler and
+    emulator keys of most events are; None otherwise."""
+    present = kinds - {type(None)}
+    if not present <= ({int} if dtype is np.int64 and scale == 1 else {int, float}):
         return None
+    if len(present) < len(kinds) and dtype is np.int64 and scale != 1 and present - {int}:
+        return None  # (absent values beside floats to scale: one by one, as `_number` rounds)
+    array: Any = values
+    missing = None
+    if len(present) < len(kinds):
+        array = np.array(values, dtype=object)
+        missing = np.equal(array, None)  # type: ignore[call-overload]
+        array[missing] = 0
     try:
-        numbers = np.array(values, dtype=dtype)
+        numbers = np.array(array, dtype=dtype)
     except OverflowError:
         return None
-    return numbers * scale if scale != 1 else numbers
+    scaled_too_far = dtype is np.int64 and scale != 1 and len(numbers)
+    if scaled_too_far and int(np.abs(numbers).max()) >= 2**63 // scale:  # (int64 overflow)
+        return None
+    if scale != 1:
+        numbers = numbers * scale
+    if missing is not None:
+        numbers[missing] = default
+    return numbers
 
 
 def _scattered(n: int, rows: NDArray[np.int64], values: NDArray[Any], absent: Any) -> NDArray[Any]:
