@@ -841,6 +841,7 @@ BUILTIN: tuple[ReportSpec, ...] = (
                     Column("b", "B", "row"),
                     Column("diff", "B - A", "row"),
                     Column("pct", "Change %"),
+                    Column("noise", "Noise", "row"),
                 ),
                 "full",
             ),
