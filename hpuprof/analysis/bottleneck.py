@@ -42,6 +42,7 @@ from hpuprof.analysis._common import (
     without_args,
 )
 from hpuprof.analysis.advice import advise, host_bound_advice
+from hpuprof.analysis.cut_steps import complete_steps
 from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
@@ -548,7 +549,8 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
     steps: list[StepRow] = []
     causes: list[IdleCauseRow] = []
     per_rank_sets: list[DeviceSets] = []
-    windows = step_windows(ev)
+    windows, cut = complete_steps(ev, step_windows(ev), options.cut_step_ops_pct)
+    notes += [c.note for c in cut]
     host_all = host_ops(ev)
     work_all = host_work(ev)
     events: dict[int, int] = {}
