@@ -93,7 +93,8 @@ class EngineRow:
 
 @dataclass(frozen=True)
 class HostDeviceRow:
-    """habana_perf_tool-style summary for one rank (gaudi.md 6.4)."""
+    """habana_perf_tool-style summary for one rank (gaudi.md 6.4). The MME / TPC / DMA times
+    are a Gaudi's engines: None on a trace of another device, which has none of them."""
 
     rank: int
     wall_ns: int
@@ -101,10 +102,10 @@ class HostDeviceRow:
     host_busy_ns: int
     device_ratio_pct: float
     host_ratio_pct: float
-    mme_ns: int
-    tpc_ns: int
-    dma_ns: int
-    mme_tpc_overlap_ns: int
+    mme_ns: int | None
+    tpc_ns: int | None
+    dma_ns: int | None
+    mme_tpc_overlap_ns: int | None
     device_idle_ns: int
     overlap_host_device_pct: float
 
@@ -427,7 +428,7 @@ def _engine_rows(rank: int, rdev: pd.DataFrame, span: int) -> list[EngineRow]:
 
 
 def _host_device_row(
-    rank: int, rdev: pd.DataFrame, sets: DeviceSets, rwork: pd.DataFrame
+    rank: int, rdev: pd.DataFrame, sets: DeviceSets, rwork: pd.DataFrame, hpu: bool
 ) -> HostDeviceRow:
     """habana_perf_tool's host / device summary of one rank (`sets.busy` not empty); host busy
     is the union of the host's own work (`_common.host_work`: ops, runtime calls, compiles)."""
@@ -448,10 +449,10 @@ def _host_device_row(
         host_busy_ns=host_busy,
         device_ratio_pct=pct(dev_busy, hi - lo),
         host_ratio_pct=pct(host_busy, hi - lo),
-        mme_ns=iv.total(mme),
-        tpc_ns=iv.total(tpc),
-        dma_ns=iv.total(dma),
-        mme_tpc_overlap_ns=iv.overlap(mme, tpc),
+        mme_ns=iv.total(mme) if hpu else None,
+        tpc_ns=iv.total(tpc) if hpu else None,
+        dma_ns=iv.total(dma) if hpu else None,
+        mme_tpc_overlap_ns=iv.overlap(mme, tpc) if hpu else None,
         device_idle_ns=int(busy[1][-1] - busy[0][0]) - dev_busy,
         overlap_host_device_pct=pct(iv.overlap(busy, host_set), dev_busy),
     )
@@ -541,6 +542,7 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
         ev = _drop_last_step(ev)
         notes.append("last ProfilerStep dropped (HTA's default)")
     dev = device_events(ev)
+    device = trace_device(trace)
     ktype = kernel_types(dev)
     pairs = _launch_pairs(ev, dev)
     temporal: list[TemporalRow] = []
@@ -566,7 +568,7 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
             causes += _idle_causes(ev, full, rank, sets.busy, pairs, options)
             engines += _engine_rows(rank, rdev, temporal[-1].span_ns)
             rwork = work_all[work_all["rank"].to_numpy() == rank]
-            host_device.append(_host_device_row(rank, rdev, sets, rwork))
+            host_device.append(_host_device_row(rank, rdev, sets, rwork, device.is_hpu))
         steps += _step_rows(rank, sets, windows[windows["rank"] == rank], rhost)
     if dev.empty:
         notes.append(
@@ -589,7 +591,6 @@ def analyze_bottlenecks(trace: Trace, options: AnalysisOptions | None = None) ->
         device_time="none" if dev.empty else device_time_source(trace),
         notes=tuple(notes),
     )
-    device = trace_device(trace)
     evidence = FindingEvidence(events, run_practice(trace), _top_tpc_kernels(dev))
     found, unjudged = bottleneck_findings(report, options, device, evidence)
     return replace(report, findings=tuple(found), notes=report.notes + tuple(unjudged))

@@ -91,6 +91,12 @@ def columns_of(rows: list[dict[str, Any]]) -> list[str]:
     return keys
 
 
+def filled_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The keys of `rows` (`columns_of`) that some row fills: a column no row fills, such as a
+    Gaudi engine's time on a trace of another device, is not shown."""
+    return [k for k in columns_of(rows) if any(r.get(k) is not None for r in rows)]
+
+
 def _columns(keys: list[str], declared: tuple[Column, ...]) -> tuple[Column, ...]:
     known = {c.key: c for c in declared}
     return tuple(known.get(k, Column(k)) for k in keys)
@@ -173,8 +179,10 @@ def report_views(report: Report) -> list[TableView]:
             plain = _plain_rows(rows, report_origin_ns(report))
             if not plain:
                 continue
-            cols = _columns(columns_of(plain), table.columns)
-            key_cols = _with_rank_column(table.columns or cols, plain)
+            filled = filled_columns(plain)
+            cols = _columns(filled, table.columns)
+            shown = tuple(c for c in table.columns if c.key in filled) or cols
+            key_cols = _with_rank_column(shown, plain)
             out.append(
                 TableView(table.name, table.title, name, cols, key_cols, tuple(plain), table.view)
             )
