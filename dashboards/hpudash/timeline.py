@@ -470,10 +470,16 @@ is, and building it skips plotly's Python-side validation (most of a zoom's cost
 
 
 def figure(
-    w: Window, *, revision: str = "", found: np.ndarray | None = None, focus: int = -1
+    w: Window,
+    *,
+    revision: str = "",
+    found: np.ndarray | None = None,
+    focus: int = -1,
+    focus_at: tuple[int, int] | None = None,
 ) -> Figure:
     """Draw a `Window`: bars (exact) or busy density (aggregated), marks, flows, counters;
-    the slices of a search (`found`, events-table rows) outlined, the `focus` one boldly."""
+    the slices of a search (`found`, events-table rows) outlined, the `focus` one boldly (a
+    star at `focus_at`, (time, lane), when the view is a density)."""
     data: list[dict[str, Any]] = []
     n = len(w.lanes)
     px_ns = (w.t1 - w.t0) / PLOT_PX
@@ -482,6 +488,18 @@ def figure(
         _outline(data, w, px_ns, found, focus)
     else:
         _density(data, w)
+        if focus_at is not None:
+            data.append(
+                dict(
+                    type="scatter",
+                    name="in focus",
+                    mode="markers",
+                    x=[_ms(focus_at[0])],
+                    y=[focus_at[1]],
+                    marker={"symbol": "star", "size": 13, "color": FOUND_COLOR, "line": {"width": 1.5, "color": FOCUS_COLOR}},
+                    hoverinfo="skip",
+                )
+            )  # fmt: skip
     for k, m in enumerate(MARKS):
         sel = np.flatnonzero(w.mark_kind == k) if k else np.zeros(0, dtype=np.int64)
         if not len(sel):

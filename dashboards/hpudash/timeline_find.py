@@ -4,15 +4,17 @@ Pure functions over a `TimelineIndex`, in its slice positions (the sorted slice 
 `matches` finds the slices whose name holds a text, `partners` follows the launch -> device-op
 arrows (a device kernel to the host call that launched it, or back), `focus_window` is the view
 that shows one slice (kept at the current zoom when the slice fits in it, as Perfetto's "next
-match" does), `group_of` the group to expand so it is drawn on a row of its own.
+match" does), `group_of` the group to expand so it is drawn on a row of its own, `lane_of`
+the drawn lane it is on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
+from hpudash.timeline import Lane
 from hpudash.timeline_index import TimelineIndex
 
 MAX_QUERY = 200
@@ -77,3 +79,17 @@ def focus_window(idx: TimelineIndex, pos: int, current: tuple[int, int]) -> tupl
     lo = max(mid - span // 2, 0)
     hi = min(lo + span, idx.span_ns)
     return max(hi - span, 0), hi
+
+
+def lane_of(idx: TimelineIndex, shown: Sequence[Lane], pos: int) -> int | None:
+    """The drawn lane (a position in `shown`) of slice `pos`: its row, else its group's
+    summary when the group is collapsed, else None (its rank is not shown)."""
+    row = int(np.searchsorted(idx.offsets, pos, side="right") - 1)
+    group = group_of(idx, pos)
+    summary = None
+    for y, lane in enumerate(shown):
+        if lane.kind == "row" and lane.ref == row:
+            return y
+        if lane.kind == "summary" and lane.ref == group:
+            summary = y
+    return summary

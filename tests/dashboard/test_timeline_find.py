@@ -101,3 +101,22 @@ def test_search_steps_through_matches_and_outlines_them(index: TimelineIndex) ->
         len(outlines["in focus"]["y"]) + len(outlines.get("search matches", {"y": []})["y"])
         == in_view
     )
+
+
+def test_focus_on_a_density_is_a_star_on_its_lane(index: TimelineIndex) -> None:
+    pos = int(find.matches(index, "aten::mm")[0])
+    shown = tl.lanes(index, expanded=range(len(index.groups)))
+    y = find.lane_of(index, shown, pos)
+    assert y is not None and shown[y].kind == "row"
+    assert int(index.offsets[shown[y].ref]) <= pos < int(index.offsets[shown[y].ref + 1])
+    collapsed = tl.lanes(index, expanded=[])
+    y0 = find.lane_of(index, collapsed, pos)
+    assert y0 is not None and collapsed[y0].kind == "summary"
+    assert collapsed[y0].ref == find.group_of(index, pos)
+    assert find.lane_of(index, tl.lanes(index, ranks=[9]), pos) is None
+    w = tl.query(index, shown)  # the whole run: a density
+    assert w.mode == "aggregated"
+    at = (int(index.ts[pos] + index.end[pos]) // 2, y)
+    fig = tl.figure(w, focus=int(index.event[pos]), focus_at=at)
+    star = next(t for t in fig["data"] if t.get("name") == "in focus")
+    assert star["y"] == [y] and star["marker"]["symbol"] == "star" and star["hoverinfo"] == "skip"

@@ -122,12 +122,18 @@ def view(
     idx = store.timeline(entry)
     shown = tl.lanes(idx, ranks, expanded)
     w = tl.query(idx, shown, *window, flows=flows)
-    found, event = None, -1
+    found, event, at = None, -1, None
     if focus is not None:
         hits = find.matches(idx, focus.text, ranks) if focus.text else None
         found = idx.event[hits] if hits is not None else None
         event = focus.event
-    return tl.figure(w, revision=entry.key, found=found, focus=event), status(w), w
+        pos = find.position_of(idx, event) if event >= 0 else None
+        y = find.lane_of(idx, shown, pos) if pos is not None else None
+        at = (
+            (int(idx.ts[pos] + idx.end[pos]) // 2, y) if pos is not None and y is not None else None
+        )
+    fig = tl.figure(w, revision=entry.key, found=found, focus=event, focus_at=at)
+    return fig, status(w), w
 
 
 @dataclass(frozen=True)
