@@ -32,10 +32,12 @@ from hpuprof.path_text import path_text
 from hpuprof.trace import gaudi_node_spans
 from hpuprof.trace.formats import ReadOptions
 from hpuprof.trace.model import Trace
+from hpuprof.trace.schema import DeviceTimeSource
 
 VIEW: Final = "views/trace_analyzer.json"
 """The member Intel's slicing_analyzer.py reads."""
 ROWS_KEY: Final = "analyzer_metadata"
+CONFIG: Final = "prof-data/config/prof_config.json"
 FORMAT_NAME: Final = "gaudi-hltv"
 _HW_CSV_HEADER: Final = b"Name,"
 _UNREADABLE: Final = (
@@ -64,6 +66,7 @@ def read_hltv(path: str | Path) -> Trace:
                 raise TraceFormatError(source, VIEW, "the profiler's trace-analyzer view (absent)")
             view = archive.read(VIEW)
             member, hw_csv = _hardware_csv(archive, names)
+            device_time = _device_time(archive, names)
     except _UNREADABLE as error:
         raise TraceFormatError(source, 0, f"an .hltv ZIP archive ({error})") from None
     rows = _rows(view, source)
@@ -81,13 +84,28 @@ def read_hltv(path: str | Path) -> Trace:
                 raise TraceFormatError(
                     source, f"{member} {error.position}", error.expected
                 ) from None
-        return replace(trace, format=FORMAT_NAME, sources=(source,))
+        return replace(trace, format=FORMAT_NAME, sources=(source,), device_time=device_time)
     from hpuprof.trace.kineto_json import trace_from_events
 
     spans = _spans(rows, source)
     events = _unit_slices(rows, spans) + spans
     trace = trace_from_events(events, metadata, source=source)
-    return replace(trace, format=FORMAT_NAME, device_time="measured")
+    return replace(trace, format=FORMAT_NAME, device_time=device_time)
+
+
+def _device_time(archive: zipfile.ZipFile, names: list[str]) -> DeviceTimeSource:
+    """ "modeled" for an archive hpusim wrote (its `prof_config.json` says so), else
+    "measured"."""
+    if CONFIG not in names:
+        return "measured"
+    try:
+        config = json.loads(archive.read(CONFIG))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return "measured"
+    generator = config.get("generator") if isinstance(config, dict) else None
+    return (
+        "modeled" if isinstance(generator, str) and generator.startswith("hpusim") else "measured"
+    )
 
 
 def _hardware_csv(archive: zipfile.ZipFile, names: list[str]) -> tuple[str, bytes | None]:

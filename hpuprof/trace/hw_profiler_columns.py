@@ -9,7 +9,7 @@ counters table (the normalizer decodes a counter event's args one by one).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 import numpy as np
@@ -23,8 +23,22 @@ from hpuprof.trace.columns import CODED_ARGS, Coded, Interner, RawColumns, binar
 from hpuprof.trace.normalize import ns_from_us
 from hpuprof.trace.schema import NO_ID
 
-if TYPE_CHECKING:
-    from hpuprof.trace.hw_profiler_csv import HardwareRows
+
+class HardwareRows(Protocol):
+    """What this module reads of `hw_profiler_csv.HardwareRows` (the checked CSV rows)."""
+
+    kind: NDArray[np.int64]
+    ts: NDArray[np.float64]
+    ts_text: pa.Array
+    pid: NDArray[np.int64]
+    tid: NDArray[np.int64]
+    lanes: NDArray[np.int64]
+
+    def pairs(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]: ...
+    def lane_names(self) -> list[dict[str, Any]]: ...
+    def dictionary(self, column: str) -> tuple[NDArray[np.int32], list[str]]: ...
+    def json_text(self, column: str) -> pa.Array: ...
+
 
 SLICE_CATEGORY: Final = "Kernel"
 INSTANT_CATEGORY: Final = "hw_event"

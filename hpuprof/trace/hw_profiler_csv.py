@@ -18,8 +18,8 @@ Type`, `HW Event description` and the counter values (SPMU, BMON, NIC). Into the
 - Intel's analyzed-nodes table beside the file (`<stem>_analyzed_nodes.csv`, written by the same
   export) adds its node spans (`gaudi_node_spans`).
 
-The rows become Chrome-trace JSON (built column-wise in Arrow, one C pass per piece) and go
-through the same decoder and normalizer as a Kineto file. Bad input: one `TraceFormatError` with
+Arrow parses the file; the checked columns become the raw columns of the shared normalizer
+(`hw_profiler_columns`, no object per row), as a Kineto file's do. Bad input: one `TraceFormatError` with
 the line (1 = the header) and what was expected there; a last line cut short (a profiler
 stopped mid-write) is dropped with a warning, every complete row kept.
 """
@@ -198,7 +198,7 @@ def _truncated_or_raise(path: Path, source: str, bad: list[Any]) -> None:
 
 
 class HardwareRows:
-    """The table's columns, checked, and their JSON pieces."""
+    """The table's columns, checked: times, event types, engines, lanes, BEGIN / END pairs."""
 
     def __init__(self, table: pa.Table, source: str) -> None:
         self.table = table

@@ -688,20 +688,12 @@ def trace_from_events(
     the same events; the one difference is that `args` holds the compact JSON encoding of each
     event's args dict (a file keeps its exact bytes, whitespace included).
     """
+    from hpuprof.trace.normalize import build_trace
+
     try:
         body = msgspec.json.encode(events)
     except (TypeError, OverflowError) as error:
         raise TraceFormatError(str(source), None, f"JSON-encodable event dicts ({error})") from None
-    return trace_from_json(body, metadata, source=source, rank=rank)
-
-
-def trace_from_json(
-    body: bytes, metadata: Mapping[str, Any], *, source: str, rank: int | None = None
-) -> Trace:
-    """Build a normalized Trace from a JSON array of Chrome-trace events held in memory (what
-    readers of other formats write their events as, to share this decoder and normalizer)."""
-    from hpuprof.trace.normalize import build_trace
-
     reader = _Reader(Path(source), iter([body]))
     with gc_paused():
         reader.read()

@@ -8,16 +8,21 @@ from pathlib import Path
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.trace.formats import TRACE_SUFFIXES, LoadProgress, ReadOptions, format_of
+from hpuprof.trace.gaudi_node_spans import ANALYZED_NODES_SUFFIX
 from hpuprof.trace.leftovers import remove_leftovers
 from hpuprof.trace.model import Trace
 
 
 def trace_files(directory: Path) -> list[Path]:
-    """The trace files directly inside `directory`, sorted by name."""
+    """The trace files directly inside `directory`, sorted by name (Intel's analyzed-nodes
+    tables are the companions of the hardware traces beside them, not traces)."""
     return sorted(
         p
         for p in directory.iterdir()
-        if p.is_file() and p.name.lower().endswith(TRACE_SUFFIXES) and not p.name.startswith(".")
+        if p.is_file()
+        and p.name.lower().endswith(TRACE_SUFFIXES)
+        and not p.name.startswith(".")
+        and not p.name.endswith(ANALYZED_NODES_SUFFIX)
     )
 
 

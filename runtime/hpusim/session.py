@@ -15,6 +15,7 @@ import hpusim.dispatch as dispatch
 import hpusim.distributed as distributed
 import hpusim.extensions as extensions
 import hpusim.factories as factories
+import hpusim.hltv_profile as hltv_profile
 import hpusim.hpu_ops as hpu_ops
 import hpusim.metrics as metrics
 import hpusim.state as state
@@ -124,6 +125,7 @@ def enable(
         sys.path.insert(0, shim)
     atexit.register(_at_exit)
     extensions.install()
+    hltv_profile.install(rt.sink)  # HABANA_PROFILE=1: the whole process, an .hltv at exit
     run_enable_hooks()
 
 

@@ -170,3 +170,11 @@ def test_bytes_that_are_not_utf8_name_their_line(tmp_path: Path) -> None:
     with pytest.raises(TraceFormatError, match="UTF-8") as caught:
         hpuprof.load(path, cache=False)
     assert caught.value.position == "line 3"
+
+
+def test_a_directory_skips_intels_node_tables(tmp_path: Path) -> None:
+    from hpuprof.trace.trace_file import trace_files
+
+    trace = _write(tmp_path, SMALL)
+    (tmp_path / "hw_analyzed_nodes.csv").write_text("Unit,Node Name\n")
+    assert trace_files(tmp_path) == [trace]
