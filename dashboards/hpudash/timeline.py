@@ -500,6 +500,26 @@ def figure(
                     hoverinfo="skip",
                 )
             )  # fmt: skip
+    _overlays(data, w)
+    # an invisible point at each corner: the "select" tool needs a selectable trace even
+    # when the view is a density (heatmaps are not selectable)
+    data.append(
+        dict(
+            type="scatter",
+            x=[_ms(w.t0), _ms(w.t1)],
+            y=[0, max(n - 1, 0)],
+            mode="markers",
+            marker={"opacity": 0, "size": 1},
+            hoverinfo="skip",
+            showlegend=False,
+            name="",
+        )
+    )
+    return {"data": data, "layout": _layout(w, revision)}
+
+
+def _overlays(data: list[dict[str, Any]], w: Window) -> None:
+    """Add the marks, the launch -> device op flows and the counter tracks of `w`."""
     for k, m in enumerate(MARKS):
         sel = np.flatnonzero(w.mark_kind == k) if k else np.zeros(0, dtype=np.int64)
         if not len(sel):
@@ -558,20 +578,11 @@ def figure(
                     hovertemplate="%{hovertext}<extra></extra>",
                 )
             )  # fmt: skip
-    # an invisible point at each corner: the "select" tool needs a selectable trace even
-    # when the view is a density (heatmaps are not selectable)
-    data.append(
-        dict(
-            type="scatter",
-            x=[_ms(w.t0), _ms(w.t1)],
-            y=[0, max(n - 1, 0)],
-            mode="markers",
-            marker={"opacity": 0, "size": 1},
-            hoverinfo="skip",
-            showlegend=False,
-            name="",
-        )
-    )
+
+
+def _layout(w: Window, revision: str) -> dict[str, Any]:
+    """The figure's layout: one row per lane, time since the first event on x."""
+    n = len(w.lanes)
     tickvals, ticktext = fmt.axis_ticks(w.t0, w.t1)
     layout = dict(
         barmode="overlay",
@@ -601,7 +612,7 @@ def figure(
         plot_bgcolor="white",
         hoverlabel={"namelength": -1},
     )
-    return {"data": data, "layout": layout}
+    return layout
 
 
 def _drawn(w: Window, sel: np.ndarray, px_ns: float) -> tuple[np.ndarray, np.ndarray]:

@@ -329,6 +329,16 @@ def range_rows(
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
+    """The timeline page's callbacks."""
+    _register_zoom(app, store)
+    _register_details(app, store)
+    _register_search(app, store)
+    _register_range(app, store)
+
+
+def _register_zoom(app: dash.Dash, store: DataStore) -> None:
+    """The figure of the window, ranks and groups asked for (zoom, pan, a found slice)."""
+
     @app.callback(
         Output(Id.TIMELINE_GRAPH, "figure"),
         Output(Id.TIMELINE_STATUS, "children"),
@@ -379,6 +389,10 @@ def register(app: dash.Dash, store: DataStore) -> None:
         stored = {"run": entry.key, "t0": w.t0, "t1": w.t1}
         return fig, text, stored, _url_with_window(search, w, idx.span_ns)
 
+
+def _register_details(app: dash.Dash, store: DataStore) -> None:
+    """A clicked slice's details, and the launch or device op it is paired with."""
+
     @app.callback(
         Output(Id.TIMELINE_DETAILS, "children"),
         Output(Id.TIMELINE_GOTO, "children"),
@@ -419,6 +433,10 @@ def register(app: dash.Dash, store: DataStore) -> None:
         label = "Go to its launch" if how == "launched by" else "Go to the device op it launches"
         target = {"run": entry.key, "event": int(idx.event[int(others[0])])}
         return kv_table(rows, id_=Id.TIMELINE_DETAILS_TABLE), label, {}, target
+
+
+def _register_search(app: dash.Dash, store: DataStore) -> None:
+    """Find by name (next / previous) and the jump to a paired launch or device op."""
 
     @app.callback(
         Output(Id.TIMELINE_FOCUS, "data"),
@@ -477,6 +495,10 @@ def register(app: dash.Dash, store: DataStore) -> None:
                 sorted([*open_, find.group_of(idx, pos)]),
             )
         return (focus.data() if focus else None), said, dash.no_update
+
+
+def _register_range(app: dash.Dash, store: DataStore) -> None:
+    """A box selection's slices: time per name within the box."""
 
     @app.callback(
         Output(Id.TIMELINE_RANGE, "children"),
