@@ -258,7 +258,45 @@ def test_perfetto_timestamp_past_int64(tmp_path: Path) -> None:
     event = next(p for p in proto.packet if p.HasField("track_event"))  # type: ignore[attr-defined]
     event.timestamp = 2**64 - 1
     path.write_bytes(proto.SerializeToString())  # type: ignore[attr-defined]
-    _refused(path, "packet", "timestamp within int64")
+    whole = len(hpuprof.load(_perfetto(tmp_path / "whole"), cache=False).events)
+    with pytest.warns(UserWarning, match=r"dropped 1 damaged Perfetto packets.*within int64"):
+        kept = hpuprof.load(path, cache=False)  # salvage: that packet goes, the rest stays
+    assert len(kept.events) == whole - 1
+
+
+def _last_packet_body(data: bytes) -> int:
+    """Where the last top-level packet's bytes begin (its tag and length skipped)."""
+    from hpuprof.trace.perfetto_read import _varint
+
+    at = body = 0
+    while at < len(data):
+        _, at = _varint(data, at)
+        size, body = _varint(data, at)
+        at = body + size
+    return body
+
+
+def _salvaged(path: Path, said: str) -> int:
+    with pytest.warns(UserWarning, match=said):
+        return len(hpuprof.load(path, cache=False).events)
+
+
+def test_perfetto_salvage_keeps_the_whole_packets(tmp_path: Path) -> None:
+    """Issue 27: a truncated file, a damaged packet or one bad byte keeps every packet that
+    is still whole, and says where the rest was dropped."""
+    path = _perfetto(tmp_path)
+    data = path.read_bytes()
+    whole = len(hpuprof.load(path, cache=False).events)
+    path.write_bytes(data[: len(data) - 50])
+    cut = _salvaged(path, rf"kept the \d+ complete packets; dropped bytes \d+ to {len(data) - 50}")
+    assert 0 < cut < whole
+    damaged = bytearray(data)
+    damaged[_last_packet_body(data)] = 0  # field number 0: that packet does not parse
+    path.write_bytes(bytes(damaged))
+    assert whole - 5 <= _salvaged(path, r"dropped 1 damaged packets \(at bytes \d+\)") <= whole
+    path.write_bytes(data[:40])  # no whole packet with an event left: refused
+    with pytest.raises(TraceFormatError):
+        hpuprof.load(path, cache=False)
 
 
 def test_perfetto_damaged_metadata_blob(tmp_path: Path) -> None:
