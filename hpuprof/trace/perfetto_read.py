@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import binascii
 import os
+import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -627,7 +628,7 @@ def _us(ns: int) -> float:
     return ns / 1000.0
 
 
-def _chrome_events(path: Path, got: _Collected) -> Iterator[dict[str, Any]]:
+def _chrome_events(got: _Collected, dropped: list[str]) -> Iterator[dict[str, Any]]:
     tracks = got.tracks
     for track in tracks.values():
         if track.process_name and track.pid is not None and track.tid is None:
@@ -647,9 +648,8 @@ def _chrome_events(path: Path, got: _Collected) -> Iterator[dict[str, Any]]:
             try:
                 event["args"] = orjson.loads(got.args[index])
             except orjson.JSONDecodeError as error:
-                raise TraceFormatError(
-                    str(path), f"slice {index}", f"JSON args ({error.msg})"
-                ) from None
+                dropped.append(f"slice {index}: JSON args ({error.msg})")
+                continue
         yield event
         for flow in got.flows_out.get(index, ()):
             phase = "t" if flow in flow_seen else "s"
@@ -669,11 +669,39 @@ def _chrome_events(path: Path, got: _Collected) -> Iterator[dict[str, Any]]:
                "args": {name: value}}  # fmt: skip
 
 
+_MOST_DROPPED_EVENTS = 100
+"""A foreign trace with more events the normalizer refuses than this is refused whole."""
+_EVENT_AT = re.compile(r"event (\d+)\b")
+
+
 def _foreign_trace(path: Path, got: _Collected) -> Trace:
+    """The slices as Chrome-trace events, normalized; an event the normalizer refuses (an
+    `Input Dims` that is no array, say) is dropped and said, the others kept."""
     from hpuprof.trace.kineto_json import trace_from_events
 
     metadata = {key: value for key, value in got.metadata.items() if value is not None}
-    return trace_from_events(list(_chrome_events(path, got)), metadata, source=path_text(path))
+    dropped: list[str] = []
+    events = list(_chrome_events(got, dropped))
+    while True:
+        try:
+            trace = trace_from_events(events, metadata, source=path_text(path))
+            break
+        except TraceFormatError as error:
+            match = _EVENT_AT.match(str(error.position or ""))
+            index = int(match.group(1)) if match else len(events)
+            if index >= len(events) or len(dropped) >= _MOST_DROPPED_EVENTS:
+                raise
+            bad = events.pop(index)
+            dropped.append(f"{bad.get('name', '')!r} at {bad.get('ts')} us: {error.expected}")
+    if dropped:
+        warnings.warn(
+            f"{path_text(path)}: dropped {len(dropped)} Perfetto events that are not valid "
+            f"trace events ({'; '.join(dropped[:3])}{'...' if len(dropped) > 3 else ''})",
+            stacklevel=3,
+        )
+    if dropped and not len(trace.events) and not len(trace.counters):
+        raise TraceFormatError(str(path), "events", f"valid trace events ({dropped[0]})")
+    return trace
 
 
 def load_perfetto(path: str | os.PathLike[str]) -> Trace:

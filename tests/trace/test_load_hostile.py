@@ -9,6 +9,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -297,6 +298,34 @@ def test_perfetto_salvage_keeps_the_whole_packets(tmp_path: Path) -> None:
     path.write_bytes(data[:40])  # no whole packet with an event left: refused
     with pytest.raises(TraceFormatError):
         hpuprof.load(path, cache=False)
+
+
+def test_perfetto_foreign_event_with_bad_args_is_dropped_alone(tmp_path: Path) -> None:
+    """Issue 27: one `"Input Dims": 1.5` in a Perfetto trace not written by hpuprof (its
+    slices go through the Chrome-trace normalizer) drops that event, not the trace."""
+    path = _perfetto(tmp_path)
+    proto: Any = _packets(path)
+    for packet in proto.packet:  # no hpuprof tables: read like any other Perfetto trace
+        if packet.HasField("chrome_events"):
+            kept = [m for m in packet.chrome_events.metadata if m.name != "hpuprof.trace"]
+            del packet.chrome_events.metadata[:]
+            packet.chrome_events.metadata.extend(kept)
+    path.write_bytes(proto.SerializeToString())
+    whole = len(hpuprof.load(path, cache=False).events)
+    annotations = (
+        a
+        for p in proto.packet
+        if p.HasField("track_event")
+        for a in p.track_event.debug_annotations
+        if a.HasField("legacy_json_value") and a.legacy_json_value.startswith("{")
+    )
+    annotation = next(annotations)
+    annotation.legacy_json_value = orjson.dumps(
+        {**orjson.loads(annotation.legacy_json_value), "Input Dims": 1.5}
+    ).decode()
+    path.write_bytes(proto.SerializeToString())
+    said = r"dropped 1 Perfetto events .* us: an array as args 'Input Dims' \(found 1.5\)"
+    assert _salvaged(path, said) == whole - 1
 
 
 def test_perfetto_damaged_metadata_blob(tmp_path: Path) -> None:
