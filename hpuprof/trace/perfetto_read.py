@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import binascii
 import os
+import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ import numpy as np
 import orjson
 import pandas as pd
 import pyarrow as pa
+from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
 from hpuprof.path_text import path_text
@@ -42,7 +44,7 @@ from hpuprof.trace.perfetto_layout import (
     loads,
     table_from_text,
 )
-from hpuprof.trace.schema import ARG_COLUMNS, SCHEMA_VERSION
+from hpuprof.trace.schema import ARG_COLUMNS, NO_ID, ROW_COLUMNS, SCHEMA_VERSION
 from hpuprof.trace.validate import check_trace
 
 if TYPE_CHECKING:
@@ -100,6 +102,8 @@ def _frame_end(data: bytes) -> tuple[int, int, str | None]:
 
 
 def _parse(path: Path, data: bytes) -> Any:
+    """The file's packets; a damaged file keeps every packet that parses alone (one warning
+    naming the bytes dropped), and is refused only when none does."""
     from google.protobuf.message import DecodeError
     from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace as TraceProto
 
@@ -112,19 +116,64 @@ def _parse(path: Path, data: bytes) -> Any:
     except DecodeError:
         pass
     good, packets, problem = _frame_end(data)
-    if problem is None or packets == 0 or not problem.startswith("more bytes"):
+    if problem is not None and packets == 0:
         where = f"byte {good} (packet {packets})"
-        raise TraceFormatError(str(path), where, f"{_EXPECTED}: {problem or 'a valid packet'}")
-    try:
-        proto.ParseFromString(data[:good])
-    except DecodeError:
-        raise TraceFormatError(str(path), f"before byte {good}", _EXPECTED) from None
+        raise TraceFormatError(str(path), where, f"{_EXPECTED}: {problem}")
+    proto.Clear()  # (the failed parse may have left packets in it)
+    kept, dropped = _packets_one_by_one(data[:good], proto)
+    if not kept:
+        raise TraceFormatError(str(path), f"before byte {good}", _EXPECTED)
+    told = []
+    if dropped:
+        told.append(f"dropped {len(dropped)} damaged packets (at bytes {_listed(dropped)})")
+    if problem is not None:
+        told.append(f"dropped bytes {good} to {len(data)}: expected {problem}")
     warnings.warn(
-        f"{path_text(path)}: truncated Perfetto trace; kept the {packets} complete packets before byte"
-        f" {good} of {len(data)}",
+        f"{path_text(path)}: damaged Perfetto trace; kept the {kept} complete packets; "
+        + "; ".join(told),
         stacklevel=3,
     )
     return proto
+
+
+def _packets_one_by_one(data: bytes, proto: Any) -> tuple[int, list[int]]:
+    """Add to `proto` each top-level packet of `data` (whole fields) that parses on its own;
+    (packets kept, byte offsets of those dropped)."""
+    from google.protobuf.message import DecodeError
+
+    kept = 0
+    dropped: list[int] = []
+    at = 0
+    while at < len(data):
+        start = at
+        tag, at = _varint(data, at)
+        wire = tag & 7
+        if wire != 2:  # (a whole field: _frame_end walked it) not a packet
+            at = _skip_field(data, at, wire)
+            continue
+        size, at = _varint(data, at)
+        body, at = data[at : at + size], at + size
+        if tag >> 3 != 1:
+            continue
+        packet = proto.packet.add()
+        try:
+            packet.ParseFromString(body)
+            kept += 1
+        except DecodeError:
+            del proto.packet[-1]
+            dropped.append(start)
+    return kept, dropped
+
+
+def _skip_field(data: bytes, at: int, wire: int) -> int:
+    if wire == 0:
+        return _varint(data, at)[1]
+    return at + (8 if wire == 1 else 4)
+
+
+def _listed(offsets: list[int], most: int = 5) -> str:
+    shown = ", ".join(map(str, offsets[:most]))
+    return shown + (f" and {len(offsets) - most} more" if len(offsets) > most else "")
 
 
 # --- one pass over the packets --------------------------------------------------------------
@@ -173,6 +222,24 @@ class _Collected:
     metadata: dict[str, Any] = field(default_factory=dict)
     unmatched_ends: int = 0
     last_ts: int = 0
+
+    def mark(self) -> tuple[int, int]:
+        """Where the event and counter lists end now (see `undo`)."""
+        return len(self.ts), len(self.counter_ts)
+
+    def undo(self, mark: tuple[int, int], stacks: dict[int, list[int]]) -> None:
+        """Forget the events and counters added since `mark` (a packet that failed half-way;
+        the track and interning state it set stays, as the packets after it expect)."""
+        events, counters = mark
+        for name in ("names", "cats", "ph", "track", "ts", "dur", "args", "notes"):
+            del getattr(self, name)[events:]
+        for name in ("counter_track", "counter_ts", "counter_value"):
+            del getattr(self, name)[counters:]
+        for flows in (self.flows_out, self.flows_end):
+            for index in [i for i in flows if i >= events]:
+                del flows[index]
+        for stack in stacks.values():
+            stack[:] = [i for i in stack if i < events]
 
 
 def _annotation_value(annotation: Any, seq: _Sequence) -> Any:
@@ -303,13 +370,26 @@ def _collect(path: Path, proto: Any) -> _Collected:
     out = _Collected()
     sequences: dict[int, _Sequence] = {}
     stacks: dict[int, list[int]] = {}
+    damaged: list[int] = []
+    first_why = ""
     for index, packet in enumerate(proto.packet):
+        mark = out.mark()
         try:
             _collect_packet(packet, out, sequences, stacks)
-        except _DAMAGED as error:
+        except _DAMAGED as error:  # this packet goes; what it added half is undone
+            out.undo(mark, stacks)
+            damaged.append(index)
+            first_why = first_why or _why(error)
+    if damaged:
+        if len(damaged) == len(proto.packet):
             raise TraceFormatError(
-                str(path), f"packet {index}", f"a valid TracePacket ({_why(error)})"
-            ) from None
+                str(path), f"packet {damaged[0]}", f"a valid TracePacket ({first_why})"
+            )
+        warnings.warn(
+            f"{path_text(path)}: dropped {len(damaged)} damaged Perfetto packets "
+            f"(packets {_listed(damaged)}; the first: {first_why})",
+            stacklevel=4,
+        )
     for track_uuid, stack in stacks.items():  # slices never closed end at the trace's end
         for index in stack:
             out.dur[index] = max(0, out.last_ts - out.ts[index])
@@ -427,22 +507,8 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
     offset = int(blob["ts_offset"])
     lanes = {int(uuid): key for uuid, key in blob["tracks"].items()}
     template = table_from_text(blob["events_dtypes"])
-    n = len(got.ts)
-    rows = np.empty(n, dtype=np.int64)
-    for index, notes in enumerate(got.notes):
-        row = notes.get("row") if isinstance(notes, dict) else None
-        if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < n:
-            raise TraceFormatError(
-                str(path),
-                f"slice {index}",
-                f"an hpuprof column annotation with a row in 0..{n - 1}",
-            )
-        rows[index] = row
-    order = np.argsort(rows, kind="stable")
-    if n and not np.array_equal(rows[order], np.arange(n)):
-        raise TraceFormatError(
-            str(path), "slices", "each events row once in the hpuprof annotations"
-        )
+    order = _rows_in_order(path, got.notes)
+    n = len(order)
     try:
         keys = [lanes[got.track[i]] for i in order.tolist()]
     except KeyError as missing:
@@ -472,6 +538,12 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
             notes.get(column, value)
             for notes, value in zip(ordered_notes, data[column], strict=True)
         ]
+    rows_kept = [notes["row"] for notes in ordered_notes]
+    if rows_kept != list(range(n)):  # slices were dropped: the row links follow the rows kept
+        position = {row: index for index, row in enumerate(rows_kept)}
+        for column in ROW_COLUMNS:
+            if column in data:
+                data[column] = [position.get(row, NO_ID) for row in data[column]]
     events = pd.DataFrame(
         {
             column: _column(data[column], template[column])
@@ -506,6 +578,32 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
     )
 
 
+def _rows_in_order(path: Path, notes: list[dict[str, Any] | None]) -> NDArray[np.int64]:
+    """The slices in the order of their events rows (hpuprof's column annotations). A slice
+    whose row is missing, not a number or another's is dropped (said once): a damaged or
+    truncated file keeps its other rows; a file with no row left is refused."""
+    rows = np.full(len(notes), -1, dtype=np.int64)
+    for index, note in enumerate(notes):
+        row = note.get("row") if isinstance(note, dict) else None
+        if not isinstance(row, bool) and isinstance(row, int) and 0 <= row < 1 << 62:
+            rows[index] = row
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    keep = ordered >= 0
+    keep[1:] &= ordered[1:] != ordered[:-1]  # a row given twice: the first slice keeps it
+    if keep.all():
+        return order
+    if len(notes) and not keep.any():
+        raise TraceFormatError(str(path), "slices", "hpuprof column annotations with their row")
+    dropped = np.sort(order[~keep])
+    warnings.warn(
+        f"{path_text(path)}: dropped {len(dropped)} slices without a valid events row of their "
+        f"own (slices {_listed(dropped.tolist())})",
+        stacklevel=4,
+    )
+    return order[keep]
+
+
 # --- other TrackEvent traces: via Chrome-trace events and the shared normalizer -------------
 
 
@@ -530,7 +628,7 @@ def _us(ns: int) -> float:
     return ns / 1000.0
 
 
-def _chrome_events(path: Path, got: _Collected) -> Iterator[dict[str, Any]]:
+def _chrome_events(got: _Collected, dropped: list[str]) -> Iterator[dict[str, Any]]:
     tracks = got.tracks
     for track in tracks.values():
         if track.process_name and track.pid is not None and track.tid is None:
@@ -550,9 +648,8 @@ def _chrome_events(path: Path, got: _Collected) -> Iterator[dict[str, Any]]:
             try:
                 event["args"] = orjson.loads(got.args[index])
             except orjson.JSONDecodeError as error:
-                raise TraceFormatError(
-                    str(path), f"slice {index}", f"JSON args ({error.msg})"
-                ) from None
+                dropped.append(f"slice {index}: JSON args ({error.msg})")
+                continue
         yield event
         for flow in got.flows_out.get(index, ()):
             phase = "t" if flow in flow_seen else "s"
@@ -572,11 +669,39 @@ def _chrome_events(path: Path, got: _Collected) -> Iterator[dict[str, Any]]:
                "args": {name: value}}  # fmt: skip
 
 
+_MOST_DROPPED_EVENTS = 100
+"""A foreign trace with more events the normalizer refuses than this is refused whole."""
+_EVENT_AT = re.compile(r"event (\d+)\b")
+
+
 def _foreign_trace(path: Path, got: _Collected) -> Trace:
+    """The slices as Chrome-trace events, normalized; an event the normalizer refuses (an
+    `Input Dims` that is no array, say) is dropped and said, the others kept."""
     from hpuprof.trace.kineto_json import trace_from_events
 
     metadata = {key: value for key, value in got.metadata.items() if value is not None}
-    return trace_from_events(list(_chrome_events(path, got)), metadata, source=path_text(path))
+    dropped: list[str] = []
+    events = list(_chrome_events(got, dropped))
+    while True:
+        try:
+            trace = trace_from_events(events, metadata, source=path_text(path))
+            break
+        except TraceFormatError as error:
+            match = _EVENT_AT.match(str(error.position or ""))
+            index = int(match.group(1)) if match else len(events)
+            if index >= len(events) or len(dropped) >= _MOST_DROPPED_EVENTS:
+                raise
+            bad = events.pop(index)
+            dropped.append(f"{bad.get('name', '')!r} at {bad.get('ts')} us: {error.expected}")
+    if dropped:
+        warnings.warn(
+            f"{path_text(path)}: dropped {len(dropped)} Perfetto events that are not valid "
+            f"trace events ({'; '.join(dropped[:3])}{'...' if len(dropped) > 3 else ''})",
+            stacklevel=3,
+        )
+    if dropped and not len(trace.events) and not len(trace.counters):
+        raise TraceFormatError(str(path), "events", f"valid trace events ({dropped[0]})")
+    return trace
 
 
 def load_perfetto(path: str | os.PathLike[str]) -> Trace:

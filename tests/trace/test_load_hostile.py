@@ -9,6 +9,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -258,7 +259,73 @@ def test_perfetto_timestamp_past_int64(tmp_path: Path) -> None:
     event = next(p for p in proto.packet if p.HasField("track_event"))  # type: ignore[attr-defined]
     event.timestamp = 2**64 - 1
     path.write_bytes(proto.SerializeToString())  # type: ignore[attr-defined]
-    _refused(path, "packet", "timestamp within int64")
+    whole = len(hpuprof.load(_perfetto(tmp_path / "whole"), cache=False).events)
+    with pytest.warns(UserWarning, match=r"dropped 1 damaged Perfetto packets.*within int64"):
+        kept = hpuprof.load(path, cache=False)  # salvage: that packet goes, the rest stays
+    assert len(kept.events) == whole - 1
+
+
+def _last_packet_body(data: bytes) -> int:
+    """Where the last top-level packet's bytes begin (its tag and length skipped)."""
+    from hpuprof.trace.perfetto_read import _varint
+
+    at = body = 0
+    while at < len(data):
+        _, at = _varint(data, at)
+        size, body = _varint(data, at)
+        at = body + size
+    return body
+
+
+def _salvaged(path: Path, said: str) -> int:
+    with pytest.warns(UserWarning, match=said):
+        return len(hpuprof.load(path, cache=False).events)
+
+
+def test_perfetto_salvage_keeps_the_whole_packets(tmp_path: Path) -> None:
+    """Issue 27: a truncated file, a damaged packet or one bad byte keeps every packet that
+    is still whole, and says where the rest was dropped."""
+    path = _perfetto(tmp_path)
+    data = path.read_bytes()
+    whole = len(hpuprof.load(path, cache=False).events)
+    path.write_bytes(data[: len(data) - 50])
+    cut = _salvaged(path, rf"kept the \d+ complete packets; dropped bytes \d+ to {len(data) - 50}")
+    assert 0 < cut < whole
+    damaged = bytearray(data)
+    damaged[_last_packet_body(data)] = 0  # field number 0: that packet does not parse
+    path.write_bytes(bytes(damaged))
+    assert whole - 5 <= _salvaged(path, r"dropped 1 damaged packets \(at bytes \d+\)") <= whole
+    path.write_bytes(data[:40])  # no whole packet with an event left: refused
+    with pytest.raises(TraceFormatError):
+        hpuprof.load(path, cache=False)
+
+
+def test_perfetto_foreign_event_with_bad_args_is_dropped_alone(tmp_path: Path) -> None:
+    """Issue 27: one `"Input Dims": 1.5` in a Perfetto trace not written by hpuprof (its
+    slices go through the Chrome-trace normalizer) drops that event, not the trace."""
+    path = _perfetto(tmp_path)
+    proto: Any = _packets(path)
+    for packet in proto.packet:  # no hpuprof tables: read like any other Perfetto trace
+        if packet.HasField("chrome_events"):
+            kept = [m for m in packet.chrome_events.metadata if m.name != "hpuprof.trace"]
+            del packet.chrome_events.metadata[:]
+            packet.chrome_events.metadata.extend(kept)
+    path.write_bytes(proto.SerializeToString())
+    whole = len(hpuprof.load(path, cache=False).events)
+    annotations = (
+        a
+        for p in proto.packet
+        if p.HasField("track_event")
+        for a in p.track_event.debug_annotations
+        if a.HasField("legacy_json_value") and a.legacy_json_value.startswith("{")
+    )
+    annotation = next(annotations)
+    annotation.legacy_json_value = orjson.dumps(
+        {**orjson.loads(annotation.legacy_json_value), "Input Dims": 1.5}
+    ).decode()
+    path.write_bytes(proto.SerializeToString())
+    said = r"dropped 1 Perfetto events .* us: an array as args 'Input Dims' \(found 1.5\)"
+    assert _salvaged(path, said) == whole - 1
 
 
 def test_perfetto_damaged_metadata_blob(tmp_path: Path) -> None:
