@@ -39,6 +39,8 @@ class NameTotal:
         wall_ns: their time inside the range (clipped to it).
         self_ns: `wall_ns` minus the in-range time of their child slices.
         avg_ns: their mean full duration (not clipped).
+        rank: the rank whose slices these are when the range holds several ranks (their
+            totals are kept apart, never added across ranks); None with one rank.
     """
 
     name: str
@@ -47,6 +49,7 @@ class NameTotal:
     wall_ns: int
     self_ns: int
     avg_ns: float
+    rank: int | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,8 @@ def summarize_time_range(
     lanes: Iterable[Lane] | None = None,
     limit: int | None = None,
 ) -> TimeRangeSummary:
-    """Totals per (name, side) of the slices overlapping [start_ns, end_ns] (see module)."""
+    """Totals per (name, side), and per rank when the slices come from several ranks, of the
+    slices overlapping [start_ns, end_ns] (see module)."""
     lo, hi = (int(start_ns), int(end_ns)) if start_ns <= end_ns else (int(end_ns), int(start_ns))
     ev = trace.events
     ts = ev["ts_ns"].to_numpy(dtype=np.int64)
@@ -150,8 +154,11 @@ def summarize_time_range(
     clipped = np.maximum(clipped, 0)
     lane = _lane_codes(ev, rows)
     self_ns = exclusive_ns(lane, ts[rows], end[rows], lo, hi)
+    rank_of = ev["rank"].to_numpy(dtype=np.int64)[rows]
+    several = len(np.unique(rank_of)) > 1
     frame = pd.DataFrame(
         {
+            "rank": rank_of if several else np.full(len(rows), -1, dtype=np.int64),
             "name": strs(ev["name"].iloc[rows]),
             "side": np.where(ev["is_device"].to_numpy(dtype=bool)[rows], "device", "host"),
             "wall": clipped,
@@ -159,7 +166,7 @@ def summarize_time_range(
             "dur": end[rows] - ts[rows],
         }
     )
-    grouped = frame.groupby(["name", "side"], sort=False).agg(
+    grouped = frame.groupby(["rank", "name", "side"], sort=False).agg(
         occurrences=("wall", "size"),
         wall=("wall", "sum"),
         own=("own", "sum"),
@@ -169,8 +176,8 @@ def summarize_time_range(
     if limit is not None:
         grouped = grouped.head(limit)
     out = tuple(
-        NameTotal(str(n), str(s), int(o), int(w), int(sf), float(a))
-        for (n, s), o, w, sf, a in zip(
+        NameTotal(str(n), str(s), int(o), int(w), int(sf), float(a), int(r) if several else None)
+        for (r, n, s), o, w, sf, a in zip(
             grouped.index,
             grouped["occurrences"],
             grouped["wall"],

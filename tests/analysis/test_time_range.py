@@ -96,3 +96,17 @@ def _busy(spans: list[tuple[int, int]]) -> int:
             total += b - reach
             reach = b
     return total
+
+
+def test_several_ranks_are_kept_apart() -> None:
+    # the same op on two ranks: one row per rank, never one row adding both ranks' time
+    events = [
+        {"name": "aten::mm", "ts_ns": 0, "dur_ns": 30, "parent": NO_ID, "tid": "1",
+         "is_device": False, "cat": "cpu_op", "pid": "1", "kind": "cpu_op", "rank": rank}
+        for rank in (0, 1)
+    ]  # fmt: skip
+    trace = make_trace(events, derive=False, metadata={0: {}, 1: {}}, sources=("<t>",), format="test")  # fmt: skip
+    got = summarize_time_range(trace, 0, 100).rows
+    assert sorted((r.rank, r.name, r.wall_ns) for r in got) == [(0, "aten::mm", 30), (1, "aten::mm", 30)]  # fmt: skip
+    one = _trace([("aten::mm", 0, 30, NO_ID, "1", False)])
+    assert [r.rank for r in summarize_time_range(one, 0, 100).rows] == [None]

@@ -315,6 +315,7 @@ def range_rows(
     )
     rows = [
         {
+            **({"rank": r.rank} if r.rank is not None else {}),
             "name": r.name, "side": r.side, "occurrences": r.occurrences,
             "wall_ms": fmt.ns_to_ms(r.wall_ns), "self_ms": fmt.ns_to_ms(r.self_ns),
             "avg_ms": fmt.ns_to_ms(r.avg_ns),
@@ -523,4 +524,5 @@ def _register_range(app: dash.Dash, store: DataStore) -> None:
             return message("That selection has no time range.", "error")
         if not rows:
             return message(head or "No slices in the selected range.")
-        return [html.Div(head, className="small"), grid(Id.TIMELINE_RANGE_GRID, rows, columns=RANGE_COLUMNS, wide=("name",), height=320)]  # fmt: skip
+        columns = ((("rank", "Rank"),) if "rank" in rows[0] else ()) + RANGE_COLUMNS
+        return [html.Div(head, className="small"), grid(Id.TIMELINE_RANGE_GRID, rows, columns=columns, wide=("name",), height=320)]  # fmt: skip
