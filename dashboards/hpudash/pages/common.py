@@ -165,7 +165,9 @@ def section_errors(errors: Mapping[str, str]) -> list[html.Div]:
 
 
 def key_columns() -> list[tuple[str, str]]:
-    """The key figures' grid columns (the library's `KEY_FIGURES`), headers with screen units."""
+    """The key figures' grid columns (the library's `KEY_FIGURES`), headers with screen units;
+    a figure that adds up every rank's count says so."""
+    from hpuprof.analysis.key_figures import SUMMED_FIGURES
     from hpuprof.render.tables import KEY_FIGURES
 
     out = []
@@ -173,6 +175,8 @@ def key_columns() -> list[tuple[str, str]]:
         if c.key == "lazy_port_estimate":  # a sentence: the Overview shows it, a grid cannot
             continue
         header = c.header
+        if c.key in SUMMED_FIGURES:  # one column for runs of any rank count: say it is a total
+            header = f"{header} (total over ranks)"
         if c.kind == "ns":  # "Step time (mean per rank)" -> "Step time (mean per rank, ms)"
             header = header[:-1] + ", ms)" if header.endswith(")") else header + " (ms)"
         out.append((c.key, header))
@@ -181,12 +185,17 @@ def key_columns() -> list[tuple[str, str]]:
 
 def key_figure_row(figs: Mapping[str, Any]) -> dict[str, Any]:
     """A run's key figures (`hpuprof.analysis.key_figures`) as grid cells: times in ms,
-    shares to one decimal; the one place of the rounding the Runs grid shows."""
-    from hpuprof.render.tables import KEY_FIGURES
+    shares to one decimal, "not measurable (...)" where the trace cannot give one; the one
+    place of the rounding the Runs grid shows."""
+    from hpuprof.render.tables import KEY_FIGURES, key_figure_value
 
     row: dict[str, Any] = {}
     for c in KEY_FIGURES:
         value = figs.get(c.key)
+        missing = key_figure_value(figs, c.key)
+        if isinstance(missing, str) and missing.startswith("not measurable"):
+            row[c.key] = missing
+            continue
         number = fmt.number(value)
         if c.kind == "ns":
             row[c.key] = round(number / 1e6, 3) if number is not None else None
