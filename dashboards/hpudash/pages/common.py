@@ -185,17 +185,14 @@ def key_columns() -> list[tuple[str, str]]:
 
 def key_figure_row(figs: Mapping[str, Any]) -> dict[str, Any]:
     """A run's key figures (`hpuprof.analysis.key_figures`) as grid cells: times in ms,
-    shares to one decimal, "not measurable (...)" where the trace cannot give one; the one
-    place of the rounding the Runs grid shows."""
-    from hpuprof.render.tables import KEY_FIGURES, key_figure_value
+    shares to one decimal; the one place of the rounding the Runs grid shows. A figure the
+    trace cannot give is an empty cell here (the grid's number columns hold numbers only); the
+    run's Overview says why."""
+    from hpuprof.render.tables import KEY_FIGURES
 
     row: dict[str, Any] = {}
     for c in KEY_FIGURES:
         value = figs.get(c.key)
-        missing = key_figure_value(figs, c.key)
-        if isinstance(missing, str) and missing.startswith("not measurable"):
-            row[c.key] = missing
-            continue
         number = fmt.number(value)
         if c.kind == "ns":
             row[c.key] = round(number / 1e6, 3) if number is not None else None
