@@ -568,11 +568,6 @@ def _dispatch(
     if kwargs:
         ukw, ksig, n_kw = _unwrap_kwargs(kwargs, info, H)
         n_hpu += n_kw
-        dev = kwargs.get("device")
-        if type(dev) is torch.device and dev.type == "cpu" and info.label != "aten::_to_copy":
-            # `zeros_like(t, device="cpu")`, `t.new_zeros(n, device="cpu")`: a host factory
-            # (the device argument picks the backend), nothing runs on the card
-            return info.call(*uargs, **ukw)
     else:
         ukw, ksig = kwargs, []
     if info.scalar_args is not None and rt.lazy:

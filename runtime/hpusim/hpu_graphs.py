@@ -309,17 +309,25 @@ class HPUGraph:
         self.dry_run = False
         self.replays = 0
         self._user_inputs: list[Any] = []
+        self._capturing = False  # HPUGraph.cpp's `capturing_`: begun and not ended
+        self._stream: Any = None  # the stream the capture began on
 
     # listener: the op key of the op the mode just ran (for modeled costs)
     def _on_op(self, func: Any, key: Any, out: Any, info: Any) -> None:
         self._last_key = key
 
     def capture_begin(self, dry_run: bool = False) -> None:
-        if _Counter.capturing is not None:
+        """HPUGraph.cpp:36-64: fatal on a graph already capturing; otherwise a step marker
+        (into the graph capturing now, if any) and this graph becomes the one captured into:
+        another graph's capture stops recording here, as the bridge's context switches."""
+        if self._capturing:
             raise fatal(CAPTURE_IN_PROGRESS)
         rt = state.require_runtime()
         if rt.lazy:
             flush(rt, "new HPUGraph::capture_begin")
+        outer = _Counter.capturing
+        if outer is not None:
+            outer._stop_recording()
         if not _MODE:
             _MODE.append(_capture_mode_class())
         self._ops = []
@@ -327,27 +335,42 @@ class HPUGraph:
         self.dry_run = dry_run
         self._outputs_marked = False
         self._t0 = perf_counter_ns()
+        self._stream = device_module.current_stream()
         rt.graph.begin_plans()  # the lazy recipes of the capture: what a replay runs
         _Counter.capturing = self
+        self._capturing = True
         dispatch.add_op_listener(self._on_op)
         self._mode = _MODE[0](self)
         self._mode.__enter__()
 
-    def capture_end(self) -> None:
-        if _Counter.capturing is None:
-            return  # the bridge only logs "GRAPH:: Use Graph capture to Begin the capture"
-        if _Counter.capturing is not self:
-            raise fatal("GRAPH:: Capture must end on the same stream it began on.")
-        rt = state.require_runtime()
+    def _stop_recording(self) -> None:
+        """Another graph's `capture_begin` took the capture over: what this graph captured so
+        far is what it replays; it stays begun until its own `capture_end`."""
+        self._end_recording()
+        self.plans = state.require_runtime().graph.end_plans()
+
+    def _end_recording(self) -> None:
         try:
             self._mode.__exit__(None, None, None)
         finally:
             self._mode = None
             _Counter.capturing = None
             dispatch.remove_op_listener(self._on_op)
+
+    def capture_end(self) -> None:
+        if not self._capturing:
+            return  # the bridge only logs "GRAPH:: Use Graph capture to Begin the capture"
+        if device_module.current_stream() != self._stream:
+            raise fatal("GRAPH:: Capture must end on the same stream it began on.")
+        rt = state.require_runtime()
+        self._capturing = False
+        recording = _Counter.capturing is self
+        if recording:
+            self._end_recording()
         if rt.lazy:
             flush(rt, "HPUGraph::capture_end")
-        self.plans = rt.graph.end_plans()
+        if recording:
+            self.plans = rt.graph.end_plans()
         self.captured = True
         if rt.sink.recording:
             rt.events.graph_capture(
@@ -361,6 +384,7 @@ class HPUGraph:
             self._mode = None
         if _Counter.capturing is self:
             _Counter.capturing = None
+        self._capturing = False
         rt = state.RT
         if rt is not None:
             rt.graph.end_plans()
@@ -374,7 +398,7 @@ class HPUGraph:
         """Re-run the captured ops into the static outputs; one launch in the modeled timeline.
         As HPUGraph.cpp:195-212: fatal while this graph captures; a step marker, then each
         captured graph (none for a graph never captured: nothing else happens)."""
-        if _Counter.capturing is self:
+        if self._capturing:
             raise fatal("GRAPH:: Capture in progress")
         rt = state.require_runtime()
         if rt.lazy:
@@ -922,6 +946,9 @@ def install() -> None:
 
 
 def uninstall() -> None:
+    capturing = _Counter.capturing
+    if capturing is not None:  # a capture left open: its recording mode must not outlive us
+        capturing._abort_capture()
     _Counter.capturing = None
     for name in _NAMES:
         device_module.unregister_attribute(name)

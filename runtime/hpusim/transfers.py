@@ -1,7 +1,7 @@
 """Host<->device transfers and the Python patches that route them (probe design item 4).
 
 `Tensor.to`, `Tensor.hpu`, `torch.tensor`, `torch.as_tensor`, `torch.asarray`,
-`torch.utils.dlpack.to_dlpack`, `Tensor.pin_memory`,
+`torch.utils.dlpack.to_dlpack`, the `*_like` / `Tensor.new_*` factories, `Tensor.pin_memory`,
 `torch._has_compatible_shallow_copy_type` and `torch.utils.swap_tensors` are patched while
 emulation is on. H2D and D2H are
 autograd Functions, so gradients cross devices. A D2H is a host sync: in lazy mode it flushes
@@ -10,10 +10,11 @@ the pending graph with reason `d2h_maybe_eval`.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from time import perf_counter_ns
-from typing import Any
+from typing import Any, Final
 
 import torch
 
@@ -281,6 +282,29 @@ def _patched_asarray(
     return out.requires_grad_(True) if requires_grad else out
 
 
+HOST_LIKE_FACTORIES: Final = (
+    "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+    "randint_like",
+)  # fmt: skip
+HOST_NEW_FACTORIES: Final = ("new_empty", "new_zeros", "new_ones", "new_full")
+
+
+def _host_factory(original: Any) -> Any:
+    """`zeros_like(t, device="cpu")`, `t.new_zeros(n, device="cpu")`: the device argument
+    picks the backend, so a host tensor, nothing on the card. Patched in Python: inside the
+    dispatcher torch's own C++ passes the wrapper's (cpu) options explicitly, which must stay
+    device work."""
+
+    @functools.wraps(original)
+    def factory(input: Any, *args: Any, **kwargs: Any) -> Any:
+        device = kwargs.get("device")
+        if type(input) is HpuTensor and device is not None and not _is_hpu(device):
+            return original(input._elem, *args, **kwargs)
+        return original(input, *args, **kwargs)
+
+    return factory
+
+
 def _patched_to_dlpack(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
     if type(tensor) is HpuTensor:
         raise BufferError(DLPACK_ERROR)
@@ -342,6 +366,12 @@ def install() -> None:
     torch.as_tensor = _patched_as_tensor
     torch.asarray = _patched_asarray
     torch.utils.dlpack.to_dlpack = _patched_to_dlpack  # type: ignore[assignment]
+    for name in HOST_LIKE_FACTORIES:
+        _orig[name] = getattr(torch, name)
+        setattr(torch, name, _host_factory(_orig[name]))
+    for name in HOST_NEW_FACTORIES:
+        _orig["Tensor." + name] = getattr(torch.Tensor, name)
+        setattr(torch.Tensor, name, _host_factory(_orig["Tensor." + name]))
     torch.Tensor.pin_memory = _patched_pin_memory  # type: ignore[method-assign,assignment]
     torch._has_compatible_shallow_copy_type = _patched_shallow
 
@@ -355,6 +385,10 @@ def uninstall() -> None:
     torch.as_tensor = _orig["as_tensor"]
     torch.asarray = _orig["asarray"]
     torch.utils.dlpack.to_dlpack = _orig["to_dlpack"]
+    for name in HOST_LIKE_FACTORIES:
+        setattr(torch, name, _orig[name])
+    for name in HOST_NEW_FACTORIES:
+        setattr(torch.Tensor, name, _orig["Tensor." + name])
     torch.Tensor.pin_memory = _orig["pin_memory"]  # type: ignore[method-assign]
     torch._has_compatible_shallow_copy_type = _orig["shallow"]
     torch.utils.swap_tensors = _orig["swap_tensors"]

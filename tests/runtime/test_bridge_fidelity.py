@@ -157,3 +157,28 @@ def test_graph_replay_and_capture_begin_as_hpugraph_cpp(hpu: Any) -> None:
         g.capture_end()
     g.replay()
     assert z.cpu().tolist() == [2.0] * 4
+
+
+def test_a_second_graphs_capture_takes_the_capture_over(hpu: Any) -> None:
+    """HPUGraph.cpp:36-64: `capture_begin` checks only its own graph; a second graph's begin
+    inside a capture is a step marker and the context then captures into the second graph
+    (`setCaptureGraph(this)`); ops after the inner `capture_end` are captured by neither."""
+    hpu("lazy")
+    import habana_frameworks.torch as ht
+
+    outer, inner = ht.hpu.HPUGraph(), ht.hpu.HPUGraph()
+    x = torch.ones(4, device="hpu")
+    outer.capture_begin()
+    a = x + 1  # outer's
+    inner.capture_begin()  # no error
+    b = x * 3  # inner's
+    inner.capture_end()
+    c = x - 1  # neither's: runs once, now
+    outer.capture_end()
+    assert outer.captured and inner.captured
+    assert outer.device_op_count() == 1 and inner.device_op_count() == 1
+    x.copy_(torch.full((4,), 2.0))
+    outer.replay()
+    assert a.cpu().tolist() == [3.0] * 4 and b.cpu().tolist() == [3.0] * 4
+    inner.replay()
+    assert b.cpu().tolist() == [6.0] * 4 and c.cpu().tolist() == [0.0] * 4

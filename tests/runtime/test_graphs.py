@@ -164,7 +164,7 @@ def test_limitation_errors_use_the_bridge_strings(hpu: Any) -> None:
     g2 = ht_hpu.HPUGraph()
     g2.capture_begin()
     with pytest.raises(RuntimeError, match=r"FATAL ERROR :: MODULE:PT_DEVICE GRAPH:: graph "):
-        ht_hpu.HPUGraph().capture_begin()
+        g2.capture_begin()  # the same graph again (another graph's begin takes the capture)
     g2.capture_end()
     with pytest.raises(RuntimeError, match="mark_user_inputs must be while capturing"):
         g2.mark_user_inputs([x])
