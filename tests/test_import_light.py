@@ -47,3 +47,15 @@ def test_top_level_help_lists_every_command_without_the_heavy_libraries() -> Non
         assert command is not None
         full_help = " ".join((command.help or "").split())
         assert full_help.startswith(" ".join(line[1:]).rstrip(".")), f"{name}'s help differs"
+
+
+def test_a_command_loads_no_other_command_module() -> None:
+    """The group imports only the module of the command asked for (issue 27: start-up)."""
+    from hpuprof.cli.main import COMMAND_MODULES
+
+    code = (
+        "import sys\nfrom hpuprof.cli.main import main\ncode = main(['info', '--help'])\n"
+        f"print(','.join(m for m in {COMMAND_MODULES!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "hpuprof.cli.commands.info"
