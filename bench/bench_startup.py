@@ -14,6 +14,17 @@ is also printed as a ratio to `python -c pass` measured in the same rounds. Targ
 unmeasured run first); `info (no cache)` gets a fresh, empty cache directory each run, so it
 scans the JSON and writes the cache entry as a first run does.
 
+`hpuprof analyze --report bottleneck` on HTA's `df_index_resolver` trace (one rank, 3 MB gz,
+216k events; `--hta-trace`, from shared/traces/kineto) runs end to end beside HTA 0.5.0 asked
+the same questions in a fresh interpreter (`TraceAnalysis` load, then `get_temporal_breakdown`,
+`get_gpu_kernel_breakdown`, `get_idle_time_breakdown`), when `hta` imports; the ratio of HTA's
+time to hpuprof's is printed (target: at least 10x, issue 27). hpuprof runs through its load
+cache (filled by the unmeasured first run), HTA has none.
+
+Every child runs with bytecode caches (`PYTHONDONTWRITEBYTECODE` is dropped from its
+environment and every command runs once unmeasured first), as after `pip install`, which
+compiles them: without, each run compiles every hpuprof module it imports again.
+
 `--also DIR` measures the hpuprof commands of a second checkout of this repository (e.g. the
 commit before a change, with its built `_kineto_scan` extension) in the same rounds, with DIR
 first on PYTHONPATH; its rows are marked `[DIR's name]`.
@@ -35,8 +46,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TRACE = ROOT / "sample_traces" / "cpu_torch_profiler" / "trace.pt.trace.json"
 
+HTA_TRACE = (
+    ROOT.parent / "shared/traces/kineto/tests/data/df_index_resolver/df_index_resolver.json.gz"
+)
 TARGET_S = {"hpuprof --help": 0.150, "hpuprof info (cached)": 0.300}
 """Issue 27's start-up targets, wall seconds."""
+HTA_TARGET_RATIO = 10.0
+"""Issue 27: hpuprof at least this many times faster than HTA end to end on `HTA_TRACE`."""
+
+_HTA = """
+import logging, sys
+logging.disable(logging.WARNING)
+from hta.trace_analysis import TraceAnalysis
+analysis = TraceAnalysis(trace_files={1: sys.argv[1]})
+analysis.get_temporal_breakdown(visualize=False)
+analysis.get_gpu_kernel_breakdown(visualize=False)
+analysis.get_idle_time_breakdown(ranks=[1], visualize=False)
+"""
+"""HTA 0.5.0 asked what `hpuprof analyze --report bottleneck` answers, from a fresh process."""
 
 
 @dataclass(frozen=True)
@@ -73,20 +100,43 @@ def _run_once(argv: list[str], env: dict[str, str], cwd: Path) -> Sample:
     )  # ru_maxrss is in KiB on Linux
 
 
+def _why_no_hta(trace: Path) -> str:
+    """Why the HTA comparison cannot run ("" when it can: its trace is there, `hta` imports)."""
+    if not trace.is_file():
+        return f"no trace at {trace}"
+    done = subprocess.run([sys.executable, "-c", "import hta"], capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        return f"hta does not import ({last}); pip install HolisticTraceAnalysis"
+    return ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=9, help="child processes per command")
     parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE, help="a small trace")
     parser.add_argument("--also", type=Path, help="another checkout, measured alike")
+    parser.add_argument(
+        "--hta-trace", type=Path, default=HTA_TRACE, help="the trace of the HTA comparison"
+    )
     args = parser.parse_args()
     args.trace = args.trace.resolve()
     hpuprof = _hpuprof_argv()
     workdir = Path(tempfile.mkdtemp(prefix="bench-startup-"))
+    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     try:
         commands: dict[str, tuple[list[str], dict[str, str]]] = {
             "python -c pass": ([sys.executable, "-c", "pass"], {}),
             "import pandas (info's floor)": ([sys.executable, "-c", "import pandas"], {}),
         }
+        no_hta = _why_no_hta(args.hta_trace)
+        if not no_hta:
+            commands["HTA 0.5.0 (df_index_resolver)"] = (
+                [sys.executable, "-c", _HTA, str(args.hta_trace)],
+                {},
+            )
+        else:
+            print(f"HTA comparison left out: {no_hta}")
         checkouts = {"": {}} if args.also is None else {"": {}, f" [{args.also.name}]": {
             "PYTHONPATH": str(args.also.resolve())}}  # fmt: skip
         for tag, extra in checkouts.items():
@@ -96,11 +146,15 @@ def main() -> None:
             commands[f"hpuprof --help{tag}"] = ([*hpuprof, "--help"], extra)
             commands[f"hpuprof info (cached){tag}"] = ([*hpuprof, "info", str(args.trace)], warm)
             commands[f"hpuprof info (no cache){tag}"] = ([*hpuprof, "info", str(args.trace)], extra)
-            _run_once(commands[f"hpuprof info (cached){tag}"][0], {**os.environ, **warm}, workdir)
+            if not no_hta:
+                bottleneck = [*hpuprof, "analyze", "--report", "bottleneck", str(args.hta_trace)]
+                commands[f"hpuprof analyze (df_index_resolver){tag}"] = (bottleneck, warm)
+        for argv, extra in commands.values():  # bytecode caches and the warm load cache filled
+            _run_once(argv, {**base_env, **extra}, workdir)
         samples: dict[str, list[Sample]] = {name: [] for name in commands}
         for round_index in range(args.runs):
             for name, (argv, extra) in commands.items():
-                env = {**os.environ, **extra}
+                env = {**base_env, **extra}
                 if "(no cache)" in name:  # a fresh, empty cache directory each run
                     env["HPUPROF_CACHE_DIR"] = str(workdir / f"cold{round_index}{name}")
                 samples[name].append(_run_once(argv, env, workdir))
@@ -126,6 +180,18 @@ def _report(samples: dict[str, list[Sample]], args: argparse.Namespace) -> None:
         print(
             f"{name:<40}{wall * 1000:>9.1f}{wall / baseline:>10.2f}{cpu * 1000:>8.0f}{rss:>13.1f}   {verdict}"
         )
+    hta = samples.get("HTA 0.5.0 (df_index_resolver)")
+    for name, runs in samples.items():
+        if hta is None or not name.startswith("hpuprof analyze (df_index_resolver)"):
+            continue
+        wall_x, cpu_x = (
+            statistics.median(getattr(s, field) for s in hta)
+            / statistics.median(getattr(s, field) for s in runs)
+            for field in ("wall_s", "cpu_s")
+        )
+        verdict = "met" if wall_x >= HTA_TARGET_RATIO else "NOT met"
+        print(f"HTA / {name}: {wall_x:.2f}x wall, {cpu_x:.2f}x cpu   "
+              f">= {HTA_TARGET_RATIO:.0f}x: {verdict}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -24,11 +24,13 @@ HELP_MUST_NOT_LOAD = ("pandas", "numpy", "pyarrow", "torch", "dash", "plotly")
 
 
 def test_top_level_help_lists_every_command_without_the_heavy_libraries() -> None:
-    import typer
+    import click
 
     from hpuprof.cli.main import build_app
 
-    commands = typer.main.get_group(build_app()).commands
+    group = build_app()
+    with click.Context(group) as ctx:
+        commands = {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
     marker = "--loaded--"
     code = (
         "import sys\nfrom hpuprof.cli.main import main\ncode = main(['--help'])\n"
@@ -42,5 +44,18 @@ def test_top_level_help_lists_every_command_without_the_heavy_libraries() -> Non
     for name, command in commands.items():
         line = next((row.split() for row in listed if row.split()[:1] == [name]), [])
         assert len(line) > 1, f"{name} is not listed with its help"
+        assert command is not None
         full_help = " ".join((command.help or "").split())
         assert full_help.startswith(" ".join(line[1:]).rstrip(".")), f"{name}'s help differs"
+
+
+def test_a_command_loads_no_other_command_module() -> None:
+    """The group imports only the module of the command asked for (issue 27: start-up)."""
+    from hpuprof.cli.main import COMMAND_MODULES
+
+    code = (
+        "import sys\nfrom hpuprof.cli.main import main\ncode = main(['info', '--help'])\n"
+        f"print(','.join(m for m in {COMMAND_MODULES!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "hpuprof.cli.commands.info"

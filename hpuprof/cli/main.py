@@ -1,14 +1,14 @@
-"""`hpuprof` entry point: builds the Typer app from the command registry, maps errors to codes.
+"""`hpuprof` entry point: a click group over the command registry, mapping errors to exit codes.
 
-Each command lives in its own module under `hpuprof.cli.commands` and exposes
-`register(app: typer.Typer) -> None`. Command modules import nothing heavy at module level
-(no torch, no dash, no pandas): those imports live inside the command function, so
-`hpuprof --help` stays fast.
+Each command lives in its own module under `hpuprof.cli.commands`, which holds the click
+command of its own name (`hpuprof.cli.commands.info.info`), built with `hpuprof.cli.command`. The group imports a command's module only when
+that command is asked for (`hpuprof info ...` imports `info` alone; `--help` imports them all
+to list them), and command modules import nothing heavy at module level (no pandas, no torch,
+no dash): those imports live inside the command function, so `hpuprof --help` stays fast.
 
 Usage mistakes (an unknown option or command, a missing argument, a bad value) are click's to
-report: its usage line, what was wrong, "Did you mean ...?", exit 2. Typer runs on its own copy
-of click (typer >= 0.26), so they are left to its standalone mode rather than caught here by
-class; an `hpuprof.errors.UsageError` raised by a command joins them (`HpuprofCommand`).
+report: its usage line, what was wrong, "Did you mean ...?", exit 2; an
+`hpuprof.errors.UsageError` raised by a command joins them (`HpuprofCommand`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import typer
-from typer.core import TyperCommand
+import click
 
-from hpuprof.errors import HpuprofError, UsageError
+from hpuprof.cli.command import INTERRUPTED_EXIT, HpuprofCommand
+from hpuprof.errors import HpuprofError
 
 COMMAND_MODULES: tuple[str, ...] = (
     "hpuprof.cli.commands.info",
@@ -34,59 +34,61 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hpuprof.cli.commands.diff",
     "hpuprof.cli.commands.dashboard",
 )
-"""Registered commands, in `--help` order. Add a module here to add a command."""
-
+"""Registered commands, in `--help` order; each module's last name is its command's name.
+Add a module here to add a command."""
 
 INTERNAL_ERROR_EXIT = 70
 """EX_SOFTWARE: hpuprof itself failed."""
 
-INTERRUPTED_EXIT = 130
-"""128 + SIGINT, as a shell reports a Ctrl-C."""
+__all__ = ["COMMAND_MODULES", "INTERNAL_ERROR_EXIT", "INTERRUPTED_EXIT", "build_app", "main"]
 
 PROG_NAME = "hpuprof"
 
 
-class HpuprofCommand(TyperCommand):
-    """A command whose own exceptions end as the CLI promises.
+class LazyGroup(click.Group):
+    """The top-level group: a command's module is imported when that command is asked for."""
 
-    An `hpuprof.errors.UsageError` is reported as click reports a usage mistake: `ctx.fail`
-    raises the usage error of the click typer runs on, with this command's context, so the
-    message comes with the command's usage line and exit 2. Ctrl-C is one line and exit 130.
-    """
+    def __init__(self, modules: Sequence[str], **settings: Any) -> None:
+        super().__init__(**settings)
+        self.modules = {module.rsplit(".", 1)[1]: module for module in modules}
 
-    def invoke(self, ctx: Any) -> Any:
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.modules)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = self.modules.get(cmd_name)
+        if module is None:
+            return None
+        command = getattr(importlib.import_module(module), cmd_name, None)
+        if not isinstance(command, HpuprofCommand) or command.name != cmd_name:
+            raise TypeError(f"{module}.{cmd_name} must be the HpuprofCommand {cmd_name!r}")
+        return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
         try:
-            return super().invoke(ctx)
-        except UsageError as error:
-            ctx.fail(str(error))
-        except KeyboardInterrupt:
-            print("hpuprof: interrupted", file=sys.stderr)
-            raise typer.Exit(INTERRUPTED_EXIT) from None
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as error:  # suggest among commands not yet loaded
+            raise click.exceptions.NoSuchCommand(
+                error.command_name, possibilities=self.list_commands(ctx), ctx=ctx
+            ) from None
 
 
-def _exit_with_returned_code(code: object) -> None:
+def _exit_with_returned_code(code: object, **_params: object) -> None:
     """Result callback: a command's returned int is the exit code (standalone mode drops it)."""
     if isinstance(code, int) and code != 0:
-        raise typer.Exit(code)
+        raise click.exceptions.Exit(code)
 
 
-def build_app() -> typer.Typer:
-    app = typer.Typer(
+def build_app() -> LazyGroup:
+    """The `hpuprof` group (commands load on demand: `get_command(ctx, name)`)."""
+    return LazyGroup(
+        COMMAND_MODULES,
         name=PROG_NAME,
         help="Profile and analyse PyTorch on Intel Gaudi (HPU), real or emulated.",
-        no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-        # click's plain help and error text: rich panels label every flag `<bool>`
-        rich_markup_mode=None,
         result_callback=_exit_with_returned_code,
     )
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(app)
-    for command in app.registered_commands:
-        if command.cls in (None, TyperCommand):  # the default class: a command may bring its own
-            command.cls = HpuprofCommand
-    return app
 
 
 def _system_exit_code(done: SystemExit) -> int:
@@ -107,8 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        command = typer.main.get_command(build_app())
-        command.main(args=args, prog_name=PROG_NAME, standalone_mode=True)
+        build_app().main(args=args, prog_name=PROG_NAME, standalone_mode=True)
     except SystemExit as done:  # standalone mode ends every run, help and usage errors included
         return _system_exit_code(done)
     except HpuprofError as error:

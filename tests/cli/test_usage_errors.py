@@ -37,7 +37,7 @@ def _hpuprof(*argv: str) -> subprocess.CompletedProcess[str]:
         (
             ["analyze", str(LAZY), "--no-cache"],
             "analyze",
-            "Error: No such option: --no-cache (Possible options: --name, --no-color)",
+            "Error: No such option '--no-cache'. (Did you mean one of: '--name', '--no-color'?)",
         ),
         (["analyze"], "analyze", "Error: Missing argument"),
         (["anlyze"], "", "Error: No such command 'anlyze'. Did you mean 'analyze'?"),
@@ -140,15 +140,17 @@ def test_main_leaves_no_excepthook_behind() -> None:
 
 
 def test_every_option_says_what_it_does() -> None:
-    import typer
+    import click
 
     from hpuprof.cli.main import build_app
 
-    group = typer.main.get_command(build_app())
-    commands = group.commands.values()
+    group = build_app()
+    with click.Context(group) as ctx:
+        commands = [group.get_command(ctx, name) for name in group.list_commands(ctx)]
     silent = [
         f"{command.name} {param.opts[0]}"
         for command in commands
+        if command is not None
         for param in command.params
         if param.param_type_name == "option" and not (param.help or "").strip()
     ]

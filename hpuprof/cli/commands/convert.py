@@ -21,8 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
+from hpuprof.cli.command import command
 from hpuprof.errors import UsageError
 from hpuprof.path_text import path_text
 
@@ -121,19 +122,23 @@ def run_convert(source: Path, target: str) -> int:
     return 0
 
 
-def register(app: typer.Typer) -> None:
-    @app.command(
-        "convert",
-        help="Convert a trace: .json, .json.gz, .gz, .perfetto-trace/.pftrace, .parquet (by "
-        "extension); OUT may be a directory for one Chrome-trace file per rank. Without OUT, "
-        "a run directory gets the Perfetto trace of each finished rank.",
-    )
-    def convert(
-        source: Path = typer.Argument(..., help="Input trace file or directory of rank traces."),
-        target: str | None = typer.Argument(
-            None, help="Output file (format by extension) or dir/; none: a run's Perfetto traces."
-        ),
-    ) -> int:
-        if target is None:
-            return run_perfetto_of_run(source)
-        return run_convert(source, target)
+@command(
+    "convert",
+    help="Convert a trace: .json, .json.gz, .gz, .perfetto-trace/.pftrace, .parquet (by "
+    "extension); OUT may be a directory for one Chrome-trace file per rank. Without OUT, "
+    "a run directory gets the Perfetto trace of each finished rank.",
+)
+@click.argument(
+    "source",
+    type=click.Path(path_type=Path),
+    help="Input trace file or directory of rank traces.",
+)
+@click.argument(
+    "target",
+    required=False,
+    help="Output file (format by extension) or dir/; none: a run's Perfetto traces.",
+)
+def convert(source: Path, target: str | None) -> int:
+    if target is None:
+        return run_perfetto_of_run(source)
+    return run_convert(source, target)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
+import click
+
+from hpuprof.cli.command import command, option
 
 
 def _render_text(summary: Any) -> str:
@@ -30,36 +32,34 @@ def _render_text(summary: Any) -> str:
     return "\n".join(lines)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("info")
-    def info(
-        path: str = typer.Argument(..., help="trace file or directory of rank traces"),
-        as_json: bool = typer.Option(False, "--json", help="print JSON instead of text"),
-        cache: bool = typer.Option(True, "--cache/--no-cache", help="use the load cache"),
-    ) -> None:
-        """Events, time span, ranks, devices, categories, kinds, steps and format of a trace."""
-        import json
-        from pathlib import Path
+@command("info")
+@click.argument("path", help="trace file or directory of rank traces")
+@option("--json", "as_json", is_flag=True, default=False, help="print JSON instead of text")
+@option("--cache/--no-cache", default=True, help="use the load cache")
+def info(path: str, as_json: bool, cache: bool) -> None:
+    """Events, time span, ranks, devices, categories, kinds, steps and format of a trace."""
+    import json
+    from pathlib import Path
 
-        from hpuprof.trace.load import load
-        from hpuprof.trace.progress import delayed_progress
-        from hpuprof.trace.summary import summarize
+    from hpuprof.trace.load import load
+    from hpuprof.trace.progress import delayed_progress
+    from hpuprof.trace.summary import summarize
 
-        source = Path(path)
-        total = source.stat().st_size if source.is_file() else None
-        with delayed_progress(total, f"loading {source.name}") as progress:
-            trace = load(source, cache=cache, progress=progress)
-        summary = summarize(trace)
-        end = None
-        if source.is_dir():  # a run directory may say how the run ended
-            from hpuprof.capture.run_dir import read_run_end  # not for a file: start-up time
+    source = Path(path)
+    total = source.stat().st_size if source.is_file() else None
+    with delayed_progress(total, f"loading {source.name}") as progress:
+        trace = load(source, cache=cache, progress=progress)
+    summary = summarize(trace)
+    end = None
+    if source.is_dir():  # a run directory may say how the run ended
+        from hpuprof.capture.run_dir import read_run_end  # not for a file: start-up time
 
-            end = read_run_end(source)
-        if as_json:
-            data = summary.to_dict()
-            if end is not None:
-                data["run_end"] = {**end.to_json(), "detail": end.detail}
-            typer.echo(json.dumps(data, indent=2))
-        else:
-            text = _render_text(summary)
-            typer.echo(text if end is None else f"run ended:   {end.summary}\n{text}")
+        end = read_run_end(source)
+    if as_json:
+        data = summary.to_dict()
+        if end is not None:
+            data["run_end"] = {**end.to_json(), "detail": end.detail}
+        click.echo(json.dumps(data, indent=2))
+    else:
+        text = _render_text(summary)
+        click.echo(text if end is None else f"run ended:   {end.summary}\n{text}")

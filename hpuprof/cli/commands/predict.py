@@ -12,7 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import typer
+import click
+
+from hpuprof.cli.command import command, option
 
 HELP = """Predict a script's step time, throughput, MFU, compilations and peak HBM on a Gaudi.
 
@@ -27,38 +29,39 @@ FORMATS = ("text", "json")
 _PERCENT = {"mfu_pct", "host_bound_pct", "comm_pct"}
 
 
-def register(app: typer.Typer) -> None:
-    @app.command(
-        "predict",
-        help=HELP,
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+@command(
+    "predict",
+    help=HELP,
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+@click.pass_context
+@option("--device", default="gaudi2", help="gaudi2 | gaudi3.")
+@option("--cards", default=1, help="Data-parallel cards (each runs the batch).")
+@option("--steps", type=int, help="Stop the script after this many steps (default: all).")
+@option("--tokens-per-step", type=int, help="Tokens per step per card, if not from input ids.")
+@option("--mode", default="lazy", help="lazy | eager | compile.")
+@option("--format", "fmt", default="text", help="text | json.")
+@option("-o", "--output", type=click.Path(path_type=Path), help="Also write a run directory.")
+def predict(
+    ctx: click.Context,
+    device: str,
+    cards: int,
+    steps: int | None,
+    tokens_per_step: int | None,
+    mode: str,
+    fmt: str,
+    output: Path | None,
+) -> int:
+    return predict_command(
+        list(ctx.args),
+        device=device,
+        cards=cards,
+        steps=steps,
+        tokens_per_step=tokens_per_step,
+        mode=mode,
+        fmt=fmt,
+        output=output,
     )
-    def predict(
-        ctx: typer.Context,
-        device: str = typer.Option("gaudi2", "--device", help="gaudi2 | gaudi3."),
-        cards: int = typer.Option(1, "--cards", help="Data-parallel cards (each runs the batch)."),
-        steps: int | None = typer.Option(
-            None, "--steps", help="Stop the script after this many steps (default: all)."
-        ),
-        tokens_per_step: int | None = typer.Option(
-            None, "--tokens-per-step", help="Tokens per step per card, if not from input ids."
-        ),
-        mode: str = typer.Option("lazy", "--mode", help="lazy | eager | compile."),
-        fmt: str = typer.Option("text", "--format", help="text | json."),
-        output: Path | None = typer.Option(
-            None, "-o", "--output", help="Also write a run directory."
-        ),
-    ) -> int:
-        return predict_command(
-            list(ctx.args),
-            device=device,
-            cards=cards,
-            steps=steps,
-            tokens_per_step=tokens_per_step,
-            mode=mode,
-            fmt=fmt,
-            output=output,
-        )
 
 
 def predict_command(
