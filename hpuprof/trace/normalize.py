@@ -451,6 +451,8 @@ class _Normalizer:
         del lane
         nested = self._soon(nest, lanes.lane, lanes.start, lanes.end)
         args = None if self.pool is None else self.pool.submit(take_binary, raw.args, rows)
+        if args is not None:  # nothing else reads them: they go once they are taken
+            raw.release("args")
         instant = _code_mask(raw.ph, {"i", "I"}, rows)
         device_columns = self._soon(
             self._device_columns, rows, pid_codes, tid_codes, instant, processes, threads
@@ -521,7 +523,7 @@ class _Normalizer:
             release_free_memory()
         taken = take_binary(raw.args, rows) if args is None else args.result()
         columns["args"] = _args_column(taken)
-        raw.release("args")
+        raw.release("args")  # (without a pool; released above with one)
         frame = pd.DataFrame(
             {name: columns.pop(name) for name in EVENT_COLUMNS if name in columns}, copy=False
         )
