@@ -1,7 +1,7 @@
 """Load benchmark: JSON -> Trace MB/s for hpuprof vs the naive baseline, peak RSS, cached reopen.
 
 Each measurement runs in a fresh subprocess (peak RSS from `ru_maxrss` of that process), pinned
-to one core when possible. Prints the figures and their ratio in one run: wall-clock figures,
+to one core when possible (`--threads N`: to N cores, hpuprof scanning with N threads). Prints the figures and their ratio in one run: wall-clock figures,
 and beside them CPU-time figures (on a shared, busy machine the wall clock includes waiting for
 the core). The cached reopen is a second `hpuprof.load` of the same file (the memory-mapped
 load cache, written to a scratch `XDG_CACHE_HOME`); the Parquet reopen (`save_parquet` file) is
@@ -26,7 +26,8 @@ _CHILD = r"""
 import json, os, resource, sys, time
 if hasattr(os, "sched_setaffinity"):
     try:
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        cores = int(os.environ.get("HPUPROF_LOAD_THREADS", "1"))
+        os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:cores]))
     except OSError:
         pass
 mode, path = sys.argv[1], sys.argv[2]
@@ -57,9 +58,14 @@ print(json.dumps({"seconds": seconds, "cpu": cpu, "rows": rows, "peak": peak, "i
 """
 
 
+_THREADS = 1
+
+
 def _run(mode: str, trace: Path, extra: str = "", cache: str = "") -> dict[str, float]:
     args = [sys.executable, "-c", _CHILD, mode, str(trace)] + ([extra] if extra else [])
-    env = {**os.environ, "XDG_CACHE_HOME": cache} if cache else None
+    env = {**os.environ, "HPUPROF_LOAD_THREADS": str(_THREADS)}
+    if cache:
+        env["XDG_CACHE_HOME"] = cache
     out = subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
 
@@ -69,7 +75,15 @@ def main() -> None:
     parser.add_argument("trace", nargs="?", type=Path)
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--skip-naive", action="store_true", help="skip the slow baseline")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="each load pinned to this many cores, hpuprof scanning with as many threads",
+    )
     options = parser.parse_args()
+    global _THREADS
+    _THREADS = max(options.threads, 1)
     with tempfile.TemporaryDirectory() as scratch:
         sys.path.insert(0, str(Path(__file__).parent))
         from gen_synthetic_trace import trace_or_generated
@@ -77,7 +91,7 @@ def main() -> None:
         trace = trace_or_generated(options.trace, scratch, options.events)
         size = os.path.getsize(trace)
         mb = size / 1e6
-        print(f"trace: {trace} ({mb:,.1f} MB)")
+        print(f"trace: {trace} ({mb:,.1f} MB); each load on {_THREADS} core(s)")
         ours = _run("hpuprof", trace)
         print(
             f"hpuprof   JSON -> Trace: {mb / ours['seconds']:8.1f} MB/s  ({ours['seconds']:.2f} s, "

@@ -40,3 +40,18 @@ class OutputError(HpuprofError):
     """An output cannot be written (unwritable directory, disk full)."""
 
     exit_code = 3
+
+
+class MemoryLimitError(HpuprofError):
+    """A load ran out of the memory this process may use (`ulimit -v`, a container's limit).
+
+    Args:
+        path: the file being loaded.
+        message: what was being done, the file's size and the limit, in words.
+    """
+
+    exit_code = 4
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path_text(str(path))
+        super().__init__(f"{self.path}: {message}")

@@ -148,8 +148,6 @@ def binary_array(values: Sequence[Any]) -> pa.LargeBinaryArray:
 
 
 _TAKE_ROWS = 1 << 16
-_FEW_ROWS = 16
-"""`take_binary` reads only the offsets of the rows it takes when they are fewer than 1 in this."""
 
 
 def _binary_piece(n: int, offsets: Any, data: Any) -> pa.LargeBinaryArray:
@@ -178,9 +176,10 @@ def take_binary(
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     if len(rows) and (rows.min() < 0 or rows.max() >= len(array)):
         raise IndexError("take_binary: row out of range")
-    if len(pieces) == 1 and len(rows) * _FEW_ROWS < len(array):
-        # a few rows of one piece (the args keys of some events): their offsets only, not a
-        # start and length for every row of the column
+    if len(pieces) == 1:
+        # one piece (a file's args; the args keys of some events): the offsets of the rows
+        # taken only, not a start and length for every row of the column (three column-long
+        # int64 temporaries at the load's peak)
         piece_offsets = _piece_offsets(pieces[0])
         starts = piece_offsets[rows]
         lengths = piece_offsets[rows + 1] - starts

@@ -20,7 +20,6 @@ import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ from hpuprof.trace.columns import (
     take_binary,
     to_int64_ids,
 )
-from hpuprof.trace.derive import start, with_derived
+from hpuprof.trace.derive import with_derived
 from hpuprof.trace.heap import release_free_memory
 from hpuprof.trace.model import Trace
 from hpuprof.trace.nesting import enclosing, lane_bounds, lane_order, nest, time_order
@@ -99,11 +98,11 @@ def build_trace(
     """Normalize the raw columns of one file into a `Trace` (rank detected unless given).
 
     With `threads` > 1, the parts that do not depend on one another (the durations, the
-    flows table, the events' args copied in C, the nesting, the device columns, the
-    categorical columns, the steps, the flops and runtime keys) are built in other threads
-    while this one follows the chain nesting -> flow correlation -> derived columns: the same
-    tables, sooner (most of that work runs in numpy, Arrow or C without the GIL), with the
-    args copy's buffer alive earlier (a higher peak RSS).
+    flows table, the nesting, the device columns, the categorical columns, the steps, the
+    flops and runtime keys) are built in other threads while this one follows the chain
+    nesting -> flow correlation -> derived columns: the same tables, sooner (most of that work
+    runs in numpy, Arrow or C without the GIL). The events' args are copied last in either
+    case, once the other raw columns are gone (the load's peak: both args buffers).
     """
     normalizer = _Normalizer(raw, metadata, source)
     if threads <= 1:
@@ -450,7 +449,6 @@ class _Normalizer:
         lanes = _Lanes(by_lane, lane[by_lane], ts[by_lane], (ts + dur)[by_lane])
         del lane
         nested = self._soon(nest, lanes.lane, lanes.start, lanes.end)
-        args = None if self.pool is None else self.pool.submit(take_binary, raw.args, rows)
         instant = _code_mask(raw.ph, {"i", "I"}, rows)
         device_columns = self._soon(
             self._device_columns, rows, pid_codes, tid_codes, instant, processes, threads
@@ -466,14 +464,7 @@ class _Normalizer:
         for field in _CATEGORICAL_SOURCES:
             taken[field] = self._soon(_categorical_at, getattr(raw, field), rows)
         raw.release("input_dims", "input_types", "mode", "module", "phase", "flush_reason")
-        # the flops and runtime keys read no nesting: they start once their columns exist,
-        # while this thread follows the nesting -> correlation chain
         devices = after(self.pool, [device_columns], _device_frame_columns)
-        started = None
-        if self.pool is not None and args is not None:
-            needs = [devices, taken["name"], taken["input_dims"], taken["input_types"], args]
-            sources = after(self.pool, needs, partial(_parallel_sources, our_rows=our_rows))
-            started = start(self.pool, sources)
 
         depth_l, parent_l = nested.result()
         del nested
@@ -515,19 +506,20 @@ class _Normalizer:
         columns.update((field, part.result()) for field, part in taken.items())
         del taken
         # last, when every other raw column is gone: the args, into a buffer of their exact size
-        # (the heap's free pages go back first: the load peaks here, with both args buffers;
-        # with a pool they were taken meanwhile, and trimming now would only delay this thread)
-        if args is None:
-            release_free_memory()
-        taken = take_binary(raw.args, rows) if args is None else args.result()
-        columns["args"] = _args_column(taken)
+        # (the heap's free pages go back first: the load peaks here, with both args buffers).
+        # Also with a pool: taken there beside the nesting (and the flops and runtime keys read
+        # from them meanwhile), both args buffers coexisted with the raw columns: 260 MB
+        # synthetic trace, 2 threads, same-run A/B: peak RSS 2.47x -> 2.09x the JSON size,
+        # 54.7 -> 58.8 MB/s (loaded machine); `with_derived` starts those parts in the pool
+        release_free_memory()
+        columns["args"] = _args_column(take_binary(raw.args, rows))
         raw.release("args")
         frame = pd.DataFrame(
             {name: columns.pop(name) for name in EVENT_COLUMNS if name in columns}, copy=False
         )
         # the steps (no derived column reads them) are taken once the derived columns are made
         late = {"step": lambda: step.result().astype(np.int32)}
-        return with_derived(frame, self.pool, late, started, our_rows)
+        return with_derived(frame, self.pool, late, None, our_rows)
 
     def _graph_ids(self, rows: NDArray[np.int64]) -> pd.Categorical:
         raw = self.raw
@@ -780,26 +772,6 @@ def _device_frame_columns(
 def _args_column(taken: pa.LargeBinaryArray) -> pd.api.extensions.ExtensionArray:
     """The events' raw args as the `args` column (Arrow binary, not copied)."""
     return pd.arrays.ArrowExtensionArray(pa.chunked_array([taken]))
-
-
-def _parallel_sources(
-    devices: Mapping[str, Any],
-    name: pd.Categorical,
-    input_dims: pd.Categorical,
-    input_types: pd.Categorical,
-    args: pa.LargeBinaryArray,
-    *,
-    our_rows: NDArray[np.int64],
-) -> dict[str, Any]:
-    """The columns that `derive.start` reads (`derive.PARALLEL_SOURCES`, and `our_rows`)."""
-    return {
-        **devices,
-        "name": name,
-        "input_dims": input_dims,
-        "input_types": input_types,
-        "args": _args_column(args),
-        "our_rows": our_rows,
-    }
 
 
 def _categorical_at(coded: Coded, rows: NDArray[np.int64]) -> pd.Categorical:

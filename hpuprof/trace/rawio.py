@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hpuprof.errors import TraceFormatError
+from hpuprof.trace.memory_limit import may_map
 
 GZIP_MAGIC = b"\x1f\x8b"
 READ_SIZE = 1 << 22  # compressed bytes per read; plain files read BLOCK_SIZE at once
@@ -26,9 +27,10 @@ def map_plain(path: Path) -> mmap.mmap | None:
 
     The reader decodes straight from the mapped page cache (no copy of the file's bytes), may
     write a byte in place (a private copy of one page; the file never changes), and drops the
-    pages it has consumed from its resident set as it goes.
+    pages it has consumed from its resident set as it goes. None too for a file too large to
+    map under the process's address-space limit (`memory_limit.may_map`): it is streamed.
     """
-    if is_gzip(path):
+    if is_gzip(path) or not may_map(path.stat().st_size):
         return None
     with open(path, "rb") as handle:
         try:

@@ -87,7 +87,12 @@ def load_file(
             return cached
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trace = trace_format.read(source, ReadOptions(progress, threads))
+        try:
+            trace = trace_format.read(source, ReadOptions(progress, threads))
+        except MemoryError:  # (`ulimit -v`, a container's limit): the limit named, no traceback
+            from hpuprof.trace.memory_limit import out_of_memory
+
+            raise out_of_memory(source) from None
     for warning in caught:
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     if cache and not caught:

@@ -65,3 +65,39 @@ def test_a_library_load_leaves_the_process_as_it_found_it() -> None:
 
 def test_the_command_line_process_tunes_its_heap() -> None:
     assert _probe("tuned") == "1 True True"  # fixed at 1 MiB: the 2 MiB block is mmapped
+
+
+# a chunk's NON_MAIN_ARENA bit (in the size word before it): set when a thread's block came
+# from a heap of its own, not the main one
+_ARENA_PROBE = textwrap.dedent(
+    """
+    import ctypes, sys, threading
+    libc = ctypes.CDLL("libc.so.6")
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    if sys.argv[1] == "tuned":
+        from hpuprof.trace.heap import tune_process
+        tune_process()
+    seen = []
+    def allocate():
+        block = libc.malloc(256)
+        word = ctypes.c_size_t.from_address(block - ctypes.sizeof(ctypes.c_size_t)).value
+        seen.append(word >> 2 & 1)
+        libc.free(block)
+    threads = [threading.Thread(target=allocate) for _ in range(4)]
+    [t.start() for t in threads]; [t.join() for t in threads]
+    print(max(seen))
+    """
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's heap")
+def test_the_command_line_process_threads_share_one_heap() -> None:
+    def probe(mode: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-c", _ARENA_PROBE, mode], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    assert probe("tuned") == "0"  # every thread's block from the main heap
+    assert probe("library") == "1"  # (the probe sees a thread's own heap when there is one)
