@@ -33,7 +33,9 @@ NODE_ENGINES = ("MME", "TPC", "DMA")
 OTHER_COMPUTE = {"MME": ("TPC",), "TPC": ("MME",), "DMA": ("MME", "TPC")}
 """For each engine class, the engines whose activity hides (unexposes) its time."""
 _ITERATION = re.compile(r"^(.*) iter \d+$")
-_TOUCH_NS = 1  # Intel's node times are ns-rounded µs: an activation may start 1 ns before
+_INTEL_RESOLUTION = 1
+"""Intel's node times are µs printed to the ns (3 decimals), not a tunable threshold: an
+activation may start up to this many ns before the node's printed start."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,9 @@ def _iterations(frame: pd.DataFrame, spans: pd.DataFrame) -> np.ndarray:
         if mine.empty:
             continue
         starts = mine["start"].to_numpy(np.int64)
-        which = np.searchsorted(starts, group["start"].to_numpy(np.int64) + _TOUCH_NS, "right")
+        which = np.searchsorted(
+            starts, group["start"].to_numpy(np.int64) + _INTEL_RESOLUTION, "right"
+        )
         names = mine["name"].to_numpy(dtype=object)
         node[group.index.to_numpy()] = names[np.maximum(which - 1, 0)]
     return node
