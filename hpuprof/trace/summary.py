@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -38,9 +39,10 @@ class TraceSummary:
         return asdict(self)
 
 
-def _device_names(trace: Trace) -> dict[int, str]:
+def device_names(metadata: Mapping[int, Mapping[str, Any]]) -> dict[int, str]:
+    """Accelerator index -> name, from the deviceProperties of `metadata`."""
     names: dict[int, str] = {}
-    for meta in trace.metadata.values():
+    for meta in metadata.values():
         props = meta.get("deviceProperties")
         if not isinstance(props, list):
             continue
@@ -62,7 +64,7 @@ def summarize(trace: Trace) -> TraceSummary:
     device_ids = sorted(
         int(d) for d in events.loc[events["is_device"], "device"].unique() if d != NO_ID
     )
-    names = _device_names(trace)
+    names = device_names(trace.metadata)
     devices = {str(d): names.get(d, "") for d in device_ids}
     steps = sorted(int(s) for s in events["step"].unique() if s != NO_ID)
     cats = events["cat"].value_counts()
