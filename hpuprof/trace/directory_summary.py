@@ -57,18 +57,42 @@ def summarize_files(
     files: Sequence[Path],
     load_one: Callable[[Path], Trace],
     advance: Callable[[int], None] | None = None,
+    *,
+    cache: bool = True,
 ) -> TraceSummary:
-    """The summary of the rank files `files` (each loaded by `load_one`, then dropped);
-    `advance` is called with each file's size once it is done."""
+    """The summary of the rank files `files`, each loaded by `load_one` and dropped (or, with
+    `cache`, its part read from `summary_cache` when there); `advance` is called with each
+    file's size once it is done."""
     if len(files) == 1:
         return summary.summarize(load_one(files[0]))  # (its loader's device time, as before)
-    return merge_parts(list(_parts(files, load_one, advance)))
+    return merge_parts(list(_parts(files, load_one, advance, cache)))
 
 
 def _parts(
-    files: Iterable[Path], load_one: Callable[[Path], Trace], advance: Callable[[int], None] | None
+    files: Iterable[Path],
+    load_one: Callable[[Path], Trace],
+    advance: Callable[[int], None] | None,
+    cache: bool,
 ) -> Iterable[TracePart]:
     for path in files:
-        yield trace_part(load_one(path))
+        yield _part(path, load_one, cache)
         if advance is not None:
             advance(path.stat().st_size)
+
+
+def _part(path: Path, load_one: Callable[[Path], Trace], cache: bool) -> TracePart:
+    """The summary part of one file; cached only when its load warned of nothing (a cached part
+    would silence the warning on the next run)."""
+    from hpuprof.trace.summary_cache import read_part, write_part
+
+    cached = read_part(path) if cache else None
+    if cached is not None:
+        return cached
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        part = trace_part(load_one(path))
+    for warning in caught:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    if cache and not caught:
+        write_part(path, part)
+    return part

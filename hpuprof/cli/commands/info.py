@@ -47,7 +47,7 @@ def _summary(source: Any, cache: bool) -> Any:
     files = directory_trace_files(source)
     total = sum(f.stat().st_size for f in files)
     with delayed_progress(total, f"loading {len(files):,} files of {source.name}") as progress:
-        return summarize_files(files, lambda f: load_file(f, cache=cache), progress)
+        return summarize_files(files, lambda f: load_file(f, cache=cache), progress, cache=cache)
 
 
 def register(app: typer.Typer) -> None:
