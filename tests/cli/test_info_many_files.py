@@ -58,6 +58,7 @@ def test_directory_figures_are_the_combined_traces_first_and_cached(
     expected = json.loads(json.dumps(_combined(run)))
     assert _info_json(run, capsys) == expected
     assert len(os.listdir(cache_dir / "summaries")) == 3
+    assert not list(cache_dir.glob("*.arrow"))  # only the summaries: no events table stored
     assert _info_json(run, capsys) == expected  # from the cached parts
 
 

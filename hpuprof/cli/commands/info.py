@@ -47,7 +47,9 @@ def _summary(source: Any, cache: bool) -> Any:
     files = directory_trace_files(source)
     total = sum(f.stat().st_size for f in files)
     with delayed_progress(total, f"loading {len(files):,} files of {source.name}") as progress:
-        return summarize_files(files, lambda f: load_file(f, cache=cache), progress, cache=cache)
+        return summarize_files(
+            files, lambda f: load_file(f, cache=cache, store=len(files) == 1), progress, cache=cache
+        )
 
 
 def register(app: typer.Typer) -> None:
