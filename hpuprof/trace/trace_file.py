@@ -72,8 +72,11 @@ def load_file(
     cache: bool = True,
     progress: LoadProgress | None = None,
     threads: int | None = None,
+    store: bool = True,
 ) -> Trace:
-    """Load one trace file (see `hpuprof.trace.load.load`)."""
+    """Load one trace file (see `hpuprof.trace.load.load`); with `cache` but not `store`, the
+    load cache is read but no entry is written (`hpuprof info` over many files caches only
+    their summaries: writing 10,000 entries cost more than reading the files)."""
     import warnings
 
     require_regular_file(source)
@@ -95,7 +98,7 @@ def load_file(
             raise out_of_memory(source) from None
     for warning in caught:
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    if cache and not caught:
+    if cache and store and not caught:
         from hpuprof.trace.cache import write_cache
 
         write_cache(source, trace)

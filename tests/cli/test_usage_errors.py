@@ -85,12 +85,14 @@ def test_analyze_help_lists_its_flags_bare(capsys: pytest.CaptureFixture[str]) -
 
 def _summarize_raises(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
     """`hpuprof info` fails inside the command, where a bug of ours would."""
+    import hpuprof.trace.directory_summary
     import hpuprof.trace.summary
 
     def broken_summary(*_args: object, **_kwargs: object) -> None:
         raise error
 
-    monkeypatch.setattr(hpuprof.trace.summary, "summarize", broken_summary)
+    monkeypatch.setattr(hpuprof.trace.summary, "summarize", broken_summary)  # a file
+    monkeypatch.setattr(hpuprof.trace.directory_summary, "merge_parts", broken_summary)  # a dir
 
 
 def test_a_bug_of_ours_is_still_internal_error_70(

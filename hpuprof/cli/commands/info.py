@@ -32,6 +32,28 @@ def _render_text(summary: Any) -> str:
     return "\n".join(lines)
 
 
+def _summary(source: Any, cache: bool) -> Any:
+    """The summary of a trace file, or of a directory's rank files summarized one by one (a bar
+    on stderr counts their bytes when it takes more than a second)."""
+    from hpuprof.trace.load import load
+    from hpuprof.trace.progress import delayed_progress
+    from hpuprof.trace.summary import summarize
+
+    if not source.is_dir():
+        total = source.stat().st_size if source.is_file() else None
+        with delayed_progress(total, f"loading {source.name}") as progress:
+            return summarize(load(source, cache=cache, progress=progress))
+    from hpuprof.trace.directory_summary import summarize_files
+    from hpuprof.trace.trace_file import directory_trace_files, load_file
+
+    files = directory_trace_files(source)
+    total = sum(f.stat().st_size for f in files)
+    with delayed_progress(total, f"loading {len(files):,} files of {source.name}") as progress:
+        return summarize_files(
+            files, lambda f: load_file(f, cache=cache, store=len(files) == 1), progress, cache=cache
+        )
+
+
 @command("info")
 @click.argument("path", help="trace file or directory of rank traces")
 @option("--json", "as_json", is_flag=True, default=False, help="print JSON instead of text")
@@ -41,15 +63,8 @@ def info(path: str, as_json: bool, cache: bool) -> None:
     import json
     from pathlib import Path
 
-    from hpuprof.trace.load import load
-    from hpuprof.trace.progress import delayed_progress
-    from hpuprof.trace.summary import summarize
-
     source = Path(path)
-    total = source.stat().st_size if source.is_file() else None
-    with delayed_progress(total, f"loading {source.name}") as progress:
-        trace = load(source, cache=cache, progress=progress)
-    summary = summarize(trace)
+    summary = _summary(source, cache)
     end = None
     if source.is_dir():  # a run directory may say how the run ended
         from hpuprof.capture.run_dir import read_run_end  # not for a file: start-up time

@@ -1,0 +1,91 @@
+"""`hpuprof info DIR` summarizes rank files one by one (and caches each file's part): the figures
+are those of the combined trace, on a first and on a cached run."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from hpuprof.cli.main import main
+from hpuprof.trace.combine import combine
+from hpuprof.trace.load import load_file
+from hpuprof.trace.summary import summarize
+from hpuprof.trace.trace_file import trace_files
+
+
+def _write(path: Path, rank: int | None, names: list[str], start_us: float) -> None:
+    events = [
+        {"ph": "X", "cat": "cpu_op" if i % 2 else "user_annotation", "name": name, "pid": 1,
+         "tid": 1, "ts": start_us + 10 * i, "dur": 5, "args": {}}
+        for i, name in enumerate(names)
+    ]  # fmt: skip
+    trace: dict[str, object] = {"traceEvents": events}
+    if rank is not None:
+        trace["distributedInfo"] = {"rank": rank}
+    path.write_text(json.dumps(trace))
+
+
+def _info_json(
+    directory: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> dict[str, object]:
+    assert main(["info", "--json", *extra, str(directory)]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _combined(directory: Path) -> dict[str, object]:
+    traces = [load_file(f, cache=False) for f in trace_files(directory)]
+    return summarize(combine(traces)).to_dict()
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HPUPROF_CACHE_DIR", str(cache))
+    return cache
+
+
+def test_directory_figures_are_the_combined_traces_first_and_cached(
+    tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    _write(run / "b.json", 1, ["aten::mm", "aten::add", "aten::mm"], 100)
+    _write(run / "a.json", 0, ["aten::add", "step", "aten::relu", "aten::add"], 40)
+    _write(run / "c.json", 2, [], 0)  # an empty rank
+    expected = json.loads(json.dumps(_combined(run)))
+    assert _info_json(run, capsys) == expected
+    assert len(os.listdir(cache_dir / "summaries")) == 3
+    assert not list(cache_dir.glob("*.arrow"))  # only the summaries: no events table stored
+    assert _info_json(run, capsys) == expected  # from the cached parts
+
+
+def test_shared_ranks_are_numbered_in_file_order_and_warned_each_run(
+    tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for i in range(3):
+        _write(run / f"w{i}.json", None, ["aten::mm"] * (i + 1), 10 * i)
+    with pytest.warns(UserWarning, match="share ranks"):
+        expected = json.loads(json.dumps(_combined(run)))
+    for _ in range(2):
+        with pytest.warns(UserWarning, match=r"share ranks \[0, 0, 0\]"):
+            assert _info_json(run, capsys) == expected
+    assert expected["ranks"] == [0, 1, 2]
+
+
+def test_a_changed_file_is_read_again_and_no_cache_writes_nothing(
+    tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    _write(run / "a.json", 0, ["x"], 0)
+    _write(run / "b.json", 1, ["y"], 0)
+    assert _info_json(run, capsys, "--no-cache")["events"] == 2
+    assert not cache_dir.exists()
+    assert _info_json(run, capsys)["events"] == 2
+    _write(run / "b.json", 1, ["y", "z", "w"], 0)
+    assert _info_json(run, capsys)["events"] == 4
