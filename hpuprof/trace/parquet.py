@@ -140,6 +140,10 @@ def trace_from_table(table: pa.Table, source: Path, *, check_values: bool = True
         ) from None
     raw_meta = _decoded(meta, "metadata", source, dict)
     sources = _decoded(meta, "sources", source, list)
+    if not all(isinstance(s, str) for s in sources):
+        raise TraceFormatError(
+            str(source), f"file metadata key {_KEY}sources", "a JSON list of file names"
+        )
     try:
         metadata = {int(rank): value for rank, value in raw_meta.items()}
         trace_format = _key(meta, "format", source).decode()

@@ -86,10 +86,16 @@ def test_unknown_output_extension_is_a_usage_error(
 def test_unknown_input_extension_and_missing_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    odd = tmp_path / "trace.csv"
+    odd = tmp_path / "trace.xyz"
     odd.write_text("a,b\n")
     assert main(["convert", str(odd), str(tmp_path / "o.json")]) == 2
     assert "unknown input extension" in capsys.readouterr().err
+    # .csv is a Gaudi hardware-profiler export: a CSV that is not one is told so, with its line
+    not_gaudi = tmp_path / "trace.csv"
+    not_gaudi.write_text("a,b\n")
+    assert main(["convert", str(not_gaudi), str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err
+    assert str(not_gaudi) in err and "line 1" in err and "hardware-profiler CSV header" in err
     assert main(["convert", str(tmp_path / "none.json"), str(tmp_path / "o.json")]) == 2
     assert "no such file" in capsys.readouterr().err
 

@@ -326,7 +326,7 @@ def make_mutant(plan: Plan, seed: Seed, index: int, workdir: Path) -> dict[str, 
         return _described(seed, mutation, target, expect, size, size)
     suffix = "".join(seed.path.suffixes[-2:]) if seed.kind == "gzip" else seed.path.suffix
     if seed.kind == "json":
-        mutation = rng.choice(sorted(mutate.JSON_MUTATIONS))
+        mutation = rng.choice(mutate.mutations_for(seed.data))
         data, expect = mutate.JSON_MUTATIONS[mutation](seed.data, rng, ctx)
         if rng.random() < 0.1:
             suffix = rng.choice(("", ".trace", ".gz", ".pftrace"))  # found by content, or not

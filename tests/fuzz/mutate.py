@@ -13,6 +13,7 @@ stdlib's `json.JSONDecoder.raw_decode`).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -487,6 +488,29 @@ def metadata_value(data: bytes, rng: random.Random, ctx: Context) -> tuple[bytes
         ]
     )
     return doc.encode(), NONE
+
+
+BYTE_MUTATIONS: tuple[str, ...] = (
+    "byte_flip",
+    "truncate",
+    "insert_garbage",
+    "invalid_utf8",
+    "bom",
+    "empty",
+)
+"""The JSON mutations that need no decoded document: the only ones for a seed that is not one
+JSON document (the Synapse logger's excerpt has no enclosing brackets and is cut inside an
+event at both ends)."""
+
+
+@functools.lru_cache(maxsize=64)
+def mutations_for(data: bytes) -> list[str]:
+    """The names of `JSON_MUTATIONS` that apply to the seed `data` (one parse per seed)."""
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return sorted(BYTE_MUTATIONS)
+    return sorted(JSON_MUTATIONS)
 
 
 JSON_MUTATIONS: dict[str, Mutation] = {

@@ -341,7 +341,9 @@ def test_perfetto_damaged_metadata_blob(tmp_path: Path) -> None:
     _refused(path, "hpuprof.trace", "tables hpuprof wrote")
 
 
-@pytest.mark.parametrize("damage", ["key", "truncated", "column", "parent", "cycle", "op_row"])
+@pytest.mark.parametrize(
+    "damage", ["key", "sources", "truncated", "column", "parent", "cycle", "op_row"]
+)
 def test_damaged_parquet(tmp_path: Path, damage: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -360,6 +362,11 @@ def test_damaged_parquet(tmp_path: Path, damage: str) -> None:
         del meta[b"hpuprof.sources"]
         table = table.replace_schema_metadata(meta)
         where, expected = "hpuprof.sources", "metadata"
+    elif damage == "sources":  # the fuzz's #116: a file name that is a number
+        meta = dict(table.schema.metadata)
+        meta[b"hpuprof.sources"] = b"[7]"
+        table = table.replace_schema_metadata(meta)
+        where, expected = "hpuprof.sources", "list of file names"
     elif damage == "column":
         index = table.column_names.index("step")
         table = table.set_column(index, "step", pa.array(["x"] * len(table)))
