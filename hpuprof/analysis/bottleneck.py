@@ -47,7 +47,7 @@ from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
 from hpuprof.analysis.run_practice import RunPractice, run_practice
-from hpuprof.analysis.step_split import DeviceSets, device_sets, split_windows
+from hpuprof.analysis.step_split import DeviceSets, device_sets, engine_sets, split_windows
 from hpuprof.analysis.step_split import merged as _merged
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import NO_ID
@@ -93,8 +93,10 @@ class EngineRow:
 
 @dataclass(frozen=True)
 class HostDeviceRow:
-    """habana_perf_tool-style summary for one rank (gaudi.md 6.4). The MME / TPC / DMA times
-    are a Gaudi's engines: None on a trace of another device, which has none of them."""
+    """habana_perf_tool-style summary for one rank (gaudi.md 6.4), for every device, over the
+    rank's whole span (host and device); the `perf_tool` report gives Intel's fields over the
+    profiled steps, Gaudi only. Both take the engine sets from `step_split.engine_sets`. The
+    MME / TPC / DMA times are a Gaudi's engines: None on a trace of another device."""
 
     rank: int
     wall_ns: int
@@ -433,10 +435,7 @@ def _host_device_row(
     """habana_perf_tool's host / device summary of one rank (`sets.busy` not empty); host busy
     is the union of the host's own work (`_common.host_work`: ops, runtime calls, compiles)."""
     busy = sets.busy
-    eng = strs(rdev["engine"])
-    mme = _merged(rdev[eng == "MME"])
-    tpc = _merged(rdev[eng == "TPC"])
-    dma = _merged(rdev[eng == "DMA"])
+    engines = engine_sets(rdev, strs(rdev["engine"]))
     host_set = _merged(rwork)
     lo = min(int(busy[0][0]), int(host_set[0][0]) if host_set[0].size else int(busy[0][0]))
     hi = max(int(busy[1][-1]), int(host_set[1][-1]) if host_set[1].size else 0)
@@ -449,10 +448,10 @@ def _host_device_row(
         host_busy_ns=host_busy,
         device_ratio_pct=pct(dev_busy, hi - lo),
         host_ratio_pct=pct(host_busy, hi - lo),
-        mme_ns=iv.total(mme) if hpu else None,
-        tpc_ns=iv.total(tpc) if hpu else None,
-        dma_ns=iv.total(dma) if hpu else None,
-        mme_tpc_overlap_ns=iv.overlap(mme, tpc) if hpu else None,
+        mme_ns=iv.total(engines.mme) if hpu else None,
+        tpc_ns=iv.total(engines.tpc) if hpu else None,
+        dma_ns=iv.total(engines.dma) if hpu else None,
+        mme_tpc_overlap_ns=engines.mme_tpc_overlap_ns if hpu else None,
         device_idle_ns=int(busy[1][-1] - busy[0][0]) - dev_busy,
         overlap_host_device_pct=pct(iv.overlap(busy, host_set), dev_busy),
     )

@@ -53,7 +53,7 @@ from hpuprof.analysis.bottleneck import DATA_LOADING_RE
 from hpuprof.analysis.device import TraceDevice, trace_device
 from hpuprof.analysis.findings import Finding
 from hpuprof.analysis.options import AnalysisOptions
-from hpuprof.analysis.step_split import merged
+from hpuprof.analysis.step_split import engine_sets, merged
 from hpuprof.trace.model import Trace
 
 LOWER_PRECISION: Final = frozenset(
@@ -188,7 +188,7 @@ def _rank_row(rank: int, ev: pd.DataFrame, dev: pd.DataFrame, windows: pd.DataFr
     busy = clipped(dev)
     device_ns = iv.total(busy)
     engine = strs(dev["engine"])
-    mme, tpc, dma = (clipped(dev[engine == e]) for e in ("MME", "TPC", "DMA"))
+    engines = engine_sets(dev, engine).clipped(lo, hi)
     host = ev[~ev["is_device"].to_numpy(dtype=bool)]
     dataloader = clipped(host[cat_test(host["name"], _is_data_loading)])
     compiles = host[isin(host["hpu_event"], _COMPILE_EVENTS)]
@@ -227,10 +227,10 @@ def _rank_row(rank: int, ev: pd.DataFrame, dev: pd.DataFrame, windows: pd.DataFr
         compiles_per_step=round(compile_count / max(steps, 1), 3),
         mme_lower_precision_ratio_pct=_lower_precision_pct(dev[engine == "MME"]),
         device_host_overlapping_degree_pct=pct(iv.overlap(busy, host_busy), device_ns),
-        mme_total_ns=iv.total(mme),
-        tpc_total_ns=iv.total(tpc),
-        dma_total_ns=iv.total(dma),
-        mme_tpc_overlap_ns=iv.overlap(mme, tpc),
+        mme_total_ns=iv.total(engines.mme),
+        tpc_total_ns=iv.total(engines.tpc),
+        dma_total_ns=iv.total(engines.dma),
+        mme_tpc_overlap_ns=engines.mme_tpc_overlap_ns,
         idle_total_ns=span - device_ns,
     )
 

@@ -64,6 +64,41 @@ def device_sets(rows: pd.DataFrame, kernel_type: np.ndarray) -> DeviceSets:
     )
 
 
+@dataclass(frozen=True)
+class EngineSets:
+    """One rank's Gaudi engine activity as merged intervals per engine class (habana_perf_tool's
+    MME / TPC / DMA totals and MME/TPC overlap; the bottleneck report's host / device table
+    and the `perf_tool` report both read them from here).
+
+    Args:
+        mme / tpc / dma: the union of the device rows whose `engine` is that class.
+    """
+
+    mme: iv.Merged
+    tpc: iv.Merged
+    dma: iv.Merged
+
+    @property
+    def mme_tpc_overlap_ns(self) -> int:
+        """The time an MME and a TPC op both run."""
+        return iv.overlap(self.mme, self.tpc)
+
+    def clipped(self, lo: int, hi: int) -> EngineSets:
+        """The same sets inside [lo, hi)."""
+        return EngineSets(
+            iv.clip(self.mme, lo, hi), iv.clip(self.tpc, lo, hi), iv.clip(self.dma, lo, hi)
+        )
+
+
+def engine_sets(rows: pd.DataFrame, engine: np.ndarray) -> EngineSets:
+    """The merged MME / TPC / DMA sets of one rank's device rows, `engine` giving each row's class."""
+    return EngineSets(
+        mme=merged(rows[engine == "MME"]),
+        tpc=merged(rows[engine == "TPC"]),
+        dma=merged(rows[engine == "DMA"]),
+    )
+
+
 def split_windows(sets: DeviceSets, lo: np.ndarray, hi: np.ndarray) -> dict[str, np.ndarray]:
     """The step split inside each window [lo[i], hi[i]): `SPLIT_PARTS` and `OVERLAPPED_COMM`
     -> ns per window (see the module docstring for the precedence)."""
