@@ -342,7 +342,6 @@ class MetricWriter:
         self.base_path = base_path
         self.path: str | None = None
         self._records: list[dict[str, Any]] = []
-        self._trigger_enum: dict[str, Any] = {t.value: t for t in MetricDumpTrigger}
 
     def _claim(self) -> str:
         parent = os.path.dirname(self.base_path)
@@ -371,7 +370,11 @@ class MetricWriter:
                     f.write(self._text_block(r))
 
     def _text_block(self, r: dict[str, Any]) -> str:
-        trig = self._trigger_enum.get(r["triggered_by"], r["triggered_by"])
+        # The bridge writes f"Triggered by: {dump_trigger}" with a (str, Enum) member, which
+        # Python 3.10 (the 1.19 release's Python) formats as its value: "process_exit"; its
+        # own test (test_metrics.py, _parse_text) expects that. Python 3.11 would print
+        # "MetricDumpTrigger.process_exit": write the value, as on the bridge's Python.
+        trig = r["triggered_by"]
         when = datetime.fromisoformat(r["generated_on"])
         lines = [
             f"Metric name: {r['metric_name']}",
@@ -398,7 +401,10 @@ class Saver:
         for t in triggers:
             if t not in valid:
                 raise InvalidMetricDumpTrigger(f"Invalid metrics dump trigger: {t}")
-        self.writer = MetricWriter(ranked_path(path), fmt)
+        if fmt not in ("json", "text"):
+            raise InvalidMetricDumpFileFormat(f"Invalid metrics file format: {fmt}")
+        self._path, self._fmt = path, fmt
+        self._writer: MetricWriter | None = None
         self.triggers = triggers
         self.armed = False
         self._handles: list[tuple[EventId, int]] = []
@@ -411,6 +417,15 @@ class Saver:
                 m.on_metric_change(self._on_change)
         if "process_exit" in triggers:
             atexit.register(self.process_exit)
+
+    @property
+    def writer(self) -> MetricWriter:
+        """The file writer, named at the first write: `-rank<N>` follows RANK as it is then
+        (the bridge's saver creates its writer lazily, so `initialize_distributed_hpu`, which
+        sets RANK after import, still gives `metric-rank<N>.json`)."""
+        if self._writer is None:
+            self._writer = MetricWriter(ranked_path(self._path), self._fmt)
+        return self._writer
 
     def _arm(self, ts: datetime, params: Params) -> None:
         self.armed = True

@@ -113,7 +113,7 @@ def test_metrics_dump_json_and_text(hpu: Any, tmp_path: Path) -> None:
     assert records[1]["statistics"]["FallbackOps"] == {"aten::digamma": 1}
     metrics_dump(str(tmp_path / "m.txt"), "text")
     text = (tmp_path / "m.txt").read_text()
-    assert text.startswith("Metric name: graph_compilation\nTriggered by: ")
+    assert text.startswith("Metric name: graph_compilation\nTriggered by: user\n")
     assert "\nStatistics:\n\tTotalNumber: " in text and "\n\tAvgTime: " in text
     assert "Metric name: cpu_fallback" in text and text.endswith("\n\n")
     metrics_dump(str(tmp_path / "m.json"), "json")  # an existing name gets a .1 suffix
@@ -149,6 +149,29 @@ def test_env_file_with_metric_change_and_rank(hpu: Any, tmp_path: Path) -> None:
     ]
 
 
+def test_env_file_named_by_the_rank_set_after_import(
+    hpu: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`initialize_distributed_hpu` sets RANK after the bridge is imported; the env file still
+    gets `-rank<N>` (the bridge's saver names its file at the first write), as the bridge's
+    `test_metric_run_processes_via_torch_mp` expects of children started by torch.multiprocessing."""
+    import hpusim
+
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "ID"):  # restored after the test
+        monkeypatch.delenv(name, raising=False)
+    base = tmp_path / "metric.json"
+    sim = hpu("lazy", PT_HPU_METRICS_FILE=str(base))
+    import habana_frameworks.torch.distributed.hccl as hccl
+
+    hccl.initialize_distributed_hpu(world_size=2, rank=1, local_rank=1)
+    _compile_shapes(sim, [1])
+    hpusim.disable()
+    assert not base.exists()
+    records = json.loads((tmp_path / "metric-rank1.json").read_text())
+    assert records[0]["triggered_by"] == "process_exit"
+    assert records[0]["statistics"]["TotalNumber"] == 1
+
+
 def test_env_file_mark_step_trigger_and_text_format(hpu: Any, tmp_path: Path) -> None:
     base = tmp_path / "m"
     sim = hpu(
@@ -160,7 +183,7 @@ def test_env_file_mark_step_trigger_and_text_format(hpu: Any, tmp_path: Path) ->
     _compile_shapes(sim, [1, 2])
     text = base.read_text()
     assert text.count("Metric name: graph_compilation") == 2
-    assert "Triggered by: " in text and "mark_step" in text
+    assert "Triggered by: mark_step\n" in text
 
 
 def test_no_file_when_the_device_was_never_acquired(hpu: Any, tmp_path: Path) -> None:
