@@ -26,11 +26,12 @@ mode (`PT_HPU_LAZY_MODE=1`), so in eager mode `ht.hpu.wrap_in_hpu_graph` is an A
 
 from __future__ import annotations
 
+import copy
 import functools
 import gc
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter_ns
 from typing import Any, Final
@@ -225,7 +226,63 @@ def _internal(name: str) -> Any:
 
 
 GraphModel = _internal("GraphModel")
-TensorPacker = _internal("TensorPacker")
+
+
+class TensorPacker:
+    """Flattens nested outputs (tuples, lists, dicts of tensors) into a tuple of tensors and a
+    metadata tree whose leaves print as `#<index>`, and rebuilds them (the bridge's
+    `hpu.TensorPacker`, which its HPU-graph wrappers use for inputs and outputs)."""
+
+    class Index:
+        """A tensor's place in the packed tuple."""
+
+        def __init__(self, value: int) -> None:
+            self.value = value
+
+        def __repr__(self) -> str:
+            return f"#{self.value:d}"
+
+    def __init__(self, is_out_pack: bool = False, verbose: bool = False) -> None:
+        self._is_out_pack = is_out_pack
+        self._verbose = verbose
+
+    def pack(self, outs: Any) -> tuple[tuple[Any, ...], Any]:
+        """(the tensors in order of appearance, the metadata tree)."""
+        tensors: list[Any] = []
+        metadata = self._pack(outs, tensors)
+        return tuple(tensors), metadata
+
+    def _pack(self, item: Any, tensors: list[Any]) -> Any:
+        import torch
+
+        if torch.is_tensor(item):
+            tensors.append(item)
+            return self.Index(len(tensors) - 1)
+        if isinstance(item, tuple):
+            return tuple(self._pack(x, tensors) for x in item)
+        if isinstance(item, (list, dict)):  # a copy keeps the container's type (OrderedDict...)
+            packed = copy.copy(item)
+            for key in range(len(item)) if isinstance(item, list) else item:
+                packed[key] = self._pack(item[key], tensors)
+            return packed
+        if self._verbose:
+            print(f"[WARNING] Variable of type {type(item)} will not be dynamic")
+        return item
+
+    def unpack(self, tensors: Sequence[Any], metadata: Any) -> Any:
+        """The structure `pack` flattened, its leaves taken from `tensors`."""
+        if isinstance(metadata, self.Index):
+            return tensors[metadata.value]
+        if isinstance(metadata, tuple):
+            return tuple(self.unpack(tensors, x) for x in metadata)
+        if isinstance(metadata, (list, dict)):
+            data = copy.copy(metadata)
+            for key in range(len(metadata)) if isinstance(metadata, list) else metadata:
+                data[key] = self.unpack(tensors, metadata[key])
+            return data
+        return metadata
+
+
 wrapped_hpugraph_forward = _internal("wrapped_hpugraph_forward")
 
 

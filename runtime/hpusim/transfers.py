@@ -2,6 +2,7 @@
 
 `Tensor.to`, `Tensor.hpu`, `torch.tensor`, `torch.as_tensor`, `torch.asarray`,
 `torch.utils.dlpack.to_dlpack`, the `*_like` / `Tensor.new_*` factories, `Tensor.pin_memory`,
+`Tensor.is_pinned`,
 `torch._has_compatible_shallow_copy_type` and `torch.utils.swap_tensors` are patched while
 emulation is on. H2D and D2H are
 autograd Functions, so gradients cross devices. A D2H is a host sync: in lazy mode it flushes
@@ -13,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import weakref
 from time import perf_counter_ns
 from typing import Any, Final
 
@@ -315,8 +317,31 @@ DLPACK_ERROR = "Cannot pack tensors on hpu:0"
 """DLConvertor.cpp `torchDeviceToDLDevice`: DLPack has no HPU device type."""
 
 
+_PINNED: set[int] = set()
+"""Storage addresses of host tensors `pin_memory` returned (CPU-only torch cannot pin)."""
+
+
 def _patched_pin_memory(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-    return self  # CPU-only torch cannot pin ("no accelerator"); pinning is irrelevant here
+    """A copy in "pinned" host memory, as the bridge's host allocator gives (a new tensor; the
+    original stays pageable); `is_pinned` reports it while it lives. CPU-only torch has no
+    accelerator to pin for, so the copy is ordinary memory marked as pinned."""
+    if type(self) is HpuTensor or self.device.type != "cpu":
+        return self  # not host memory: nothing to pin
+    pinned = self.clone()
+    ptr = pinned.untyped_storage().data_ptr()
+    _PINNED.add(ptr)
+    weakref.finalize(pinned, _PINNED.discard, ptr)
+    return pinned
+
+
+def _patched_is_pinned(self: torch.Tensor, device: Any = None) -> bool:
+    """True for a host tensor (or a view of one) `pin_memory` returned, for the HPU or no
+    device named (the bridge's `is_pinned(device="hpu")`)."""
+    if type(self) is HpuTensor or self.device.type != "cpu":
+        return False
+    if device is not None and not _is_hpu(device):
+        return False
+    return self.untyped_storage().data_ptr() in _PINNED
 
 
 def _patched_shallow(input: torch.Tensor, from_: torch.Tensor) -> bool:
@@ -359,6 +384,7 @@ def install() -> None:
     _orig["asarray"] = torch.asarray
     _orig["to_dlpack"] = torch.utils.dlpack.to_dlpack
     _orig["pin_memory"] = torch.Tensor.pin_memory
+    _orig["is_pinned"] = torch.Tensor.is_pinned
     _orig["shallow"] = torch._has_compatible_shallow_copy_type
     torch.Tensor.to = _patched_to  # type: ignore[method-assign,assignment]
     torch.Tensor.hpu = _patched_hpu  # type: ignore[attr-defined]
@@ -373,6 +399,7 @@ def install() -> None:
         _orig["Tensor." + name] = getattr(torch.Tensor, name)
         setattr(torch.Tensor, name, _host_factory(_orig["Tensor." + name]))
     torch.Tensor.pin_memory = _patched_pin_memory  # type: ignore[method-assign,assignment]
+    torch.Tensor.is_pinned = _patched_is_pinned  # type: ignore[method-assign,assignment]
     torch._has_compatible_shallow_copy_type = _patched_shallow
 
 
@@ -390,6 +417,8 @@ def uninstall() -> None:
     for name in HOST_NEW_FACTORIES:
         setattr(torch.Tensor, name, _orig["Tensor." + name])
     torch.Tensor.pin_memory = _orig["pin_memory"]  # type: ignore[method-assign]
+    torch.Tensor.is_pinned = _orig["is_pinned"]  # type: ignore[method-assign]
+    _PINNED.clear()
     torch._has_compatible_shallow_copy_type = _orig["shallow"]
     torch.utils.swap_tensors = _orig["swap_tensors"]
     if hasattr(torch.Tensor, "hpu"):

@@ -111,3 +111,37 @@ def test_dlpack_refuses_device_tensors_as_torch_does_for_hpu(dev: Any) -> None:
     with pytest.raises(ValueError, match="Unknown device type hpu for Dlpack"):
         torch.from_dlpack(dev)
     assert np.array_equal(np.from_dlpack(dev.cpu()), np.arange(6.0).reshape(2, 3))
+
+
+def test_pin_memory_gives_a_pinned_copy_for_the_hpu(dev: Any) -> None:
+    """The bridge's test_hpu_streams `testCopyNonBlocking`: `pin_memory(device="hpu")` returns a
+    new host tensor in pinned memory, `is_pinned(device="hpu")` says so; the original stays
+    pageable; a non-blocking copy from it reaches the device."""
+    host = torch.zeros(16, dtype=torch.uint8)
+    pinned = host.pin_memory(device="hpu")
+    assert pinned is not host and torch.equal(pinned, host)
+    assert pinned.is_pinned(device="hpu") is True and pinned.is_pinned() is True
+    assert host.is_pinned(device="hpu") is False
+    view = pinned[1:]
+    assert view.untyped_storage().data_ptr() == pinned.untyped_storage().data_ptr()
+    on_device = torch.ones(15, dtype=torch.uint8, device="hpu")
+    on_device.copy_(view, non_blocking=True)
+    assert torch.equal(on_device.cpu(), torch.zeros(15, dtype=torch.uint8))
+    assert dev.pin_memory() is dev  # device memory: nothing to pin
+
+
+def test_tensor_packer_round_trip(dev: Any) -> None:
+    """The bridge's lazy/test_hpu_graph.py `test_tensor_packer`: nested outputs flatten to a
+    tuple of tensors and metadata printed with `#<index>` leaves, and unpack to the same."""
+    import habana_frameworks.torch as ht
+
+    x, y, z = dev, dev * 2, dev + 1
+    output = {"x": x, "y": y}, z
+    packer = ht.hpu.TensorPacker()
+    tensors, metadata = packer.pack(output)
+    assert str(metadata) == "({'x': #0, 'y': #1}, #2)"
+    assert tensors[0] is x and tensors[1] is y and tensors[2] is z
+    unpacked = packer.unpack(tensors, metadata)
+    assert unpacked[0]["y"] is y and unpacked[1] is z
+    nested, meta = packer.pack([1, [x], "s"])
+    assert str(meta) == "[1, [#0], 's']" and packer.unpack(nested, meta)[1][0] is x
