@@ -86,7 +86,7 @@ def test_nodes_page_of_a_cpu_trace_says_why_there_is_no_table(tmp_path: Path) ->
     body = render_page(DataStore(tmp_path, disk=False), "/nodes", "?run=cpu/trace.pt.trace.json")
     absent = _by_id(body, Id.NODES_ABSENT)
     assert absent is not None and _by_id(body, Id.NODES_GRID) is None
-    assert "No Gaudi graph nodes: this is a CPU trace" in repr(absent)
+    assert "No Gaudi graph nodes in this trace (device: CPU)." in repr(absent)
     assert "habana" not in repr(body).lower()  # no Gaudi advice on a CPU trace
 
 

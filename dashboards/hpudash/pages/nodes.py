@@ -37,9 +37,9 @@ NEEDS_RUN = True
 
 def absent_reason(device: dict[str, Any]) -> str:
     """Why a run of `device` (the report's `meta.device`) has no nodes table, in words."""
-    label = str(device.get("label") or "unknown device")
+    label = str(device.get("label") or "unknown")
     return (
-        f"No Gaudi graph nodes: this is a {label} trace. The Analyzed Nodes table is Intel's "
+        f"No Gaudi graph nodes in this trace (device: {label}). The Analyzed Nodes table is Intel's "
         "per-node view of a Gaudi graph's MME / TPC / DMA engines; it is shown for "
         "hardware-profiler traces (CSV, .hltv), emulated Gaudi runs and torch.profiler HPU "
         "traces with engine lanes."
