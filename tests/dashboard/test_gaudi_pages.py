@@ -106,3 +106,16 @@ def test_timeline_groups_a_hardware_traces_engines_under_its_device() -> None:
     assert slices == [f"Outgoing HBM partial writes ([D{d}] Cache Slice)" for d in range(4)]
     counters = [t for t in idx.tracks if t.counter]
     assert counters and {t.group for t in counters} == {device[0]}
+
+
+def test_nodes_page_of_an_hltv_shows_its_nodes(tmp_path: Path) -> None:
+    from tests.trace.test_load_hltv import ROWS, _hltv, _layout
+
+    path = _hltv(tmp_path, _layout(ROWS))
+    body = render_page(DataStore(tmp_path, disk=False), "/nodes", f"?run={path.name}")
+    grid = _by_id(body, Id.NODES_GRID)
+    expected = _report_rows(path)
+    assert grid is not None and [r["node"] for r in grid.rowData] == ["relu", "mm"]
+    fields = [c["field"] for c in grid.columnDefs]
+    assert grid.rowData == [{f: row[f] for f in fields} for row in expected]
+    assert {r["node"]: r["unexposed_mme_us"] for r in grid.rowData}["mm"] == 1.5
