@@ -26,6 +26,7 @@ from hpudash.pages import (
     compare,
     dynamicity,
     memory,
+    nodes,
     ops,
     overview,
     precision,
@@ -43,7 +44,9 @@ log = logging.getLogger("hpudash")
 
 def default_pages() -> tuple[Page, ...]:
     """The dashboard's pages, in menu order (mypy checks each against `Page`)."""
-    return (runs, overview, timeline_page, ops, dynamicity, precision, ranks, memory, compare)
+    return (
+        runs, overview, timeline_page, ops, nodes, dynamicity, precision, ranks, memory, compare,
+    )  # fmt: skip
 
 
 def _nav(pages: Sequence[Page], path: str, run: str) -> list[Any]:

@@ -253,6 +253,21 @@ class DataStore:
 
         return self._view_doc(entry, "ranks-view", compute)
 
+    def nodes_view(self, key: str | Entry) -> dict[str, Any]:
+        """The Nodes page's view: the `nodes` report (Intel's "Analyzed Nodes" per graph
+        node, `hpuprof analyze --report nodes`), analysed the first time it is asked for (it
+        is not among the reports every run gets) and kept like the run's view."""
+        from hpudash.reportview import view_doc
+
+        entry = self._entry_of(key)
+
+        def compute() -> dict[str, Any]:
+            from hpuprof.analysis import analyze
+
+            return view_doc(analyze(self.trace(entry), reports=["nodes"]))
+
+        return self._view_doc(entry, "nodes-view", compute)
+
     def report(self, key: str | Entry) -> dict[str, Any]:
         """The report dict of `key` (`Report.to_dict()`: the JSON of `hpuprof analyze`)."""
         data = self.view(key).get("data")

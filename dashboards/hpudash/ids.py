@@ -91,3 +91,8 @@ class Id(StrEnum):
     MEMORY_FACTS = "memory-facts"
     MEMORY_DEVICES = "memory-devices"
     MEMORY_TOP_OPS = "memory-top-ops"
+
+    NODES_GRID = "nodes-grid"
+    NODES_FACTS = "nodes-facts"
+    NODES_ABSENT = "nodes-absent"
+    NODES_FINDINGS = "nodes-findings"

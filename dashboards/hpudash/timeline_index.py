@@ -32,7 +32,7 @@ MARKS: tuple[str, ...] = ("", "compile", "sync", "fallback", "graph_replay")
 """Marker classes; index 0 is an unmarked slice."""
 MAX_DEPTH = 12
 """Rows per track; deeper slices share the last row."""
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 """Bump when the index layout changes: invalidates indexes kept on disk."""
 
 
@@ -485,10 +485,12 @@ class _Counters:
 
 def _counters(
     ctr: pd.DataFrame, t0: int, gid: dict[tuple[int, str], int], n_groups: int, n_tracks: int,
-    multi: bool,
+    multi: bool, devices: frozenset[tuple[int, str]] = frozenset(),
 ) -> _Counters:  # fmt: skip
     """One track per (rank, name, series), in a "counters" group per rank (new groups and
-    tracks numbered after the `n_groups` and `n_tracks` there are)."""
+    tracks numbered after the `n_groups` and `n_tracks` there are); a series recorded on a
+    device process of `devices` (a hardware trace's cache-slice and TPC counters) is drawn in
+    that device's group, beside its engines."""
     import pandas as pd
 
     if not len(ctr):
@@ -499,16 +501,17 @@ def _counters(
             "rank": ctr["rank"].to_numpy(dtype=np.int64),
             "name": ctr["name"].astype(str).to_numpy(),
             "series": ctr["series"].astype(str).to_numpy(),
+            "pid": ctr["pid"].astype(str).to_numpy() if "pid" in ctr else "",
             "ts": ctr["ts_ns"].to_numpy(dtype=np.int64) - t0,
             "value": ctr["value"].to_numpy(dtype=np.float64),
         }
     )
     c = c[np.isfinite(c["value"])].sort_values(["rank", "name", "series", "ts"], kind="stable")
-    keys = c[["rank", "name", "series"]].drop_duplicates().reset_index(drop=True)
+    keys = c.drop_duplicates(["rank", "name", "series"])[["rank", "name", "series", "pid"]]
     groups: list[Group] = []
     tracks: list[Track] = []
-    for r, name, series in keys.itertuples(index=False):
-        key = (int(r), "counters")
+    for r, name, series, pid in keys.itertuples(index=False):
+        key = (int(r), str(pid)) if (int(r), str(pid)) in devices else (int(r), "counters")
         if key not in gid:
             gid[key] = n_groups + len(groups)
             label = f"rank {r} · counters" if multi else "counters"
@@ -585,7 +588,8 @@ def build_index(trace: Trace) -> TimelineIndex:
     mk_ts = ts_all[marked] - t0
     mk_order = np.argsort(mk_ts, kind="stable")
     pairs = _flows(ev, layout)
-    counters = _counters(ctr, t0, gid, len(groups), len(tracks), bool(multi))
+    devices = frozenset((g.rank, g.pid) for g in groups if g.is_device)
+    counters = _counters(ctr, t0, gid, len(groups), len(tracks), bool(multi), devices)
     groups += counters.groups
     tracks += counters.tracks
     missing = len(groups) + 1 - len(sum_offsets)  # counter groups have no busy intervals

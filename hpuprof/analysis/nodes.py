@@ -85,8 +85,8 @@ class NodesReport:
 NOT_COMPUTED = (
     "MME Compute Utilization (%) and MME expected vs actual (%) are left out: they need the "
     "MME's own compute-cycle counters and the node's operand shapes (for the device model's "
-    "MME term), which hardware-profiler CSV rows do not carry (Intel's table leaves them nan "
-    "too)."
+    "MME term), which hardware-profiler CSV rows do not carry (Intel's table leaves them "
+    "empty too)."
 )
 MODELED = (
     "Device times here are the emulator's device model's own: MME expected vs actual would "

@@ -6,19 +6,48 @@ on top of `hpuprof.capture.HPUProfiler`: recording runs from `setup` to `teardow
 and ends a profiler step (which drives `schedule`), as Lightning's PyTorchProfiler does; other
 actions are annotated spans. `summary()` returns hpuprof's analysis summary (lightning-habana's
 returns "Summary not supported for HPU Profiler").
+
+Like lightning-habana's, it refuses to run beside the Intel Gaudi Profiler's whole-process
+recording (`HABANA_PROFILE` set to anything but `profile_api_light`): its constructor raises
+with lightning-habana's own message (`lightning_habana/pytorch/profiler/profiler.py`, an
+`assert` there; here `HabanaProfileConflict`, an `AssertionError` and a `UsageError`, so it is
+raised under `python -O` too and the CLI reports it as one line).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from hpuprof.capture.profiler import HPUProfiler as _Capture
+from hpuprof.errors import UsageError
 
 STEP_FUNCTIONS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 LIGHTNING_PROFILER_MODULES = ("lightning.pytorch.profilers", "pytorch_lightning.profilers")
 """Where Lightning's `Profiler` base class lives: the unified package first, then the old one."""
+
+
+HABANA_PROFILE_ALLOWED: Final = (None, "profile_api_light")
+"""The `HABANA_PROFILE` values lightning-habana's `HPUProfiler` runs beside (unset, or the
+light API profiling mode)."""
+HABANA_PROFILE_REFUSAL: Final = "`HABANA_PROFILE` should not be set when using `HPUProfiler`"
+"""lightning-habana's message, word for word."""
+
+
+class HabanaProfileConflict(UsageError, AssertionError):
+    """`HPUProfiler` asked for while `HABANA_PROFILE` has the Intel Gaudi Profiler record the
+    whole process (lightning-habana asserts; an `AssertionError` here too)."""
+
+
+def refuse_beside_habana_profile(environ: Mapping[str, str] | None = None) -> None:
+    """Raise `HabanaProfileConflict` when `HABANA_PROFILE` (in `environ`, default the
+    process's) is set to anything lightning-habana's `HPUProfiler` does not run beside."""
+    value = (os.environ if environ is None else environ).get("HABANA_PROFILE")
+    if value not in HABANA_PROFILE_ALLOWED:
+        raise HabanaProfileConflict(HABANA_PROFILE_REFUSAL)
 
 
 def _lightning_profiler_base() -> Any:
@@ -50,6 +79,9 @@ if _Base is not None:
             dirpath: run directory; default the trainer's `log_dir` / `hpuprof`.
             filename: trace stem (rank and stage are added).
             **profiler_kwargs: passed to `hpuprof.HPUProfiler` (schedule, record_shapes, ...).
+
+        Raises:
+            HabanaProfileConflict: `HABANA_PROFILE` is set (as lightning-habana's does).
         """
 
         def __init__(
@@ -58,6 +90,7 @@ if _Base is not None:
             filename: str | None = None,
             **profiler_kwargs: Any,
         ) -> None:
+            refuse_beside_habana_profile()
             super().__init__(dirpath=dirpath, filename=filename)
             self._kwargs = profiler_kwargs
             self._capture: _Capture | None = None

@@ -34,7 +34,7 @@ from hpuprof.trace.atomic_write import atomic_output
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import SCHEMA_VERSION
 
-LOADER_VERSION = 2
+LOADER_VERSION = 3
 """Bump when normalization changes without a schema change: invalidates every cache entry."""
 
 SUFFIX = ".arrow"

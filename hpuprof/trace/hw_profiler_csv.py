@@ -359,8 +359,9 @@ class HardwareRows:
                     "args": {"name": f"/device:HPU:{pid} ({name or 'device'})"},
                 }
             )
-        for tid, lane in enumerate(self.lanes.tolist()):
-            pid, engine = divmod(int(lane), self.width)
+        lanes = [divmod(int(lane), self.width) for lane in self.lanes.tolist()]
+        order = engine_order([self.engine_names[engine] for _, engine in lanes])
+        for tid, (pid, engine) in enumerate(lanes):
             events.append(gaudi_node_spans.lane_name(pid, tid, self.engine_names[engine]))
             events.append(
                 {
@@ -368,10 +369,34 @@ class HardwareRows:
                     "name": "thread_sort_index",
                     "pid": pid,
                     "tid": tid,
-                    "args": {"sort_index": tid},
+                    "args": {"sort_index": order[tid]},
                 }
             )
         return events
+
+
+def engine_order(names: list[str]) -> list[int]:
+    """Each engine lane's place under its device: by engine class (MME, TPC, DMA, NIC, ...,
+    then the others, such as the cache slices), then the engine's number, then the die
+    (`[HD0] TPC 0`, `[HD1] TPC 0`, ..., `[HD0] TPC 1`), so one class's lanes sit together."""
+    from hpuprof.trace.normalize import gaudi_engine
+    from hpuprof.trace.schema import GAUDI_ENGINE_PREFIXES
+
+    classes = list(dict.fromkeys(kind for _, kind in GAUDI_ENGINE_PREFIXES))
+
+    def key(name: str) -> tuple[Any, ...]:
+        die, _, engine = name.rpartition("]")
+        kind = gaudi_engine(name)
+        rank = classes.index(kind) if kind in classes else len(classes)
+        return (rank, _natural(engine.strip()), _natural(die))
+
+    ranked = sorted(range(len(names)), key=lambda i: key(names[i]))
+    return [ranked.index(i) for i in range(len(names))]
+
+
+def _natural(text: str) -> tuple[Any, ...]:
+    """Sort key that puts "TPC 2" before "TPC 10"."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text))
 
 
 def _device_index(device: str) -> int:

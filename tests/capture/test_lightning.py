@@ -46,3 +46,31 @@ def test_trainer_writes_run(tmp_path: Path) -> None:
     trainer = pl.Trainer(max_steps=3, profiler=prof, logger=False, enable_checkpointing=False)
     trainer.fit(Tiny(), data)
     assert list((tmp_path / "traces").glob("fit-fit-rank0.pt.trace.json"))
+
+
+@pytest.mark.parametrize("value", ["1", "0", "", "profile_api"])
+def test_refuses_beside_habana_profile(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """As lightning-habana's `HPUProfiler`: any `HABANA_PROFILE` but its light API mode is
+    refused, with its message, before anything is recorded."""
+    from hpuprof.errors import UsageError
+
+    monkeypatch.setenv("HABANA_PROFILE", value)
+    with pytest.raises(AssertionError) as refused:
+        integration.refuse_beside_habana_profile()
+    assert str(refused.value) == "`HABANA_PROFILE` should not be set when using `HPUProfiler`"
+    assert isinstance(refused.value, UsageError)
+    if integration.LIGHTNING_AVAILABLE:
+        with pytest.raises(integration.HabanaProfileConflict):
+            integration.HPUProfiler(dirpath="never-written")
+        assert not Path("never-written").exists()
+
+
+def test_runs_without_habana_profile_or_beside_its_light_mode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("HABANA_PROFILE", raising=False)
+    integration.refuse_beside_habana_profile()
+    integration.refuse_beside_habana_profile({"HABANA_PROFILE": "profile_api_light"})
+    monkeypatch.setenv("HABANA_PROFILE", "profile_api_light")
+    if integration.LIGHTNING_AVAILABLE:
+        assert integration.HPUProfiler(dirpath="x").dirpath == "x"

@@ -51,7 +51,7 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
 RUN2 = "runs/train_2rank"
 HOSTILE_DIR = '"><img src=x onerror=alert(3)>'
 LONE = "lone/eager.pt.trace.json.gz"
-PAGES = ("overview", "timeline", "ops", "dynamicity", "precision", "ranks", "memory")
+PAGES = ("overview", "timeline", "ops", "nodes", "dynamicity", "precision", "ranks", "memory")
 REAL = {
     "real/cuda": "critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz",
     "real/amd": "amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",

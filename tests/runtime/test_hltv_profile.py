@@ -83,3 +83,46 @@ def test_modeled_note_on_the_emulators_file(tmp_path: Path) -> None:
     assert rows["gemm"].graph == "4"
     assert trace.device_time == "modeled"  # prof_config.json names hpusim
     assert MODELED in analyze_nodes(trace).notes
+
+
+LIGHTNING_SCRIPT = """
+import hpusim
+hpusim.enable()
+from lightning_habana.pytorch.profiler import HPUProfiler as Theirs  # before lightning (its docs)
+from hpuprof.integrations.lightning import HPUProfiler as Ours
+for cls in (Theirs, Ours):
+    try:
+        cls(dirpath="prof")
+    except AssertionError as error:
+        print(cls.__module__, "refused:", error)
+    else:
+        print(cls.__module__, "ran")
+"""
+
+
+@pytest.mark.parametrize("profile", ["1", "profile_api_light"])
+def test_lightning_habana_profilers_refuse_beside_habana_profile(
+    tmp_path: Path, profile: str
+) -> None:
+    """Under emulation, as on a Gaudi: lightning-habana's `HPUProfiler` and hpuprof's Lightning
+    profiler that mirrors it refuse to run beside `HABANA_PROFILE=1`, with lightning-habana's
+    message; beside its light API mode both run."""
+    import importlib.util
+
+    from hpuprof.integrations.lightning import HABANA_PROFILE_REFUSAL
+
+    if importlib.util.find_spec("lightning_habana") is None:
+        pytest.skip("lightning-habana is not installed (make installs the [clients] extra)")
+    env = dict(os.environ, HABANA_PROFILE=profile, PT_HPU_LAZY_MODE="1")
+    env.pop("RANK", None)
+    out = subprocess.run(
+        [sys.executable, "-c", LIGHTNING_SCRIPT],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    modules = ("lightning_habana.pytorch.profiler.profiler", "hpuprof.integrations.lightning")
+    if profile == "1":
+        assert lines == [f"{m} refused: {HABANA_PROFILE_REFUSAL}" for m in modules]
+    else:
+        assert lines == [f"{m} ran" for m in modules]
