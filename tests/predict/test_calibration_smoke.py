@@ -124,3 +124,34 @@ def test_the_summary_reports_all_and_held_out_rows() -> None:
     assert "all rows: 3 rows: mean 14.0%, median 10.0%, max 30.0% (b)" in text
     assert "(no constant fitted on them): 2 rows: mean 6.0%, median 6.0%, max 10.0% (a)" in text
     assert "1 non-LLM rows, 2 Gaudi 3 rows; 2 of 3 within 25%" in text
+
+
+def test_the_image_loader_is_fitted_leave_one_out_and_bounds_the_step() -> None:
+    """An image-classification row's loader time per image comes from the other rows of its
+    server, never its own published figure; the slower of step and loader sets the rate."""
+    import dataclasses
+
+    import cases
+
+    vision = [c for c in CASES if cases.LOADER_FIT in c.fitted]
+    assert {c.device for c in vision} == {"gaudi2", "gaudi3"}
+    for case in vision:
+        others = [c for c in vision if c.device == case.device and c.id != case.id]
+        expected = sum(1 / c.published for c in others) / len(others)
+        assert cases.loader_s_per_image(case.device, case.id) == pytest.approx(expected)
+        batch = int(case.shape.split()[1])
+        fast = {"train": {"step_time_s": 1e-3}}  # a device far faster than the loader
+        assert case.predict(fast) == pytest.approx(1 / expected)
+        slow = {"train": {"step_time_s": 10.0}}  # a step slower than the loader
+        assert case.predict(slow) == pytest.approx(batch / 10.0)
+    # the row's own published figure does not move its prediction
+    row = vision[0]
+    before = row.predict({"train": {"step_time_s": 1e-3}})
+    i = CASES.index(row)
+    try:
+        CASES[i] = dataclasses.replace(row, published=row.published * 5)
+        assert CASES[i].predict({"train": {"step_time_s": 1e-3}}) == pytest.approx(before)
+    finally:
+        CASES[i] = row
+    with pytest.raises(ValueError, match="no other image-classification row"):
+        cases.loader_s_per_image("gaudi1", "x")
