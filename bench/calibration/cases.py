@@ -356,7 +356,7 @@ CASES: list[Case] = [
         "g2-train-mpt-7b", "mpt-7b", 8, 2048, 256, 260, "bf16", DATABRICKS, micro=4,
         metric="TFLOP/s per card",
         note="LLM Foundry; model TFLOP/s per card from the analytic FLOPs per token; "
-        "ALiBi bias and FSDP traffic not modeled",
+        "attention as LLM Foundry's attn_impl torch with the ALiBi bias; FSDP traffic not modeled",
     ),
     generate_case("g2-gen-llama2-7b-128-128", "gaudi2", "llama2-7b", 1230, 128, 128, 13137, G2_INFER),
     generate_case("g2-gen-llama2-7b-128-2048", "gaudi2", "llama2-7b", 163, 128, 2048, 4791, G2_INFER),
