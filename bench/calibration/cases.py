@@ -119,8 +119,11 @@ def loader_s_per_image(device: str, leave_out: str) -> float:
     on Gaudi 2 / 3 against 144 / 116 and 190 / 166 ms). The pipeline's work is per image and
     the same for every model (the same data set, transforms and 224 x 224 output), and the
     published time per image agrees across models on each server (Gaudi 2: 1.13 ms ViT, 1.19
-    ms Swin; Gaudi 3: 0.91 and 1.04 ms) while the devices' step times differ 2-3x; the two
-    servers' host CPUs differ, so each server's rows fit only its own."""
+    ms Swin; Gaudi 3: 0.91 and 1.04 ms) while the devices' step times differ 2-3x. The two
+    servers' host CPUs differ (Intel's reference HLS-Gaudi2 has two Xeon Platinum 8380 at 2.3
+    GHz, HLS-Gaudi3 two Xeon Platinum 8480+ at 2.0 GHz: the System Configuration of Intel's
+    Model Performance pages, G2_INFER and G3_INFER; optimum-habana does not name its test
+    machines), so each server's rows fit only its own."""
     others = [
         c for c in CASES if LOADER_FIT in c.fitted and c.device == device and c.id != leave_out
     ]
