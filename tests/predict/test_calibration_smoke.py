@@ -155,3 +155,26 @@ def test_the_image_loader_is_fitted_leave_one_out_and_bounds_the_step() -> None:
         CASES[i] = row
     with pytest.raises(ValueError, match="no other image-classification row"):
         cases.loader_s_per_image("gaudi1", "x")
+
+
+def test_mpt_attention_is_llm_foundrys_alibi_path() -> None:
+    """MPT's attention (LLM Foundry's attn_impl torch) equals causal SDPA with the ALiBi bias
+    as an additive mask; its slopes are 2^(-8 h / heads) per head."""
+    import dataclasses
+
+    import torch
+    from models import CONFIGS, Attention, alibi_bias
+
+    bias = alibi_bias(4, 6, torch.device("cpu"))
+    assert bias.shape == (1, 4, 1, 6) and bias.dtype == torch.float32
+    assert bias[0, 0, 0, 0].item() == pytest.approx(-5 * 2**-2)  # offset -5, slope 2^(-8/4)
+    assert bias[0, 3, 0, 0].item() == pytest.approx(-5 * 2**-8)
+    assert CONFIGS["mpt-7b"].attention == "alibi" and CONFIGS["llama2-7b"].attention == "sdpa"
+    cfg = dataclasses.replace(CONFIGS["mpt-7b"], hidden=32, heads=4, kv_heads=4)
+    attn = Attention(cfg, fp8=False)
+    q, k, v = (torch.randn(2, 4, 6, 8) for _ in range(3))
+    causal = torch.full((6, 6), float("-inf")).triu(1)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias + causal)
+    assert torch.allclose(attn._alibi_attention(q, k, v), expected, atol=1e-5)
+    with pytest.raises(ValueError, match="one card only"):
+        Attention(cfg, fp8=False, tp=2)
