@@ -18,6 +18,7 @@ core (Megatron's `--recompute-granularity selective`): its forward runs again in
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -40,6 +41,9 @@ class DecoderConfig:
     norm: str = "rms"  # rms | layer
     mlp: str = "swiglu"  # swiglu | gelu
     rope: bool = True
+    attention: str = "sdpa"
+    """"sdpa": torch's fused attention (FusedSDPA on Gaudi); "alibi": LLM Foundry's
+    `attn_impl: torch` with an ALiBi bias (explicit QK^T, bias, causal mask, softmax, PV)."""
 
     def scaled(self, layers: int) -> DecoderConfig:
         return replace(self, layers=layers)
@@ -58,7 +62,13 @@ LLAMA2_7B = DecoderConfig(32, 4096, 32, 32, 11008, 32000)
 LLAMA2_13B = DecoderConfig(40, 5120, 40, 40, 13824, 32000)
 LLAMA3_8B = DecoderConfig(32, 4096, 32, 8, 14336, 128256)
 MISTRAL_7B = DecoderConfig(32, 4096, 32, 8, 14336, 32000)
-MPT_7B = DecoderConfig(32, 4096, 32, 32, 16384, 50432, norm="layer", mlp="gelu", rope=False)
+MPT_7B = DecoderConfig(
+    32, 4096, 32, 32, 16384, 50432, norm="layer", mlp="gelu", rope=False, attention="alibi"
+)
+"""mosaicml/mpt-7b: ALiBi instead of positions. On Gaudi, LLM Foundry runs it with
+`attn_impl: torch` (its flash and triton implementations are CUDA kernels; the Gaudi 2 yamls of
+the HPU port, mosaicml/llm-foundry commits 351fb436 and ba30d674, 2023, all set `attn_impl:
+torch` and `precision: amp_bf16`)."""
 CONFIGS = {
     "llama2-7b": LLAMA2_7B,
     "llama2-13b": LLAMA2_13B,
@@ -166,6 +176,23 @@ class Attention(nn.Module):
         self.k_proj = linear(fp8, cfg.hidden, kv)
         self.v_proj = linear(fp8, cfg.hidden, kv)
         self.o_proj = linear(fp8, width, cfg.hidden)
+        if cfg.attention == "alibi" and tp > 1:
+            raise ValueError("ALiBi attention is modeled on one card only (tp=1)")
+        self._alibi: torch.Tensor | None = None
+
+    def _alibi_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """LLM Foundry's `scaled_multihead_dot_product_attention` (attn_impl: torch, v0.4.0)
+        with MPT's causal ALiBi bias: an fp32 (1, heads, 1, seq) bias made once (MPT's
+        `_attn_bias` is built in float32), added to the scaled bf16 scores (so fp32 from there),
+        a causal mask filled with the dtype's minimum, softmax, the weights cast back for PV."""
+        s = q.shape[-2]
+        if self._alibi is None or self._alibi.shape[-1] != s:
+            self._alibi = alibi_bias(self.heads, s, q.device)
+        scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+        scores = scores + self._alibi
+        causal = ~scores.new_ones(s, s, dtype=torch.float32).tril().to(torch.bool)
+        scores = scores.masked_fill(causal.view(1, 1, s, s), torch.finfo(q.dtype).min)
+        return torch.softmax(scores, dim=-1).to(v.dtype).matmul(v)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         x = gather_seq(x, self.tp)
@@ -180,15 +207,30 @@ class Attention(nn.Module):
             rep = heads // kv_heads
             k = k[:, :, None].expand(b, kv_heads, rep, s, d).reshape(b, heads, s, -1)
             v = v[:, :, None].expand(b, kv_heads, rep, s, d).reshape(b, heads, s, -1)
+        core = self._alibi_attention if self.cfg.attention == "alibi" else _causal_sdpa
         if self.recompute:
-            out = checkpoint(
-                F.scaled_dot_product_attention, q, k, v, is_causal=True,
-                use_reentrant=False, preserve_rng_state=False,
-            )  # fmt: skip
+            out = checkpoint(core, q, k, v, use_reentrant=False, preserve_rng_state=False)
         else:
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            out = core(q, k, v)
         out = self.o_proj(out.transpose(1, 2).reshape(b, s, heads * d))
         return scatter_seq(out, self.tp)
+
+
+def _causal_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def alibi_bias(heads: int, seq: int, device: torch.device, max_bias: int = 8) -> torch.Tensor:
+    """MPT's causal ALiBi bias, (1, heads, 1, seq) in float32: position offsets 1 - seq .. 0
+    times a per-head slope 2^(-max_bias * h / heads') (heads' the next power of two; LLM
+    Foundry's `gen_slopes` and `build_alibi_bias`)."""
+    padded = 2 ** math.ceil(math.log2(heads))
+    m = torch.arange(1, padded + 1, dtype=torch.float32, device=device) * (max_bias / padded)
+    slopes = 1.0 / torch.pow(2, m)
+    if padded != heads:
+        slopes = torch.cat([slopes[1::2], slopes[::2]])[:heads]
+    offsets = torch.arange(1 - seq, 1, dtype=torch.int32, device=device).view(1, 1, 1, seq)
+    return (offsets * slopes.view(1, heads, 1, 1)).to(torch.float32)
 
 
 class MLP(nn.Module):

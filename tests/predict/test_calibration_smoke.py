@@ -124,3 +124,57 @@ def test_the_summary_reports_all_and_held_out_rows() -> None:
     assert "all rows: 3 rows: mean 14.0%, median 10.0%, max 30.0% (b)" in text
     assert "(no constant fitted on them): 2 rows: mean 6.0%, median 6.0%, max 10.0% (a)" in text
     assert "1 non-LLM rows, 2 Gaudi 3 rows; 2 of 3 within 25%" in text
+
+
+def test_the_image_loader_is_fitted_leave_one_out_and_bounds_the_step() -> None:
+    """An image-classification row's loader time per image comes from the other rows of its
+    server, never its own published figure; the slower of step and loader sets the rate."""
+    import dataclasses
+
+    import cases
+
+    vision = [c for c in CASES if cases.LOADER_FIT in c.fitted]
+    assert {c.device for c in vision} == {"gaudi2", "gaudi3"}
+    for case in vision:
+        others = [c for c in vision if c.device == case.device and c.id != case.id]
+        expected = sum(1 / c.published for c in others) / len(others)
+        assert cases.loader_s_per_image(case.device, case.id) == pytest.approx(expected)
+        batch = int(case.shape.split()[1])
+        fast = {"train": {"step_time_s": 1e-3}}  # a device far faster than the loader
+        assert case.predict(fast) == pytest.approx(1 / expected)
+        slow = {"train": {"step_time_s": 10.0}}  # a step slower than the loader
+        assert case.predict(slow) == pytest.approx(batch / 10.0)
+    # the row's own published figure does not move its prediction
+    row = vision[0]
+    before = row.predict({"train": {"step_time_s": 1e-3}})
+    i = CASES.index(row)
+    try:
+        CASES[i] = dataclasses.replace(row, published=row.published * 5)
+        assert CASES[i].predict({"train": {"step_time_s": 1e-3}}) == pytest.approx(before)
+    finally:
+        CASES[i] = row
+    with pytest.raises(ValueError, match="no other image-classification row"):
+        cases.loader_s_per_image("gaudi1", "x")
+
+
+def test_mpt_attention_is_llm_foundrys_alibi_path() -> None:
+    """MPT's attention (LLM Foundry's attn_impl torch) equals causal SDPA with the ALiBi bias
+    as an additive mask; its slopes are 2^(-8 h / heads) per head."""
+    import dataclasses
+
+    import torch
+    from models import CONFIGS, Attention, alibi_bias
+
+    bias = alibi_bias(4, 6, torch.device("cpu"))
+    assert bias.shape == (1, 4, 1, 6) and bias.dtype == torch.float32
+    assert bias[0, 0, 0, 0].item() == pytest.approx(-5 * 2**-2)  # offset -5, slope 2^(-8/4)
+    assert bias[0, 3, 0, 0].item() == pytest.approx(-5 * 2**-8)
+    assert CONFIGS["mpt-7b"].attention == "alibi" and CONFIGS["llama2-7b"].attention == "sdpa"
+    cfg = dataclasses.replace(CONFIGS["mpt-7b"], hidden=32, heads=4, kv_heads=4)
+    attn = Attention(cfg, fp8=False)
+    q, k, v = (torch.randn(2, 4, 6, 8) for _ in range(3))
+    causal = torch.full((6, 6), float("-inf")).triu(1)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias + causal)
+    assert torch.allclose(attn._alibi_attention(q, k, v), expected, atol=1e-5)
+    with pytest.raises(ValueError, match="one card only"):
+        Attention(cfg, fp8=False, tp=2)
