@@ -11,11 +11,17 @@ buckets are hpu tensors (`install_reducer`, below), so its bucket all-reduces ar
 collectives as on a Gaudi:
 
 - lazy mode flushes the pending graph first (the collective needs its inputs), as the bridge;
-- the collective is ready on this card when its device work so far is done and its NIC lane is
-  free; the cards of its process group exchange these ready times (one small all-reduce MAX
-  over the same gloo group), so the collective starts on the device clock when the LAST card is
-  ready: a card that arrives early waits, inside its collective, for the others (as HCCL and NCCL
-  kernels do); the NIC op of each card spans its own arrival to the common end;
+- the collective is ready on this card, on its projected (device) clock, after its launch and
+  once the compute queued so far is done; it runs on the NIC after the card's earlier
+  collectives; the cards of its process group exchange these ready times (one small all-reduce
+  MAX over the same gloo group), so the collective starts when the LAST card is ready: a card
+  that arrives early waits, inside its collective, for the others (as HCCL and NCCL kernels do);
+  the NIC op of each card spans its own arrival to the common end. The group's first collective
+  is where the cards' clocks meet (each projected clock removes its own emulation work, so the
+  cards start apart): there each card's host waits for the latest card's host time
+  (`_after_the_last_card`; ASSUMPTION: as at the process group's set-up). Compute waits for the collectives at the next
+  lazy graph that is not a collective's own flush (it reads what they reduced: DDP's optimizer
+  step) and at every host sync; in eager mode only at host syncs;
 - its transfer time comes from the device model (`DeviceTimeline.collective_ns` when the model
   has it), else from `transfer_ns` below: the Gaudi scale-up network of an 8-card server, every
   card linked to every other by 3 x 100 GbE (Gaudi 2) or 3 x 200 GbE (Gaudi 3) of its 21
@@ -39,7 +45,7 @@ from typing import Any, Final
 import hpusim.device_model as device_model
 from hpusim.attribution import module_and_phase
 from hpusim.dispatch import set_collective_handler
-from hpusim.lazy import flush
+from hpusim.lazy import COLLECTIVE, flush
 from hpusim.tensor import HpuTensor
 
 BACKEND_NAME: Final = "hccl"
@@ -69,7 +75,9 @@ FUNCTIONAL_AS_C10D: Final = {
 """Functional collectives (`_c10d_functional::`, DTensor and tensor parallel) by the name of the
 `c10d::` op that does the same: one device op name per collective whichever API called it."""
 
-_state: dict[str, Any] = {"nic_free": 0, "seq": {}}
+_state: dict[str, Any] = {"synced": set(), "seq": {}}
+"""`synced`: the process groups whose cards have met (their first collective); `seq`: per
+group, the collectives issued so far."""
 
 
 def _gloo(store: Any, rank: int, size: int, timeout: timedelta) -> Any:
@@ -84,7 +92,7 @@ def install() -> None:
     import torch.distributed as dist
 
     set_collective_handler(run_collective)
-    _state["nic_free"] = 0
+    _state["synced"] = set()
     _state["seq"] = {}
     if not dist.is_available() or BACKEND_NAME in dist.Backend.backend_list:
         return
@@ -172,6 +180,28 @@ def _group_name(pg: Any) -> str:
         return str(getattr(pg, "group_name", "") or "")
 
 
+def _after_the_last_card(tl: Any, pg: Any, name: str, ready: int) -> int:
+    """When a group collective can start on this card: when the last card of the group is ready
+    (the cards exchange their ready times: an all-reduce MAX over the group's gloo).
+
+    The exchanges are the emulator's (a card does not block at a launch), so their measured
+    time is left out of the projected clock. The cards' projected clocks do not share an
+    origin (each removes its own emulation work); the group's first collective (the process
+    group's set-up, DDP's parameter broadcast, or the script's first all-reduce) is where they
+    meet: the cards exchange their host times there and each one's host waits for the latest
+    (ASSUMPTION: as it would at that first synchronizing call), so later collectives compare
+    times on one clock."""
+    if name not in _state["synced"]:
+        _state["synced"].add(name)
+        here = tl.at(perf_counter_ns())
+        with tl.clock.pause():
+            common = _latest(pg, here)
+        tl.host_wait(perf_counter_ns(), common)
+        ready += max(common - here, 0)  # this card's device work, on the common clock
+    with tl.clock.pause():
+        return max(ready, _latest(pg, ready))
+
+
 def _latest(pg: Any, ready: int) -> int:
     """The latest `ready` of the group's cards (an all-reduce MAX over the group's gloo)."""
     import torch
@@ -197,7 +227,7 @@ def run_collective(
 def collective_on_device(rt: Any, info: Any, cost: Any, uargs: list[Any], t0: int, t1: int) -> None:
     """The device side of a `c10d::` op run by the dispatch (see the module docstring)."""
     if rt.lazy:
-        flush(rt, "collective")
+        flush(rt, COLLECTIVE)
     op = info.label.split("::", 1)[-1]
     op = FUNCTIONAL_AS_C10D.get(op, op) if info.label.startswith("_c10d_functional") else op
     tensors = _input(info, uargs)
@@ -210,13 +240,16 @@ def collective_on_device(rt: Any, info: Any, cost: Any, uargs: list[Any], t0: in
     seq = _state["seq"][name] = _state["seq"].get(name, 0) + 1
     corr = rt.events.new_corr()
     tl = rt.timeline
-    ready = max(t1 + rt.profile.launch_latency_ns, tl.idle_at(), _state["nic_free"])
+    # ready on this card's projected clock (the device's): launched after its host call, once the
+    # compute queued so far (its inputs) is done
+    ready = max(tl.at(t1 + 1) + rt.profile.launch_latency_ns, tl.stream_free)
     enqueued = perf_counter_ns()  # the exchange below is the emulator's, not the launch's
-    start = ready
+    wait_for = ready
     if pg is not None and world > 1 and op not in P2P_OPS:
-        start = max(ready, _latest(pg, ready))
-    end = start + collective_duration(rt, op, nbytes, world)
-    _state["nic_free"] = end
+        wait_for = _after_the_last_card(tl, pg, name, ready)
+    duration = collective_duration(rt, op, nbytes, world)
+    start = tl.schedule_collective(wait_for, duration)  # after the NIC's earlier collectives
+    end = start + duration
     if not rt.sink.recording:
         return
     module, phase = module_and_phase(rt.attribution)

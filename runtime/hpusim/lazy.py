@@ -30,6 +30,11 @@ def flush_host_cost(rt: Runtime, n_ops: int) -> int:
     return cost
 
 
+COLLECTIVE: Final = "collective"
+"""The flush before a collective (its inputs); every other flush's graph waits for the
+collectives issued before it."""
+
+
 def flush(rt: Runtime, reason: str) -> int:
     """Close the pending lazy graph: compile or hit, launch, schedule. Returns the recipe id.
 
@@ -81,6 +86,8 @@ def flush(rt: Runtime, reason: str) -> int:
         ready = now + rt.profile.launch_latency_ns + comp
     corr = events.new_corr()
     events.graph_launch(rid, launch_ts, launch_dur, rt.mode_code, corr, look.hit, n)
+    if reason != COLLECTIVE:  # a graph after the collectives reads what they reduced (DDP's
+        tl.wait_collectives()  # optimizer step reads the all-reduced gradients)
     nodes = tl.run_graph(graph, deps, ready, rt.alloc.alive)
     lazy_graph.note_plan(graph, deps, rt.alloc.alive)
     events.device_nodes(nodes, rid, corr)

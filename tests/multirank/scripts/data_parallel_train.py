@@ -40,7 +40,12 @@ def main() -> None:
     gen = torch.Generator().manual_seed(100 + rank)
     for step in range(args.steps):
         if rank == args.slow_rank:
-            time.sleep(args.slow_s)  # this card's host is slow: it reaches each collective late
+            # this card's host is slow: it computes on the host for slow_s of CPU time and
+            # reaches each collective late (a sleep would not do: the projected host clock
+            # counts the host's CPU time, not time it spends descheduled)
+            busy_until = time.thread_time() + args.slow_s
+            while time.thread_time() < busy_until:
+                pass
         x = torch.randn(16, 64, generator=gen).to(device)
         loss = model(x).pow(2).mean()
         loss.backward()
