@@ -646,6 +646,63 @@ def test_timeline_zoom_url_keys_selection_and_details(browser: Browser) -> None:
     assert b.console == [] and b.dialogs == []
 
 
+TICKS = f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext"
+
+
+def _toggle_pin(b: Browser, label: str) -> None:
+    """Open the "Pinned tracks" picker, click the track `label` (pin or unpin), close it."""
+    b.page.click("#timeline-pin")
+    b.page.locator(".dash-dropdown-option", has_text=label).first.click()
+    b.page.keyboard.press("Escape")
+
+
+def test_a_pinned_track_stays_on_top(browser: Browser) -> None:
+    """Pin rank 1's MME stream: it is the top lane of the plot (its name as drawn, with 📌 and
+    its group) and its slices are drawn there; it stays on top when every group is collapsed
+    and after a zoom; unpinned, the top lane is rank 0's first group again."""
+    b = browser
+    b.goto(f"/timeline?run={quote(RUN2)}", "#timeline-graph .main-svg")
+    _wait_graph_listens(b)
+    first = b.page.evaluate(TICKS)[0]
+    assert first.startswith("▾ rank 0")
+    track = "rank 1 · /device:HPU:0 · MME 0"
+    _toggle_pin(b, track)
+    b.page.wait_for_function(f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('📌')")
+    b.page.wait_for_function(SETTLED)
+    ticks = b.page.evaluate(TICKS)
+    assert ticks[0] == f"📌 {track}"
+    assert ticks.count("MME 0") == 1  # rank 0's; rank 1's is not drawn twice
+    # what the user sees: the label is the top tick of the drawn axis, and lane 0 has pixels
+    drawn = b.page.locator("#timeline-graph .ytick text").all_text_contents()
+    tops = b.page.evaluate(
+        "() => [...document.querySelectorAll('#timeline-graph .ytick text')].map(t => [t.textContent, t.getBoundingClientRect().top])"
+    )
+    assert min(tops, key=lambda t: t[1])[0] == f"📌 {track}", drawn
+    pixels = _lane_pixels(b)
+    assert next(v for k, v in pixels.items() if k.startswith("📌")) >= 4, pixels
+    # collapse every group and zoom in: the pinned stream is still the top lane, with bars
+    for box in b.page.locator("#timeline-groups input").all():
+        if box.is_checked():
+            box.uncheck()
+            b.page.wait_for_function(SETTLED)
+    b.page.wait_for_function(
+        f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext.slice(1).every(t => t.startsWith('▸'))"
+    )
+    assert b.page.evaluate(TICKS)[0] == f"📌 {track}"
+    status = _zoom(b, 1.0, 1.4)
+    assert "every slice" in status
+    assert b.page.evaluate(TICKS)[0] == f"📌 {track}"
+    assert b.page.evaluate(
+        f"() => {TIMELINE_PLOT}.data.some(t => t.type === 'bar' && t.y.some(y => y === 0))"
+    ), "no bar drawn on the pinned lane"
+    # unpinned: the groups only, collapsed as they were
+    _toggle_pin(b, track)
+    b.page.wait_for_function(f"() => !{TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('📌')")
+    ticks = b.page.evaluate(TICKS)
+    assert ticks[0].startswith("▸ rank 0") and all(t.startswith("▸") for t in ticks)
+    assert b.console == [] and b.dialogs == []
+
+
 @pytest.mark.parametrize("key", ["samples/emulated_lazy", RUN2])
 def test_one_row_per_nesting_depth(browser: Browser, root: Path, key: str) -> None:
     """Zoomed until every slice is drawn: nested slices sit on rows of their own (a track's

@@ -125,6 +125,44 @@ def test_lanes_collapse_and_filter_ranks(index: TimelineIndex) -> None:
     assert {index.groups[lane.group].rank for lane in rank1} == {1}
 
 
+def test_a_pinned_track_stays_on_top_whatever_is_collapsed_or_filtered(
+    index: TimelineIndex,
+) -> None:
+    """A pinned track's rows come first (marked 📌, with its group's name), leave its group,
+    and stay when its group is collapsed or its rank filtered out; unpinned, all is as before."""
+    device = next(t for t, tr in enumerate(index.tracks) if tr.is_device and tr.group == 3)
+    host = next(t for t, tr in enumerate(index.tracks) if not tr.is_device and tr.group == 0)
+    keys = [tl.track_key(index, device), tl.track_key(index, host), "9/nope/1"]
+    pinned = tl.tracks_of_keys(index, keys)
+    assert pinned == [device, host]  # in the order pinned; an unknown key is left out
+    shown = tl.lanes(index, ranks=[0], expanded=[], pinned=pinned)
+    top = [lane for lane in shown if lane.pinned]
+    assert shown[: len(top)] == tuple(top)
+    assert top[0].label == "📌 rank 1 · /device:HPU:0 · " + index.tracks[device].label
+    assert top[0].is_device and not top[1].is_device
+    assert top[1].label.startswith("📌 rank 0 · python 100 · ")
+    assert len(top) == 1 + index.tracks[host].depths  # a device stream is one row here
+    rest = shown[len(top) :]
+    assert all(lane.kind == "summary" for lane in rest)  # all collapsed, rank 0 only
+    # expanded: the pinned track's rows are not drawn twice
+    every = tl.lanes(index, pinned=pinned)
+    rows = [lane.ref for lane in every if lane.kind == "row"]
+    assert sorted(rows) == list(range(len(index.row_track)))
+    assert len(every) == len(tl.lanes(index))
+    # the figure draws its slices on the top lanes, with a line under the pinned block
+    w = tl.query(index, every, 0, index.span_ns / 50)
+    assert w.mode == "exact"
+    on_pinned = w.bar_lane < len(top)
+    assert on_pinned.any()
+    pinned_rows = {lane.ref for lane in top}
+    rows_of_bars = np.searchsorted(index.offsets, np.flatnonzero(np.isin(index.event, w.bar_event[on_pinned])), side="right") - 1  # fmt: skip
+    assert set(rows_of_bars.tolist()) <= pinned_rows
+    layout = _fig(w).layout
+    assert layout.shapes[0].y0 == len(top) - 0.5
+    assert layout.yaxis.ticktext[0].startswith("📌 ")
+    assert "shapes" not in tl.figure(tl.query(index, tl.lanes(index), 0, 1e6))["layout"]
+
+
 def test_zoomed_out_is_density_zoomed_in_is_exact(index: TimelineIndex) -> None:
     shown = tl.lanes(index)
     whole = tl.query(index, shown, exact_limit=1_000)

@@ -1,7 +1,8 @@
 """Timeline: host threads, device streams and engines, counters; detail computed per zoom.
 
-Controls: ranks shown, groups expanded (a collapsed group is one busy row), launch -> device
-arrows. The zoom is kept in the URL (`t0`, `t1` in ms since the first event), so a link opens
+Controls: ranks shown, groups expanded (a collapsed group is one busy row), tracks pinned (drawn
+at the top whatever is collapsed or filtered, kept in a store for every later view), launch ->
+device arrows. The zoom is kept in the URL (`t0`, `t1` in ms since the first event), so a link opens
 the same view; W/S zoom and A/D pan (assets/keys.js); the graph's box-select totals the
 selected range per name (`hpuprof.analysis.time_range`). Search finds slices by name and
 steps through them (◀ ▶), each shown outlined at the current zoom; a clicked device op's
@@ -107,6 +108,13 @@ def _groups(idx: TimelineIndex, chosen: Any) -> list[int] | None:
     return [int(g) for g in chosen if isinstance(g, int) and 0 <= g < len(idx.groups)]
 
 
+def pinned_tracks(idx: TimelineIndex, data: Any, run: str) -> list[int]:
+    """The tracks the page's pin store holds for run `run` (none when it holds another run's)."""
+    if not (isinstance(data, dict) and data.get("run") == run):
+        return []
+    return tl.tracks_of_keys(idx, data.get("tracks"))
+
+
 def view(
     store: DataStore,
     key: str | Entry,
@@ -115,12 +123,13 @@ def view(
     expanded: list[int] | None = None,
     flows: bool = True,
     focus: Focus | None = None,
+    pinned: list[int] | None = None,
 ) -> tuple[Any, str, tl.Window]:
     """(figure, status, window) of one view of run `key`: the zoom callback's whole work;
-    a `focus` outlines its search's matches and its slice."""
+    a `focus` outlines its search's matches and its slice; `pinned` tracks are drawn first."""
     entry = key if isinstance(key, Entry) else store.entry(key)
     idx = store.timeline(entry)
-    shown = tl.lanes(idx, ranks, expanded)
+    shown = tl.lanes(idx, ranks, expanded, pinned or ())
     w = tl.query(idx, shown, *window, flows=flows)
     found, event, at = None, -1, None
     if focus is not None:
@@ -220,6 +229,17 @@ def layout(ctx: Context) -> Any:
         placeholder="all ranks",
         style={"minWidth": "260px"} if multi else {"display": "none"},
     )
+    pin = dcc.Dropdown(
+        id=Id.TIMELINE_PIN,
+        options=[
+            {"label": tl.track_label(idx, t), "value": tl.track_key(idx, t)}
+            for t in range(len(idx.tracks))
+        ],
+        value=[],
+        multi=True,
+        placeholder="pin a track: it stays at the top",
+        style={"minWidth": "420px"},
+    )
     groups = dcc.Checklist(
         id=Id.TIMELINE_GROUPS,
         options=[{"label": g.label, "value": i} for i, g in enumerate(idx.groups)],
@@ -243,6 +263,8 @@ def layout(ctx: Context) -> Any:
                 className="pickers",
             ),
             html.Div([html.Span("Expanded groups", className="label"), groups], className="pickers"),
+            html.Div([html.Span("Pinned tracks", className="label"), pin], className="pickers"),
+            dcc.Store(id=Id.TIMELINE_PINNED, data={"run": entry.key, "tracks": []}),
             html.Div(
                 [
                     html.Span("Find", className="label"),
@@ -335,6 +357,21 @@ def register(app: dash.Dash, store: DataStore) -> None:
     _register_details(app, store)
     _register_search(app, store)
     _register_range(app, store)
+    _register_pin(app)
+
+
+def _register_pin(app: dash.Dash) -> None:
+    """The tracks picked to pin, kept (with their run) for every later view of the figure."""
+
+    @app.callback(
+        Output(Id.TIMELINE_PINNED, "data"),
+        Input(Id.TIMELINE_PIN, "value"),
+        State(Id.URL, "search"),
+        prevent_initial_call=True,
+    )
+    def pin(chosen: Any, search: Any) -> dict[str, Any]:
+        keys = [k for k in chosen if isinstance(k, str)] if isinstance(chosen, list) else []
+        return {"run": parse_query(search).get("run", ""), "tracks": keys}
 
 
 def _register_zoom(app: dash.Dash, store: DataStore) -> None:
@@ -350,13 +387,14 @@ def _register_zoom(app: dash.Dash, store: DataStore) -> None:
         Input(Id.TIMELINE_GROUPS, "value"),
         Input(Id.TIMELINE_OPTIONS, "value"),
         Input(Id.TIMELINE_FOCUS, "data"),
+        Input(Id.TIMELINE_PINNED, "data"),
         State(Id.URL, "search"),
         State(Id.TIMELINE_WINDOW, "data"),
         prevent_initial_call=True,
     )
     def zoom(
-        relayout: Any, ranks: Any, groups: Any, options: Any, focus_data: Any, search: Any,
-        current: Any,
+        relayout: Any, ranks: Any, groups: Any, options: Any, focus_data: Any, pin_data: Any,
+        search: Any, current: Any,
     ) -> tuple[Any, Any, Any, Any]:  # fmt: skip
         key = parse_query(search).get("run", "")
         try:
@@ -382,8 +420,9 @@ def _register_zoom(app: dash.Dash, store: DataStore) -> None:
         flows = isinstance(options, list) and FLOWS in options
         try:
             fig, text, w = view(
-                store, entry, window, _ranks(idx, ranks), _groups(idx, groups), flows, focus
-            )
+                store, entry, window, _ranks(idx, ranks), _groups(idx, groups), flows, focus,
+                pinned_tracks(idx, pin_data, entry.key),
+            )  # fmt: skip
         except Exception as error:
             log.exception("timeline view of %r", key)
             return dash.no_update, f"This view could not be drawn ({type(error).__name__}).", dash.no_update, dash.no_update  # fmt: skip
@@ -507,16 +546,18 @@ def _register_range(app: dash.Dash, store: DataStore) -> None:
         State(Id.URL, "search"),
         State(Id.TIMELINE_RANKS, "value"),
         State(Id.TIMELINE_GROUPS, "value"),
+        State(Id.TIMELINE_PINNED, "data"),
         prevent_initial_call=True,
     )
-    def selected(selection: Any, search: Any, ranks: Any, groups: Any) -> Any:
+    def selected(selection: Any, search: Any, ranks: Any, groups: Any, pin_data: Any) -> Any:
         box = selection.get("range") if isinstance(selection, dict) else None
         if not isinstance(box, dict):
             return message("Nothing selected: use Box Select and drag over the timeline.")
         try:
             entry = store.entry(parse_query(search).get("run", ""))
             idx = store.timeline(entry)
-            shown = tl.lanes(idx, _ranks(idx, ranks), _groups(idx, groups))
+            pinned = pinned_tracks(idx, pin_data, entry.key)
+            shown = tl.lanes(idx, _ranks(idx, ranks), _groups(idx, groups), pinned)
             head, rows = range_rows(store, entry, idx, shown, box)
         except HpuprofError as error:
             return message(str(error), "error")
