@@ -39,13 +39,17 @@ def index(trace: Trace) -> TimelineIndex:
     return tl.build_index(trace)
 
 
-def _nccl_pair() -> Trace:
+def _real(rel: str) -> Trace:
     import hpuprof
 
-    pair = SHARED_TRACES / "tests" / "data" / "trace_filter"
-    if not pair.is_dir():
+    path = SHARED_TRACES / rel
+    if not path.exists():
         pytest.skip("../shared/traces is not present")
-    return hpuprof.load(pair)
+    return hpuprof.load(path)
+
+
+def _nccl_pair() -> Trace:
+    return _real("tests/data/trace_filter")
 
 
 # --- index ------------------------------------------------------------------------------------
@@ -269,7 +273,8 @@ def test_counter_tracks(tmp_path: Path) -> None:
     idx = tl.build_index(replace(trace, counters=counters))
     shown = tl.lanes(idx)
     lanes_c = [i for i, lane in enumerate(shown) if lane.kind == "counter"]
-    assert [shown[i].label for i in lanes_c] == ["hpu.memory_in_use_bytes (bytes)"]
+    # the emulator's memory counter is drawn as the device's (modeled) memory track
+    assert [shown[i].label for i in lanes_c] == ["memory · HPU 0 (allocated, modeled)"]
     w = tl.query(idx, shown, buckets=100)
     assert 0 < len(w.ctr_ts) <= 200  # thinned to the buckets
     assert w.ctr_value.max() == 5e9  # the peak survives the thinning
@@ -277,6 +282,52 @@ def test_counter_tracks(tmp_path: Path) -> None:
     line = next(t for t in fig.data if t.name == "counters")
     assert any("GiB" in h for h in line.hovertext)
     assert tl.counter_text(3 * 2**20, "memory (bytes)") == "3.00 MiB"
+
+
+def test_memory_of_a_real_trace_is_drawn_as_step_lines() -> None:
+    """Allocator events (`[memory]` instants) give an allocated and a reserved track per
+    device: step lines through the allocator's totals, hovered in GiB."""
+    from tests.analysis.test_memory import GIB, allocator_trace
+
+    idx = tl.build_index(allocator_trace())
+    shown = tl.lanes(idx)
+    labels = [lane.label for lane in shown if lane.kind == "counter"]
+    assert labels == ["memory · CUDA 0 (allocated)", "memory · CUDA 0 (reserved)"]
+    fig = tl.figure(tl.query(idx, shown))
+    lines = [t for t in fig["data"] if t.get("name") == "counters"]
+    assert [t["line"]["shape"] for t in lines] == ["hv", "hv"]
+    allocated = lines[0]
+    assert [h.split(": ")[1] for h in allocated["hovertext"]] == [
+        "1.00 GiB", "3.00 GiB", "4.00 GiB", "3.00 GiB", "2.00 GiB"
+    ]  # fmt: skip
+    # the peak is the top of the lane, times from the trace's first event
+    y = np.asarray(allocated["y"])
+    lane = labels.index("memory · CUDA 0 (allocated)")
+    y_lane = [i for i, ln in enumerate(shown) if ln.kind == "counter"][lane]
+    assert y.min() == pytest.approx(y_lane - 0.4) and int(y.argmin()) == 2
+    assert list(np.round(allocated["x"] * 1e6).astype(int)) == [10, 210, 410, 600, 610]
+    assert idx.ctr_value.max() == 4 * GIB
+
+
+def test_memory_tracks_of_a_shared_real_trace() -> None:
+    """The V100 profile_memory trace: CUDA memory tracks whose peak is the allocator's."""
+    trace = _real("tests/data/df_index_resolver/df_index_resolver.json.gz")
+    idx = tl.build_index(trace)
+    labels = [t.label for t in idx.tracks if t.counter]
+    assert "memory · CUDA 1 (allocated)" in labels and "memory · CUDA 1 (reserved)" in labels
+    from hpuprof.analysis.memory import analyze_memory
+
+    peak = next(d for d in analyze_memory(trace).devices if d.device == "CUDA 1").peak_bytes
+    k = next(t for t, tr in enumerate(idx.tracks) if tr.label == "memory · CUDA 1 (allocated)")
+    pos = list(idx.ctr_track).index(k)
+    a, b = int(idx.ctr_offsets[pos]), int(idx.ctr_offsets[pos + 1])
+    assert idx.ctr_value[a:b].max() == peak
+    w = tl.query(idx, tl.lanes(idx), buckets=200)
+    drawn = w.ctr_value[
+        w.ctr_lane
+        == next(i for i, ln in enumerate(w.lanes) if ln.label == "memory · CUDA 1 (allocated)")
+    ]
+    assert 0 < len(drawn) <= 400 and drawn.max() == peak  # thinned, the peak kept
 
 
 def test_figure_reads_in_units_with_legend_outside(index: TimelineIndex) -> None:
