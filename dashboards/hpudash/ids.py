@@ -54,6 +54,8 @@ class Id(StrEnum):
     TIMELINE_GOTO_TARGET = "timeline-goto-target"
     TIMELINE_PIN = "timeline-pin"
     TIMELINE_PINNED = "timeline-pinned"
+    TIMELINE_PIN_THIS = "timeline-pin-this"
+    TIMELINE_PIN_TARGET = "timeline-pin-target"
 
     OPS_SEARCH = "ops-search"
     OPS_GRID = "ops-grid"

@@ -597,13 +597,7 @@ def test_timeline_zoom_url_keys_selection_and_details(browser: Browser) -> None:
     # then lands beside it, so it is measured and clicked again (at most 3 times)
     for attempt in range(3):
         b.page.wait_for_function(SETTLED)
-        box = b.page.evaluate(
-            """() => { const area = document.querySelector('#timeline-graph .nsewdrag').getBoundingClientRect(); let best = null;
-            for (const q of document.querySelectorAll('#timeline-graph .bars path')) { const r = q.getBoundingClientRect();
-                const inside = r.left >= area.left && r.right <= area.right && r.top >= area.top && r.bottom <= area.bottom;
-                if (inside && r.width > 4 && r.height > 4 && (!best || r.width > best.w)) best = {x: r.left + r.width / 2, y: r.top + r.height / 2, w: r.width}; }
-            return best; }"""
-        )
+        box = b.page.evaluate(WIDEST_BAR)
         assert box is not None
         b.page.mouse.move(box["x"], box["y"])
         b.page.mouse.click(box["x"], box["y"])
@@ -700,7 +694,38 @@ def test_a_pinned_track_stays_on_top(browser: Browser) -> None:
     b.page.wait_for_function(f"() => !{TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('📌')")
     ticks = b.page.evaluate(TICKS)
     assert ticks[0].startswith("▸ rank 0") and all(t.startswith("▸") for t in ticks)
+    # a clicked slice offers to pin the track it is on: expand rank 0's host, click its
+    # widest slice, pin from the button; the button then offers to unpin it
+    b.page.locator("#timeline-groups input").first.check()
+    b.page.wait_for_function(f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('▾')")
+    b.page.wait_for_function(SETTLED)
+    for attempt in range(3):
+        box = b.page.evaluate(WIDEST_BAR)
+        assert box is not None
+        b.page.mouse.click(box["x"], box["y"])
+        try:
+            b.page.wait_for_selector("#timeline-pin-this:visible", timeout=20_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+    offer = b.text("#timeline-pin-this")
+    assert offer.startswith("Pin its track (rank 0 · ")
+    b.page.click("#timeline-pin-this")
+    b.page.wait_for_function(f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('📌')")
+    assert b.page.evaluate(TICKS)[0] == "📌 " + offer[len("Pin its track (") : -1]
+    b.page.wait_for_function(
+        "() => document.querySelector('#timeline-pin-this').innerText.startsWith('Unpin')"
+    )
     assert b.console == [] and b.dialogs == []
+
+
+WIDEST_BAR = """() => { const area = document.querySelector('#timeline-graph .nsewdrag').getBoundingClientRect(); let best = null;
+    for (const q of document.querySelectorAll('#timeline-graph .bars path')) { const r = q.getBoundingClientRect();
+        const inside = r.left >= area.left && r.right <= area.right && r.top >= area.top && r.bottom <= area.bottom;
+        if (inside && r.width > 4 && r.height > 4 && (!best || r.width > best.w)) best = {x: r.left + r.width / 2, y: r.top + r.height / 2, w: r.width}; }
+    return best; }"""
+"""The middle of the widest slice drawn whole inside the plot (None: none)."""
 
 
 @pytest.mark.parametrize("key", ["samples/emulated_lazy", RUN2])

@@ -167,6 +167,20 @@ def test_a_pinned_track_stays_on_top_whatever_is_collapsed_or_filtered(
     assert "shapes" not in tl.figure(tl.query(index, tl.lanes(index), 0, 1e6))["layout"]
 
 
+def test_a_slice_names_its_track_to_pin(index: TimelineIndex) -> None:
+    from hpudash import timeline_find as find
+    from hpudash.pages.timeline import pin_toggled
+
+    for pos in (0, index.slices // 2, index.slices - 1):
+        row = int(np.searchsorted(index.offsets, pos, side="right") - 1)
+        track = find.track_of(index, pos)
+        assert row in index.rows_of_track(track).tolist()
+    key = tl.track_key(index, find.track_of(index, 0))
+    assert pin_toggled([], key) == [key]
+    assert pin_toggled(["x", key], key) == ["x"]
+    assert pin_toggled(None, key) == [key]
+
+
 def test_zoomed_out_is_density_zoomed_in_is_exact(index: TimelineIndex) -> None:
     shown = tl.lanes(index)
     whole = tl.query(index, shown, exact_limit=1_000)

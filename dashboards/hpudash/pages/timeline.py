@@ -290,6 +290,8 @@ def layout(ctx: Context) -> Any:
             html.H3("Slice details"),
             html.Div(message("Click a slice or a marker."), id=Id.TIMELINE_DETAILS),
             html.Button("", id=Id.TIMELINE_GOTO, n_clicks=0, className="button", style={"display": "none"}),
+            html.Button("", id=Id.TIMELINE_PIN_THIS, n_clicks=0, className="button", style={"display": "none"}),
+            dcc.Store(id=Id.TIMELINE_PIN_TARGET),
         ]
     )  # fmt: skip
 
@@ -357,11 +359,59 @@ def register(app: dash.Dash, store: DataStore) -> None:
     _register_details(app, store)
     _register_search(app, store)
     _register_range(app, store)
-    _register_pin(app)
+    _register_pin(app, store)
 
 
-def _register_pin(app: dash.Dash) -> None:
-    """The tracks picked to pin, kept (with their run) for every later view of the figure."""
+def pin_toggled(chosen: Any, key: str) -> list[str]:
+    """The pinned track keys after the "Pin its track" / "Unpin its track" button of `key`."""
+    keys = [k for k in chosen if isinstance(k, str)] if isinstance(chosen, list) else []
+    return [k for k in keys if k != key] if key in keys else [*keys, key]
+
+
+def _register_pin(app: dash.Dash, store: DataStore) -> None:
+    """The tracks picked to pin, kept (with their run) for every later view of the figure;
+    a clicked slice's "Pin its track" button pins or unpins the track it is on."""
+
+    @app.callback(
+        Output(Id.TIMELINE_PIN_THIS, "children"),
+        Output(Id.TIMELINE_PIN_THIS, "style"),
+        Output(Id.TIMELINE_PIN_TARGET, "data"),
+        Input(Id.TIMELINE_GRAPH, "clickData"),
+        Input(Id.TIMELINE_PIN, "value"),
+        State(Id.URL, "search"),
+        prevent_initial_call=True,
+    )
+    def pin_button(click: Any, chosen: Any, search: Any) -> tuple[str, dict[str, str], Any]:
+        points = click.get("points") if isinstance(click, dict) else None
+        point = points[0] if isinstance(points, list) and points else {}
+        data = point.get("customdata") if isinstance(point, dict) else None
+        hidden = ("", {"display": "none"}, None)
+        if not (isinstance(data, list) and len(data) == 2 and data[0] == "e"):
+            return hidden
+        try:
+            idx = store.timeline(store.entry(parse_query(search).get("run", "")))
+        except HpuprofError:
+            return hidden
+        pos = find.position_of(idx, data[1]) if isinstance(data[1], int) else None
+        if pos is None:
+            return hidden
+        track = find.track_of(idx, pos)
+        key = tl.track_key(idx, track)
+        pinned = isinstance(chosen, list) and key in chosen
+        verb = "Unpin" if pinned else "Pin"
+        return f"{verb} its track ({tl.track_label(idx, track)})", {}, key
+
+    @app.callback(
+        Output(Id.TIMELINE_PIN, "value"),
+        Input(Id.TIMELINE_PIN_THIS, "n_clicks"),
+        State(Id.TIMELINE_PIN_TARGET, "data"),
+        State(Id.TIMELINE_PIN, "value"),
+        prevent_initial_call=True,
+    )
+    def pin_this(_clicks: Any, key: Any, chosen: Any) -> list[str]:
+        if not isinstance(key, str):
+            raise dash.exceptions.PreventUpdate
+        return pin_toggled(chosen, key)
 
     @app.callback(
         Output(Id.TIMELINE_PINNED, "data"),
