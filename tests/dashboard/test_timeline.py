@@ -175,6 +175,11 @@ def test_a_slice_names_its_track_to_pin(index: TimelineIndex) -> None:
         row = int(np.searchsorted(index.offsets, pos, side="right") - 1)
         track = find.track_of(index, pos)
         assert row in index.rows_of_track(track).tolist()
+    from hpudash.pages.timeline import clicked_slice
+
+    assert clicked_slice({"points": [{"customdata": ["e", 5]}]}) == ["e", 5]
+    assert clicked_slice({"points": [{"x": 1.0, "z": 0.4}]}) is None  # a density cell
+    assert clicked_slice(None) is None and clicked_slice({"points": []}) is None
     key = tl.track_key(index, find.track_of(index, 0))
     assert pin_toggled([], key) == [key]
     assert pin_toggled(["x", key], key) == ["x"]

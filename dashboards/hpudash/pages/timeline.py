@@ -169,6 +169,15 @@ class Focus:
         return {"run": self.run, "text": self.text, "match": self.match, "event": self.event}
 
 
+def clicked_slice(click: Any) -> list[Any] | None:
+    """The clicked point's `["e", events-table row]` (a slice or a marker; row -1: a collapsed
+    group's busy bar), or None for a click on anything else (busy time of many slices)."""
+    points = click.get("points") if isinstance(click, dict) else None
+    point = points[0] if isinstance(points, list) and points else {}
+    data = point.get("customdata") if isinstance(point, dict) else None
+    return data if isinstance(data, list) and len(data) == 2 and data[0] == "e" else None
+
+
 def slice_words(idx: TimelineIndex, pos: int) -> str:
     """A slice in words: its name, duration and start."""
     name = idx.names[int(idx.name_code[pos])]
@@ -382,11 +391,9 @@ def _register_pin(app: dash.Dash, store: DataStore) -> None:
         prevent_initial_call=True,
     )
     def pin_button(click: Any, chosen: Any, search: Any) -> tuple[str, dict[str, str], Any]:
-        points = click.get("points") if isinstance(click, dict) else None
-        point = points[0] if isinstance(points, list) and points else {}
-        data = point.get("customdata") if isinstance(point, dict) else None
+        data = clicked_slice(click)
         hidden = ("", {"display": "none"}, None)
-        if not (isinstance(data, list) and len(data) == 2 and data[0] == "e"):
+        if data is None:
             return hidden
         try:
             idx = store.timeline(store.entry(parse_query(search).get("run", "")))
@@ -494,10 +501,8 @@ def _register_details(app: dash.Dash, store: DataStore) -> None:
     )
     def details(click: Any, search: Any) -> tuple[Any, str, dict[str, str], Any]:
         hidden = ("", {"display": "none"}, None)
-        points = click.get("points") if isinstance(click, dict) else None
-        point = points[0] if isinstance(points, list) and points else {}
-        data = point.get("customdata") if isinstance(point, dict) else None
-        if not (isinstance(data, list) and len(data) == 2 and data[0] == "e"):
+        data = clicked_slice(click)
+        if data is None:
             return message(
                 "That is busy time of many slices: zoom in to click single slices."
             ), *hidden
