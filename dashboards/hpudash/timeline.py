@@ -70,8 +70,9 @@ class Lane:
     """Drawn in the pinned block at the top (whatever its group's state or rank)."""
 
 
-PIN = "📌 "
-"""The mark before a pinned track's label."""
+PIN = "pinned: "
+"""Before a pinned track's label (plain text: an emoji pin is drawn as a blank box where no
+emoji font is installed, as in headless Chromium)."""
 
 
 def default_expanded(idx: TimelineIndex, ranks: Collection[int] | None = None) -> list[int]:

@@ -651,7 +651,7 @@ def _toggle_pin(b: Browser, label: str) -> None:
 
 
 def test_a_pinned_track_stays_on_top(browser: Browser) -> None:
-    """Pin rank 1's MME stream: it is the top lane of the plot (its name as drawn, with 📌 and
+    """Pin rank 1's MME stream: it is the top lane of the plot (its name as drawn, with "pinned:" and
     its group) and its slices are drawn there; it stays on top when every group is collapsed
     and after a zoom; unpinned, the top lane is rank 0's first group again."""
     b = browser
@@ -661,19 +661,21 @@ def test_a_pinned_track_stays_on_top(browser: Browser) -> None:
     assert first.startswith("▾ rank 0")
     track = "rank 1 · /device:HPU:0 · MME 0"
     _toggle_pin(b, track)
-    b.page.wait_for_function(f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('📌')")
+    b.page.wait_for_function(
+        f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('pinned: ')"
+    )
     b.page.wait_for_function(SETTLED)
     ticks = b.page.evaluate(TICKS)
-    assert ticks[0] == f"📌 {track}"
+    assert ticks[0] == f"pinned: {track}"
     assert ticks.count("MME 0") == 1  # rank 0's; rank 1's is not drawn twice
     # what the user sees: the label is the top tick of the drawn axis, and lane 0 has pixels
     drawn = b.page.locator("#timeline-graph .ytick text").all_text_contents()
     tops = b.page.evaluate(
         "() => [...document.querySelectorAll('#timeline-graph .ytick text')].map(t => [t.textContent, t.getBoundingClientRect().top])"
     )
-    assert min(tops, key=lambda t: t[1])[0] == f"📌 {track}", drawn
+    assert min(tops, key=lambda t: t[1])[0] == f"pinned: {track}", drawn
     pixels = _lane_pixels(b)
-    assert next(v for k, v in pixels.items() if k.startswith("📌")) >= 4, pixels
+    assert next(v for k, v in pixels.items() if k.startswith("pinned: ")) >= 4, pixels
     # collapse every group and zoom in: the pinned stream is still the top lane, with bars
     for box in b.page.locator("#timeline-groups input").all():
         if box.is_checked():
@@ -682,16 +684,18 @@ def test_a_pinned_track_stays_on_top(browser: Browser) -> None:
     b.page.wait_for_function(
         f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext.slice(1).every(t => t.startsWith('▸'))"
     )
-    assert b.page.evaluate(TICKS)[0] == f"📌 {track}"
+    assert b.page.evaluate(TICKS)[0] == f"pinned: {track}"
     status = _zoom(b, 1.0, 1.4)
     assert "every slice" in status
-    assert b.page.evaluate(TICKS)[0] == f"📌 {track}"
+    assert b.page.evaluate(TICKS)[0] == f"pinned: {track}"
     assert b.page.evaluate(
         f"() => {TIMELINE_PLOT}.data.some(t => t.type === 'bar' && t.y.some(y => y === 0))"
     ), "no bar drawn on the pinned lane"
     # unpinned: the groups only, collapsed as they were
     _toggle_pin(b, track)
-    b.page.wait_for_function(f"() => !{TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('📌')")
+    b.page.wait_for_function(
+        f"() => !{TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('pinned: ')"
+    )
     ticks = b.page.evaluate(TICKS)
     assert ticks[0].startswith("▸ rank 0") and all(t.startswith("▸") for t in ticks)
     # a clicked slice offers to pin the track it is on: expand rank 0's host, click its
@@ -712,8 +716,10 @@ def test_a_pinned_track_stays_on_top(browser: Browser) -> None:
     offer = b.text("#timeline-pin-this")
     assert offer.startswith("Pin its track (rank 0 · ")
     b.page.click("#timeline-pin-this")
-    b.page.wait_for_function(f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('📌')")
-    assert b.page.evaluate(TICKS)[0] == "📌 " + offer[len("Pin its track (") : -1]
+    b.page.wait_for_function(
+        f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('pinned: ')"
+    )
+    assert b.page.evaluate(TICKS)[0] == "pinned: " + offer[len("Pin its track (") : -1]
     b.page.wait_for_function(
         "() => document.querySelector('#timeline-pin-this').innerText.startsWith('Unpin')"
     )

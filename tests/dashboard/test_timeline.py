@@ -132,7 +132,7 @@ def test_lanes_collapse_and_filter_ranks(index: TimelineIndex) -> None:
 def test_a_pinned_track_stays_on_top_whatever_is_collapsed_or_filtered(
     index: TimelineIndex,
 ) -> None:
-    """A pinned track's rows come first (marked 📌, with its group's name), leave its group,
+    """A pinned track's rows come first (marked "pinned:", with its group's name), leave its group,
     and stay when its group is collapsed or its rank filtered out; unpinned, all is as before."""
     device = next(t for t, tr in enumerate(index.tracks) if tr.is_device and tr.group == 3)
     host = next(t for t, tr in enumerate(index.tracks) if not tr.is_device and tr.group == 0)
@@ -142,9 +142,9 @@ def test_a_pinned_track_stays_on_top_whatever_is_collapsed_or_filtered(
     shown = tl.lanes(index, ranks=[0], expanded=[], pinned=pinned)
     top = [lane for lane in shown if lane.pinned]
     assert shown[: len(top)] == tuple(top)
-    assert top[0].label == "📌 rank 1 · /device:HPU:0 · " + index.tracks[device].label
+    assert top[0].label == "pinned: rank 1 · /device:HPU:0 · " + index.tracks[device].label
     assert top[0].is_device and not top[1].is_device
-    assert top[1].label.startswith("📌 rank 0 · python 100 · ")
+    assert top[1].label.startswith("pinned: rank 0 · python 100 · ")
     assert len(top) == 1 + index.tracks[host].depths  # a device stream is one row here
     rest = shown[len(top) :]
     assert all(lane.kind == "summary" for lane in rest)  # all collapsed, rank 0 only
@@ -163,7 +163,7 @@ def test_a_pinned_track_stays_on_top_whatever_is_collapsed_or_filtered(
     assert set(rows_of_bars.tolist()) <= pinned_rows
     layout = _fig(w).layout
     assert layout.shapes[0].y0 == len(top) - 0.5
-    assert layout.yaxis.ticktext[0].startswith("📌 ")
+    assert layout.yaxis.ticktext[0].startswith("pinned: ")
     assert "shapes" not in tl.figure(tl.query(index, tl.lanes(index), 0, 1e6))["layout"]
 
 
