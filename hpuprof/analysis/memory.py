@@ -158,15 +158,17 @@ def allocator_samples(trace: Trace) -> pd.DataFrame | None:
     def column(name: str) -> np.ndarray:
         return np.asarray(arg_values(full, name, rows.index), dtype=np.int64)
 
+    # one label per (device type, device id) pair, not one per event
+    pairs, which = np.unique(
+        np.stack([column("memory_device_type"), column("memory_device_id")]),
+        axis=1,
+        return_inverse=True,
+    )
+    labels = np.array([_device_label(kind, int(t), int(i)) for t, i in pairs.T], dtype=object)
     return pd.DataFrame(
         {
             "rank": rows["rank"].to_numpy(dtype=np.int64),
-            "device": [
-                _device_label(kind, int(t), int(i))
-                for t, i in zip(
-                    column("memory_device_type"), column("memory_device_id"), strict=True
-                )
-            ],
+            "device": labels[which.reshape(-1)],
             "ts_ns": rows["ts_ns"].to_numpy(dtype=np.int64),
             "bytes": column("alloc_bytes"),
             "allocated_bytes": column("total_allocated"),

@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 
 from hpuprof.analysis.memory import EMULATOR_COUNTER, allocator_samples, counter_samples
+from hpuprof.trace.categories import categorical
+from hpuprof.trace.combine import concat_tables
 from hpuprof.trace.model import Trace
-from hpuprof.trace.schema import COUNTER_COLUMNS
 
 TRACK_PREFIX = "memory · "
 """The start of every memory track's name."""
@@ -25,45 +26,45 @@ MEMORY_CATEGORY = "hpuprof.memory"
 """The `cat` of the samples made here."""
 
 
-def _samples(frame: pd.DataFrame, column: str, series: str) -> pd.DataFrame:
-    """One counter sample per row of `frame` (rank, device, ts_ns, `column`) named `series`."""
-    n = len(frame)
+def _table(parts: list[tuple[pd.DataFrame, str, str]]) -> pd.DataFrame:
+    """The counters table of `parts`: per (frame of rank, device, ts_ns, ...; its value
+    column; series name), one sample per row."""
+    sizes = [len(frame) for frame, _, _ in parts]
+    n = sum(sizes)
+    device = np.concatenate([frame["device"].to_numpy(dtype=object) for frame, _, _ in parts])
+    codes, devices = pd.factorize(device)
+    zeros = np.zeros(n, dtype=np.int8)
     return pd.DataFrame(
         {
-            "name": (TRACK_PREFIX + frame["device"].astype(str)).to_numpy(dtype=object),
-            "series": np.full(n, series, dtype=object),
-            "cat": np.full(n, MEMORY_CATEGORY, dtype=object),
-            "pid": np.full(n, "memory", dtype=object),
-            "tid": frame["device"].astype(str).to_numpy(dtype=object),
-            "rank": frame["rank"].to_numpy(dtype=np.int32),
-            "ts_ns": frame["ts_ns"].to_numpy(dtype=np.int64),
-            "value": frame[column].to_numpy(dtype=np.float64),
+            "name": categorical(codes, [TRACK_PREFIX + str(d) for d in devices]),
+            "series": categorical(
+                np.repeat(np.arange(len(parts)), sizes), [s for _, _, s in parts]
+            ),
+            "cat": categorical(zeros, [MEMORY_CATEGORY]),
+            "pid": categorical(zeros, ["memory"]),
+            "tid": categorical(codes, [str(d) for d in devices]),
+            "rank": np.concatenate([f["rank"].to_numpy(dtype=np.int32) for f, _, _ in parts]),
+            "ts_ns": np.concatenate([f["ts_ns"].to_numpy(dtype=np.int64) for f, _, _ in parts]),
+            "value": np.concatenate([f[c].to_numpy(dtype=np.float64) for f, c, _ in parts]),
         }
     )
-
-
-def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with the dtypes of `COUNTER_COLUMNS` (categories for the texts)."""
-    return frame.astype(COUNTER_COLUMNS)[list(COUNTER_COLUMNS)].reset_index(drop=True)
 
 
 def memory_counters(trace: Trace) -> pd.DataFrame:
     """The trace's memory as counter samples (see the module docstring); empty without a
     memory source."""
-    parts: list[pd.DataFrame] = []
+    parts: list[tuple[pd.DataFrame, str, str]] = []
     allocator = allocator_samples(trace)
     if allocator is not None:
-        parts.append(_samples(allocator, "allocated_bytes", "allocated"))
+        parts.append((allocator, "allocated_bytes", "allocated"))
         # a device whose allocator never reports a reservation (the CPU's) has no such series
         reserving = allocator.groupby(["rank", "device"])["reserved_bytes"].transform("max") > 0
-        parts.append(_samples(allocator[reserving.to_numpy()], "reserved_bytes", "reserved"))
+        parts.append((allocator[reserving.to_numpy()], "reserved_bytes", "reserved"))
     else:
         modeled = counter_samples(trace)
         if modeled is not None:
-            parts.append(_samples(modeled, "allocated_bytes", "allocated, modeled"))
-    if not parts:
-        return _typed(pd.DataFrame({c: [] for c in COUNTER_COLUMNS}))
-    return _typed(pd.concat(parts, ignore_index=True))
+            parts.append((modeled, "allocated_bytes", "allocated, modeled"))
+    return _table(parts) if parts else trace.counters.iloc[0:0]
 
 
 def timeline_counters(trace: Trace) -> pd.DataFrame:
@@ -77,4 +78,4 @@ def timeline_counters(trace: Trace) -> pd.DataFrame:
         return own
     if not len(own):
         return memory
-    return _typed(pd.concat([own.astype(object), memory.astype(object)], ignore_index=True))
+    return concat_tables([own, memory])
