@@ -643,6 +643,25 @@ def test_timeline_zoom_url_keys_selection_and_details(browser: Browser) -> None:
 TICKS = f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext"
 
 
+def test_memory_is_a_drawn_step_line(browser: Browser, root: Path) -> None:
+    """An emulated run's timeline has its device's memory track, drawn (pixels on its lane),
+    as a step line whose hover reads in bytes units."""
+    key = "samples/emulated_lazy"
+    if not (root / key).exists():
+        pytest.skip(f"{key} is not in this checkout")
+    b = browser
+    b.visit(f"/timeline?run={quote(key)}", f"Timeline: {key}")
+    label = "memory · HPU 0 (allocated, modeled)"
+    assert label in b.page.evaluate(TICKS)
+    pixels = _lane_pixels(b)
+    assert next(v for k, v in pixels.items() if k.startswith(label + "@")) >= 4, pixels
+    line = b.page.evaluate(
+        f"() => {TIMELINE_PLOT}.data.filter(t => t.name === 'counters').map(t => [t.line.shape, t.hovertext])"
+    )
+    memory = [hover for shape, hover in line if shape == "hv" and hover[0].startswith(label)]
+    assert memory and all(re.search(r": \d+\.\d\d [KMG]iB$|: \d+ B$", h) for h in memory[0])
+
+
 def _toggle_pin(b: Browser, label: str) -> None:
     """Open the "Pinned tracks" picker, click the track `label` (pin or unpin), close it."""
     b.page.click("#timeline-pin")
