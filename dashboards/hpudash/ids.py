@@ -52,6 +52,10 @@ class Id(StrEnum):
     TIMELINE_FOCUS = "timeline-focus"
     TIMELINE_GOTO = "timeline-goto"
     TIMELINE_GOTO_TARGET = "timeline-goto-target"
+    TIMELINE_PIN = "timeline-pin"
+    TIMELINE_PINNED = "timeline-pinned"
+    TIMELINE_PIN_THIS = "timeline-pin-this"
+    TIMELINE_PIN_TARGET = "timeline-pin-target"
 
     OPS_SEARCH = "ops-search"
     OPS_GRID = "ops-grid"

@@ -66,6 +66,13 @@ class Lane:
     """summary: the group; row: the row index; counter: the counter track's position."""
     label: str
     is_device: bool
+    pinned: bool = False
+    """Drawn in the pinned block at the top (whatever its group's state or rank)."""
+
+
+PIN = "pinned: "
+"""Before a pinned track's label (plain text: an emoji pin is drawn as a blank box where no
+emoji font is installed, as in headless Chromium)."""
 
 
 def default_expanded(idx: TimelineIndex, ranks: Collection[int] | None = None) -> list[int]:
@@ -78,16 +85,61 @@ def default_expanded(idx: TimelineIndex, ranks: Collection[int] | None = None) -
     return [i for i in shown if idx.groups[i].rank == first]
 
 
+def track_key(idx: TimelineIndex, track: int) -> str:
+    """A track's name that stays the same for the run (rank, process, thread or series): what
+    the page keeps to remember a pinned track."""
+    t = idx.tracks[track]
+    g = idx.groups[t.group]
+    return f"{g.rank}/{g.pid}/{t.tid}"
+
+
+def track_label(idx: TimelineIndex, track: int) -> str:
+    """A track in words, with its group: "rank 0 · python 4037 · thread 12"."""
+    t = idx.tracks[track]
+    return f"{idx.groups[t.group].label} · {t.label}"
+
+
+def tracks_of_keys(idx: TimelineIndex, keys: Any) -> list[int]:
+    """The tracks named by `keys` (`track_key`), in their order; unknown keys are left out."""
+    if not isinstance(keys, list):
+        return []
+    where = {track_key(idx, t): t for t in range(len(idx.tracks))}
+    out: list[int] = []
+    for k in keys:
+        t = where.get(k) if isinstance(k, str) else None
+        if t is not None and t not in out:
+            out.append(t)
+    return out
+
+
+def _track_lanes(
+    idx: TimelineIndex, t: int, counter_pos: dict[int, int], label: str, pinned: bool
+) -> list[Lane]:
+    """The lanes of track `t`: one per nesting depth, or its counter series; `label` on the first."""
+    track = idx.tracks[t]
+    if track.counter:
+        return [Lane("counter", track.group, counter_pos[t], label, False, pinned)]
+    return [
+        Lane("row", track.group, int(r), label if i == 0 else "", track.is_device, pinned)
+        for i, r in enumerate(idx.rows_of_track(t))
+    ]
+
+
 def lanes(
     idx: TimelineIndex,
     ranks: Collection[int] | None = None,
     expanded: Collection[int] | None = None,
+    pinned: Collection[int] = (),
 ) -> tuple[Lane, ...]:
-    """The lanes to draw, top to bottom: per group a summary lane, then (when expanded) one
-    lane per nesting depth of each track, or one per counter series."""
+    """The lanes to draw, top to bottom: the `pinned` tracks (in their order, shown whatever
+    the rank filter and the groups' state), then per group a summary lane and (when expanded)
+    one lane per nesting depth of each track not pinned, or one per counter series."""
     open_ = set(default_expanded(idx, ranks) if expanded is None else expanded)
     counter_pos = {int(t): i for i, t in enumerate(idx.ctr_track)}
     out: list[Lane] = []
+    for t in pinned:
+        out += _track_lanes(idx, t, counter_pos, PIN + track_label(idx, t), True)
+    pinned_set = set(pinned)
     for g, group in enumerate(idx.groups):
         if ranks is not None and group.rank not in ranks:
             continue
@@ -97,15 +149,8 @@ def lanes(
         if not is_open:
             continue
         for t, track in enumerate(idx.tracks):
-            if track.group != g:
-                continue
-            if track.counter:
-                out.append(Lane("counter", g, counter_pos[t], track.label, False))
-                continue
-            for r in idx.rows_of_track(t):
-                depth = int(idx.row_depth[r])
-                label = track.label if depth == 0 else ""
-                out.append(Lane("row", g, int(r), label, track.is_device))
+            if track.group == g and t not in pinned_set:
+                out += _track_lanes(idx, t, counter_pos, track.label, False)
     return tuple(out)
 
 
@@ -612,6 +657,15 @@ def _layout(w: Window, revision: str) -> dict[str, Any]:
         plot_bgcolor="white",
         hoverlabel={"namelength": -1},
     )
+    pinned = sum(lane.pinned for lane in w.lanes)
+    if pinned:
+        # the pinned block ends with a line across the plot
+        layout["shapes"] = [
+            dict(
+                type="line", xref="paper", x0=0, x1=1, yref="y", y0=pinned - 0.5,
+                y1=pinned - 0.5, line={"color": "#555555", "width": 2},
+            )
+        ]  # fmt: skip
     return layout
 
 

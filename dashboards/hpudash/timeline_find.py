@@ -4,8 +4,8 @@ Pure functions over a `TimelineIndex`, in its slice positions (the sorted slice 
 `matches` finds the slices whose name holds a text, `partners` follows the launch -> device-op
 arrows (a device kernel to the host call that launched it, or back), `focus_window` is the view
 that shows one slice (kept at the current zoom when the slice fits in it, as Perfetto's "next
-match" does), `group_of` the group to expand so it is drawn on a row of its own, `lane_of`
-the drawn lane it is on.
+match" does), `group_of` the group to expand so it is drawn on a row of its own, `track_of` its track (to
+pin), `lane_of` the drawn lane it is on.
 """
 
 from __future__ import annotations
@@ -60,10 +60,15 @@ def partners(idx: TimelineIndex, pos: int) -> tuple[str, np.ndarray]:
     return "", np.zeros(0, dtype=np.int64)
 
 
+def track_of(idx: TimelineIndex, pos: int) -> int:
+    """The track (thread, stream or engine) that holds slice `pos`."""
+    row = int(np.searchsorted(idx.offsets, pos, side="right") - 1)
+    return int(idx.row_track[row])
+
+
 def group_of(idx: TimelineIndex, pos: int) -> int:
     """The group (process of a rank) whose track holds slice `pos`."""
-    row = int(np.searchsorted(idx.offsets, pos, side="right") - 1)
-    return idx.tracks[int(idx.row_track[row])].group
+    return idx.tracks[track_of(idx, pos)].group
 
 
 def focus_window(idx: TimelineIndex, pos: int, current: tuple[int, int]) -> tuple[int, int]:

@@ -5,7 +5,9 @@ A *track* is one lane of the trace (a host thread, a device stream or engine) of
 into the last row. Tracks belong to *groups* (a process of a rank: "GPU 0", "python 4037"),
 named from the trace's own metadata (Kineto `process_labels`, `process_name`, `thread_name`).
 Each group also has a *summary*: the union of its tracks' busy time, drawn when the group is
-collapsed. Counter series (memory, recipe cache) are tracks of their own.
+collapsed. Counter series are tracks of their own: the trace's counters (recipe cache, ...) and
+its memory per device, allocated and reserved (`hpuprof.analysis.memory_tracks`: from the
+allocator's `[memory]` events of a real trace, or the emulator's modeled counter).
 
 Times are ns relative to `t0_ns`: the first event that is not the profiler's own span (the
 `PyTorch Profiler (0)` span often starts seconds before anything happens). The index is a
@@ -551,6 +553,7 @@ def _first_start(
 def build_index(trace: Trace) -> TimelineIndex:
     """Sort the trace's slices once into tracks, rows and groups (see the module docstring)."""
     from hpuprof.analysis._common import isin
+    from hpuprof.analysis.memory_tracks import timeline_counters
 
     ev = trace.events
     codes = mark_codes(ev)
@@ -559,7 +562,7 @@ def build_index(trace: Trace) -> TimelineIndex:
     ts_all = ev["ts_ns"].to_numpy(dtype=np.int64)
     dur_all = np.maximum(ev["dur_ns"].to_numpy(dtype=np.int64), 0)
     marked = np.flatnonzero(codes > 0)
-    ctr = trace.counters
+    ctr = timeline_counters(trace)
     t0 = _first_start(ts_all, rows, marked, ctr)
     procs = _meta(trace.processes, ("rank", "pid"))
     threads = _meta(trace.threads, ("rank", "pid", "tid"))

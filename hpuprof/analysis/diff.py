@@ -20,6 +20,11 @@ first steps, a recompilation), so it does not hide the change (Glass's delta, ag
 test, which let a 40x slower step time and a +16 ms op pass while a +10 ms op was flagged).
 With fewer than two samples in A there is no noise estimate and nothing is flagged.
 
+An op only in B ("new in B") is held to the same rule with A's value taken as 0: having no
+spread of its own in A, its noise is that of A's step time (the most a step's parts varied
+together), so a new op is flagged when its time per step exceeds `regression_min_ns` and
+`noise_sigmas` times that noise. An op only in A is "gone in B": listed, never a regression.
+
 Traces of different devices are compared too, and the report says so first (`same_device`).
 
 `op_summary` / `first_step` / `events_with_steps` keep HTA's `TraceDiff` definition (counts and
@@ -63,7 +68,7 @@ class OpDelta:
         a_host_ns, b_host_ns: host self time per step.
         a_device_ns, b_device_ns: device time attributed to the op itself, per step.
         host_noise_ns, device_noise_ns: standard error of the difference (None: unknown).
-        status: new, vanished, changed or same.
+        status: "new in B", "gone in B", "changed" or "same".
         regression: "", "host", "device" or "host, device".
     """
 
@@ -343,6 +348,11 @@ def _stats(table: pd.DataFrame, names: pd.Index) -> tuple[np.ndarray, np.ndarray
     return t.mean(axis=1), var, n
 
 
+def _variance(values: np.ndarray) -> float:
+    """The sample variance of `values` (NaN for fewer than two)."""
+    return float(values.astype(np.float64).var(ddof=1)) if len(values) > 1 else math.nan
+
+
 def _noise(var_a: np.ndarray, na: int, nb: int) -> np.ndarray:
     """The noise of a difference of means when B's steps vary as A's do: A's step-to-step
     variance times (1/na + 1/nb), square-rooted (NaN when A has one sample, or B none)."""
@@ -358,11 +368,14 @@ def _beyond(diff: float, a: float, noise: float, options: AnalysisOptions) -> bo
     return big and not math.isnan(noise) and diff > options.noise_sigmas * noise
 
 
+NEW, GONE = "new in B", "gone in B"
+
+
 def _status(a_calls: float, b_calls: float, same: bool) -> str:
     if a_calls == 0:
-        return "new"
+        return NEW
     if b_calls == 0:
-        return "vanished"
+        return GONE
     return "same" if same else "changed"
 
 
@@ -380,8 +393,11 @@ def _op_deltas(
     hb, _, nb = _stats(sb.host, names)
     da, dva, _ = _stats(sa.device, names)
     db, _, _ = _stats(sb.device, names)
-    hnoise = _noise(hva, na, nb)
-    dnoise = _noise(dva, na, nb)
+    # an op only in B has no spread of its own in A: the noise is A's step time's
+    new = (ca == 0) & (cb > 0)
+    step_noise = _noise(np.array([_variance(sa.step_ns)]), sa.n, sb.n)[0]
+    hnoise = np.where(new, step_noise, _noise(hva, na, nb))
+    dnoise = np.where(new, step_noise, _noise(dva, na, nb))
     out = []
     for i, name in enumerate(names.tolist()):
         kinds = [
@@ -390,7 +406,7 @@ def _op_deltas(
                 ("host", hb[i] - ha[i], ha[i], hnoise[i]),
                 ("device", db[i] - da[i], da[i], dnoise[i]),
             )
-            if _beyond(d, a, noise, options) and ca[i] > 0 and cb[i] > 0
+            if _beyond(d, a, noise, options) and cb[i] > 0
         ]
         same = (ca[i], ha[i], da[i]) == (cb[i], hb[i], db[i])
         delta = OpDelta(
@@ -452,8 +468,7 @@ def _metric(name: str, values_a: np.ndarray, values_b: np.ndarray, label: str = 
     va, vb = values_a.astype(np.float64), values_b.astype(np.float64)
     a = float(va.mean()) if len(va) else 0.0
     b = float(vb.mean()) if len(vb) else 0.0
-    var_a = np.array([va.var(ddof=1) if len(va) > 1 else np.nan])
-    noise = _maybe(_noise(var_a, len(va), len(vb))[0])
+    noise = _maybe(_noise(np.array([_variance(va)]), len(va), len(vb))[0])
     unit = column_unit(name)
     return MetricDelta(name, a, b, b - a, pct(b - a, a), label or column_label(name), unit, noise)
 
@@ -531,11 +546,12 @@ def _op_finding(
     kind, worse = _worst(d, host_diff, device_diff)
     a_ns = d.a_device_ns if kind == "device" else d.a_host_ns
     noise = d.device_noise_ns if kind == "device" else d.host_noise_ns
+    new = " (new in B: not run in A)" if d.status == NEW else ""
     return Finding(
         "warning",
         "compare",
         f"{d.name}: {kind} time per step {a_ns / 1e3:,.1f} us -> "
-        f"{(a_ns + worse) / 1e3:,.1f} us ({d.a_calls:g} -> {d.b_calls:g} calls per step)",
+        f"{(a_ns + worse) / 1e3:,.1f} us ({d.a_calls:g} -> {d.b_calls:g} calls per step){new}",
         f"op_{kind.replace(' ', '_')}_ns",
         round(worse, 1),
         float(options.regression_min_ns),
@@ -553,7 +569,7 @@ def _notes(sa: _Samples, sb: _Samples, options: AnalysisOptions) -> list[str]:
         f"flagged: a worsening per step larger than {options.regression_min_ns / 1e3:g} us, "
         f"than {options.regression_pct:g}% of A, and than {options.noise_sigmas:g} times the "
         "noise: how much a mean of B's steps would move if they varied as A's do (A's "
-        "step-to-step spread)",
+        "step-to-step spread); an op new in B counts from 0, against the noise of A's step time",
     ]
     notes += [f"A: {c.note}" for c in sa.cut] + [f"B: {c.note}" for c in sb.cut]
     if sa.n < 2:
@@ -562,6 +578,20 @@ def _notes(sa: _Samples, sb: _Samples, options: AnalysisOptions) -> list[str]:
             "change is flagged as a regression"
         )
     return notes
+
+
+def _gone_note(ops: tuple[OpDelta, ...], shown: int = 5) -> list[str]:
+    """What no longer runs in B: the ops only in A, by their time per step in A."""
+    gone = sorted(
+        (o for o in ops if o.status == GONE), key=lambda o: -(o.a_host_ns + o.a_device_ns)
+    )
+    if not gone:
+        return []
+    names = ", ".join(
+        f"{o.name} ({(o.a_host_ns + o.a_device_ns) / 1e3:,.1f} us per step)" for o in gone[:shown]
+    )
+    more = f" and {len(gone) - shown} more" if len(gone) > shown else ""
+    return [f"gone in B (run in A, not in B): {names}{more}"]
 
 
 def diff_traces(
@@ -604,10 +634,10 @@ def diff_traces(
         metrics=tuple(metrics),
         ops=ops,
         kernels=tuple(_kernel_deltas(sa, sb, options)),
-        new_ops=tuple(o.name for o in ops if o.status == "new"),
-        vanished_ops=tuple(o.name for o in ops if o.status == "vanished"),
+        new_ops=tuple(o.name for o in ops if o.status == NEW),
+        vanished_ops=tuple(o.name for o in ops if o.status == GONE),
         regressions=tuple(regressions),
         findings=((device,) if device else ()) + tuple(regressions[: options.top_n]),
-        notes=tuple(_notes(sa, sb, options)),
+        notes=tuple(_notes(sa, sb, options) + _gone_note(ops)),
         cut_steps=sa.cut + sb.cut,
     )

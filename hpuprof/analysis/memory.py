@@ -144,7 +144,10 @@ def _device_label(kind: str, device_type: int, device_id: int) -> str:
     return f"{_FAMILY.get(kind, 'device')} {device_id}"
 
 
-def _from_allocator(trace: Trace, options: AnalysisOptions) -> MemoryReport | None:
+def allocator_samples(trace: Trace) -> pd.DataFrame | None:
+    """The allocator events (`[memory]` instants) by time: rank, device ("CUDA 0", "CPU"),
+    ts_ns, bytes (negative: a free), allocated_bytes, reserved_bytes (the allocator's running
+    totals), addr and the events' rows; None when the trace has none."""
     full = trace.events
     ev = without_args(full)
     rows = ev[isin(ev["name"], (MEMORY_EVENT,)) & isin(ev["kind"], ("instant",))]
@@ -155,23 +158,32 @@ def _from_allocator(trace: Trace, options: AnalysisOptions) -> MemoryReport | No
     def column(name: str) -> np.ndarray:
         return np.asarray(arg_values(full, name, rows.index), dtype=np.int64)
 
-    frame = pd.DataFrame(
+    # one label per (device type, device id) pair, not one per event
+    pairs, which = np.unique(
+        np.stack([column("memory_device_type"), column("memory_device_id")]),
+        axis=1,
+        return_inverse=True,
+    )
+    labels = np.array([_device_label(kind, int(t), int(i)) for t, i in pairs.T], dtype=object)
+    return pd.DataFrame(
         {
             "rank": rows["rank"].to_numpy(dtype=np.int64),
-            "device": [
-                _device_label(kind, int(t), int(i))
-                for t, i in zip(
-                    column("memory_device_type"), column("memory_device_id"), strict=True
-                )
-            ],
+            "device": labels[which.reshape(-1)],
             "ts_ns": rows["ts_ns"].to_numpy(dtype=np.int64),
             "bytes": column("alloc_bytes"),
             "allocated_bytes": column("total_allocated"),
             "reserved_bytes": column("total_reserved"),
             "addr": column("alloc_addr").astype(np.uint64),
-            "op": _enclosing_names(ev, rows.index),
+            "row": rows.index.to_numpy(),
         }
     ).sort_values("ts_ns", kind="stable", ignore_index=True)
+
+
+def _from_allocator(trace: Trace, options: AnalysisOptions) -> MemoryReport | None:
+    frame = allocator_samples(trace)
+    if frame is None:
+        return None
+    frame["op"] = _enclosing_names(without_args(trace.events), pd.Index(frame.pop("row")))
     frame["op"] = frame["op"].where(frame["op"] != "", "(outside any op)")
     devices, ops = [], []
     for rank, device, g in _per_device(frame):
@@ -249,16 +261,17 @@ def _live_at(g: pd.DataFrame, peak_ts: int) -> pd.Series:
     return upto[alive].groupby("op")["bytes"].sum()
 
 
-def _from_counter(trace: Trace, options: AnalysisOptions) -> MemoryReport | None:
+def counter_samples(trace: Trace) -> pd.DataFrame | None:
+    """The emulator's memory counter (`hpu.memory_in_use_bytes`) by rank and time: rank,
+    device ("HPU <rank>"), ts_ns, allocated_bytes, reserved_bytes (-1: not modeled), pid;
+    None when the trace has none."""
     c = trace.counters
     if c.empty:
         return None
     rows = c[(c["name"].astype(str) == EMULATOR_COUNTER).to_numpy()]
     if rows.empty:
         return None
-    ev = without_args(trace.events)
-    host = ev[~ev["is_device"].to_numpy(dtype=bool) & isin(ev["ph"], ("X",))]
-    frame = pd.DataFrame(
+    return pd.DataFrame(
         {
             "rank": rows["rank"].to_numpy(dtype=np.int64),
             "device": [f"HPU {r}" for r in rows["rank"].tolist()],
@@ -268,6 +281,14 @@ def _from_counter(trace: Trace, options: AnalysisOptions) -> MemoryReport | None
             "pid": rows["pid"].astype(str).to_numpy(),
         }
     ).sort_values(["rank", "ts_ns"], kind="stable", ignore_index=True)
+
+
+def _from_counter(trace: Trace, options: AnalysisOptions) -> MemoryReport | None:
+    frame = counter_samples(trace)
+    if frame is None:
+        return None
+    ev = without_args(trace.events)
+    host = ev[~ev["is_device"].to_numpy(dtype=bool) & isin(ev["ph"], ("X",))]
     frame["op"] = _innermost_at(host, frame)
     devices, ops = [], []
     for rank, device, g in _per_device(frame):

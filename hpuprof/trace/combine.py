@@ -29,7 +29,8 @@ def with_rank(trace: Trace, rank: int) -> Trace:
     return replace(trace, metadata={rank: meta}, **tables)
 
 
-def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+def concat_tables(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Tables of one schema one after the other (categories merged, canonical form)."""
     frames = [f for f in frames if len(f.columns)]
     if not frames:
         return pd.DataFrame()
@@ -73,9 +74,9 @@ def combine(traces: Sequence[Trace]) -> Trace:
         metadata.update(trace.metadata)
     formats = sorted({t.format for t in ordered})
     return Trace(
-        events=_concat(event_frames),
-        counters=_concat([t.counters for t in ordered]),
-        flows=_concat([t.flows for t in ordered]),
+        events=concat_tables(event_frames),
+        counters=concat_tables([t.counters for t in ordered]),
+        flows=concat_tables([t.flows for t in ordered]),
         metadata=metadata,
         processes=pd.concat([t.processes for t in ordered], ignore_index=True),
         threads=pd.concat([t.threads for t in ordered], ignore_index=True),

@@ -3,8 +3,12 @@ change flagged only beyond the step-to-step noise."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import pytest
 
 import hpuprof
 from hpuprof.analysis import compare
@@ -106,6 +110,48 @@ def test_jitter_alone_is_not_flagged() -> None:
     a = _run([5.0, 5.4, 4.8, 5.2, 5.1, 4.9], {"aten::mm": [1.0, 1.2, 0.9, 1.1, 1.0, 0.8]})
     b = _run([5.3, 4.9, 5.1, 5.0, 5.2, 4.8], {"aten::mm": [1.1, 0.9, 1.2, 1.0, 0.9, 1.0]})
     assert diff_traces(a, b).regressions == ()
+
+
+JITTER_STEPS = [5.0, 5.4, 4.8, 5.2, 5.1, 4.9]
+"""A's steps (ms): a standard deviation of 0.21 ms, noise 0.12 ms over 6 + 6 steps."""
+
+
+def test_an_op_only_in_b_is_flagged_as_new_when_beyond_the_step_noise() -> None:
+    """B runs aten::nonzero (2 ms per step) that A never ran: flagged, "new in B", from 0; a
+    0.2 ms new op stays under 3 x the noise of A's step time (0.37 ms) and is only listed."""
+    mm = {"aten::mm": [1.0, 1.2, 0.9, 1.1, 1.0, 0.8]}
+    a = _run(JITTER_STEPS, mm)
+    b = _run([7.1, 7.3, 6.9, 7.2, 7.0, 7.1], mm | {"aten::nonzero": [2.0] * 6, "aten::item": [0.2] * 6})  # fmt: skip
+    d = diff_traces(a, b)
+    ops = {o.name: o for o in d.ops}
+    new = ops["aten::nonzero"]
+    assert (new.status, new.a_calls, new.a_host_ns, new.b_host_ns) == ("new in B", 0, 0, 2e6)
+    assert new.regression == "host"
+    step_noise = np.std(np.array(JITTER_STEPS) * 1e6, ddof=1) * math.sqrt(2 / 6)
+    assert new.host_noise_ns == pytest.approx(step_noise, abs=0.1)
+    assert ops["aten::item"].status == "new in B" and ops["aten::item"].regression == ""
+    assert set(d.new_ops) == {"aten::nonzero", "aten::item"}
+    [finding] = [f for f in d.regressions if f.evidence.get("name") == "aten::nonzero"]
+    assert "new in B" in finding.title and "0.0 us -> 2,000.0 us" in finding.title
+    assert "aten::item" not in {f.evidence.get("name") for f in d.regressions}
+
+
+def test_an_op_only_in_a_is_gone_never_a_regression() -> None:
+    mm = {"aten::mm": [1.0, 1.2, 0.9, 1.1, 1.0, 0.8]}
+    a = _run(JITTER_STEPS, mm | {"aten::nonzero": [2.0] * 6})
+    d = diff_traces(a, _run(JITTER_STEPS, mm))
+    gone = next(o for o in d.ops if o.name == "aten::nonzero")
+    assert (gone.status, gone.regression, gone.b_calls) == ("gone in B", "", 0)
+    assert d.vanished_ops == ("aten::nonzero",) and d.new_ops == ()
+    assert d.regressions == ()
+    assert any(n.startswith("gone in B") and "aten::nonzero (2,000.0 us per step)" in n for n in d.notes)  # fmt: skip
+
+
+def test_a_new_op_is_not_flagged_without_steps_to_judge_by() -> None:
+    a = _run([5.0], {"aten::mm": [1.0]})
+    b = _run([9.0], {"aten::mm": [1.0], "aten::nonzero": [4.0]})
+    d = diff_traces(a, b)
+    assert d.regressions == () and d.new_ops == ("aten::nonzero",)
 
 
 def test_every_metric_is_per_step_never_a_run_total() -> None:

@@ -597,13 +597,7 @@ def test_timeline_zoom_url_keys_selection_and_details(browser: Browser) -> None:
     # then lands beside it, so it is measured and clicked again (at most 3 times)
     for attempt in range(3):
         b.page.wait_for_function(SETTLED)
-        box = b.page.evaluate(
-            """() => { const area = document.querySelector('#timeline-graph .nsewdrag').getBoundingClientRect(); let best = null;
-            for (const q of document.querySelectorAll('#timeline-graph .bars path')) { const r = q.getBoundingClientRect();
-                const inside = r.left >= area.left && r.right <= area.right && r.top >= area.top && r.bottom <= area.bottom;
-                if (inside && r.width > 4 && r.height > 4 && (!best || r.width > best.w)) best = {x: r.left + r.width / 2, y: r.top + r.height / 2, w: r.width}; }
-            return best; }"""
-        )
+        box = b.page.evaluate(WIDEST_BAR)
         assert box is not None
         b.page.mouse.move(box["x"], box["y"])
         b.page.mouse.click(box["x"], box["y"])
@@ -644,6 +638,119 @@ def test_timeline_zoom_url_keys_selection_and_details(browser: Browser) -> None:
     )
     assert labels[0].startswith("▸ rank 0") and before
     assert b.console == [] and b.dialogs == []
+
+
+TICKS = f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext"
+
+
+def test_memory_is_a_drawn_step_line(browser: Browser, root: Path) -> None:
+    """An emulated run's timeline has its device's memory track, drawn (pixels on its lane),
+    as a step line whose hover reads in bytes units."""
+    key = "samples/emulated_lazy"
+    if not (root / key).exists():
+        pytest.skip(f"{key} is not in this checkout")
+    b = browser
+    b.visit(f"/timeline?run={quote(key)}", f"Timeline: {key}")
+    label = "memory · HPU 0 (allocated, modeled)"
+    assert label in b.page.evaluate(TICKS)
+    pixels = _lane_pixels(b)
+    assert next(v for k, v in pixels.items() if k.startswith(label + "@")) >= 4, pixels
+    line = b.page.evaluate(
+        f"() => {TIMELINE_PLOT}.data.filter(t => t.name === 'counters').map(t => [t.line.shape, t.hovertext])"
+    )
+    memory = [hover for shape, hover in line if shape == "hv" and hover[0].startswith(label)]
+    assert memory and all(re.search(r": \d+\.\d\d [KMG]iB$|: \d+ B$", h) for h in memory[0])
+
+
+def _toggle_pin(b: Browser, label: str) -> None:
+    """Open the "Pinned tracks" picker, click the track `label` (pin or unpin), close it."""
+    b.page.click("#timeline-pin")
+    b.page.locator(".dash-dropdown-option", has_text=label).first.click()
+    b.page.keyboard.press("Escape")
+
+
+def test_a_pinned_track_stays_on_top(browser: Browser) -> None:
+    """Pin rank 1's MME stream: it is the top lane of the plot (its name as drawn, with "pinned:" and
+    its group) and its slices are drawn there; it stays on top when every group is collapsed
+    and after a zoom; unpinned, the top lane is rank 0's first group again."""
+    b = browser
+    b.goto(f"/timeline?run={quote(RUN2)}", "#timeline-graph .main-svg")
+    _wait_graph_listens(b)
+    first = b.page.evaluate(TICKS)[0]
+    assert first.startswith("▾ rank 0")
+    track = "rank 1 · /device:HPU:0 · MME 0"
+    _toggle_pin(b, track)
+    b.page.wait_for_function(
+        f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('pinned: ')"
+    )
+    b.page.wait_for_function(SETTLED)
+    ticks = b.page.evaluate(TICKS)
+    assert ticks[0] == f"pinned: {track}"
+    assert ticks.count("MME 0") == 1  # rank 0's; rank 1's is not drawn twice
+    # what the user sees: the label is the top tick of the drawn axis, and lane 0 has pixels
+    drawn = b.page.locator("#timeline-graph .ytick text").all_text_contents()
+    tops = b.page.evaluate(
+        "() => [...document.querySelectorAll('#timeline-graph .ytick text')].map(t => [t.textContent, t.getBoundingClientRect().top])"
+    )
+    assert min(tops, key=lambda t: t[1])[0] == f"pinned: {track}", drawn
+    pixels = _lane_pixels(b)
+    assert next(v for k, v in pixels.items() if k.startswith("pinned: ")) >= 4, pixels
+    # collapse every group and zoom in: the pinned stream is still the top lane, with bars
+    for box in b.page.locator("#timeline-groups input").all():
+        if box.is_checked():
+            box.uncheck()
+            b.page.wait_for_function(SETTLED)
+    b.page.wait_for_function(
+        f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext.slice(1).every(t => t.startsWith('▸'))"
+    )
+    assert b.page.evaluate(TICKS)[0] == f"pinned: {track}"
+    status = _zoom(b, 1.0, 1.4)
+    assert "every slice" in status
+    assert b.page.evaluate(TICKS)[0] == f"pinned: {track}"
+    assert b.page.evaluate(
+        f"() => {TIMELINE_PLOT}.data.some(t => t.type === 'bar' && t.y.some(y => y === 0))"
+    ), "no bar drawn on the pinned lane"
+    # unpinned: the groups only, collapsed as they were
+    _toggle_pin(b, track)
+    b.page.wait_for_function(
+        f"() => !{TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('pinned: ')"
+    )
+    ticks = b.page.evaluate(TICKS)
+    assert ticks[0].startswith("▸ rank 0") and all(t.startswith("▸") for t in ticks)
+    # a clicked slice offers to pin the track it is on: expand rank 0's host, click its
+    # widest slice, pin from the button; the button then offers to unpin it
+    b.page.locator("#timeline-groups input").first.check()
+    b.page.wait_for_function(f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('▾')")
+    b.page.wait_for_function(SETTLED)
+    for attempt in range(3):
+        box = b.page.evaluate(WIDEST_BAR)
+        assert box is not None
+        b.page.mouse.click(box["x"], box["y"])
+        try:
+            b.page.wait_for_selector("#timeline-pin-this:visible", timeout=20_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+    offer = b.text("#timeline-pin-this")
+    assert offer.startswith("Pin its track (rank 0 · ")
+    b.page.click("#timeline-pin-this")
+    b.page.wait_for_function(
+        f"() => {TIMELINE_PLOT}.layout.yaxis.ticktext[0].startsWith('pinned: ')"
+    )
+    assert b.page.evaluate(TICKS)[0] == "pinned: " + offer[len("Pin its track (") : -1]
+    b.page.wait_for_function(
+        "() => document.querySelector('#timeline-pin-this').innerText.startsWith('Unpin')"
+    )
+    assert b.console == [] and b.dialogs == []
+
+
+WIDEST_BAR = """() => { const area = document.querySelector('#timeline-graph .nsewdrag').getBoundingClientRect(); let best = null;
+    for (const q of document.querySelectorAll('#timeline-graph .bars path')) { const r = q.getBoundingClientRect();
+        const inside = r.left >= area.left && r.right <= area.right && r.top >= area.top && r.bottom <= area.bottom;
+        if (inside && r.width > 4 && r.height > 4 && (!best || r.width > best.w)) best = {x: r.left + r.width / 2, y: r.top + r.height / 2, w: r.width}; }
+    return best; }"""
+"""The middle of the widest slice drawn whole inside the plot (None: none)."""
 
 
 @pytest.mark.parametrize("key", ["samples/emulated_lazy", RUN2])

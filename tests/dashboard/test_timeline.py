@@ -39,13 +39,17 @@ def index(trace: Trace) -> TimelineIndex:
     return tl.build_index(trace)
 
 
-def _nccl_pair() -> Trace:
+def _real(rel: str) -> Trace:
     import hpuprof
 
-    pair = SHARED_TRACES / "tests" / "data" / "trace_filter"
-    if not pair.is_dir():
+    path = SHARED_TRACES / rel
+    if not path.exists():
         pytest.skip("../shared/traces is not present")
-    return hpuprof.load(pair)
+    return hpuprof.load(path)
+
+
+def _nccl_pair() -> Trace:
+    return _real("tests/data/trace_filter")
 
 
 # --- index ------------------------------------------------------------------------------------
@@ -123,6 +127,63 @@ def test_lanes_collapse_and_filter_ranks(index: TimelineIndex) -> None:
     assert len(collapsed) == len(full) - 6  # both host groups folded to one row each
     rank1 = tl.lanes(index, ranks=[1])
     assert {index.groups[lane.group].rank for lane in rank1} == {1}
+
+
+def test_a_pinned_track_stays_on_top_whatever_is_collapsed_or_filtered(
+    index: TimelineIndex,
+) -> None:
+    """A pinned track's rows come first (marked "pinned:", with its group's name), leave its group,
+    and stay when its group is collapsed or its rank filtered out; unpinned, all is as before."""
+    device = next(t for t, tr in enumerate(index.tracks) if tr.is_device and tr.group == 3)
+    host = next(t for t, tr in enumerate(index.tracks) if not tr.is_device and tr.group == 0)
+    keys = [tl.track_key(index, device), tl.track_key(index, host), "9/nope/1"]
+    pinned = tl.tracks_of_keys(index, keys)
+    assert pinned == [device, host]  # in the order pinned; an unknown key is left out
+    shown = tl.lanes(index, ranks=[0], expanded=[], pinned=pinned)
+    top = [lane for lane in shown if lane.pinned]
+    assert shown[: len(top)] == tuple(top)
+    assert top[0].label == "pinned: rank 1 · /device:HPU:0 · " + index.tracks[device].label
+    assert top[0].is_device and not top[1].is_device
+    assert top[1].label.startswith("pinned: rank 0 · python 100 · ")
+    assert len(top) == 1 + index.tracks[host].depths  # a device stream is one row here
+    rest = shown[len(top) :]
+    assert all(lane.kind == "summary" for lane in rest)  # all collapsed, rank 0 only
+    # expanded: the pinned track's rows are not drawn twice
+    every = tl.lanes(index, pinned=pinned)
+    rows = [lane.ref for lane in every if lane.kind == "row"]
+    assert sorted(rows) == list(range(len(index.row_track)))
+    assert len(every) == len(tl.lanes(index))
+    # the figure draws its slices on the top lanes, with a line under the pinned block
+    w = tl.query(index, every, 0, index.span_ns / 50)
+    assert w.mode == "exact"
+    on_pinned = w.bar_lane < len(top)
+    assert on_pinned.any()
+    pinned_rows = {lane.ref for lane in top}
+    rows_of_bars = np.searchsorted(index.offsets, np.flatnonzero(np.isin(index.event, w.bar_event[on_pinned])), side="right") - 1  # fmt: skip
+    assert set(rows_of_bars.tolist()) <= pinned_rows
+    layout = _fig(w).layout
+    assert layout.shapes[0].y0 == len(top) - 0.5
+    assert layout.yaxis.ticktext[0].startswith("pinned: ")
+    assert "shapes" not in tl.figure(tl.query(index, tl.lanes(index), 0, 1e6))["layout"]
+
+
+def test_a_slice_names_its_track_to_pin(index: TimelineIndex) -> None:
+    from hpudash import timeline_find as find
+    from hpudash.pages.timeline import pin_toggled
+
+    for pos in (0, index.slices // 2, index.slices - 1):
+        row = int(np.searchsorted(index.offsets, pos, side="right") - 1)
+        track = find.track_of(index, pos)
+        assert row in index.rows_of_track(track).tolist()
+    from hpudash.pages.timeline import clicked_slice
+
+    assert clicked_slice({"points": [{"customdata": ["e", 5]}]}) == ["e", 5]
+    assert clicked_slice({"points": [{"x": 1.0, "z": 0.4}]}) is None  # a density cell
+    assert clicked_slice(None) is None and clicked_slice({"points": []}) is None
+    key = tl.track_key(index, find.track_of(index, 0))
+    assert pin_toggled([], key) == [key]
+    assert pin_toggled(["x", key], key) == ["x"]
+    assert pin_toggled(None, key) == [key]
 
 
 def test_zoomed_out_is_density_zoomed_in_is_exact(index: TimelineIndex) -> None:
@@ -231,7 +292,8 @@ def test_counter_tracks(tmp_path: Path) -> None:
     idx = tl.build_index(replace(trace, counters=counters))
     shown = tl.lanes(idx)
     lanes_c = [i for i, lane in enumerate(shown) if lane.kind == "counter"]
-    assert [shown[i].label for i in lanes_c] == ["hpu.memory_in_use_bytes (bytes)"]
+    # the emulator's memory counter is drawn as the device's (modeled) memory track
+    assert [shown[i].label for i in lanes_c] == ["memory · HPU 0 (allocated, modeled)"]
     w = tl.query(idx, shown, buckets=100)
     assert 0 < len(w.ctr_ts) <= 200  # thinned to the buckets
     assert w.ctr_value.max() == 5e9  # the peak survives the thinning
@@ -239,6 +301,52 @@ def test_counter_tracks(tmp_path: Path) -> None:
     line = next(t for t in fig.data if t.name == "counters")
     assert any("GiB" in h for h in line.hovertext)
     assert tl.counter_text(3 * 2**20, "memory (bytes)") == "3.00 MiB"
+
+
+def test_memory_of_a_real_trace_is_drawn_as_step_lines() -> None:
+    """Allocator events (`[memory]` instants) give an allocated and a reserved track per
+    device: step lines through the allocator's totals, hovered in GiB."""
+    from tests.analysis.test_memory import GIB, allocator_trace
+
+    idx = tl.build_index(allocator_trace())
+    shown = tl.lanes(idx)
+    labels = [lane.label for lane in shown if lane.kind == "counter"]
+    assert labels == ["memory · CUDA 0 (allocated)", "memory · CUDA 0 (reserved)"]
+    fig = tl.figure(tl.query(idx, shown))
+    lines = [t for t in fig["data"] if t.get("name") == "counters"]
+    assert [t["line"]["shape"] for t in lines] == ["hv", "hv"]
+    allocated = lines[0]
+    assert [h.split(": ")[1] for h in allocated["hovertext"]] == [
+        "1.00 GiB", "3.00 GiB", "4.00 GiB", "3.00 GiB", "2.00 GiB"
+    ]  # fmt: skip
+    # the peak is the top of the lane, times from the trace's first event
+    y = np.asarray(allocated["y"])
+    lane = labels.index("memory · CUDA 0 (allocated)")
+    y_lane = [i for i, ln in enumerate(shown) if ln.kind == "counter"][lane]
+    assert y.min() == pytest.approx(y_lane - 0.4) and int(y.argmin()) == 2
+    assert list(np.round(allocated["x"] * 1e6).astype(int)) == [10, 210, 410, 600, 610]
+    assert idx.ctr_value.max() == 4 * GIB
+
+
+def test_memory_tracks_of_a_shared_real_trace() -> None:
+    """The V100 profile_memory trace: CUDA memory tracks whose peak is the allocator's."""
+    trace = _real("tests/data/df_index_resolver/df_index_resolver.json.gz")
+    idx = tl.build_index(trace)
+    labels = [t.label for t in idx.tracks if t.counter]
+    assert "memory · CUDA 1 (allocated)" in labels and "memory · CUDA 1 (reserved)" in labels
+    from hpuprof.analysis.memory import analyze_memory
+
+    peak = next(d for d in analyze_memory(trace).devices if d.device == "CUDA 1").peak_bytes
+    k = next(t for t, tr in enumerate(idx.tracks) if tr.label == "memory · CUDA 1 (allocated)")
+    pos = list(idx.ctr_track).index(k)
+    a, b = int(idx.ctr_offsets[pos]), int(idx.ctr_offsets[pos + 1])
+    assert idx.ctr_value[a:b].max() == peak
+    w = tl.query(idx, tl.lanes(idx), buckets=200)
+    drawn = w.ctr_value[
+        w.ctr_lane
+        == next(i for i, ln in enumerate(w.lanes) if ln.label == "memory · CUDA 1 (allocated)")
+    ]
+    assert 0 < len(drawn) <= 400 and drawn.max() == peak  # thinned, the peak kept
 
 
 def test_figure_reads_in_units_with_legend_outside(index: TimelineIndex) -> None:

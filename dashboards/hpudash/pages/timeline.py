@@ -1,7 +1,8 @@
 """Timeline: host threads, device streams and engines, counters; detail computed per zoom.
 
-Controls: ranks shown, groups expanded (a collapsed group is one busy row), launch -> device
-arrows. The zoom is kept in the URL (`t0`, `t1` in ms since the first event), so a link opens
+Controls: ranks shown, groups expanded (a collapsed group is one busy row), tracks pinned (drawn
+at the top whatever is collapsed or filtered, kept in a store for every later view), launch ->
+device arrows. The zoom is kept in the URL (`t0`, `t1` in ms since the first event), so a link opens
 the same view; W/S zoom and A/D pan (assets/keys.js); the graph's box-select totals the
 selected range per name (`hpuprof.analysis.time_range`). Search finds slices by name and
 steps through them (◀ ▶), each shown outlined at the current zoom; a clicked device op's
@@ -107,6 +108,13 @@ def _groups(idx: TimelineIndex, chosen: Any) -> list[int] | None:
     return [int(g) for g in chosen if isinstance(g, int) and 0 <= g < len(idx.groups)]
 
 
+def pinned_tracks(idx: TimelineIndex, data: Any, run: str) -> list[int]:
+    """The tracks the page's pin store holds for run `run` (none when it holds another run's)."""
+    if not (isinstance(data, dict) and data.get("run") == run):
+        return []
+    return tl.tracks_of_keys(idx, data.get("tracks"))
+
+
 def view(
     store: DataStore,
     key: str | Entry,
@@ -115,12 +123,13 @@ def view(
     expanded: list[int] | None = None,
     flows: bool = True,
     focus: Focus | None = None,
+    pinned: list[int] | None = None,
 ) -> tuple[Any, str, tl.Window]:
     """(figure, status, window) of one view of run `key`: the zoom callback's whole work;
-    a `focus` outlines its search's matches and its slice."""
+    a `focus` outlines its search's matches and its slice; `pinned` tracks are drawn first."""
     entry = key if isinstance(key, Entry) else store.entry(key)
     idx = store.timeline(entry)
-    shown = tl.lanes(idx, ranks, expanded)
+    shown = tl.lanes(idx, ranks, expanded, pinned or ())
     w = tl.query(idx, shown, *window, flows=flows)
     found, event, at = None, -1, None
     if focus is not None:
@@ -158,6 +167,15 @@ class Focus:
 
     def data(self) -> dict[str, Any]:
         return {"run": self.run, "text": self.text, "match": self.match, "event": self.event}
+
+
+def clicked_slice(click: Any) -> list[Any] | None:
+    """The clicked point's `["e", events-table row]` (a slice or a marker; row -1: a collapsed
+    group's busy bar), or None for a click on anything else (busy time of many slices)."""
+    points = click.get("points") if isinstance(click, dict) else None
+    point = points[0] if isinstance(points, list) and points else {}
+    data = point.get("customdata") if isinstance(point, dict) else None
+    return data if isinstance(data, list) and len(data) == 2 and data[0] == "e" else None
 
 
 def slice_words(idx: TimelineIndex, pos: int) -> str:
@@ -220,6 +238,17 @@ def layout(ctx: Context) -> Any:
         placeholder="all ranks",
         style={"minWidth": "260px"} if multi else {"display": "none"},
     )
+    pin = dcc.Dropdown(
+        id=Id.TIMELINE_PIN,
+        options=[
+            {"label": tl.track_label(idx, t), "value": tl.track_key(idx, t)}
+            for t in range(len(idx.tracks))
+        ],
+        value=[],
+        multi=True,
+        placeholder="pin a track: it stays at the top",
+        style={"minWidth": "420px"},
+    )
     groups = dcc.Checklist(
         id=Id.TIMELINE_GROUPS,
         options=[{"label": g.label, "value": i} for i, g in enumerate(idx.groups)],
@@ -243,6 +272,8 @@ def layout(ctx: Context) -> Any:
                 className="pickers",
             ),
             html.Div([html.Span("Expanded groups", className="label"), groups], className="pickers"),
+            html.Div([html.Span("Pinned tracks", className="label"), pin], className="pickers"),
+            dcc.Store(id=Id.TIMELINE_PINNED, data={"run": entry.key, "tracks": []}),
             html.Div(
                 [
                     html.Span("Find", className="label"),
@@ -268,6 +299,8 @@ def layout(ctx: Context) -> Any:
             html.H3("Slice details"),
             html.Div(message("Click a slice or a marker."), id=Id.TIMELINE_DETAILS),
             html.Button("", id=Id.TIMELINE_GOTO, n_clicks=0, className="button", style={"display": "none"}),
+            html.Button("", id=Id.TIMELINE_PIN_THIS, n_clicks=0, className="button", style={"display": "none"}),
+            dcc.Store(id=Id.TIMELINE_PIN_TARGET),
         ]
     )  # fmt: skip
 
@@ -335,6 +368,67 @@ def register(app: dash.Dash, store: DataStore) -> None:
     _register_details(app, store)
     _register_search(app, store)
     _register_range(app, store)
+    _register_pin(app, store)
+
+
+def pin_toggled(chosen: Any, key: str) -> list[str]:
+    """The pinned track keys after the "Pin its track" / "Unpin its track" button of `key`."""
+    keys = [k for k in chosen if isinstance(k, str)] if isinstance(chosen, list) else []
+    return [k for k in keys if k != key] if key in keys else [*keys, key]
+
+
+def _register_pin(app: dash.Dash, store: DataStore) -> None:
+    """The tracks picked to pin, kept (with their run) for every later view of the figure;
+    a clicked slice's "Pin its track" button pins or unpins the track it is on."""
+
+    @app.callback(
+        Output(Id.TIMELINE_PIN_THIS, "children"),
+        Output(Id.TIMELINE_PIN_THIS, "style"),
+        Output(Id.TIMELINE_PIN_TARGET, "data"),
+        Input(Id.TIMELINE_GRAPH, "clickData"),
+        Input(Id.TIMELINE_PIN, "value"),
+        State(Id.URL, "search"),
+        prevent_initial_call=True,
+    )
+    def pin_button(click: Any, chosen: Any, search: Any) -> tuple[str, dict[str, str], Any]:
+        data = clicked_slice(click)
+        hidden = ("", {"display": "none"}, None)
+        if data is None:
+            return hidden
+        try:
+            idx = store.timeline(store.entry(parse_query(search).get("run", "")))
+        except HpuprofError:
+            return hidden
+        pos = find.position_of(idx, data[1]) if isinstance(data[1], int) else None
+        if pos is None:
+            return hidden
+        track = find.track_of(idx, pos)
+        key = tl.track_key(idx, track)
+        pinned = isinstance(chosen, list) and key in chosen
+        verb = "Unpin" if pinned else "Pin"
+        return f"{verb} its track ({tl.track_label(idx, track)})", {}, key
+
+    @app.callback(
+        Output(Id.TIMELINE_PIN, "value"),
+        Input(Id.TIMELINE_PIN_THIS, "n_clicks"),
+        State(Id.TIMELINE_PIN_TARGET, "data"),
+        State(Id.TIMELINE_PIN, "value"),
+        prevent_initial_call=True,
+    )
+    def pin_this(_clicks: Any, key: Any, chosen: Any) -> list[str]:
+        if not isinstance(key, str):
+            raise dash.exceptions.PreventUpdate
+        return pin_toggled(chosen, key)
+
+    @app.callback(
+        Output(Id.TIMELINE_PINNED, "data"),
+        Input(Id.TIMELINE_PIN, "value"),
+        State(Id.URL, "search"),
+        prevent_initial_call=True,
+    )
+    def pin(chosen: Any, search: Any) -> dict[str, Any]:
+        keys = [k for k in chosen if isinstance(k, str)] if isinstance(chosen, list) else []
+        return {"run": parse_query(search).get("run", ""), "tracks": keys}
 
 
 def _register_zoom(app: dash.Dash, store: DataStore) -> None:
@@ -350,13 +444,14 @@ def _register_zoom(app: dash.Dash, store: DataStore) -> None:
         Input(Id.TIMELINE_GROUPS, "value"),
         Input(Id.TIMELINE_OPTIONS, "value"),
         Input(Id.TIMELINE_FOCUS, "data"),
+        Input(Id.TIMELINE_PINNED, "data"),
         State(Id.URL, "search"),
         State(Id.TIMELINE_WINDOW, "data"),
         prevent_initial_call=True,
     )
     def zoom(
-        relayout: Any, ranks: Any, groups: Any, options: Any, focus_data: Any, search: Any,
-        current: Any,
+        relayout: Any, ranks: Any, groups: Any, options: Any, focus_data: Any, pin_data: Any,
+        search: Any, current: Any,
     ) -> tuple[Any, Any, Any, Any]:  # fmt: skip
         key = parse_query(search).get("run", "")
         try:
@@ -382,8 +477,9 @@ def _register_zoom(app: dash.Dash, store: DataStore) -> None:
         flows = isinstance(options, list) and FLOWS in options
         try:
             fig, text, w = view(
-                store, entry, window, _ranks(idx, ranks), _groups(idx, groups), flows, focus
-            )
+                store, entry, window, _ranks(idx, ranks), _groups(idx, groups), flows, focus,
+                pinned_tracks(idx, pin_data, entry.key),
+            )  # fmt: skip
         except Exception as error:
             log.exception("timeline view of %r", key)
             return dash.no_update, f"This view could not be drawn ({type(error).__name__}).", dash.no_update, dash.no_update  # fmt: skip
@@ -405,10 +501,8 @@ def _register_details(app: dash.Dash, store: DataStore) -> None:
     )
     def details(click: Any, search: Any) -> tuple[Any, str, dict[str, str], Any]:
         hidden = ("", {"display": "none"}, None)
-        points = click.get("points") if isinstance(click, dict) else None
-        point = points[0] if isinstance(points, list) and points else {}
-        data = point.get("customdata") if isinstance(point, dict) else None
-        if not (isinstance(data, list) and len(data) == 2 and data[0] == "e"):
+        data = clicked_slice(click)
+        if data is None:
             return message(
                 "That is busy time of many slices: zoom in to click single slices."
             ), *hidden
@@ -507,16 +601,18 @@ def _register_range(app: dash.Dash, store: DataStore) -> None:
         State(Id.URL, "search"),
         State(Id.TIMELINE_RANKS, "value"),
         State(Id.TIMELINE_GROUPS, "value"),
+        State(Id.TIMELINE_PINNED, "data"),
         prevent_initial_call=True,
     )
-    def selected(selection: Any, search: Any, ranks: Any, groups: Any) -> Any:
+    def selected(selection: Any, search: Any, ranks: Any, groups: Any, pin_data: Any) -> Any:
         box = selection.get("range") if isinstance(selection, dict) else None
         if not isinstance(box, dict):
             return message("Nothing selected: use Box Select and drag over the timeline.")
         try:
             entry = store.entry(parse_query(search).get("run", ""))
             idx = store.timeline(entry)
-            shown = tl.lanes(idx, _ranks(idx, ranks), _groups(idx, groups))
+            pinned = pinned_tracks(idx, pin_data, entry.key)
+            shown = tl.lanes(idx, _ranks(idx, ranks), _groups(idx, groups), pinned)
             head, rows = range_rows(store, entry, idx, shown, box)
         except HpuprofError as error:
             return message(str(error), "error")
