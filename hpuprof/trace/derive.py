@@ -498,7 +498,9 @@ def _causes(found: Found, n: int) -> tuple[pd.Categorical, pd.Categorical]:
     rows: list[int] = []
     kinds: list[str] = []
     causes: list[str] = []
-    for row, got in zip(found.rows.tolist(), found.values, strict=True):
+    given = [i for i, value in enumerate(found.values) if value is not None]  # (few rows)
+    values = [found.values[i] for i in given]
+    for row, got in zip(found.rows[given].tolist(), values, strict=True):
         if got and not isinstance(got, dict):
             got = {"kind": "guard", "text": str(got)}
         if isinstance(got, dict):
