@@ -268,16 +268,16 @@ class HardwareRows:
                 self.source, f"line {row + 2}", f"{expected} (row {str(found)[:100]})"
             )
 
-    def json_text(self, column: str) -> pa.Array:
-        """Every row's value of a coded column as a JSON string literal (escaped once per
-        distinct value)."""
+    def json_text(self, column: str, rows: pa.Array) -> pa.Array:
+        """The value of a coded column at `rows` as JSON string literals (each distinct value
+        escaped once; only the rows asked for made)."""
         if column not in self.table.column_names or self.n == 0:
-            return pa.array(['""'] * self.n, pa.string())
+            return pa.array(['""'] * len(rows), pa.string())
         chunk = self.table.column(column).chunk(0)
         literals = pa.array(
             [msgspec.json.encode(v).decode() for v in chunk.dictionary.to_pylist()], pa.string()
         )
-        return literals.take(chunk.indices)
+        return literals.take(chunk.indices.take(rows))
 
     def recipes(self) -> dict[str, str]:
         """Recipe ID -> recipe name, as the rows pair them."""
