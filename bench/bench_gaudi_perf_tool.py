@@ -77,24 +77,26 @@ def generate(path: Path, megabytes: int) -> int:
     return copy
 
 
-def _load_only(path: Path) -> float:
+def _load_only(path: Path) -> tuple[float, float]:
+    """(wall, CPU of every thread) seconds of one load."""
     import hpuprof
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     trace = hpuprof.load(path, cache=False)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.perf_counter() - t0, time.process_time() - c0
     del trace
     return elapsed
 
 
-def _end_to_end(path: Path, reports: str) -> float:
+def _end_to_end(path: Path, reports: str) -> tuple[float, float]:
+    """(wall, CPU of every thread) seconds of one load and analysis."""
     import hpuprof
     from hpuprof.analysis import analyze
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     trace = hpuprof.load(path, cache=False)
     report = analyze(trace, reports)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.perf_counter() - t0, time.process_time() - c0
     assert report.sections["perf_tool"].ranks, "no habana_perf_tool fields computed"
     del trace, report
     return elapsed
@@ -117,7 +119,11 @@ def main() -> int:
         )
     size_mb = os.path.getsize(path) / 1e6
     _end_to_end(SAMPLE, "perf_tool,bottleneck")  # imports and first calls out of the timings
-    runs: dict[str, list[float]] = {"load": [], "perf_tool": [], "perf_tool+bottleneck": []}
+    runs: dict[str, list[tuple[float, float]]] = {
+        "load": [],
+        "perf_tool": [],
+        "perf_tool+bottleneck": [],
+    }
     for _ in range(args.runs):  # alternated: the machine's speed drifts within minutes
         runs["load"].append(_load_only(path))
         runs["perf_tool"].append(_end_to_end(path, "perf_tool"))
@@ -127,18 +133,24 @@ def main() -> int:
         f"trace: {size_mb:.0f} MB; habana_perf_tool: {HABANA_PERF_TOOL_MB_S[0]:.0f}-"
         f"{best_intel:.0f} MB/s (MANIFEST.md); medians of {args.runs} alternated runs"
     )
-    load_s = statistics.median(runs["load"])
+    load_s = statistics.median(wall for wall, _ in runs["load"])
     for name, times in runs.items():
-        seconds = statistics.median(times)
+        seconds = statistics.median(wall for wall, _ in times)
+        cpu = statistics.median(cpu for _, cpu in times)
         speed = size_mb / seconds
         label = "load only (baseline)" if name == "load" else f"load + {name}"
         print(
             f"  {label:<32} {seconds:6.2f} s  {speed:7.1f} MB/s  "
-            f"{speed / best_intel:5.1f}x habana_perf_tool  {seconds / load_s:4.2f}x load"
+            f"{speed / best_intel:5.1f}x habana_perf_tool  {seconds / load_s:4.2f}x load  "
+            f"(CPU {cpu:6.2f} s = {size_mb / cpu:6.1f} MB/s)"
         )
-    end_to_end = size_mb / statistics.median(runs["perf_tool"])
+    end_to_end = size_mb / statistics.median(wall for wall, _ in runs["perf_tool"])
     verdict = "meets" if end_to_end >= 10 * best_intel else "MISSES"
     print(f"end to end {end_to_end:.0f} MB/s {verdict} the target of 10x {best_intel:.0f} MB/s")
+    print(
+        "(wall is the target's measure; CPU, every thread's, is the steadier figure on a "
+        "machine that other work shares)"
+    )
     return 0
 
 

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 from operator import attrgetter
 from typing import Any, Final
 
@@ -31,6 +32,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from msgspec.structs import astuple
 from numpy.typing import NDArray
 
 from hpuprof.trace.broadcast_columns import absent_column, absent_text
@@ -77,6 +79,26 @@ class _Keys:
         if not decoded:
             return [()] * self.count
         return [list(map(attrgetter(name), decoded)) for name in self.struct.__struct_fields__]
+
+    def given_taken(self, taken: Any) -> list[tuple[NDArray[np.int64], list[Any]]]:
+        """Per key, (the positions in `taken` whose args hold it, its values there): the
+        decoded rows as one object table, compared with None in one pass, so that a key that
+        few rows hold costs no Python work per row that lacks it."""
+        decoded = self._decode(taken) if taken is not None and self.count else []
+        if not decoded:
+            return [(np.zeros(0, dtype=np.int64), []) for _ in range(self.count)]
+        flat = np.fromiter(
+            chain.from_iterable(map(astuple, decoded)),
+            dtype=object,
+            count=len(decoded) * self.count,
+        )  # (fromiter: a value that is a list stays one object)
+        table = flat.reshape(len(decoded), self.count)
+        holds = np.not_equal(table, None)  # type: ignore[call-overload]
+        out: list[tuple[NDArray[np.int64], list[Any]]] = []
+        for key in range(self.count):
+            at = np.flatnonzero(holds[:, key])
+            out.append((at, table[at, key].tolist()))
+        return out
 
     def _decode(self, taken: Any) -> list[Any]:
         data = taken.buffers()[2]
@@ -157,16 +179,24 @@ def read_later_keys(args: Any, rows: NDArray[np.int64] | None, n: int) -> dict[s
         rows = our_rows(args)
     taken = take_binary(arrow_args(args), rows) if len(rows) else None
     named = _named_later(taken)
-    decoded = _later_keys(tuple(arg.key for arg in named)).values_taken(taken)
-    found = dict(zip(named, decoded, strict=True))
+    given = _later_keys(tuple(arg.key for arg in named)).given_taken(taken)
+    found = dict(zip(named, given, strict=True))
+    nowhere: tuple[NDArray[np.int64], list[Any]] = (np.zeros(0, dtype=np.int64), [])
     out: dict[str, Any] = {}
     for arg in LATER:
-        values = found.get(arg, ())
+        at, values = found.get(arg, nowhere)
         if arg.type == "json":
-            out[arg.column] = Found(rows, values if len(values) else [None] * len(rows))
+            out[arg.column] = Found(rows[at], values)
+            continue
+        default = ARG_COLUMN_DEFAULTS.get(arg.column, _ABSENT[arg.type])
+        if arg.type == "int" and arg.scale != 1 and 0 < len(at) < len(rows):
+            # (beside absent values, scaled numbers are rounded one by one: see `_numbers`)
+            spread: list[Any] = [None] * len(rows)
+            for position, value in zip(at.tolist(), values, strict=True):
+                spread[position] = value
+            out[arg.column] = _column(arg.type, default, spread, rows, n, arg.scale)
         else:
-            default = ARG_COLUMN_DEFAULTS.get(arg.column, _ABSENT[arg.type])
-            out[arg.column] = _column(arg.type, default, values, rows, n, arg.scale)
+            out[arg.column] = _column(arg.type, default, values, rows[at], n, arg.scale)
     return out
 
 

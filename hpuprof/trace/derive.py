@@ -62,6 +62,7 @@ from hpuprof.trace.schema import (
     stored_event_columns,
 )
 from hpuprof.trace.soon import after, soon
+from hpuprof.trace.sorted_groups import group_keys, last_at_or_before, nth_of_group, rank_in_group
 
 GRAPH_LAUNCHES = {"launch": "graph_build", "graph_replay": "graph_capture"}
 """Host events that launch a whole graph -> the event whose window holds the graph's ops."""
@@ -292,18 +293,10 @@ def _window_of(
     rank = events["rank"].to_numpy(dtype=np.int64)
     gid, _ = _codes(events["graph_id"])
     ts = events["ts_ns"].to_numpy(dtype=np.int64)
-    left = pd.DataFrame({"ts": ts[rows], "rank": rank[rows], "gid": gid[rows], "i": np.arange(len(rows))})  # fmt: skip
-    right = pd.DataFrame({"ts": ts[windows], "rank": rank[windows], "gid": gid[windows], "w": windows})  # fmt: skip
-    got = pd.merge_asof(
-        left.sort_values("ts", kind="stable"),
-        right.sort_values("ts", kind="stable"),
-        on="ts",
-        by=["rank", "gid"],
-        direction="backward",
-    )
-    out = np.full(len(rows), NO_ID, dtype=np.int64)
-    out[got["i"].to_numpy()] = got["w"].fillna(NO_ID).to_numpy(dtype=np.int64)
-    return out
+    both = np.concatenate([windows, rows])
+    group = group_keys(rank[both], gid[both])
+    got = last_at_or_before(group[len(windows) :], ts[rows], group[: len(windows)], ts[windows])
+    return np.where(got >= 0, windows[np.maximum(got, 0)], NO_ID)
 
 
 def _ops_in_windows(
@@ -320,18 +313,10 @@ def _ops_in_windows(
     tid, _ = _codes(events["tid"])
     ts = events["ts_ns"].to_numpy(dtype=np.int64)
     end = ts + events["dur_ns"].to_numpy(dtype=np.int64)
-    left = pd.DataFrame({"ts": ts[ops], "rank": rank[ops], "pid": pid[ops], "tid": tid[ops], "op": ops})  # fmt: skip
-    right = pd.DataFrame({"ts": ts[windows], "rank": rank[windows], "pid": pid[windows], "tid": tid[windows], "w": windows})  # fmt: skip
-    got = pd.merge_asof(
-        left.sort_values("ts", kind="stable"),
-        right.sort_values("ts", kind="stable"),
-        on="ts",
-        by=["rank", "pid", "tid"],
-        direction="backward",
-    )
-    got = got[got["w"].notna()]
-    op = got["op"].to_numpy(dtype=np.int64)
-    win = got["w"].to_numpy(dtype=np.int64)
+    both = np.concatenate([windows, ops])
+    group = group_keys(rank[both], pid[both], tid[both])
+    got = last_at_or_before(group[len(windows) :], ts[ops], group[: len(windows)], ts[windows])
+    op, win = ops[got >= 0], windows[got[got >= 0]]
     inside = ts[op] < end[win]
     return op[inside], win[inside]
 
@@ -352,28 +337,28 @@ def _graph_ops(
         mine = np.flatnonzero(hpu_event[launch] == launch_event)
         if len(mine) == 0 or len(windows) == 0:
             continue
-        launches = np.unique(launch[mine])
-        win_of_launch = pd.Series(_window_of(events, launches, windows), index=launches)
-        kwin = win_of_launch.reindex(launch[mine]).to_numpy(dtype=np.int64)
+        launches, of_launch = np.unique(launch[mine], return_inverse=True)
+        kwin = _window_of(events, launches, windows)[of_launch.reshape(-1)]
         op, owin = _ops_in_windows(events, windows, is_cpu_op)
         if len(op) == 0:
             continue
         keys: dict[str, int] = {}  # each distinct name's key computed once, then indexed
         kkey = _name_keys(name_codes[dev[mine]], name_texts, kernel_key, keys)
         okey = _name_keys(name_codes[op], name_texts, op_key, keys)
-        kernels = pd.DataFrame(
-            {"i": mine, "w": kwin, "key": kkey, "launch": launch[mine], "ts": ts[dev[mine]]}
-        ).sort_values(["ts", "i"], kind="stable")
-        kernels["k"] = kernels.groupby(["launch", "key"]).cumcount()
-        host = pd.DataFrame({"op": op, "w": owin, "key": okey, "ts": ts[op]}).sort_values(
-            ["ts", "op"], kind="stable"
+        # the k-th kernel of a key in its launch (in time order) -> the (k mod n)-th of the n
+        # host ops of that key in the launch's window (in time order)
+        kernel_order = np.lexsort((mine, ts[dev[mine]]))
+        k = np.empty(len(mine), dtype=np.int64)
+        k[kernel_order] = rank_in_group((launch[mine] * len(keys) + kkey)[kernel_order])
+        host_order = np.lexsort((op, ts[op]))
+        windowed = kwin >= 0
+        got = nth_of_group(
+            (owin * len(keys) + okey)[host_order],
+            op[host_order],
+            (kwin * len(keys) + kkey)[windowed],
+            k[windowed],
         )
-        host["j"] = host.groupby(["w", "key"]).cumcount()
-        count = host.groupby(["w", "key"]).size().rename("n").reset_index()
-        kernels = kernels.merge(count, on=["w", "key"], how="inner")
-        kernels["j"] = kernels["k"] % kernels["n"]
-        pairs = kernels.merge(host[["w", "key", "j", "op"]], on=["w", "key", "j"], how="inner")
-        out[pairs["i"].to_numpy(dtype=np.int64)] = pairs["op"].to_numpy(dtype=np.int64)
+        out[mine[windowed]] = got
     return out
 
 
@@ -513,7 +498,9 @@ def _causes(found: Found, n: int) -> tuple[pd.Categorical, pd.Categorical]:
     rows: list[int] = []
     kinds: list[str] = []
     causes: list[str] = []
-    for row, got in zip(found.rows.tolist(), found.values, strict=True):
+    given = [i for i, value in enumerate(found.values) if value is not None]  # (few rows)
+    values = [found.values[i] for i in given]
+    for row, got in zip(found.rows[given].tolist(), values, strict=True):
         if got and not isinstance(got, dict):
             got = {"kind": "guard", "text": str(got)}
         if isinstance(got, dict):

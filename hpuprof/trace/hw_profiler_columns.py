@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from hpuprof.trace.categories import text_categorical
+from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import CODED_ARGS, Coded, Interner, RawColumns, binary_array
 from hpuprof.trace.normalize import ns_from_us
 from hpuprof.trace.schema import NO_ID
@@ -37,7 +37,7 @@ class HardwareRows(Protocol):
     def pairs(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]: ...
     def lane_names(self) -> list[dict[str, Any]]: ...
     def dictionary(self, column: str) -> tuple[NDArray[np.int32], list[str]]: ...
-    def json_text(self, column: str) -> pa.Array: ...
+    def json_text(self, column: str, rows: pa.Array) -> pa.Array: ...
 
 
 SLICE_CATEGORY: Final = "Kernel"
@@ -135,14 +135,14 @@ def raw_columns(hw: HardwareRows, extra: list[dict[str, Any]]) -> RawColumns:
 
 def _slice_args(hw: HardwareRows, begin: NDArray[np.int64], end: NDArray[np.int64]) -> pa.Array:
     b, e = pa.array(begin), pa.array(end)
-    ts, desc = hw.ts_text, hw.json_text("HW Event description")
+    ts, desc = hw.ts_text, "HW Event description"
     return _join(
-        '{"recipeId":', hw.json_text("Recipe ID").take(b),
-        ',"Operation":', hw.json_text("Operation").take(b),
-        ',"Data Type":', hw.json_text("Data Type").take(b),
-        ',"streamHandle":', hw.json_text("streamHandle").take(b),
-        ',"HW Event description":', desc.take(b),
-        ',"end HW Event description":', desc.take(e),
+        '{"recipeId":', hw.json_text("Recipe ID", b),
+        ',"Operation":', hw.json_text("Operation", b),
+        ',"Data Type":', hw.json_text("Data Type", b),
+        ',"streamHandle":', hw.json_text("streamHandle", b),
+        ',"HW Event description":', hw.json_text(desc, b),
+        ',"end HW Event description":', hw.json_text(desc, e),
         ',"Timestamp[usec]":"', ts.take(b), '","end Timestamp[usec]":"', ts.take(e), '"}',
     )  # fmt: skip
 
@@ -150,9 +150,9 @@ def _slice_args(hw: HardwareRows, begin: NDArray[np.int64], end: NDArray[np.int6
 def _instant_args(hw: HardwareRows, rows: NDArray[np.int64]) -> pa.Array:
     r = pa.array(rows)
     return _join(
-        '{"node":', hw.json_text("Name").take(r),
-        ',"recipeId":', hw.json_text("Recipe ID").take(r),
-        ',"HW Event port":', hw.json_text("HW Event port").take(r),
+        '{"node":', hw.json_text("Name", r),
+        ',"recipeId":', hw.json_text("Recipe ID", r),
+        ',"HW Event port":', hw.json_text("HW Event port", r),
         ',"Timestamp[usec]":"', hw.ts_text.take(r), '"}',
     )  # fmt: skip
 
@@ -167,39 +167,44 @@ def counters(
     """
     name_ix, name_values = hw.dictionary("Name")
     engine_ix, engine_values = hw.dictionary("Engine")
+    series_texts: list[str] = []  # each value column's series: its engines, suffixed
     parts: dict[str, list[Any]] = {k: [] for k in ("row", "name", "series", "pid", "tid", "value")}
     for column, texts, rows in values:
         suffix = "" if column == "SPMU value" else f" {column}"
         parts["row"].append(rows)
-        parts["name"].append(np.asarray(name_values, dtype=object)[name_ix[rows]])
-        parts["series"].append(
-            np.asarray([v + suffix for v in engine_values], dtype=object)[engine_ix[rows]]
-        )
+        parts["name"].append(name_ix[rows].astype(np.int64))
+        parts["series"].append(engine_ix[rows].astype(np.int64) + len(series_texts))
+        series_texts.extend(v + suffix for v in engine_values)
         parts["pid"].append(hw.pid[rows])
         parts["tid"].append(hw.tid[rows])
         parts["value"].append(pc.cast(texts, pa.float64()).to_numpy(zero_copy_only=False))
     if not values:
-        joined = {k: np.zeros(0, dtype=object) for k in parts}
+        joined = {k: np.zeros(0, dtype=np.int64) for k in parts}
     else:
         joined = {k: np.concatenate(v) for k, v in parts.items()}
     order = np.argsort(joined["row"].astype(np.int64), kind="stable")
     rows = joined["row"].astype(np.int64)[order]
+    pid, tid = joined["pid"][order].astype(np.int64), joined["tid"][order].astype(np.int64)
     return pd.DataFrame(
         {
-            "name": text_categorical(joined["name"][order]),
-            "series": text_categorical(joined["series"][order]),
-            "cat": text_categorical(np.full(len(rows), COUNTER_CATEGORY, dtype=object)),
-            "pid": text_categorical(
-                joined["pid"][order].astype(np.int64).astype(str).astype(object)
-            ),
-            "tid": text_categorical(
-                joined["tid"][order].astype(np.int64).astype(str).astype(object)
-            ),
+            "name": _coded_text(joined["name"][order], name_values),
+            "series": _coded_text(joined["series"][order], series_texts),
+            "cat": categorical(np.zeros(len(rows), dtype=np.int64), [COUNTER_CATEGORY]),
+            "pid": _coded_text(pid, [str(p) for p in range(int(pid.max(initial=-1)) + 1)]),
+            "tid": _coded_text(tid, [str(t) for t in range(int(tid.max(initial=-1)) + 1)]),
             "rank": np.zeros(len(rows), dtype=np.int32),
             "ts_ns": ns_from_us(hw.ts[rows], 0).astype(np.int64),
             "value": joined["value"][order].astype(np.float64),
         }
     )
+
+
+def _coded_text(codes: NDArray[np.int64], texts: list[str]) -> pd.Categorical:
+    """A text column from codes into `texts` (which may repeat a text), as `text_categorical`
+    makes it from the texts themselves, without a Python str per row."""
+    first: dict[str, int] = {}
+    remap = np.array([first.setdefault(t, len(first)) for t in texts] or [0], dtype=np.int64)
+    return categorical(remap[codes], list(first))
 
 
 def _join(*parts: Any) -> pa.Array:

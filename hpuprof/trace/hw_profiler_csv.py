@@ -268,16 +268,16 @@ class HardwareRows:
                 self.source, f"line {row + 2}", f"{expected} (row {str(found)[:100]})"
             )
 
-    def json_text(self, column: str) -> pa.Array:
-        """Every row's value of a coded column as a JSON string literal (escaped once per
-        distinct value)."""
+    def json_text(self, column: str, rows: pa.Array) -> pa.Array:
+        """The value of a coded column at `rows` as JSON string literals (each distinct value
+        escaped once; only the rows asked for made)."""
         if column not in self.table.column_names or self.n == 0:
-            return pa.array(['""'] * self.n, pa.string())
+            return pa.array(['""'] * len(rows), pa.string())
         chunk = self.table.column(column).chunk(0)
         literals = pa.array(
             [msgspec.json.encode(v).decode() for v in chunk.dictionary.to_pylist()], pa.string()
         )
-        return literals.take(chunk.indices)
+        return literals.take(chunk.indices.take(rows))
 
     def recipes(self) -> dict[str, str]:
         """Recipe ID -> recipe name, as the rows pair them."""
@@ -285,13 +285,16 @@ class HardwareRows:
             return {}
         if "Recipe name" not in self.table.column_names:
             return {}
-        pairs = (
-            self.table.select(["Recipe ID", "Recipe name"])
-            .group_by(["Recipe ID", "Recipe name"])
-            .aggregate([])
-            .to_pylist()
-        )
-        return {str(p["Recipe ID"]): str(p["Recipe name"]) for p in pairs if p["Recipe ID"]}
+        ids, id_texts = self.dictionary("Recipe ID")
+        names, name_texts = self.dictionary("Recipe name")
+        pair = ids.astype(np.int64) * max(len(name_texts), 1) + names
+        distinct, first = np.unique(pair, return_index=True)
+        recipes: dict[str, str] = {}
+        for code in distinct[np.argsort(first, kind="stable")].tolist():  # in file order
+            recipe, name = divmod(code, max(len(name_texts), 1))
+            if id_texts[recipe]:
+                recipes[id_texts[recipe]] = name_texts[name]
+        return recipes
 
     def pairs(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Rows of each BEGIN and the END that closes it on its lane, and a warning for the

@@ -723,8 +723,9 @@ class _Normalizer:
         self, rows: NDArray[np.int64], ts_ns: NDArray[np.int64], rank: int
     ) -> pd.DataFrame:
         raw = self.raw
-        record: dict[str, list[Any]] = {c: [] for c in COUNTER_COLUMNS}
+        record: dict[str, Any] = {c: [] for c in COUNTER_COLUMNS}
         names: list[Any] = raw.name.values(rows).tolist()
+        at: list[int] = []  # the event of each counter value
         for row, name in zip(rows.tolist(), names, strict=True):
             args = self._side_args(row)
             for series, value in args.items():
@@ -736,15 +737,25 @@ class _Normalizer:
                         f"event {row}",
                         f"a counter value within float64 as args {series!r} (found {str(value)[:40]})",
                     )
+                at.append(row)
                 record["name"].append(name)
                 record["series"].append(series)
-                record["cat"].append(raw.cat.categories[raw.cat.codes[row]])
-                record["pid"].append(raw.pid.categories[raw.pid.codes[row]])
-                record["tid"].append(raw.tid.categories[raw.tid.codes[row]])
-                record["rank"].append(rank)
-                record["ts_ns"].append(int(ts_ns[row]))
                 record["value"].append(float(value))
+        events = np.asarray(at, dtype=np.int64)
+        for field in ("cat", "pid", "tid"):
+            record[field] = _texts_at(getattr(raw, field), events)
+        record["rank"] = np.full(len(events), rank)
+        record["ts_ns"] = ts_ns[events]
         return _frame(record, COUNTER_COLUMNS)
+
+
+def _texts_at(coded: Coded, rows: NDArray[np.int64]) -> NDArray[Any]:
+    """The category text of each of `rows` of a raw coded column (each distinct one made once;
+    code -1, as a list index, the last category)."""
+    codes, at = np.unique(coded.codes[rows], return_inverse=True)
+    texts = np.empty(len(codes), dtype=object)
+    texts[:] = [coded.categories[code] for code in codes.tolist()]
+    return np.asarray(texts[at.reshape(-1)], dtype=object)
 
 
 _CATEGORICAL_SOURCES = (
