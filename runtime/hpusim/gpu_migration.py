@@ -16,7 +16,8 @@ patched attribute back):
   dtype, bf16, for fp16); `GradScaler("cuda")` is disabled (bf16 needs no loss scaling);
 - `torch.distributed`: the `nccl` backend becomes `hccl` (`init_process_group`, `new_group`),
   `get_backend()` answers `nccl` to the script; DDP's `device_ids` / `output_device` are
-  dropped; a DataLoader's `pin_memory` pins for the HPU (torch's current accelerator here).
+  dropped; a DataLoader's `pin_memory` pins for the HPU (torch's current accelerator here);
+- `torch.compile` with its default backend (inductor) compiles with `hpu_backend`.
 cuDNN switches (`torch.backends.cudnn.benchmark`, `.deterministic`) are accepted by torch
 itself. Each migrated call is logged as the toolkit logs it (gpu_migration_log.py).
 DIFFERS: `Tensor.is_cuda` stays False for hpu tensors (the toolkit makes it True; torch's own
@@ -581,6 +582,23 @@ def _ddp_init(original: Callable[..., Any]) -> Callable[..., Any]:
     return __init__
 
 
+def _compile(original: Callable[..., Any]) -> Callable[..., Any]:
+    """`torch.compile` with its default backend, inductor (which needs a CUDA / CPU C++
+    toolchain of its own), compiles with `hpu_backend`, as the toolkit maps it."""
+    signature = _signature(original)
+
+    def compile(*args: Any, **kwargs: Any) -> Any:
+        shown = _bound(signature, args, kwargs)
+        if shown.get("backend") not in (None, "inductor"):  # None: torch's default, inductor
+            return original(*args, **kwargs)
+        after = {**shown, "backend": "hpu_backend"}
+        _write("hpu_match", "torch.compile", shown, f"torch.compile({format_args(after)})")
+        call, named = _rebind(signature, args, kwargs, {"backend": "hpu_backend"})
+        return original(*call, **named)
+
+    return compile
+
+
 def _patch_libraries() -> None:
     from torch.amp.autocast_mode import autocast
     from torch.amp.grad_scaler import GradScaler
@@ -591,6 +609,7 @@ def _patch_libraries() -> None:
     _set(GradScaler, "__init__", _grad_scaler_init(GradScaler.__init__))
     _set(DataLoader, "__init__", _data_loader_init(DataLoader.__init__))
     _set(DistributedDataParallel, "__init__", _ddp_init(DistributedDataParallel.__init__))
+    _set(torch, "compile", _compile(torch.compile))
     if not torch.distributed.is_available():
         return
     import torch.distributed as dist

@@ -237,3 +237,17 @@ def test_nccl_becomes_hccl() -> None:
     assert hccl_backend("cpu:gloo,cuda:nccl") == "cpu:gloo,hpu:hccl"
     assert hccl_backend("gloo") == "gloo"
     assert hccl_backend(None) is None
+
+
+def test_torch_compile_with_its_default_backend_compiles_for_the_hpu(
+    hpu: Any, tmp_path: Path
+) -> None:
+    hpu(PT_HPU_GPU_MIGRATION="1", GPU_MIGRATION_LOG_LEVEL="3", HABANA_LOGS=str(tmp_path / "logs"))
+
+    def affine(x: Any) -> Any:
+        return x * 2 + 1
+
+    compiled = torch.compile(affine)
+    x = torch.arange(4.0, device="cuda")
+    assert torch.equal(compiled(x).cpu(), affine(x).cpu())
+    assert "backend=hpu_backend" in _log_text(tmp_path)
