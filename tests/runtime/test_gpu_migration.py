@@ -251,3 +251,17 @@ def test_torch_compile_with_its_default_backend_compiles_for_the_hpu(
     x = torch.arange(4.0, device="cuda")
     assert torch.equal(compiled(x).cpu(), affine(x).cpu())
     assert "backend=hpu_backend" in _log_text(tmp_path)
+
+
+def test_importing_the_toolkit_migrates_without_the_flag(
+    hpu: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    import importlib
+
+    monkeypatch.delenv("PT_HPU_GPU_MIGRATION", raising=False)
+    hpu(HABANA_LOGS=str(tmp_path / "logs"))
+    assert not torch.cuda.is_available()
+    monkeypatch.delitem(sys.modules, "habana_frameworks.torch.gpu_migration", raising=False)
+    importlib.import_module("habana_frameworks.torch.gpu_migration")
+    assert torch.cuda.is_available()
+    assert torch.empty(2, device="cuda").device.type == "hpu"
