@@ -20,6 +20,7 @@ patched attribute back):
 - `torch.compile` with its default backend (inductor) compiles with `hpu_backend`.
 cuDNN switches (`torch.backends.cudnn.benchmark`, `.deterministic`) are accepted by torch
 itself. Each migrated call is logged as the toolkit logs it (gpu_migration_log.py).
+The functions are replaced where torch defines them too (`torch.cuda.memory`, `.random`).
 DIFFERS: `Tensor.is_cuda` stays False for hpu tensors (the toolkit makes it True; torch's own
 code reads it to pick CUDA kernels); apex and pynvml are not migrated.
 """
@@ -275,10 +276,13 @@ _LEGACY_TYPES: Final = (
 
 def _patch_cuda_module() -> None:
     cuda = torch.cuda
-    for name in _SAME_NAME:
-        _set(cuda, name, _mapped(name, name))
-    for name, (target, pass_args) in _ALIASES.items():
-        _set(cuda, name, _mapped(name, target, pass_args))
+    homes = (torch.cuda.memory, torch.cuda.random)  # where torch.cuda's names are defined
+    for name, (target, pass_args) in {**{n: (n, True) for n in _SAME_NAME}, **_ALIASES}.items():
+        migrated = _mapped(name, target, pass_args)
+        _set(cuda, name, migrated)
+        for home in homes:  # `torch.cuda.memory.memory_stats(...)` and the module's own calls
+            if name in vars(home):
+                _set(home, name, migrated)
     prefix = "habana_frameworks.torch.gpu_migration.torch.cuda"
     _set(
         cuda,

@@ -265,3 +265,14 @@ def test_importing_the_toolkit_migrates_without_the_flag(
     importlib.import_module("habana_frameworks.torch.gpu_migration")
     assert torch.cuda.is_available()
     assert torch.empty(2, device="cuda").device.type == "hpu"
+
+
+def test_the_functions_are_migrated_where_torch_defines_them_too(hpu: Any, tmp_path: Path) -> None:
+    hpu(PT_HPU_GPU_MIGRATION="1", HABANA_LOGS=str(tmp_path / "logs"))
+    torch.ones(1024, device="cuda")
+    assert torch.cuda.memory.max_memory_allocated() >= 4096
+    assert torch.cuda.memory.memory_stats()["MaxInUse"] >= 4096  # the bridge's keys
+    torch.cuda.random.manual_seed(5)
+    first = torch.rand(2, device="cuda").cpu()
+    torch.cuda.random.manual_seed(5)
+    assert torch.equal(torch.rand(2, device="cuda").cpu(), first)
