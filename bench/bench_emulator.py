@@ -5,8 +5,10 @@
 Workloads: a 16-element `a.add(b)` loop, and a small MLP (16->32->16->10, batch 8) AdamW training
 step. Each is timed on plain CPU, emulated with recording off, and emulated with recording on
 (eager mode, torch threads = 1), in the same process, on the thread's CPU clock by default
-(`--clock wall` for perf_counter). Prints per-op times, ratios to CPU, and the
-recording overhead (recording on minus recording off) per op against the 3 us target.
+(`--clock wall` for perf_counter); the add also on a bare wrapper subclass that only unwraps,
+runs and wraps (the floor any Python `__torch_dispatch__` device pays). Prints per-op times,
+ratios to CPU, and the recording overhead (recording on minus recording off) per op against the
+3 us target.
 
 Measurement: recording off and on run the same work (one workload: the same tensors, the same
 model), only `sink.recording` differs. The variants run round-robin (`--repeats` rounds, the
@@ -29,7 +31,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 import torch
 
@@ -106,10 +108,37 @@ def _quartiles(xs: list[float]) -> tuple[float, float, float]:
     return q[0], q[1], q[2]
 
 
+class _Bare(torch.Tensor):
+    """The least a Python `__torch_dispatch__` device costs: a wrapper subclass whose dispatch
+    only unwraps, runs the op on the inner CPU tensors and wraps the result (no emulation)."""
+
+    _elem: torch.Tensor
+
+    @staticmethod
+    def __new__(cls, elem: torch.Tensor) -> _Bare:
+        r = torch.Tensor._make_wrapper_subclass(
+            cls, elem.size(), elem.stride(), elem.storage_offset(), None, elem.dtype,
+            elem.layout, elem.device, False, False,
+        )  # fmt: skip
+        r._elem = elem
+        return r
+
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
+
+    @classmethod
+    def __torch_dispatch__(  # type: ignore[override]
+        cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        return _Bare(func._op(*[a._elem if type(a) is _Bare else a for a in args]))
+
+
 def add_loop(device: str) -> Callable[[int], None]:
-    """`run(n)`: n 16-element adds, on the same two tensors every call."""
-    a = torch.randn(16, device=device)
-    b = torch.randn(16, device=device)
+    """`run(n)`: n 16-element adds, on the same two tensors every call ("bare": on `_Bare`
+    wrappers of cpu tensors)."""
+    a = torch.randn(16, device="cpu" if device == "bare" else device)
+    b = torch.randn(16, device="cpu" if device == "bare" else device)
+    if device == "bare":
+        a, b = _Bare(a), _Bare(b)
 
     def run(n: int) -> None:
         for _ in range(n):
@@ -225,7 +254,10 @@ def main() -> int:
     # recording off and on run the same work: one workload, only `sink.recording` differs
     add_hpu, mlp_hpu = add_loop("hpu"), mlp_steps("hpu")
     add = _interleaved(
-        {"cpu": add_loop("cpu"), "off": add_hpu, "on": add_hpu}, a.ops, a.repeats, before
+        {"cpu": add_loop("cpu"), "bare": add_loop("bare"), "off": add_hpu, "on": add_hpu},
+        a.ops,
+        a.repeats,
+        before,
     )
     before("")
     add_drain = statistics.median(ns / n for ns, n in drains)  # one row per eager op
@@ -277,6 +309,12 @@ def _report(
     off = statistics.median(times["off"]) / n
     on = statistics.median(times["on"]) / n
     print(f"  plain CPU (baseline)     {cpu * scale:8.2f} {unit}")
+    if "bare" in times:
+        bare = statistics.median(times["bare"]) / n
+        print(
+            f"  bare wrapper subclass    {bare * scale:8.2f} {unit}  (x{bare / cpu:.1f} vs CPU: "
+            "unwrap, run, wrap; the floor of any Python dispatch)"
+        )
     print(f"  emulated, recording off  {off * scale:8.2f} {unit}  (x{off / cpu:.1f} vs CPU)")
     print(f"  emulated, recording on   {on * scale:8.2f} {unit}  (x{on / cpu:.1f} vs CPU)")
     for label, diffs in (("recording overhead", rec[0]), ("A/A control (off-off)", rec[1])):
