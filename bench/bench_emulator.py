@@ -75,7 +75,8 @@ def _overhead_rounds(
     """(recording on minus off, recording off minus off) per round, each summed over `groups`
     groups of 4 chunks (50 adds, or one MLP step). Every chunk runs the same work on the same
     tensors; only `sink.recording` differs, in ABBA / BAAB order, after an untimed chunk (a
-    drain and a collection start each round). Every third round is an A/A control: recording
+    drain and a collection start each round; no automatic collection inside one, whose fixed
+    schedule would fall on the same chunks every round). Every third round is an A/A control: recording
     stays off in both halves, so the differenced figure's own bias shows (about 0 when the
     measurement measures recording only)."""
     from hpusim.sink import get_sink
@@ -84,19 +85,23 @@ def _overhead_rounds(
     now = _CLOCK[0]
     rounds: list[int] = []
     control: list[int] = []
-    for r in range(repeats):
-        is_control = r % 3 == 2
-        before("")
-        gc.collect()
-        chunk()  # untimed: the first chunk after a drain and a collection is not the work's
-        acc = [0, 0]
-        for g in range(groups):
-            for half in _OFF_ON[g % 2]:
-                sink.recording = bool(half) and not is_control
-                t0 = now()
-                chunk()
-                acc[half] += now() - t0
-        (control if is_control else rounds).append(acc[1] - acc[0])
+    gc.disable()  # a collection every N allocations falls on the same chunks every round
+    try:
+        for r in range(repeats):
+            is_control = r % 3 == 2
+            before("")
+            gc.collect()
+            chunk()  # untimed: the first chunk after a drain and a collection is not the work's
+            acc = [0, 0]
+            for g in range(groups):
+                for half in _OFF_ON[g % 2]:
+                    sink.recording = bool(half) and not is_control
+                    t0 = now()
+                    chunk()
+                    acc[half] += now() - t0
+            (control if is_control else rounds).append(acc[1] - acc[0])
+    finally:
+        gc.enable()
     before("")
     return rounds, control
 
@@ -269,7 +274,7 @@ def main() -> int:
     chunk = 50
     groups = max(a.ops // (4 * chunk), 1)
     add_rec = _overhead_rounds(lambda: add_hpu(chunk), groups, a.repeats, before)
-    mlp_groups = max(a.steps // 2, 1)
+    mlp_groups = 2 * max(a.steps, 1)  # one MLP step per chunk: more groups, less noise
     mlp_rec = _overhead_rounds(lambda: mlp_hpu(1), mlp_groups, a.repeats, before)
     sink.recording = True
     ops = count_ops_per_step()
