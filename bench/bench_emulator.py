@@ -5,17 +5,22 @@
 Workloads: a 16-element `a.add(b)` loop, and a small MLP (16->32->16->10, batch 8) AdamW training
 step. Each is timed on plain CPU, emulated with recording off, and emulated with recording on
 (eager mode, torch threads = 1), in the same process, on the thread's CPU clock by default
-(`--clock wall` for perf_counter). Prints per-op times, ratios to CPU, and the
-recording overhead (recording on minus recording off) per op against the 3 us target.
+(`--clock wall` for perf_counter); the add also on a bare wrapper subclass that only unwraps,
+runs and wraps (the floor any Python `__torch_dispatch__` device pays). Prints per-op times,
+ratios to CPU, and the recording overhead (recording on minus recording off) per op against the
+3 us target.
 
-Measurement: the variants run round-robin (`--repeats` rounds; recording off and on swap order
-every round so a drift hits both alike) and each per-op figure is the MEDIAN over rounds. The
-recording overhead is measured apart, finely interleaved: each round alternates chunks of 50
-adds (or one MLP step) with recording off and on, so both sample the same moments of a shared
-machine; the figure is the median over rounds of (on - off) per op, with its interquartile
-range so a noisy run shows as one. The sink is drained between rounds, as a
-profiler does; the drain's own cost (mapping events onto the projected clock, building columns)
-is timed apart and printed per op.
+Measurement: recording off and on run the same work (one workload: the same tensors, the same
+model), only `sink.recording` differs. The variants run round-robin (`--repeats` rounds, the
+order rotating every round), each timed run after a drain and one untimed unit of its own, and
+each per-op figure is the MEDIAN over rounds. The recording overhead is measured apart, finely
+interleaved: each round, after a drain, a collection and one untimed chunk, runs groups of four
+chunks (50 adds, or one MLP step) with recording off/on/on/off then on/off/off/on, so a drift and
+a chunk's place fall on both alike; the figure is the median over rounds of (on - off) per op,
+with its interquartile range. Every third round is an A/A control (recording off in both
+halves): its median shows the differenced figure's own bias, about 0 when it measures only
+recording. The sink is drained between rounds, as a profiler does; the drain's own cost (mapping
+events onto the projected clock, building columns) is timed apart and printed per op.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any, Final
 
 import torch
 
@@ -41,64 +47,113 @@ def _time_ns(fn: Callable[[], None]) -> int:
 
 
 def _interleaved(
-    fns: dict[str, Callable[[], None]], repeats: int, before: Callable[[str], None]
+    fns: dict[str, Callable[[int], None]], n: int, repeats: int, before: Callable[[str], None]
 ) -> dict[str, list[int]]:
-    """Each variant's time per round, run round-robin so machine noise hits all of them alike;
-    "off" and "on" swap order every round."""
+    """Each variant's time for `n` units, per round, run round-robin so machine noise hits all
+    of them alike: the order rotates every round (each variant takes each place equally), and
+    each timed run follows a drain and one untimed unit of its own, so none is timed just after
+    another's drain or on caches another left."""
     times: dict[str, list[int]] = {k: [] for k in fns}
     names = list(fns)
     for r in range(repeats):
-        order = (
-            names if r % 2 == 0 else [n for n in names if n not in ("off", "on")] + ["on", "off"]
-        )
-        for name in order:
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
             before(name)
-            times[name].append(_time_ns(fns[name]))
+            fns[name](1)
+            times[name].append(_time_ns(lambda f=fns[name]: f(n)))
     return times
 
 
+_OFF_ON: Final = ((0, 1, 1, 0), (1, 0, 0, 1))
+"""Recording off (0) and on (1) per chunk of a group, ABBA then BAAB: a linear drift within
+a group, and a chunk's place in it, fall on both alike."""
+
+
 def _overhead_rounds(
-    chunk: Callable[[], None], chunks: int, repeats: int, before: Callable[[str], None]
-) -> list[int]:
-    """Recording on minus off, per round: each round alternates small chunks (50 adds, or one
-    MLP step) with recording off and on, so both sample the same moments of a noisy machine."""
+    chunk: Callable[[], None], groups: int, repeats: int, before: Callable[[str], None]
+) -> tuple[list[int], list[int]]:
+    """(recording on minus off, recording off minus off) per round, each summed over `groups`
+    groups of 4 chunks (50 adds, or one MLP step). Every chunk runs the same work on the same
+    tensors; only `sink.recording` differs, in ABBA / BAAB order, after an untimed chunk (a
+    drain and a collection start each round; no automatic collection inside one, whose fixed
+    schedule would fall on the same chunks every round). Every third round is an A/A control: recording
+    stays off in both halves, so the differenced figure's own bias shows (about 0 when the
+    measurement measures recording only)."""
     from hpusim.sink import get_sink
 
     sink = get_sink()
     now = _CLOCK[0]
     rounds: list[int] = []
-    for _ in range(repeats):
-        before("")
-        gc.collect()
-        acc = [0, 0]
-        for i in range(chunks):
-            for rec in (i % 2, 1 - i % 2):
-                sink.recording = bool(rec)
-                t0 = now()
-                chunk()
-                acc[rec] += now() - t0
-        rounds.append(acc[1] - acc[0])
+    control: list[int] = []
+    gc.disable()  # a collection every N allocations falls on the same chunks every round
+    try:
+        for r in range(repeats):
+            is_control = r % 3 == 2
+            before("")
+            gc.collect()
+            chunk()  # untimed: the first chunk after a drain and a collection is not the work's
+            acc = [0, 0]
+            for g in range(groups):
+                for half in _OFF_ON[g % 2]:
+                    sink.recording = bool(half) and not is_control
+                    t0 = now()
+                    chunk()
+                    acc[half] += now() - t0
+            (control if is_control else rounds).append(acc[1] - acc[0])
+    finally:
+        gc.enable()
     before("")
-    return rounds
+    return rounds, control
 
 
 def _quartiles(xs: list[float]) -> tuple[float, float, float]:
+    if len(xs) < 2:
+        return xs[0], xs[0], xs[0]
     q = statistics.quantiles(xs, n=4, method="inclusive")
     return q[0], q[1], q[2]
 
 
-def add_loop(device: str, n: int) -> Callable[[], None]:
-    a = torch.randn(16, device=device)
-    b = torch.randn(16, device=device)
+class _Bare(torch.Tensor):
+    """The least a Python `__torch_dispatch__` device costs: a wrapper subclass whose dispatch
+    only unwraps, runs the op on the inner CPU tensors and wraps the result (no emulation)."""
 
-    def run() -> None:
+    _elem: torch.Tensor
+
+    @staticmethod
+    def __new__(cls, elem: torch.Tensor) -> _Bare:
+        r = torch.Tensor._make_wrapper_subclass(
+            cls, elem.size(), elem.stride(), elem.storage_offset(), None, elem.dtype,
+            elem.layout, elem.device, False, False,
+        )  # fmt: skip
+        r._elem = elem
+        return r
+
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
+
+    @classmethod
+    def __torch_dispatch__(  # type: ignore[override]
+        cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        return _Bare(func._op(*[a._elem if type(a) is _Bare else a for a in args]))
+
+
+def add_loop(device: str) -> Callable[[int], None]:
+    """`run(n)`: n 16-element adds, on the same two tensors every call ("bare": on `_Bare`
+    wrappers of cpu tensors)."""
+    a = torch.randn(16, device="cpu" if device == "bare" else device)
+    b = torch.randn(16, device="cpu" if device == "bare" else device)
+    if device == "bare":
+        a, b = _Bare(a), _Bare(b)
+
+    def run(n: int) -> None:
         for _ in range(n):
             a.add(b)
 
     return run
 
 
-def mlp_steps(device: str, steps: int) -> tuple[Callable[[], None], int]:
+def mlp_steps(device: str) -> Callable[[int], None]:
+    """`run(n)`: n AdamW training steps of one small MLP (the same model every call)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Linear(16, 32),
@@ -120,11 +175,11 @@ def mlp_steps(device: str, steps: int) -> tuple[Callable[[], None], int]:
     for _ in range(3):
         step()
 
-    def run() -> None:
-        for _ in range(steps):
+    def run(n: int) -> None:
+        for _ in range(n):
             step()
 
-    return run, steps
+    return run
 
 
 def record_path_ns(n: int) -> float:
@@ -161,10 +216,10 @@ def count_ops_per_step() -> int:
     """Device ops of one MLP step, counted from the emulator's own events."""
     from hpusim.sink import KIND_OP, get_sink
 
-    run, _ = mlp_steps("hpu", 1)
+    run = mlp_steps("hpu")
     sink = get_sink()
     sink.drain()
-    run()
+    run(1)
     batch = sink.drain()
     return sum(1 for k in batch.kind if k == KIND_OP)
 
@@ -201,12 +256,11 @@ def main() -> int:
             drains.append((now() - t0, n))
         sink.recording = name == "on"
 
+    # recording off and on run the same work: one workload, only `sink.recording` differs
+    add_hpu, mlp_hpu = add_loop("hpu"), mlp_steps("hpu")
     add = _interleaved(
-        {
-            "cpu": add_loop("cpu", a.ops),
-            "off": add_loop("hpu", a.ops),
-            "on": add_loop("hpu", a.ops),
-        },
+        {"cpu": add_loop("cpu"), "bare": add_loop("bare"), "off": add_hpu, "on": add_hpu},
+        a.ops,
         a.repeats,
         before,
     )
@@ -214,19 +268,14 @@ def main() -> int:
     add_drain = statistics.median(ns / n for ns, n in drains)  # one row per eager op
     drains.clear()
     mlp = _interleaved(
-        {
-            "cpu": mlp_steps("cpu", a.steps)[0],
-            "off": mlp_steps("hpu", a.steps)[0],
-            "on": mlp_steps("hpu", a.steps)[0],
-        },
-        a.repeats,
-        before,
+        {"cpu": mlp_steps("cpu"), "off": mlp_hpu, "on": mlp_hpu}, a.steps, a.repeats, before
     )
     before("")
     chunk = 50
-    add_rec = _overhead_rounds(add_loop("hpu", chunk), max(a.ops // chunk, 1), a.repeats, before)
-    n_add_rec = max(a.ops // chunk, 1) * chunk
-    mlp_rec = _overhead_rounds(mlp_steps("hpu", 1)[0], a.steps, a.repeats, before)
+    groups = max(a.ops // (4 * chunk), 1)
+    add_rec = _overhead_rounds(lambda: add_hpu(chunk), groups, a.repeats, before)
+    mlp_groups = 2 * max(a.steps, 1)  # one MLP step per chunk: more groups, less noise
+    mlp_rec = _overhead_rounds(lambda: mlp_hpu(1), mlp_groups, a.repeats, before)
     sink.recording = True
     ops = count_ops_per_step()
     direct = statistics.median(record_path_ns(a.ops) for _ in range(5))
@@ -236,14 +285,14 @@ def main() -> int:
     n_add, n_mlp = a.ops, a.steps * ops
     print(f"clock: {a.clock} time; load average {os.getloadavg()[0]:.2f} at the end")
     print(f"16-element add loop ({a.ops} ops), per op, median of {a.repeats} rounds:")
-    _report(add, n_add, us, "us", add_rec, n_add_rec)
+    _report(add, n_add, us, "us", add_rec, 2 * groups * chunk)
     print(f"  recording path alone     {direct * us:8.2f} us/op (timed directly, same run)")
     print(f"  sink drain (profiler)    {add_drain * us:8.2f} us/op (projection + columns, apart)")
     print(
         f"MLP 16->32->16->10 batch 8 AdamW step ({ops} device ops/step), per device op, "
         f"median of {a.repeats} rounds:"
     )
-    _report(mlp, n_mlp, us, "us", mlp_rec, n_mlp)
+    _report(mlp, n_mlp, us, "us", mlp_rec, 2 * mlp_groups * ops)
     cpu_step = statistics.median(mlp["cpu"]) / a.steps
     off_step = statistics.median(mlp["off"]) / a.steps
     print(
@@ -254,19 +303,34 @@ def main() -> int:
 
 
 def _report(
-    times: dict[str, list[int]], n: int, scale: float, unit: str, rec: list[int], n_rec: int
+    times: dict[str, list[int]],
+    n: int,
+    scale: float,
+    unit: str,
+    rec: tuple[list[int], list[int]],
+    n_rec: int,
 ) -> None:
     cpu = statistics.median(times["cpu"]) / n
     off = statistics.median(times["off"]) / n
     on = statistics.median(times["on"]) / n
-    q1, med, q3 = _quartiles([r / n_rec for r in rec])
     print(f"  plain CPU (baseline)     {cpu * scale:8.2f} {unit}")
+    if "bare" in times:
+        bare = statistics.median(times["bare"]) / n
+        print(
+            f"  bare wrapper subclass    {bare * scale:8.2f} {unit}  (x{bare / cpu:.1f} vs CPU: "
+            "unwrap, run, wrap; the floor of any Python dispatch)"
+        )
     print(f"  emulated, recording off  {off * scale:8.2f} {unit}  (x{off / cpu:.1f} vs CPU)")
     print(f"  emulated, recording on   {on * scale:8.2f} {unit}  (x{on / cpu:.1f} vs CPU)")
-    print(
-        f"  recording overhead       {med * scale:8.2f} {unit}/op (target <= 3 us; median of "
-        f"interleaved on/off rounds, IQR {q1 * scale:.2f}..{q3 * scale:.2f})"
-    )
+    for label, diffs in (("recording overhead", rec[0]), ("A/A control (off-off)", rec[1])):
+        if not diffs:
+            continue
+        q1, med, q3 = _quartiles([d / n_rec for d in diffs])
+        print(
+            f"  {label:<24} {med * scale:8.2f} {unit}/op (median of {len(diffs)} rounds of "
+            f"ABBA chunks, IQR {q1 * scale:.2f}..{q3 * scale:.2f})"
+            + ("; target <= 3 us" if diffs is rec[0] else "")
+        )
 
 
 if __name__ == "__main__":

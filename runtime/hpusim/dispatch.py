@@ -535,7 +535,7 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     clock = rt.clock
     t = perf_counter_ns()
     node = _current_node()
-    clock.enter(t, gap_mode(clock, t, node is not None))
+    clock.enter(t, "drop" if node is not None else gap_mode(clock, t, False))
     try:
         return _dispatch(func, args, kwargs, rt, False, node)
     finally:
@@ -605,7 +605,10 @@ def _dispatch(
     t1 = perf_counter_ns()
     if info.to_host:
         return out  # the bridge's complex_hpu computes on the host and returns a cpu tensor
-    result, out_bytes = _wrap_result(out, info, args, kwargs)
+    if info.plain_out and type(out) is torch.Tensor:  # the common case, without a call
+        result, out_bytes = HpuTensor(out), out.numel() * out.element_size()
+    else:
+        result, out_bytes = _wrap_result(out, info, args, kwargs)
     if cost is None:
         if _is_complex(out):
             raise RuntimeError(COMPLEX_ERROR)
@@ -617,7 +620,8 @@ def _dispatch(
     graphed = rt.lazy and not (fallback or info.is_view)
     after_op(rt, info, cost, args, kwargs, result, t1, graphed, fallback, out_bytes)
     result = _on_device(rt, info, cost, key, sig, uargs, args, result, t0, t1, fallback, node)
-    _host_sync_after(rt, info, result, t1, fallback, bool_mask)
+    if rt.lazy or info.sync_reason is not None or bool_mask:  # else it has nothing to do
+        _host_sync_after(rt, info, result, t1, fallback, bool_mask)
     if _listeners:
         for fn in _listeners:
             fn(func, key, result, info)

@@ -32,6 +32,11 @@ from typing import Any, ClassVar, Final
 from hpusim.sink import EV, KIND_DEVICE, KIND_RUNTIME
 
 TIMELINES: Final = ("projected", "measured")
+CPU_READ_EVERY_NS: Final = 50_000
+"""`HostClock` reads the thread's CPU time when a bracket closes at most this often (the
+reading is a system call, several us where syscalls are trapped: more than the rest of the
+clock's per-op work): between readings the thread counts as busy, so a kept gap may lose at
+most this much of time it was descheduled just before the gap began."""
 
 
 class MeasuredClock:
@@ -97,7 +102,17 @@ class HostClock:
     """
 
     projected: Final = True
-    __slots__ = ("_cpu", "_depth", "_floor", "_m", "_muted", "_p", "gap_overhead_ns", "glue_ns")
+    __slots__ = (
+        "_cpu",
+        "_cpu_at",
+        "_depth",
+        "_floor",
+        "_m",
+        "_muted",
+        "_p",
+        "gap_overhead_ns",
+        "glue_ns",
+    )
 
     def __init__(
         self, origin_ns: int | None = None, gap_overhead_ns: int = 0, glue_ns: int = 0
@@ -107,7 +122,8 @@ class HostClock:
         self._p = array("q", [t])
         self._depth = 0
         self._muted = 0
-        self._cpu = thread_time_ns()  # thread CPU time at the last point outside a bracket
+        self._cpu = thread_time_ns()  # thread CPU time at measured `_cpu_at`, outside a bracket
+        self._cpu_at = t
         self._floor = t  # the latest projected time already handed out (at(), mapping)
         self.gap_overhead_ns = gap_overhead_ns
         """The emulator's own cost between two device ops, outside its dispatch (torch's
@@ -131,7 +147,11 @@ class HostClock:
         m.append(t)
         pp.append(p)
         if cpu and self._depth == 0:
-            self._cpu = thread_time_ns()
+            self._note_cpu(t)
+
+    def _note_cpu(self, t: int) -> None:
+        self._cpu = thread_time_ns()
+        self._cpu_at = t
 
     def _gap(self, t: int, mode: str) -> int:
         """The projected length of the open gap from the last point to measured `t` (now)."""
@@ -142,7 +162,9 @@ class HostClock:
             return max(wall - self.gap_overhead_ns, 0)
         if wall < self.glue_ns:
             return 0  # the CPU time used is at most the wall time: glue, no need to read it
-        used = min(thread_time_ns() - self._cpu, wall)
+        # the CPU time since the last point: since the last reading, less the time from it to
+        # that point (busy: CPU_READ_EVERY_NS)
+        used = min(thread_time_ns() - self._cpu - (self._m[-1] - self._cpu_at), wall)
         return used - self.gap_overhead_ns if used >= self.glue_ns else 0
 
     def at(self, t: int) -> int:
@@ -199,9 +221,12 @@ class HostClock:
         if depth == 0:
             self._depth = 0
             m = self._m
-            m.append(t if t > m[-1] else m[-1])
+            if t < m[-1]:
+                t = m[-1]
+            m.append(t)
             self._p.append(self._p[-1])
-            self._cpu = thread_time_ns()
+            if t - self._cpu_at >= CPU_READ_EVERY_NS:
+                self._note_cpu(t)
         else:
             self._depth = depth if depth > 0 else 0
 
@@ -214,7 +239,7 @@ class HostClock:
             last = pp[-1]
             pp.append(last + cost_ns if cost_ns > 0 else last)
             if not self._depth:  # outside a bracket (no caller does this today)
-                self._cpu = thread_time_ns()
+                self._note_cpu(m[-1])
 
     def advance(self, t: int, dur_ns: int) -> None:
         """The host is busy for a modeled `dur_ns` at measured `t`."""
