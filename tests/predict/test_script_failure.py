@@ -32,26 +32,11 @@ def _script(tmp_path: Path, tail: str) -> Path:
     return path
 
 
-def _predict(capsys: Any, monkeypatch: Any, script: Path) -> tuple[int, str, str]:
-    from hpuprof.cli.main import main
-
-    monkeypatch.delenv("PT_HPU_LAZY_MODE", raising=False)
-    capsys.readouterr()
-    try:
-        code = main(["predict", "--format", "json", "--", "python", str(script)])
-    finally:
-        import hpusim
-
-        hpusim.disable()
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_a_script_that_raises_gets_its_error_and_line_and_no_figures(
-    tmp_path: Path, capsys: Any, monkeypatch: Any
+    tmp_path: Path, run_predict: Any
 ) -> None:
     script = _script(tmp_path, "def broken(x):\n    return x + 'a'\nbroken(1)\n")
-    code, out, err = _predict(capsys, monkeypatch, script)
+    code, out, err = run_predict(str(script))
     assert code == 1
     assert out == ""  # no step time, no `fits`
     line = len(script.read_text().splitlines()) - 1  # `return x + 'a'`
@@ -59,18 +44,14 @@ def test_a_script_that_raises_gets_its_error_and_line_and_no_figures(
     assert "no prediction" in err
 
 
-def test_a_script_that_exits_non_zero_gets_its_status(
-    tmp_path: Path, capsys: Any, monkeypatch: Any
-) -> None:
-    code, out, err = _predict(capsys, monkeypatch, _script(tmp_path, "raise SystemExit(3)\n"))
+def test_a_script_that_exits_non_zero_gets_its_status(tmp_path: Path, run_predict: Any) -> None:
+    code, out, err = run_predict(str(_script(tmp_path, "raise SystemExit(3)\n")))
     assert (code, out) == (3, "")
     assert "exited with status 3; no prediction" in err
 
 
-def test_a_script_that_finishes_is_still_predicted(
-    tmp_path: Path, capsys: Any, monkeypatch: Any
-) -> None:
-    code, out, _ = _predict(capsys, monkeypatch, _script(tmp_path, ""))
+def test_a_script_that_finishes_is_still_predicted(tmp_path: Path, run_predict: Any) -> None:
+    code, out, _ = run_predict(str(_script(tmp_path, "")))
     assert code == 0 and '"step_time_s"' in out
 
 
