@@ -13,9 +13,11 @@ real and a fake host tensor gives a fake one.
 
 A value read from a fake host tensor (`.item()`, `.tolist()`, `bool()`) gets the same
 deterministic stand-in and warning as a fake hpu tensor (fake.py); `.numpy()` of one raises
-torch's error for tensor subclasses (a fake tensor has no data to share). Tensors the script
-builds from its own data (`torch.tensor(list)`, `torch.from_numpy`) or loads
-(`torch.load`) are real.
+torch's error for tensor subclasses (a fake tensor has no data to share), which `hpuprof
+predict` explains (`no_data_hint`). A large `.cpu()` copy of a fake hpu tensor is a fake host
+tensor too. Tensors the script builds from its own data (`torch.tensor(list)`,
+`torch.from_numpy`) or loads (`torch.load`) are real, and so is everything while another fake
+mode is active (dynamo tracing makes its own).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ FACTORIES: Final = ("empty", "zeros", "ones", "full", "rand", "randn", "randint"
 _SIZE_FIRST: Final = frozenset({"full", "empty_strided"})
 _LOCAL_SCALAR: Final = torch.ops.aten._local_scalar_dense.default
 
+_FAKE_KEY: Final = torch._C._TorchDispatchModeKey.FAKE
+_active_fake_mode = torch._C._get_dispatch_mode
 _orig: dict[str, Any] = {}
 _mode: list[FakeTensorMode] = []
 
@@ -105,7 +109,12 @@ def _on_host(device: Any) -> bool:
 def _faking(original: Any, name: str) -> Any:
     @functools.wraps(original)
     def factory(*args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("out") is None and _on_host(kwargs.get("device")):
+        # (a fake mode already active -- dynamo tracing -- makes its own fakes)
+        if (
+            kwargs.get("out") is None
+            and _active_fake_mode(_FAKE_KEY) is None
+            and _on_host(kwargs.get("device"))
+        ):
             n = _size_of(name, args, kwargs)
             dtype = kwargs.get("dtype") or (
                 torch.int64 if name == "randint" else torch.get_default_dtype()
@@ -116,6 +125,28 @@ def _faking(original: Any, name: str) -> Any:
         return original(*args, **kwargs)
 
     return factory
+
+
+NO_DATA_ERRORS: Final = (
+    ".numpy() is not supported for tensor subclasses",
+    "Cannot access data pointer of Tensor",
+    "Cannot access storage of",
+)
+"""What torch says when a script reads the data of a fake host tensor another way than
+`.item()` / `.tolist()` (which get stand-ins)."""
+
+
+def no_data_hint(error: BaseException) -> str | None:
+    """Why `error` happened under fake compute, when it is a read of a fake tensor's data."""
+    text = str(error)
+    if not any(marker in text for marker in NO_DATA_ERRORS):
+        return None
+    return (
+        f"under hpuprof predict every tensor of {HOST_FAKE_MIN_BYTES // 2**20} MiB or more on "
+        "the host (and every one on the device) is fake: it has a shape but no values, so "
+        "its data cannot be read (numpy(), data_ptr(), storage); .item() and .tolist() get "
+        "stand-ins"
+    )
 
 
 def install() -> None:

@@ -10,16 +10,16 @@ import pytest
 
 @pytest.fixture
 def run_predict(capsys: Any, monkeypatch: Any) -> Callable[..., tuple[int, str, str]]:
-    """`run_predict(script, *args) -> (exit code, stdout, stderr)` (the runtime disabled
-    after each run)."""
+    """`run_predict(script, *args, options=(predict options)) -> (exit code, stdout,
+    stderr)` (the runtime disabled after each run)."""
     from hpuprof.cli.main import main
 
     monkeypatch.delenv("PT_HPU_LAZY_MODE", raising=False)
 
-    def run(*command: str) -> tuple[int, str, str]:
+    def run(*command: str, options: tuple[str, ...] = ()) -> tuple[int, str, str]:
         capsys.readouterr()
         try:
-            code = main(["predict", "--format", "json", "--", "python", *command])
+            code = main(["predict", "--format", "json", *options, "--", "python", *command])
         finally:
             import hpusim
 

@@ -50,6 +50,15 @@ def test_a_script_that_exits_non_zero_gets_its_status(tmp_path: Path, run_predic
     assert "exited with status 3; no prediction" in err
 
 
+def test_reading_the_data_of_a_fake_host_tensor_is_explained(
+    tmp_path: Path, run_predict: Any
+) -> None:
+    code, out, err = run_predict(str(_script(tmp_path, "torch.randn(1024, 1024).numpy()\n")))
+    assert (code, out) == (1, "")
+    assert "with RuntimeError: .numpy() is not supported" in err
+    assert "has a shape but no values" in err
+
+
 def test_a_script_that_finishes_is_still_predicted(tmp_path: Path, run_predict: Any) -> None:
     code, out, _ = run_predict(str(_script(tmp_path, "")))
     assert code == 0 and '"step_time_s"' in out

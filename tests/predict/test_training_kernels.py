@@ -112,3 +112,36 @@ def test_fused_ema_keeps_an_fp32_copy_of_the_model() -> None:
         assert ema.updates == 1
     finally:
         hpusim.disable()
+
+
+COMPILED = """
+import torch
+model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 512))
+model = torch.compile(model.to("hpu"), backend="hpu_backend")
+lin = torch.nn.Linear(4, 4).to("hpu")
+def f(x):
+    y = lin(x) * 2
+    if y.sum() > 0:  # data-dependent: a graph break
+        y = y + 1
+    return (y[: x.shape[0] // 2].relu() ** 2).mean()
+cf = torch.compile(f, backend="hpu_backend", dynamic=True)
+opt = torch.optim.SGD([*model.parameters(), *lin.parameters()], lr=0.1)
+for step in range(3):
+    loss = model(torch.randn(8, 512).to("hpu")).pow(2).mean()
+    loss = loss + cf(torch.randn(8 - step, 4).to("hpu"))
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def test_compiled_models_and_graph_breaks_are_predicted(tmp_path: Path, run_predict: Any) -> None:
+    """torch.compile(model, backend="hpu_backend") of a host-built model, and a dynamic
+    compiled function with a graph break, under `hpuprof predict --mode compile`."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(COMPILED))
+    code, out, err = run_predict(str(script), options=("--mode", "compile"))
+    assert code == 0, err[-2000:]
+    data = json.loads(out)
+    assert data["steps"] == 3  # (compile mode runs the eager bridge under dynamo)
+    assert data["compilations"] >= 2 and data["step_time_s"] > 0

@@ -121,6 +121,7 @@ def predict_command(
     import hpusim
     from hpusim import state
     from hpusim.fake import standin_sites
+    from hpusim.host_fake import no_data_hint
     from hpusim.predict import StepLedger, StopPrediction, summarize
 
     rt = state.require_runtime()
@@ -145,7 +146,10 @@ def predict_command(
     failure = describe(outcome, target if kind == "script" else None)
     if failure is not None:
         hpusim.disable()
+        hint = no_data_hint(outcome.error) if outcome.error is not None else None
         print(f"hpuprof: error: {failure}; no prediction", file=sys.stderr)
+        if hint is not None:
+            print(f"hpuprof: {hint}", file=sys.stderr)
         return outcome.exit_code
     code = outcome.exit_code
     prediction = summarize(ledger, exit_code=code, standins=standin_sites())
