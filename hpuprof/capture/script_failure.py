@@ -66,7 +66,12 @@ def run_watched(argv: Sequence[str]) -> int:
     env[WATCHED_ENV] = "1"
     code = "import sys; from hpuprof.cli.main import main; sys.exit(main(sys.argv[1:]))"
     proc = subprocess.Popen([sys.executable, "-c", code, *argv], env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
+    while True:
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+            break
+        except KeyboardInterrupt:  # the child got the same SIGINT: it ends its own way
+            continue
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode >= 0:
         return proc.returncode

@@ -112,8 +112,8 @@ def _faking(original: Any, name: str) -> Any:
         # (a fake mode already active -- dynamo tracing -- makes its own fakes)
         if (
             kwargs.get("out") is None
-            and _active_fake_mode(_FAKE_KEY) is None
             and _on_host(kwargs.get("device"))
+            and _active_fake_mode(_FAKE_KEY) is None
         ):
             n = _size_of(name, args, kwargs)
             dtype = kwargs.get("dtype") or (

@@ -113,3 +113,32 @@ def test_the_batch_is_counted_once_per_model_call(
     data = _prediction(run_predict, str(script))
     assert data["samples_per_step"] == 4  # not 4 + 128 from the loss's [128, 100] logits
     assert data["tokens_per_step"] == 4 * 32
+
+
+HF_STEP = """
+import torch
+import habana_frameworks.torch.core as htcore
+from transformers import AutoModelForCausalLM, LlamaConfig
+from hpusim.host_fake import is_fake_host
+cfg = LlamaConfig(hidden_size=512, intermediate_size=2048, num_hidden_layers=1,
+                  num_attention_heads=8, num_key_value_heads=8, vocab_size=4096)
+model = AutoModelForCausalLM.from_config(cfg)
+assert is_fake_host(model.model.layers[0].mlp.up_proj.weight)
+model = model.to("hpu")
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+for step in range(2):
+    ids = torch.randint(0, 4096, (2, 64)).to("hpu")
+    model(input_ids=ids, labels=ids).loss.backward()
+    opt.step()
+    opt.zero_grad()
+    htcore.mark_step()
+"""
+
+
+def test_a_hugging_face_model_from_config_on_the_host(tmp_path: Path, run_predict: Any) -> None:
+    pytest.importorskip("transformers")
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(HF_STEP))
+    data = _prediction(run_predict, str(script))
+    assert data["steps"] == 2 and data["model_flops_per_step"] > 0
+    assert data["samples_per_step"] == 2 and data["tokens_per_step"] == 2 * 64  # by keyword
