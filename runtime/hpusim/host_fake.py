@@ -28,6 +28,8 @@ from typing import Any, Final
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.overrides import _get_current_function_mode_stack as _function_modes
+from torch.utils._device import DeviceContext, _device_constructors
 
 from hpusim.fake import scalar_standin, warn_standin
 
@@ -96,9 +98,19 @@ def _size_of(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | 
     return math.prod(size)
 
 
+def _default_device() -> Any:
+    """The device of an innermost `with torch.device(...)` (read from the mode stack, as
+    `torch.get_default_device()` makes a `torch.tensor([])` to find the index), else torch's
+    default."""
+    for mode in reversed(_function_modes()):
+        if isinstance(mode, DeviceContext):
+            return mode.device
+    return torch.get_default_device()
+
+
 def _on_host(device: Any) -> bool:
     if device is None:
-        device = torch.get_default_device()
+        device = _default_device()
     if isinstance(device, torch.device):
         return device.type == "cpu"
     if isinstance(device, str):
@@ -153,6 +165,9 @@ def install() -> None:
     """Fake large host tensors from now on (idempotent)."""
     if _orig:
         return
+    # `with torch.device(d)` gives `d` to the factories in a set torch builds once per
+    # process: built now, it holds torch's own (which the wrappers call), not the wrappers
+    _device_constructors()
     _mode.append(HostFakeMode())
     for name in FACTORIES:
         _orig[name] = getattr(torch, name)

@@ -46,6 +46,25 @@ def test_a_host_built_model_is_fake_and_moves_to_the_device(fake_runtime: Any) -
     assert isinstance(big.weight, torch.nn.Parameter)
 
 
+def test_a_model_built_on_the_device_stays_there() -> None:
+    """`with torch.device("hpu")` still gives the (wrapped) factories the hpu device, also
+    when torch builds its set of device factories only after fake compute began."""
+    import hpusim
+    from torch.utils._device import _device_constructors
+
+    _device_constructors.cache_clear()
+    hpusim.enable("lazy", compute="fake")
+    try:
+        with torch.device("hpu"):
+            weight = torch.nn.Linear(4096, 4096).weight
+            ones = torch.ones(1024, 1024)
+        assert weight.device.type == "hpu" and ones.device.type == "hpu"
+        with torch.device("cpu"):
+            assert torch.ones(1024, 1024).device.type == "cpu"
+    finally:
+        hpusim.disable()
+
+
 def test_host_reads_of_a_fake_host_tensor_get_stand_ins(fake_runtime: Any) -> None:
     t = torch.randn(1024, 1024)
     with warnings.catch_warnings(record=True) as caught:
