@@ -4,7 +4,8 @@
 
 It runs unchanged on a Gaudi, on the emulated one (`hpuprof record --emulate`), or on fake
 tensors through `hpuprof predict`. Random token ids stand in for a data set. The model is built
-directly on the device (`torch.device("hpu")`), as large models are, so no host copy exists.
+directly on the device (`torch.device("hpu")`), as large models are, so no host copy exists;
+`--build-on host` builds it on the CPU and moves it (`Model().to("hpu")`), as most scripts do.
 Each optimizer step runs `--accum` micro-batches (forward, backward), bf16 autocast, AdamW
 (`capturable=True`: its step and bias corrections stay on the device, so the lazy graph does not
 change between steps), and `mark_step` after the backward and after the optimizer, as Habana's
@@ -43,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
         "--recompute-attention", action="store_true", help="checkpoint the attention core"
     )
     ap.add_argument("--device", default="hpu")
+    ap.add_argument(
+        "--build-on",
+        choices=("device", "host"),
+        default="device",
+        help="build the model on the device, or on the host and move it (Model().to('hpu'))",
+    )
     args = ap.parse_args(argv)
     if args.device == "hpu":
         import habana_frameworks.torch.core as htcore
@@ -57,10 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.layers is not None:
         cfg = cfg.scaled(args.layers)
     torch.manual_seed(0)
-    with torch.device(args.device):
+    with torch.device(args.device if args.build_on == "device" else "cpu"):
         model = Decoder(
             cfg, args.seq, fp8=args.fp8, tp=args.tp, recompute_attention=args.recompute_attention
         )
+    model = model.to(args.device)  # built on the host: its fp32 weights are copied over
     opt = torch.optim.AdamW(
         model.parameters(), lr=1e-4, capturable=args.device != "cpu", foreach=False
     )

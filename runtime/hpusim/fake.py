@@ -34,6 +34,9 @@ STANDIN_FLOAT: Final = 1.0
 
 
 META: Final = torch.device("meta")
+_empty_strided = torch.empty_strided
+"""torch's own (host_fake.py wraps the name in `torch` under fake compute; meta tensors are
+made here on every op, and need no host check)."""
 
 
 class FakeCompute:
@@ -56,7 +59,7 @@ def factory_device(rt: Any) -> torch.device:
 
 def to_fake(rt: Any, t: torch.Tensor) -> torch.Tensor:
     """A metadata-only copy of a host tensor."""
-    return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device=META)
+    return _empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device=META)
 
 
 def warn_standin(rt: Runtime, what: str, value: Any) -> None:
@@ -170,7 +173,7 @@ def _build(spec: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
     for item in items:
         tag = item[0]
         if tag == "new":
-            outs.append(torch.empty_strided(item[1], item[2], dtype=item[3], device=META))
+            outs.append(_empty_strided(item[1], item[2], dtype=item[3], device=META))
         elif tag == "arg":
             outs.append(kwargs[item[2]] if item[2] is not None else args[item[1]])
         else:

@@ -13,6 +13,7 @@ raises `NotImplementedError` naming the API and the emulator (`unavailable`).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterable
 from enum import Enum
@@ -525,6 +526,15 @@ class FusedAdamW(Optimizer):
         return loss
 
 
+def _require_non_negative(**values: float) -> None:
+    """torch's optimizers' argument checks: `Invalid learning rate: -1`, `Invalid momentum
+    value: -1`."""
+    for key, value in values.items():
+        if value < 0.0:
+            name = "learning rate" if key == "lr" else f"{key} value"
+            raise ValueError(f"Invalid {name}: {value}")
+
+
 class FusedSGD(Optimizer):
     """`hpex.optimizers.FusedSGD(params, lr, momentum=0, weight_decay=0, dampening=0,
     nesterov=False)`: `hpu::optimizer_sgd` / `hpu::optimizer_sgd_momentum` per group."""
@@ -538,14 +548,9 @@ class FusedSGD(Optimizer):
         dampening: float = 0,
         nesterov: bool = False,
     ) -> None:
-        for name, value in (
-            ("learning rate", lr),
-            ("momentum value", momentum),
-            ("weight_decay value", weight_decay),
-            ("dampening value", dampening),
-        ):
-            if value < 0.0:
-                raise ValueError(f"Invalid {name}: {value}")
+        _require_non_negative(
+            lr=lr, momentum=momentum, weight_decay=weight_decay, dampening=dampening
+        )
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(
@@ -798,28 +803,50 @@ class FusedLars:
 
 
 class FusedResourceApplyMomentum(Optimizer):
-    """`hpex.optimizers.FusedResourceApplyMomentum(params, lr, momentum)`: one
-    `hpu::optimizer_resource_apply_momentum` per group (TF's ResourceApplyMomentum)."""
+    """`hpex.optimizers.FusedResourceApplyMomentum(params, lr, momentum=0, weight_decay=0,
+    nesterov=False)` (the 1.19 signature; MLPerf ResNet-50 passes `weight_decay`, which FusedLars
+    applies: the step itself, like the bridge's, uses neither it nor `lr`): the first step
+    stores each gradient as its momentum buffer and adds it to the parameter; later steps run
+    one `hpu::optimizer_resource_apply_momentum` per group (TF's ResourceApplyMomentum)."""
 
-    def __init__(self, params: Any, lr: float = 0.1, momentum: float = 0.9) -> None:
-        super().__init__(params, dict(lr=lr, momentum=momentum))
+    def __init__(
+        self,
+        params: Any,
+        lr: float,
+        momentum: float = 0,
+        weight_decay: float = 0,
+        nesterov: bool = False,
+    ) -> None:
+        _require_non_negative(lr=lr, momentum=momentum, weight_decay=weight_decay)
+        if nesterov and momentum <= 0:
+            raise ValueError("Nesterov momentum requires a momentum")
+        defaults = dict(lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov)
+        super().__init__(params, defaults)
 
     @torch.no_grad()
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = closure() if closure is not None else None
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
-            bufs = []
-            for p in params:
-                state = self.state[p]
-                if "momentum_buffer" not in state:
-                    state["momentum_buffer"] = torch.zeros_like(p)
-                bufs.append(state["momentum_buffer"])
-            _ops().optimizer_resource_apply_momentum(
-                [p.data for p in params] + bufs,
-                [p.grad.data * group["lr"] for p in params],
-                group["momentum"],
-            )
+            if not params:
+                continue
+            momentum = group["momentum"]
+            mark_step_if_lazy()
+            if any("momentum_buffer" not in self.state[p] for p in params):
+                for p in params:  # the first step (the bridge's Python path)
+                    d_p = p.grad
+                    if momentum != 0:
+                        d_p = self.state[p]["momentum_buffer"] = d_p.clone().detach()
+                    p.add_(d_p)
+            else:
+                interleaved = [t for p in params for t in (p, self.state[p]["momentum_buffer"])]
+                _ops().optimizer_resource_apply_momentum(
+                    interleaved, [p.grad for p in params], momentum
+                )
+            mark_step_if_lazy()
         return loss
 
 
@@ -842,16 +869,45 @@ class AdamW(_MarkstepMixin, torch.optim.AdamW):
 
 
 class FusedEMA:
-    """`hpex.movingavrg.FusedEMA(model_params)`: `update(model_params, decay)` -> one
-    `hpu::optimizer_ema`."""
+    """`hpex.movingavrg.FusedEMA(model, decay=0.9999, updates=0)` (the 1.19 signature, YOLO's
+    ModelEMA): an fp32 copy of the model in eval mode; `update(model)` runs one
+    `hpu::optimizer_ema` over the state dicts with the ramped decay
+    `decay * (1 - exp(-updates / 2000))`."""
 
-    def __init__(self, ema_params: Iterable[Tensor]) -> None:
-        self.ema_params = list(ema_params)
+    def __init__(self, model: torch.nn.Module, decay: float = 0.9999, updates: float = 0) -> None:
+        if not decay >= 0.0:
+            raise ValueError(f"Invalid decay value: {decay}")
+        parallel = (torch.nn.parallel.DataParallel, torch.nn.parallel.DistributedDataParallel)
+        source = getattr(model, "module", model) if type(model) in parallel else model
+        self.ema = copy.deepcopy(source).eval()
+        self.base_decay = decay
+        self.updates = updates
+        self.updated_ema = list(self.ema.state_dict().values())
 
-    def update(self, model_inputs: Iterable[Tensor], decay: float | Tensor) -> None:
-        decay_t = decay if isinstance(decay, Tensor) else _device_scalar(decay, torch.float32, _HPU)
+    def decay(self, updates: float) -> float:
+        return self.base_decay * (1 - math.exp(-updates / 2000))
+
+    def update(self, model: torch.nn.Module) -> None:
+        mark_step_if_lazy()
+        inputs = list(model.state_dict().values())
         with torch.no_grad():
-            _ops().optimizer_ema(list(model_inputs), self.ema_params, decay_t)
+            self.updates += 1
+            d = torch.tensor([self.decay(self.updates)]).to(_HPU)
+            _ops().optimizer_ema(inputs, self.updated_ema, d)
+        mark_step_if_lazy()
+
+    def update_attr(
+        self,
+        model: torch.nn.Module,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = ("process_group", "reducer"),
+    ) -> None:
+        """Copy `model`'s public attributes onto the EMA copy (`include` only, if given)."""
+        include, exclude = tuple(include), tuple(exclude)
+        for key, value in model.__dict__.items():
+            if (include and key not in include) or key.startswith("_") or key in exclude:
+                continue
+            setattr(self.ema, key, value)
 
 
 FP8_WHY = "fp8 kernels with hardware scaling exist only on the device"

@@ -93,15 +93,21 @@ def _scores(q: Tensor, k: Tensor, mask: Tensor | None, scale: float, is_causal: 
     return s
 
 
-def _dropout_mask(shape: torch.Size, p: float, seed: Tensor | None) -> Tensor | None:
-    """The kernel's dropout keep-mask from `seed` (None without dropout), reproducible in bwd."""
+def _dropout_mask(shape: torch.Size, p: float, seed: Tensor | None, like: Tensor) -> Tensor | None:
+    """The kernel's dropout keep-mask from `seed` (None without dropout), reproducible in bwd;
+    on `like`'s device (fake compute: a meta mask, no values)."""
     if p <= 0.0 or seed is None:
         return None
+    if like.is_meta or seed.is_meta:
+        return torch.empty(shape, dtype=torch.bool, device=like.device)
     gen = torch.Generator().manual_seed(int(seed.reshape(-1)[0]))
     return torch.rand(shape, generator=gen) >= p
 
 
-def _new_seed(p: float) -> Tensor:
+def _new_seed(p: float, like: Tensor) -> Tensor:
+    """A dropout seed drawn on the host (fake compute: a meta one)."""
+    if like.is_meta:
+        return torch.empty(1, dtype=torch.int32, device=like.device)
     if p <= 0.0:
         return torch.zeros(1, dtype=torch.int32)
     return torch.randint(1, 2**31 - 1, (1,), dtype=torch.int32)
@@ -135,14 +141,14 @@ def sdpa_recomp_fwd(
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Flash-style forward: out, row max m, 1/row sum linv, dropout seed (`seed`: given by the
     `_dropout_seed` variant, else drawn)."""
-    seed = _new_seed(p) if seed is None else seed.clone()  # an output: not the input itself
+    seed = _new_seed(p, q) if seed is None else seed.clone()  # an output: not the input itself
     s = _scores(q, k, attention_mask, scale, is_causal)
     m = s.amax(dim=-1, keepdim=True)
     m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
     e = torch.exp(s - m)
     linv = 1.0 / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)
     probs = e * linv
-    keep = _dropout_mask(probs.shape, p, seed)
+    keep = _dropout_mask(probs.shape, p, seed, probs)
     if keep is not None:
         probs = probs * keep / (1.0 - p)
     out = torch.matmul(probs, v.to(_F32)).to(q.dtype)
@@ -167,7 +173,7 @@ def sdpa_recomp_bwd(
     """Backward that recomputes the probabilities from m and linv."""
     s = _scores(q, k, attention_mask, scale, is_causal)
     probs = torch.exp(s - m) * linv
-    keep = _dropout_mask(probs.shape, p, seed)
+    keep = _dropout_mask(probs.shape, p, seed, probs)
     return _attention_grads(grad, q, k, v, probs, keep, p, scale)
 
 
@@ -186,10 +192,10 @@ def sdpa_fwd(
     seed: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Non-recompute forward: out, probabilities P (saved for the backward), dropout mask."""
-    seed = _new_seed(p) if seed is None else seed
+    seed = _new_seed(p, q) if seed is None else seed
     probs = torch.softmax(_scores(q, k, attention_mask, scale, is_causal), dim=-1)
     probs = torch.nan_to_num(probs, nan=0.0)
-    keep = _dropout_mask(probs.shape, p, seed)
+    keep = _dropout_mask(probs.shape, p, seed, probs)
     dropped = probs * keep / (1.0 - p) if keep is not None else probs
     out = torch.matmul(dropped, v.to(_F32)).to(q.dtype)
     dm = keep.to(torch.int8) if keep is not None else torch.empty(0, dtype=torch.int8)
@@ -578,12 +584,17 @@ def optimizer_lars(
 def optimizer_resource_apply_momentum(
     params_momentum_buf_list: list[Tensor], dp_list: list[Tensor], momentum: float
 ) -> None:
-    half = len(params_momentum_buf_list) // 2
-    for p, buf, dp in zip(
-        params_momentum_buf_list[:half], params_momentum_buf_list[half:], dp_list, strict=True
-    ):
-        buf.mul_(momentum).add_(dp)
-        p.sub_(buf)
+    """TF's ResourceApplyMomentum, as the 1.19 kernel builds it: the list interleaves each
+    parameter with its momentum buffer; buf = buf * momentum - dp, then param += buf."""
+    if len(params_momentum_buf_list) != 2 * len(dp_list):
+        raise RuntimeError(
+            "params_momentum_buf_list must have twice as many elements as dp_list but they "
+            f"respectively have: {len(params_momentum_buf_list)}, {len(dp_list)}"
+        )
+    for i, dp in enumerate(dp_list):
+        p, buf = params_momentum_buf_list[2 * i], params_momentum_buf_list[2 * i + 1]
+        buf.mul_(momentum).sub_(dp)
+        p.add_(buf)
 
 
 def _unpack_4bit(packed: Tensor, signed: bool) -> Tensor:

@@ -4,7 +4,9 @@ Gaudi at N cards, from one emulated run on fake tensors (all MODELED).
 `StepLedger` watches the runtime while the script runs: step boundaries (`optimizer.step()`,
 else `mark_step()` in inference loops), every modeled device node (engine, start, duration,
 FLOPs), graph compilations, the tokens and samples fed to the model (integer input ids
-`[batch, seq]` given to the outermost module), and, for `cards > 1`, the data-parallel gradient
+`[batch, seq]`, by position or keyword, given to the outermost model: the module with the most
+parameters called at top level, so a loss module called beside it does not count the batch
+again), and, for `cards > 1`, the data-parallel gradient
 all-reduce that DDP would run (25 MB buckets, overlapping the backward; the compute stream waits
 for it before the optimizer). A step ends when both the projected host and the device are done
 with it; `Prediction` summarizes the steps after warm-up.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import sys
 from array import array
 from dataclasses import asdict, dataclass, field
 from itertools import pairwise
@@ -23,6 +26,7 @@ from typing import Any, Final
 import hpusim.state as state
 from hpusim.accounting import _nbytes
 from hpusim.device_model import COMPUTE_ENGINES, ENGINE_MME, ENGINE_NIC
+from hpusim.host_fake import HOST_FAKE_MIN_BYTES
 
 DDP_BUCKET_BYTES: Final = 25 * 2**20
 """torch DistributedDataParallel's default `bucket_cap_mb=25`."""
@@ -133,6 +137,8 @@ class StepLedger:
         self.samples = 0
         self.tokens_seen = False
         self._depth = 0
+        self._sizes: dict[int, int] = {}  # parameters of each module called at top level
+        self._model_size = 0
         self._handles: list[Any] = []
         self._grad_hooked: set[int] = set()
         self._grads: list[tuple[Any, int, int, int]] = []  # (param ref, gid, bytes, ready)
@@ -228,17 +234,32 @@ class StepLedger:
         self._depth += 1
         if self._depth != 1:
             return
-        self._count_inputs(args)
+        if self._is_model(module):
+            self._count_inputs(args, _call_kwargs(sys._getframe(1)))
         if self.rt.config.cards > 1:
             self._hook_grads(module)
 
     def _fwd_post(self, module: Any, args: Any, output: Any) -> None:
         self._depth = max(self._depth - 1, 0)
 
-    def _count_inputs(self, args: Any) -> None:
+    def _is_model(self, module: Any) -> bool:
+        """Whether `module`, called at top level, is the model whose inputs are the batch: the
+        one with the most parameters called at top level so far (a loss module, which has
+        none, or a smaller helper module is not)."""
+        key = id(module)
+        n = self._sizes.get(key)
+        if n is None:
+            n = self._sizes[key] = sum(int(p.numel()) for p in module.parameters())
+        if n == 0 or n < self._model_size:
+            return False
+        self._model_size = n
+        return True
+
+    def _count_inputs(self, args: Any, kwargs: dict[str, Any]) -> None:
         import torch
 
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        values = [*args, *kwargs.values()]
+        tensors = [a for a in values if isinstance(a, torch.Tensor)]
         ids = [t for t in tensors if t.dim() == 2 and not t.dtype.is_floating_point]
         if ids:
             self.tokens += int(ids[0].shape[0]) * int(ids[0].shape[1])
@@ -356,6 +377,17 @@ class StepLedger:
             zip(self._starts, self._ends, self._engines, self._flops, strict=True),
             key=lambda r: r[0],
         )
+
+
+def _call_kwargs(frame: Any) -> dict[str, Any]:
+    """The keyword arguments of the module call whose forward pre-hook runs in `frame`'s
+    callee (global pre-hooks get only the positional ones: `model(input_ids=ids)` passes its
+    batch by keyword)."""
+    kwargs = frame.f_locals.get("kwargs") if frame.f_code.co_name in _CALL_FRAMES else None
+    return kwargs if isinstance(kwargs, dict) else {}
+
+
+_CALL_FRAMES: Final = frozenset({"inner", "_call_impl", "_wrapped_call_impl"})
 
 
 class _CollectiveCost:
@@ -504,12 +536,17 @@ def summarize(
     if ledger.tokens_per_step is not None:
         assumptions.append(f"tokens per step given: {ledger.tokens_per_step}")
     elif ledger.tokens_seen:
-        assumptions.append("tokens: integer input ids [batch, seq] fed to the outermost module")
+        assumptions.append(
+            "tokens: integer input ids [batch, seq] fed to the outermost model (the module "
+            "with the most parameters called at top level), counted once per call"
+        )
     else:
         assumptions.append("tokens unknown: no integer [batch, seq] input ids reached the model")
     if rt.fake is not None:
         assumptions.append(
-            "fake compute: no values exist; host reads of device values got stand-ins"
+            f"fake compute: no values exist (host tensors of {HOST_FAKE_MIN_BYTES // 2**20} MiB "
+            "or more are fake too, so a model built on the host costs no memory); host reads "
+            "of fake values got stand-ins"
             + (f" ({len(standins)} call sites)" if standins else " (none happened)")
         )
     return Prediction(

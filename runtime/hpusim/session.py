@@ -16,6 +16,7 @@ import hpusim.distributed as distributed
 import hpusim.extensions as extensions
 import hpusim.factories as factories
 import hpusim.hltv_profile as hltv_profile
+import hpusim.host_fake as host_fake
 import hpusim.hpu_ops as hpu_ops
 import hpusim.metrics as metrics
 import hpusim.state as state
@@ -116,6 +117,8 @@ def enable(
     device_module.install()
     factories.install()
     transfers.install()
+    if compute == "fake":
+        host_fake.install()  # a model built on the host costs no memory either
     composites.install()
     attribution.install()
     distributed.install_data_parallel()
@@ -144,6 +147,7 @@ def disable() -> None:
     distributed.uninstall_data_parallel()
     composites.uninstall()
     transfers.uninstall()
+    host_fake.uninstall()
     factories.uninstall()
     device_module.uninstall()
     metrics.uninstall()

@@ -31,6 +31,7 @@ from hpusim.dtype_rules import (
     on_device_dtype,
 )
 from hpusim.fake import host_copy, to_fake
+from hpusim.host_fake import release_for_swap
 from hpusim.lazy import flush, host_sync
 from hpusim.metrics import EventId, publish
 from hpusim.tensor import HpuTensor
@@ -369,6 +370,7 @@ def _patched_swap_tensors(t1: torch.Tensor, t2: torch.Tensor) -> None:
     bridge that call is a no-op, so a swap between two views of the same device memory is one."""
     if type(t1) is HpuTensor and type(t2) is HpuTensor and _same_view(t1, t2):
         return
+    release_for_swap(t1)  # a parameter built on the host under fake compute
     _orig["swap_tensors"](t1, t2)
 
 

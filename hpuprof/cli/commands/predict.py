@@ -52,6 +52,17 @@ def predict(
     fmt: str,
     output: Path | None,
 ) -> int:
+    if _watch():
+        from hpuprof.capture.script_failure import run_watched
+
+        options = {"--device": device, "--cards": cards, "--steps": steps}
+        options |= {"--tokens-per-step": tokens_per_step, "--mode": mode, "--format": fmt}
+        options["--output"] = output
+        argv = ["predict"]
+        for name, value in options.items():
+            if value is not None:
+                argv += [name, str(value)]
+        return run_watched([*argv, "--", *ctx.args])
     return predict_command(
         list(ctx.args),
         device=device,
@@ -62,6 +73,18 @@ def predict(
         fmt=fmt,
         output=output,
     )
+
+
+def _watch() -> bool:
+    """Run the prediction in a watched child (script_failure.run_watched): from a terminal or
+    a pipe, where the child can write to our stdout; not in-process callers that captured
+    `sys.stdout`, nor in the child itself."""
+    import os
+    import sys
+
+    from hpuprof.capture.script_failure import WATCHED_ENV
+
+    return sys.stdout is sys.__stdout__ and not os.environ.get(WATCHED_ENV)
 
 
 def predict_command(
@@ -75,12 +98,14 @@ def predict_command(
     fmt: str = "text",
     output: Path | None = None,
 ) -> int:
-    """Run `command` on fake tensors and print the prediction; returns the script's exit code."""
+    """Run `command` on fake tensors and print the prediction; returns the script's exit code.
+    A script that fails gets its error and where on stderr instead (script_failure)."""
     import contextlib
     import sys
 
     from hpuprof.capture.record_session import enable_emulator
-    from hpuprof.capture.runner import run_script, split_command
+    from hpuprof.capture.runner import ScriptOutcome, run_script, split_command
+    from hpuprof.capture.script_failure import describe
     from hpuprof.errors import UsageError
 
     if fmt not in FORMATS:
@@ -91,32 +116,42 @@ def predict_command(
         raise UsageError(f"--tokens-per-step {tokens_per_step}: must be at least 1")
     if not command:
         raise UsageError("nothing to predict: give a command after --, e.g. -- python train.py")
-    split_command(command)
+    kind, target, _ = split_command(command)
     enable_emulator(mode, device, "projected", compute="fake", cards=cards)
     import hpusim
     from hpusim import state
     from hpusim.fake import standin_sites
+    from hpusim.host_fake import no_data_hint
     from hpusim.predict import StepLedger, StopPrediction, summarize
 
     rt = state.require_runtime()
     ledger = StepLedger(rt, max_steps=steps, tokens_per_step=tokens_per_step)
     ledger.install()
     prof = _profiler(output, command) if output is not None else None
-    code = 0
+    outcome = ScriptOutcome(0)
     try:
         if prof is not None:
             prof.start()
         # the script's prints go to stderr, so stdout holds only the prediction
         with contextlib.redirect_stdout(sys.stderr):
             try:
-                code = run_script(command).exit_code
+                outcome = run_script(command)
             except StopPrediction:
-                code = 0
+                outcome = ScriptOutcome(0)
     finally:
         if prof is not None:
             with contextlib.redirect_stdout(sys.stderr):
                 prof.stop()
         ledger.uninstall()
+    failure = describe(outcome, target if kind == "script" else None)
+    if failure is not None:
+        hpusim.disable()
+        hint = no_data_hint(outcome.error) if outcome.error is not None else None
+        print(f"hpuprof: error: {failure}; no prediction", file=sys.stderr)
+        if hint is not None:
+            print(f"hpuprof: {hint}", file=sys.stderr)
+        return outcome.exit_code
+    code = outcome.exit_code
     prediction = summarize(ledger, exit_code=code, standins=standin_sites())
     hpusim.disable()
     data = prediction.to_json()

@@ -1,0 +1,147 @@
+"""What real training scripts call works under `hpuprof predict`: FusedSDPA with dropout in
+training (both recompute modes), and the hpex optimizers with the 1.19 bridge's signatures
+(python_packages/habana_frameworks/torch/hpex in the 1.19.0 source; MLPerf ResNet-50 passes
+`weight_decay` to FusedResourceApplyMomentum) and its kernels' semantics."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+BRIDGE_1_19 = {
+    "FusedResourceApplyMomentum": "(params, lr, momentum=0, weight_decay=0, nesterov=False)",
+    "FusedEMA": "(model, decay=0.9999, updates=0)",
+    "FusedSGD": "(params, lr, momentum=0, weight_decay=0, dampening=0, nesterov=False)",
+    "FusedLars": "(optimizer, skip_mask, eeta=0.001, eps=1e-08)",
+}
+"""`__init__` of the 1.19.0 bridge's classes (the self argument left out; FusedSGD's `lr` has
+torch's `required` default there, which is required either way)."""
+
+
+def _params(cls: Any) -> str:
+    sig = inspect.signature(cls.__init__)
+    params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
+    return str(sig.replace(parameters=params[1:], return_annotation=inspect.Signature.empty))
+
+
+@pytest.mark.parametrize("name", sorted(BRIDGE_1_19))
+def test_hpex_signatures_are_the_bridges(name: str) -> None:
+    import hpusim.hpex as hpex
+
+    assert _params(getattr(hpex, name)) == BRIDGE_1_19[name]
+
+
+SCRIPT = """
+import torch
+import habana_frameworks.torch.core as htcore
+from habana_frameworks.torch.hpex.kernels import FusedSDPA
+from habana_frameworks.torch.hpex.optimizers import FusedResourceApplyMomentum
+proj = torch.nn.Linear(64, 64).to("hpu")
+opt = FusedResourceApplyMomentum(proj.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-5)
+k = torch.randn(2, 4, 128, 64).to("hpu")
+v = torch.randn(2, 4, 128, 64).to("hpu")
+for step in range(3):
+    q = proj(torch.randn(2, 4, 128, 64).to("hpu"))
+    out = FusedSDPA.apply(q, k, v, None, 0.1, False, None, "None", {recompute})
+    out.float().pow(2).mean().backward()
+    opt.step()
+    opt.zero_grad()
+    htcore.mark_step()
+"""
+
+
+@pytest.mark.parametrize("recompute", [True, False])
+def test_fused_sdpa_with_dropout_trains_under_predict(
+    tmp_path: Path, run_predict: Any, recompute: bool
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT).replace("{recompute}", str(recompute)))
+    code, out, err = run_predict(str(script))
+    assert code == 0, err[-2000:]
+    data = json.loads(out)
+    assert data["steps"] == 3 and data["step_time_s"] > 0
+    assert data["model_flops_per_step"] > 0
+
+
+def test_resource_apply_momentum_follows_the_bridges_kernel() -> None:
+    """First step: the gradient becomes the buffer and is added; then the kernel's
+    buf = buf * momentum - grad, param += buf."""
+    import hpusim
+    from hpusim.hpex import FusedResourceApplyMomentum
+
+    hpusim.enable("eager")
+    try:
+        p = torch.nn.Parameter(torch.tensor([1.0, 2.0]).to("hpu"))
+        opt = FusedResourceApplyMomentum([p], lr=0.1, momentum=0.5, weight_decay=1e-4)
+        p.grad = torch.tensor([0.5, 1.0]).to("hpu")
+        opt.step()
+        assert p.detach().cpu().tolist() == [1.5, 3.0]
+        p.grad = torch.tensor([1.0, 1.0]).to("hpu")
+        opt.step()  # buf = [0.25, 0.5] - 1 = [-0.75, -0.5]
+        assert p.detach().cpu().tolist() == [0.75, 2.5]
+        with pytest.raises(ValueError, match="Nesterov momentum requires a momentum"):
+            FusedResourceApplyMomentum([p], lr=0.1, nesterov=True)
+    finally:
+        hpusim.disable()
+
+
+def test_fused_ema_keeps_an_fp32_copy_of_the_model() -> None:
+    import hpusim
+    from hpusim.hpex import FusedEMA
+
+    hpusim.enable("eager")
+    try:
+        model = torch.nn.Linear(2, 1, bias=False).to("hpu")
+        with torch.no_grad():
+            model.weight.fill_(1.0)
+        ema = FusedEMA(model, decay=0.5)
+        assert not ema.ema.training and ema.ema is not model
+        with torch.no_grad():
+            model.weight.fill_(3.0)
+        ema.update(model)
+        d = 0.5 * (1 - torch.exp(torch.tensor(-1 / 2000)).item())
+        expected = 1.0 * d + 3.0 * (1 - d)
+        assert ema.ema.weight.detach().cpu().reshape(-1).tolist() == pytest.approx([expected] * 2)
+        assert ema.updates == 1
+    finally:
+        hpusim.disable()
+
+
+COMPILED = """
+import torch
+model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 512))
+model = torch.compile(model.to("hpu"), backend="hpu_backend")
+lin = torch.nn.Linear(4, 4).to("hpu")
+def f(x):
+    y = lin(x) * 2
+    if y.sum() > 0:  # data-dependent: a graph break
+        y = y + 1
+    return (y[: x.shape[0] // 2].relu() ** 2).mean()
+cf = torch.compile(f, backend="hpu_backend", dynamic=True)
+opt = torch.optim.SGD([*model.parameters(), *lin.parameters()], lr=0.1)
+for step in range(3):
+    loss = model(torch.randn(8, 512).to("hpu")).pow(2).mean()
+    loss = loss + cf(torch.randn(8 - step, 4).to("hpu"))
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def test_compiled_models_and_graph_breaks_are_predicted(tmp_path: Path, run_predict: Any) -> None:
+    """torch.compile(model, backend="hpu_backend") of a host-built model, and a dynamic
+    compiled function with a graph break, under `hpuprof predict --mode compile`."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(COMPILED))
+    code, out, err = run_predict(str(script), options=("--mode", "compile"))
+    assert code == 0, err[-2000:]
+    data = json.loads(out)
+    assert data["steps"] == 3  # (compile mode runs the eager bridge under dynamo)
+    assert data["compilations"] >= 2 and data["step_time_s"] > 0
