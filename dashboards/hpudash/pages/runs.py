@@ -5,6 +5,12 @@ memory or in the dashboard's disk cache, `hpudash.diskcache`) are shown at once,
 within a time budget per request and the rest marked pending; a fast interval keeps filling
 them in, then slows to a periodic rescan so new runs appear without a restart.
 
+The grid holds one page (`PAGE_ROWS` rows): each refresh asks the server for the page shown,
+sorted and filtered there over every row (`hpudash.grid_query`), so a tree of 10,000 runs sends
+100 rows, not all of them (3.7 MB a refresh before). A figure the trace cannot give shows why
+("not measurable (no steps)", as on the Overview) in its otherwise empty cell: the text is
+only shown, the cell's value stays empty, so number columns sort and filter numbers.
+
 A click on a row opens the run's Overview in the browser alone (a clientside callback: no
 round trip before the page's own), and the page holds a hidden graph so the plotting
 library is loaded and ready while the user reads this page, not after the click.
@@ -20,6 +26,7 @@ from dash import Input, Output, State, dcc, html
 
 from hpudash.catalog import Entry
 from hpudash.data import DataStore, log
+from hpudash.grid_query import page
 from hpudash.ids import Id
 from hpudash.pages.common import Context, grid, grid_rows, key_columns, key_figure_row
 from hpuprof.capture.run_dir import read_run_end
@@ -33,6 +40,9 @@ FILL_MS = 1_000
 LAYOUT_BUDGET_S = 1.0
 FILL_BUDGET_S = 2.0
 PENDING = "pending"
+PAGE_ROWS = 100
+WHY_EMPTY = "not_measurable"
+"""The row field holding, per key-figure column, why its cell is empty."""
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("run", "Run"), ("status", "Status"), ("ended", "Run ended"), ("device", "Device"),
     ("ranks", "Ranks"),
@@ -84,10 +94,30 @@ def run_rows(store: DataStore, budget_s: float = LAYOUT_BUDGET_S) -> list[dict[s
         row: dict[str, Any] = dict.fromkeys(FIELDS)
         if figs:
             row |= key_figure_row(figs) | {k: figs.get(k) for k in ("device", "ranks", "events")}
+            row[WHY_EMPTY] = _why_empty(figs)
         row |= {"run": e.key, "status": status, "kind": KINDS[e.kind], "MB": round(e.size / 1e6, 2)}
         row["ended"] = _ended(e)
         out.append(row)
     return out
+
+
+def _why_empty(figs: dict[str, Any]) -> dict[str, str]:
+    """Why each figure the trace cannot give is empty (the key figures' `not_measurable`)."""
+    missing = figs.get("not_measurable")
+    if not isinstance(missing, dict):
+        return {}
+    return {str(k): str(v) for k, v in missing.items() if k in FIELDS and v}
+
+
+def page_response(rows: list[dict[str, Any]], request: Any) -> dict[str, Any]:
+    """The grid's `getRowsResponse` to `request`: one page of `rows` as grid cells (with why
+    a figure is empty), and how many rows pass its filters."""
+    found = page(rows, request)
+    cells = grid_rows(found.rows, COLUMNS)
+    for cell, row in zip(cells, found.rows, strict=True):
+        if row.get(WHY_EMPTY):
+            cell[WHY_EMPTY] = row[WHY_EMPTY]
+    return {"rowData": cells, "rowCount": found.total}
 
 
 def _count(store: DataStore, rows: list[dict[str, Any]]) -> str:
@@ -101,13 +131,13 @@ def _interval(rows: list[dict[str, Any]]) -> int:
 
 
 def layout(ctx: Context) -> Any:
-    rows = run_rows(ctx.store)
+    """The page; its rows come with the grid's first request (`rows_page`)."""
     return html.Div(
         [
             html.H2("Runs"),
             html.Div(
                 [
-                    html.Span(_count(ctx.store, rows), id=Id.RUNS_COUNT),
+                    html.Span("", id=Id.RUNS_COUNT),
                     html.Button(
                         "Rescan", id=Id.RUNS_REFRESH, n_clicks=0, style={"marginLeft": "1em"}
                     ),
@@ -116,14 +146,24 @@ def layout(ctx: Context) -> Any:
             html.P("Click a row to open its overview. Device times of emulated runs are modeled."),
             grid(
                 Id.RUNS_GRID,
-                rows,
+                None,
                 height=480,
                 columns=COLUMNS,
                 wide=("run",),
+                empty_text=WHY_EMPTY,
                 getRowId="params.data.run",
-                dashGridOptions={"rowSelection": "single"},
+                rowModelType="infinite",
+                dashGridOptions={
+                    "rowSelection": "single",
+                    "pagination": True,
+                    "paginationPageSize": PAGE_ROWS,
+                    "paginationPageSizeSelector": False,
+                    "cacheBlockSize": PAGE_ROWS,
+                    "maxBlocksInCache": 2,
+                },
             ),
-            dcc.Interval(id=Id.RUNS_INTERVAL, interval=_interval(rows)),
+            dcc.Interval(id=Id.RUNS_INTERVAL, interval=FILL_MS),
+            dcc.Store(id=Id.RUNS_REFRESHED),
             # loads plotly now, while this page is read: the first Overview then only draws
             dcc.Graph(id=Id.RUNS_PRELOAD, figure={"data": []}, style={"display": "none"}),
         ]
@@ -131,35 +171,61 @@ def layout(ctx: Context) -> Any:
 
 
 OPEN_RUN_JS = """
-function (cell, data) {
-    // rowId is the run key (getRowId): rowIndex is the displayed position, which sorting
-    // and filtering change, so it cannot index rowData
+function (cell) {
+    // rowId is the run key (getRowId): rowIndex is the displayed position, which sorting,
+    // filtering and paging change
     var key = cell && cell.rowId;
-    var known = (data || []).some(function (r) { return r.run === key; });
-    if (!key || !known) { return window.dash_clientside.no_update; }
+    if (!key) { return window.dash_clientside.no_update; }
     return "/overview?" + new URLSearchParams({run: String(key)}).toString();
 }
 """
-"""The row click: the Overview's address as `href("/overview", run=key)` writes it."""
+"""The row click: the Overview's address as `href("/overview", run=key)` writes it (the
+Overview resolves the key against the catalog: an unknown one names nothing)."""
+
+REFRESH_JS = """
+function (refreshed, gridId) {
+    // the page shown is asked for again (a getRowsRequest): no row leaves the server otherwise
+    dash_ag_grid.getApiAsync(gridId).then(function (api) { api.refreshInfiniteCache(); });
+    return window.dash_clientside.no_update;
+}
+"""
+"""After a rescan (button or interval), the grid asks for the page it shows again."""
 
 
 def register(app: dash.Dash, store: DataStore) -> None:
     @app.callback(
-        Output(Id.RUNS_GRID, "rowData"),
+        Output(Id.RUNS_GRID, "getRowsResponse"),
         Output(Id.RUNS_COUNT, "children"),
+        Input(Id.RUNS_GRID, "getRowsRequest"),
+        prevent_initial_call=True,
+    )
+    def rows_page(request: Any) -> tuple[dict[str, Any], str]:
+        rows = run_rows(store, 0)  # (figures are made by `rescan`, between pages)
+        return page_response(rows, request), _count(store, rows)
+
+    @app.callback(
+        Output(Id.RUNS_REFRESHED, "data"),
         Output(Id.RUNS_INTERVAL, "interval"),
         Input(Id.RUNS_REFRESH, "n_clicks"),
         Input(Id.RUNS_INTERVAL, "n_intervals"),
         prevent_initial_call=True,
     )
-    def rescan(_clicks: int, _ticks: int) -> tuple[list[dict[str, Any]], str, int]:
+    def rescan(clicks: int, ticks: int) -> tuple[int, int]:
+        """Figures not yet known made (for `FILL_BUDGET_S`), then the grid asks for its page
+        again (`REFRESH_JS`)."""
         rows = run_rows(store, FILL_BUDGET_S)
-        return grid_rows(rows, COLUMNS), _count(store, rows), _interval(rows)
+        return (clicks or 0) + (ticks or 0), _interval(rows)
 
+    app.clientside_callback(
+        REFRESH_JS,
+        Output(Id.RUNS_GRID, "className"),  # (a no_update: a callback needs an output)
+        Input(Id.RUNS_REFRESHED, "data"),
+        State(Id.RUNS_GRID, "id"),
+        prevent_initial_call=True,
+    )
     app.clientside_callback(
         OPEN_RUN_JS,
         Output(Id.URL, "href", allow_duplicate=True),
         Input(Id.RUNS_GRID, "cellClicked"),
-        State(Id.RUNS_GRID, "rowData"),
         prevent_initial_call=True,
     )
