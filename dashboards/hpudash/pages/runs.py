@@ -1,9 +1,10 @@
 """Runs: every run and trace under the directory with its key figures (rescanned live).
 
 Opening the page never waits for every trace to be analysed: figures already known (in
-memory or in the dashboard's disk cache, `hpudash.diskcache`) are shown at once, others are computed
-within a time budget per request and the rest marked pending; a fast interval keeps filling
-them in, then slows to a periodic rescan so new runs appear without a restart.
+memory or in the dashboard's disk cache, `hpudash.diskcache`) are shown at once, the rest
+marked pending; a fast interval's rescan computes them within a time budget per tick, then
+slows to a periodic rescan so new runs appear without a restart. After each rescan the grid
+asks for its page again, which reads that rescan's rows.
 
 The grid holds one page (`PAGE_ROWS` rows): each refresh asks the server for the page shown,
 sorted and filtered there over every row (`hpudash.grid_query`), so a tree of 10,000 runs sends
