@@ -25,6 +25,7 @@ class Id(StrEnum):
     RUNS_COUNT = "runs-count"
     RUNS_INTERVAL = "runs-interval"
     RUNS_PRELOAD = "runs-preload-graph"
+    RUNS_REFRESHED = "runs-refreshed"
 
     OVERVIEW_FINDINGS = "overview-findings"
     OVERVIEW_KPIS = "overview-kpis"

@@ -25,11 +25,14 @@ def _output_error(target: Path, error: OSError) -> OutputError:
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+def atomic_output(path: str | os.PathLike[str], *, durable: bool = True) -> Iterator[BinaryIO]:
     """Open a temporary file beside `path`; on success fsync and rename it over `path`.
 
     The temporary name is unique (safe for concurrent writers of the same target); on any
-    failure it is deleted. OS errors become `OutputError` ("disk full" for ENOSPC).
+    failure it is deleted. OS errors become `OutputError` ("disk full" for ENOSPC). Without
+    `durable`, no fsync: readers still never see a half-written file, but a crash of the
+    machine may leave it empty or lose it (for caches that check what they read: one fsync
+    cost ~10 ms a file, more than summarizing a small trace).
     """
     target = Path(path)
     try:
@@ -44,7 +47,8 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(temp, target)
     except OSError as error:
         temp.unlink(missing_ok=True)

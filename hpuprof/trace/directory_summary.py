@@ -81,13 +81,20 @@ def _parts(
 
 
 def _part(path: Path, load_one: Callable[[Path], Trace], cache: bool) -> TracePart:
-    """The summary part of one file; cached only when its load warned of nothing (a cached part
-    would silence the warning on the next run)."""
+    """The summary part of one file: cached, else from its raw columns (`quick_part`: small
+    Kineto JSON files), else from its full load; cached only when it warned of nothing (a
+    cached part would silence the warning on the next run)."""
+    from hpuprof.trace.quick_part import quick_part
     from hpuprof.trace.summary_cache import read_part, write_part
 
     cached = read_part(path) if cache else None
     if cached is not None:
         return cached
+    quick = quick_part(path)  # (None where it warns: then loaded fully, which warns)
+    if quick is not None:
+        if cache:
+            write_part(path, quick)
+        return quick
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         part = trace_part(load_one(path))

@@ -246,7 +246,7 @@ class _Normalizer:
         self._negative_durations(dur_ns)
 
         rows, dur_ns = self._slice_rows(ts_ns, dur_ns)
-        trace_format = self._format(processes, ts_ns)
+        trace_format = self._format(processes["name"].tolist())
         raw.release("ts_us", "dur_us")
         del timed
         counters = self._counters(np.flatnonzero(_code_mask(ph, {"C"})), ts_ns, rank)
@@ -304,7 +304,9 @@ class _Normalizer:
             )
             dur_ns[negative] = 0
 
-    def _format(self, processes: pd.DataFrame, ts_ns: NDArray[np.int64]) -> str:
+    def _format(self, process_names: Sequence[str]) -> str:
+        """The format and era, e.g. "kineto-json/relative-ns+gaudi" (`process_names`: the
+        names of the file's processes)."""
         if "baseTimeNanoseconds" in self.metadata:
             era = "relative-ns"
         else:
@@ -312,8 +314,7 @@ class _Normalizer:
             integral = len(ts) > 0 and bool(np.all(ts == np.floor(ts)))
             era = "epoch-us" if integral and float(ts.max()) > _EPOCH_US else "relative-us"
         parts = [f"kineto-json/{era}"]
-        names = processes["name"].astype(str) if len(processes) else pd.Series([], dtype=str)
-        if names.str.startswith(GAUDI_DEVICE_PROCESS_PREFIX).any():
+        if any(str(name).startswith(GAUDI_DEVICE_PROCESS_PREFIX) for name in process_names):
             parts.append("gaudi")  # the bridge writes Kernel/Runtime/Memcpy on purpose
         elif set(self.raw.cat.categories) & LEGACY_CATEGORIES:
             parts.append("legacy-categories")
@@ -451,7 +452,13 @@ class _Normalizer:
         nested = self._soon(nest, lanes.lane, lanes.start, lanes.end)
         instant = _code_mask(raw.ph, {"i", "I"}, rows)
         device_columns = self._soon(
-            self._device_columns, rows, pid_codes, tid_codes, instant, processes, threads
+            self._device_columns,
+            rows,
+            pid_codes,
+            tid_codes,
+            instant,
+            dict(zip(processes["pid"], processes["name"], strict=True)),
+            threads,
         )
         # columns nothing below reads go first, each raw column freed as soon as it is taken
         columns: dict[str, Any] = {}
@@ -536,15 +543,16 @@ class _Normalizer:
         pid_codes: NDArray[np.int32],
         tid_codes: NDArray[np.int32],
         instant: NDArray[np.bool_],
-        processes: pd.DataFrame,
+        process_name: Mapping[str, str],
         threads: pd.DataFrame,
     ) -> tuple[NDArray[np.int8], NDArray[np.int8], NDArray[np.int32], NDArray[np.int64]]:
-        """kind and engine (int8 codes into EVENT_KINDS, ENGINE_KINDS), device, stream."""
+        """kind and engine (int8 codes into EVENT_KINDS, ENGINE_KINDS), device, stream
+        (`process_name`: pid -> name; `threads`: the thread table, read for the engines of
+        Gaudi device lanes only)."""
         raw = self.raw
         n = len(rows)
         cat_codes = raw.cat.codes[rows]
         cats = raw.cat.categories
-        process_name = dict(zip(processes["pid"], processes["name"], strict=True))
         pid_names = [process_name.get(pid, "") for pid in raw.pid.categories]
         hpu_pid = np.array([p.startswith(GAUDI_DEVICE_PROCESS_PREFIX) for p in pid_names])
         host_runtime_pid = np.array([p.startswith(HOST_RUNTIME_PROCESSES) for p in pid_names])

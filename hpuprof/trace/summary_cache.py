@@ -5,6 +5,8 @@ Where: `<cache dir>/summaries/`, one JSON file per trace state, named like its l
 (`cache.entry_path`: the trace's path, size, mtime and the loader's versions), so any change to
 the trace or the loader misses. Entries are a few hundred bytes and are not counted by the load
 cache's size trim. Nothing here ever fails a command: an unreadable or unwritable entry is skipped.
+Entries are written without fsync: an entry a crash left empty or torn does not parse, and is
+made again.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def write_part(source: Path, part: TracePart) -> None:
     """Cache `part` as the summary part of `source` (silently skipped when it cannot be)."""
     with contextlib.suppress(HpuprofError, OSError, ValueError, TypeError):
         text = json.dumps(_part_to_json(part))
-        with atomic_output(summary_path(source)) as handle:
+        with atomic_output(summary_path(source), durable=False) as handle:
             handle.write(text.encode())
 
 

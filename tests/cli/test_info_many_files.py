@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +17,7 @@ from hpuprof.trace.combine import combine
 from hpuprof.trace.load import load_file
 from hpuprof.trace.summary import summarize
 from hpuprof.trace.trace_file import trace_files
+from tests.conftest import SAMPLE_TRACES, shared_trace_files
 
 
 def _write(path: Path, rank: int | None, names: list[str], start_us: float) -> None:
@@ -89,3 +93,50 @@ def test_a_changed_file_is_read_again_and_no_cache_writes_nothing(
     assert _info_json(run, capsys)["events"] == 2
     _write(run / "b.json", 1, ["y", "z", "w"], 0)
     assert _info_json(run, capsys)["events"] == 4
+
+
+def _info_run(directory: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Any, ...]:
+    """Exit code, stdout, stderr and warnings of `hpuprof info DIR` (no cache)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(["info", "--no-cache", str(directory)])
+    out = capsys.readouterr()
+    return code, out.out, out.err, [str(w.message) for w in caught]
+
+
+def test_quick_summaries_print_what_full_loads_print(
+    tmp_path: Path,
+    cache_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A folder of the samples (two share rank 0) and shared real traces, then with an invalid
+    file and with an empty file added: the same output, byte for byte, whether its small files
+    are summarized from their raw columns or loaded fully."""
+    import hpuprof.trace.progress
+    import hpuprof.trace.quick_part
+
+    monkeypatch.setattr(hpuprof.trace.progress, "DELAY_S", 1e9)  # (no bar: its timing differs)
+    run = tmp_path / "run"
+    run.mkdir()
+    for i, sample in enumerate(sorted(SAMPLE_TRACES.glob("emulated_*/traces/*.json"))[:4]):
+        shutil.copy(sample, run / f"{i}-{sample.name}")
+    for i, shared in enumerate(shared_trace_files()[:6]):
+        if shared.stat().st_size < 2 << 20:
+            shutil.copy(shared, run / f"shared-{i}-{shared.name}")
+    variants = {
+        "plain": None,
+        "invalid": b'{"traceEvents": [{"ph": "X", "ts": "a"}]}',
+        "empty": b"",
+    }
+    for name, extra in variants.items():
+        if extra is not None:
+            (run / f"zz-{name}.json").write_bytes(extra)
+        quick = _info_run(run, capsys)
+        with monkeypatch.context() as patch:
+            patch.setattr(hpuprof.trace.quick_part, "quick_part", lambda _path: None)
+            full = _info_run(run, capsys)
+        assert quick == full, name
+        assert (quick[0] == 0) == (extra is None), quick
+        if extra is not None:
+            (run / f"zz-{name}.json").unlink()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,34 +44,53 @@ def href(path: str, **query: str) -> str:
 UNSAFE_GRID_OPTIONS = frozenset({"columnDefs", "dangerously_allow_code", "defaultColDef"})
 
 
-def column_defs(columns: Sequence[Column], wide: Sequence[str] = ()) -> list[dict[str, Any]]:
+def column_defs(
+    columns: Sequence[Column], wide: Sequence[str] = (), empty_text: str | None = None
+) -> list[dict[str, Any]]:
     """Plain column definitions: a field and a header in words each, no `cellRenderer`, so AG
     Grid writes every cell as text (no markdown or HTML renderer ever sees a trace-supplied
-    string). Columns in `wide` (names, paths) get room and stay pinned on the left."""
+    string). Columns in `wide` (names, paths) get room and stay pinned on the left. With
+    `empty_text`, an empty cell shows the text its row holds under that field for its column
+    (`{column: text}`); only what is shown changes: sorting and filtering see the empty value."""
     out = []
     for c in columns:
         field, header = (c, fmt.words(c)) if isinstance(c, str) else c
         spec: dict[str, Any] = {"field": str(field), "headerName": header, "headerTooltip": header}
         if field in wide:
             spec |= {"minWidth": 280, "pinned": "left"}
+        if empty_text:
+            spec["valueFormatter"] = {
+                "function": _EMPTY_TEXT_JS.format(field=json.dumps(empty_text))
+            }
         out.append(spec)
     return out
 
 
+_EMPTY_TEXT_JS = (
+    "params.value != null ? params.value : ((params.data && params.data[{field}] && "
+    "params.data[{field}][params.colDef.field]) || '')"
+)
+"""An empty cell's text: what its row holds for its column under `field` (a JSON string)."""
+
+
 def grid(
     id_: str,
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]] | None,
     *,
     height: int = 420,
     columns: Sequence[Column] | None = None,
     wide: Sequence[str] = (),
+    empty_text: str | None = None,
     **extra: Any,
 ) -> Any:
     """A sortable, filterable AG Grid over plain rows (cells render as text, never HTML).
 
     Args:
+        rows: the rows; None for a grid whose rows come page by page (`rowModelType`
+            "infinite": `grid_query`).
         columns: column order and headers (default: the first row's keys, headers in words).
         wide: columns that get room and are pinned left (run keys, op names).
+        empty_text: see `column_defs`.
         extra: other AgGrid props; column definitions and `dangerously_allow_code` are not
             accepted here, so no caller can turn on an HTML-rendering cell.
     """
@@ -78,10 +98,11 @@ def grid(
     if unsafe:
         raise ValueError(f"grid() does not take {sorted(unsafe)}: cells stay plain text")
     cols = list(columns) if columns is not None else list(rows[0] if rows else {})
+    if rows is not None:
+        extra["rowData"] = grid_rows(rows, cols)
     return dag.AgGrid(
         id=id_,
-        rowData=grid_rows(rows, cols),
-        columnDefs=column_defs(cols, wide),
+        columnDefs=column_defs(cols, wide, empty_text),
         dangerously_allow_code=False,
         defaultColDef={
             "sortable": True,
