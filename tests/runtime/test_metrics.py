@@ -157,8 +157,9 @@ def test_env_file_named_by_the_rank_set_after_import(
     `test_metric_run_processes_via_torch_mp` expects of children started by torch.multiprocessing."""
     import hpusim
 
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "ID"):  # restored after the test
-        monkeypatch.delenv(name, raising=False)
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "ID"):  # initialize_distributed_hpu sets
+        monkeypatch.setenv(name, "")  # them: setenv first so that monkeypatch restores each
+        monkeypatch.delenv(name)  # one (a bare delenv of an unset name records nothing)
     base = tmp_path / "metric.json"
     sim = hpu("lazy", PT_HPU_METRICS_FILE=str(base))
     import habana_frameworks.torch.distributed.hccl as hccl
