@@ -33,9 +33,12 @@ from hpuprof.capture.run_dir import read_manifest
 from hpuprof.errors import HpuprofError, TraceFormatError
 from hpuprof.path_text import path_text
 from hpuprof.trace.formats import KINETO_JSON, TRACE_SUFFIXES
+from hpuprof.trace.gaudi_node_spans import ANALYZED_NODES_SUFFIX
 from hpuprof.trace.run_manifest import MANIFEST, run_trace_files
 
-SKIP_SUFFIXES: tuple[str, ...] = (".incomplete.json", ".incomplete.json.gz")
+SKIP_SUFFIXES: tuple[str, ...] = (".incomplete.json", ".incomplete.json.gz", ANALYZED_NODES_SUFFIX)
+"""Partial traces, and Intel's analyzed-nodes tables (companions of the hardware traces beside
+them, read with them; `hpuprof.trace.trace_file.trace_files` leaves them out too)."""
 NOT_TRACES: frozenset[str] = frozenset({MANIFEST, "package.json"})
 RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[-_]?(\d{1,6})(?![0-9])", re.IGNORECASE)
 HEAD_BYTES = 1 << 16

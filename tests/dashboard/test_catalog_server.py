@@ -182,7 +182,8 @@ def test_symlinks_are_never_followed(tree: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "name, ok",
     [("a.json", True), ("a.JSON.GZ", True), ("a.pftrace", True), ("a.parquet", True),
-     ("a.incomplete.json", False), ("run.json", False), (".a.json", False), ("a.txt", False)],
+     ("a.incomplete.json", False), ("run.json", False), (".a.json", False), ("a.txt", False),
+     ("hw_prof_accel0_001.csv", True), ("hw_prof_accel0_001_analyzed_nodes.csv", False)],
 )  # fmt: skip
 def test_is_trace_name(name: str, ok: bool) -> None:
     assert catalog.is_trace_name(name) is ok
