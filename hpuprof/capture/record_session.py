@@ -67,6 +67,15 @@ def enable_emulator(
         hpusim.enable(mode=mode, device=device, timeline=timeline, compute=compute, cards=cards)
 
 
+def disable_emulator() -> None:
+    """Undo `enable_emulator`: the emulator off and `torch.compile` as it was (compile mode's
+    forced backend would otherwise outlive the run in a process that goes on)."""
+    import hpusim
+
+    hpusim.disable()
+    compile_mode.uninstall()
+
+
 def finish_run(
     prof: HPUProfiler, out: Callable[[str], None] = print, *, summary: bool = True
 ) -> None:

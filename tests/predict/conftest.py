@@ -14,7 +14,8 @@ def run_predict(capsys: Any, monkeypatch: Any) -> Callable[..., tuple[int, str, 
     stderr)` (the runtime disabled after each run)."""
     from hpuprof.cli.main import main
 
-    monkeypatch.delenv("PT_HPU_LAZY_MODE", raising=False)
+    monkeypatch.setenv("PT_HPU_LAZY_MODE", "")  # --mode compile sets it: restored after the
+    monkeypatch.delenv("PT_HPU_LAZY_MODE")  # test (a bare delenv of an unset name records nothing)
 
     def run(*command: str, options: tuple[str, ...] = ()) -> tuple[int, str, str]:
         capsys.readouterr()

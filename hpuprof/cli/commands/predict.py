@@ -103,7 +103,7 @@ def predict_command(
     import contextlib
     import sys
 
-    from hpuprof.capture.record_session import enable_emulator
+    from hpuprof.capture.record_session import disable_emulator, enable_emulator
     from hpuprof.capture.runner import ScriptOutcome, run_script, split_command
     from hpuprof.capture.script_failure import describe
     from hpuprof.errors import UsageError
@@ -118,7 +118,6 @@ def predict_command(
         raise UsageError("nothing to predict: give a command after --, e.g. -- python train.py")
     kind, target, _ = split_command(command)
     enable_emulator(mode, device, "projected", compute="fake", cards=cards)
-    import hpusim
     from hpusim import state
     from hpusim.fake import standin_sites
     from hpusim.host_fake import no_data_hint
@@ -145,7 +144,7 @@ def predict_command(
         ledger.uninstall()
     failure = describe(outcome, target if kind == "script" else None)
     if failure is not None:
-        hpusim.disable()
+        disable_emulator()
         hint = no_data_hint(outcome.error) if outcome.error is not None else None
         print(f"hpuprof: error: {failure}; no prediction", file=sys.stderr)
         if hint is not None:
@@ -153,7 +152,7 @@ def predict_command(
         return outcome.exit_code
     code = outcome.exit_code
     prediction = summarize(ledger, exit_code=code, standins=standin_sites())
-    hpusim.disable()
+    disable_emulator()
     data = prediction.to_json()
     if prof is not None:
         _write_prediction(prof.dirpath, data)
