@@ -54,6 +54,7 @@ from hpuprof.capture.schedule import as_schedule
 from hpuprof.capture.session import CaptureSession
 from hpuprof.capture.windows import DEFAULT_WINDOW_S, WindowPolicy
 from hpuprof.errors import UsageError
+from hpuprof.trace.atomic_write import discard_unfinished_writes
 from hpuprof.trace.leftovers import remove_leftovers
 
 if TYPE_CHECKING:
@@ -368,6 +369,7 @@ class HPUProfiler:
             self.session.drop_unstreamed()
             self.writer.warn(f"{name} arrived inside {unsafe_where}: its last events were dropped")
         self._finish(RunEnd("signal", signal=name))
+        discard_unfinished_writes()  # a write the signal interrupted never ends: no .tmp left
 
     def _at_exit(self) -> None:
         if self.running:

@@ -43,6 +43,7 @@ def atomic_output(path: str | os.PathLike[str], *, durable: bool = True) -> Iter
     except OSError as error:
         raise _output_error(target, error) from error
     temp = Path(temp_name)
+    _IN_FLIGHT.add(temp)
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
@@ -56,6 +57,22 @@ def atomic_output(path: str | os.PathLike[str], *, durable: bool = True) -> Iter
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+    finally:
+        _IN_FLIGHT.discard(temp)
+
+
+_IN_FLIGHT: set[Path] = set()
+"""Temporary files of the writes under way in this process."""
+
+
+def discard_unfinished_writes() -> None:
+    """Delete the temporary files of the writes under way: for a process about to die of a
+    signal, whose interrupted writes will never finish or clean up after themselves (their
+    targets keep their previous content)."""
+    for temp in list(_IN_FLIGHT):
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
+        _IN_FLIGHT.discard(temp)
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:

@@ -339,7 +339,15 @@ def test_figures_equal_analyze_json(browser: Browser, root: Path) -> None:
     from hpuprof.render.tables import KEY_FIGURES, fmt_column
 
     runs = [k for k in (RUN2, "samples/emulated_two_ranks", NCCL, CUDA) if (root / k).exists()]
-    rows = {r["Run"]: r for r in (_runs_text(browser) and _grid_rows(browser, "#runs-grid"))}
+    _runs_text(browser)
+    # the paged grid serves the rows of the server's last rescan: wait until it lists them all
+    browser.page.wait_for_function(
+        "keys => { const t = document.querySelector('#runs-grid').innerText;"
+        " return keys.every(k => t.includes(k)); }",
+        arg=runs,
+        timeout=120_000,
+    )
+    rows = {r["Run"]: r for r in _grid_rows(browser, "#runs-grid")}
     header = {c.key: c.header for c in KEY_FIGURES}
     grid_header = dict(key_columns())  # the Runs grid's: counts over ranks say "total"
     for key in runs:
