@@ -195,7 +195,8 @@ def _keys(root: Path) -> list[str]:
 def _runs_text(b: Browser) -> str:
     b.visit("/", "Runs")
     b.page.wait_for_function(
-        "() => !document.querySelector('#runs-grid').innerText.includes('pending')"
+        "() => { const g = document.querySelector('#runs-grid');"
+        " return g !== null && !g.innerText.includes('pending'); }"
     )
     return b.text("#runs-grid")
 
@@ -342,8 +343,8 @@ def test_figures_equal_analyze_json(browser: Browser, root: Path) -> None:
     _runs_text(browser)
     # the paged grid serves the rows of the server's last rescan: wait until it lists them all
     browser.page.wait_for_function(
-        "keys => { const t = document.querySelector('#runs-grid').innerText;"
-        " return keys.every(k => t.includes(k)); }",
+        "keys => { const g = document.querySelector('#runs-grid');"
+        " return g !== null && keys.every(k => g.innerText.includes(k)); }",
         arg=runs,
         timeout=120_000,
     )
