@@ -109,8 +109,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        build_app().main(args=args, prog_name=PROG_NAME, standalone_mode=True)
-    except SystemExit as done:  # standalone mode ends every run, help and usage errors included
+        # not click's standalone mode: it turns a Ctrl-C outside a command's own invoke (while
+        # the command table or the arguments are read) into "Aborted!" and exit 1
+        code = build_app().main(args=args, prog_name=PROG_NAME, standalone_mode=False)
+        # a command's returned code comes back as click's Exit (the result callback); else None
+    except click.exceptions.Abort as abort:
+        if isinstance(abort.__cause__, KeyboardInterrupt):
+            print("hpuprof: interrupted", file=sys.stderr)
+            return INTERRUPTED_EXIT
+        print("Aborted!", file=sys.stderr)
+        return 1
+    except click.ClickException as error:  # a usage mistake: click's usage message, exit 2
+        error.show()
+        return error.exit_code
+    except SystemExit as done:  # a command that exits with its own code
         return _system_exit_code(done)
     except HpuprofError as error:
         print(f"hpuprof: error: {error}", file=sys.stderr)
@@ -124,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return INTERNAL_ERROR_EXIT
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def run() -> None:
