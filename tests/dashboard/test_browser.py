@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import time
 import re
 import shutil
 import subprocess
@@ -340,14 +341,16 @@ def test_figures_equal_analyze_json(browser: Browser, root: Path) -> None:
     from hpuprof.render.tables import KEY_FIGURES, fmt_column
 
     runs = [k for k in (RUN2, "samples/emulated_two_ranks", NCCL, CUDA) if (root / k).exists()]
-    _runs_text(browser)
-    # the paged grid serves the rows of the server's last rescan: wait until it lists them all
-    browser.page.wait_for_function(
-        "keys => { const g = document.querySelector('#runs-grid');"
-        " return g !== null && keys.every(k => g.innerText.includes(k)); }",
-        arg=runs,
-        timeout=120_000,
-    )
+    # the paged grid serves the rows of the server's last rescan, which fills a run's figures:
+    # read it again (bounded) until every checked run is listed with its figures
+    deadline = time.monotonic() + 120
+    while True:
+        _runs_text(browser)
+        listed = {r.get("Run", ""): r for r in _grid_rows(browser, "#runs-grid")}
+        filled = all(k in listed and "" not in listed[k].values() for k in runs)
+        if filled or time.monotonic() > deadline:
+            break
+        time.sleep(2)
     rows = {r["Run"]: r for r in _grid_rows(browser, "#runs-grid")}
     header = {c.key: c.header for c in KEY_FIGURES}
     grid_header = dict(key_columns())  # the Runs grid's: counts over ranks say "total"
