@@ -14,11 +14,11 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-import time
 import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
