@@ -49,11 +49,17 @@ def last_at_or_before(
     return out
 
 
+def _grouped_order(groups: NDArray[np.int64]) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
+    """The rows' positions sorted by group, the rows' order kept within a group, and the group
+    keys in that order: the one ordering every grouped helper here walks."""
+    order = np.argsort(groups, kind="stable")
+    return order, groups[order]
+
+
 def rank_in_group(groups: NDArray[np.int64]) -> NDArray[np.int64]:
     """Each row's number among the rows of its group, counted in the rows' order (0 first):
     `DataFrame.groupby(...).cumcount()` over an array."""
-    order = np.argsort(groups, kind="stable")
-    ordered = groups[order]
+    order, ordered = _grouped_order(groups)
     position = np.arange(len(groups), dtype=np.int64)
     first = np.ones(len(groups), dtype=bool)
     first[1:] = ordered[1:] != ordered[:-1]
@@ -71,8 +77,7 @@ def nth_of_group(
 ) -> NDArray[np.int64]:
     """For each of `wanted` (a group key), the value of the (`nth` modulo the group's size)-th
     row of that group in the rows' order, or NO_ID when the group has no row."""
-    order = np.argsort(groups, kind="stable")
-    ordered = groups[order]
+    order, ordered = _grouped_order(groups)
     first = np.searchsorted(ordered, wanted, side="left")
     size = np.searchsorted(ordered, wanted, side="right") - first
     out = np.full(len(wanted), NO_ID, dtype=np.int64)

@@ -341,13 +341,14 @@ def test_figures_equal_analyze_json(browser: Browser, root: Path) -> None:
     from hpuprof.render.tables import KEY_FIGURES, fmt_column
 
     runs = [k for k in (RUN2, "samples/emulated_two_ranks", NCCL, CUDA) if (root / k).exists()]
-    # the paged grid serves the rows of the server's last rescan, which fills a run's figures:
-    # read it again (bounded) until every checked run is listed with its figures
+    # the paged grid serves the rows of the server's last rescan, which fills a run's figures
+    # (its event count with them; other cells may rightly stay empty): read it again (bounded)
+    # until every checked run is listed with its figures
     deadline = time.monotonic() + 120
     while True:
         _runs_text(browser)
         listed = {r.get("Run", ""): r for r in _grid_rows(browser, "#runs-grid")}
-        filled = all(k in listed and "" not in listed[k].values() for k in runs)
+        filled = all(listed.get(k, {}).get("Events") for k in runs)
         if filled or time.monotonic() > deadline:
             break
         time.sleep(2)

@@ -305,6 +305,12 @@ def notes(doc: Mapping[str, Any], *reports: str) -> list[html.Div]:
     return out
 
 
+def page_head(title: str, run: str, doc: Mapping[str, Any], *reports: str) -> list[Any]:
+    """Every report page's first lines: its title and run, what was analysed, and the errors of
+    the reports it shows."""
+    return [html.H2(f"{title}: {run}"), run_meta(doc), *errors_of(doc, *reports)]
+
+
 def run_meta(doc: Mapping[str, Any]) -> html.Div:
     """What was analysed, in one line: device, what the timeline is, how device time is known."""
     from hpudash.reportview import section

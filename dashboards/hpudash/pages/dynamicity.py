@@ -17,12 +17,11 @@ from hpudash.data import DataStore
 from hpudash.ids import Id
 from hpudash.pages.common import (  # fmt: skip
     Context,
-    errors_of,
     kv_table,
     message,
     notes,
+    page_head,
     report_grid,
-    run_meta,
 )
 from hpudash.reportview import facts, report_of, section
 from hpuprof.render import figures
@@ -65,9 +64,7 @@ def layout(ctx: Context) -> Any:
     doc_sorted = _with_sorted(doc, "compiles_by_graph", "key")
     return html.Div(
         [
-            html.H2(f"Dynamicity: {entry.key}"),
-            run_meta(doc),
-            *errors_of(doc, "dynamicity"),
+            *page_head("Dynamicity", entry.key, doc, "dynamicity"),
             kv_table(facts(doc, "dynamicity"), id_=Id.DYN_KPIS),
             message(str(label)) if label else None,
             *notes(doc, "dynamicity"),

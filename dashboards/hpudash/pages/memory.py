@@ -13,7 +13,7 @@ from dash import dcc, html
 
 from hpudash.data import DataStore
 from hpudash.ids import Id
-from hpudash.pages.common import Context, errors_of, kv_table, notes, report_grid, run_meta
+from hpudash.pages.common import Context, kv_table, notes, page_head, report_grid
 from hpudash.reportview import facts, report_of
 from hpuprof.render import figures
 
@@ -27,9 +27,7 @@ def layout(ctx: Context) -> Any:
     doc = ctx.store.view(entry)
     return html.Div(
         [
-            html.H2(f"Memory: {entry.key}"),
-            run_meta(doc),
-            *errors_of(doc, "memory"),
+            *page_head("Memory", entry.key, doc, "memory"),
             kv_table(facts(doc, "memory"), id_=Id.MEMORY_FACTS),
             *notes(doc, "memory"),
             dcc.Graph(id=Id.MEMORY_GRAPH, figure=figures.memory_figure(report_of(doc))),

@@ -25,8 +25,8 @@ from hpudash.pages.common import (
     kv_table,
     message,
     notes,
+    page_head,
     report_grid,
-    run_meta,
 )
 from hpudash.reportview import facts, findings, section, table
 
@@ -50,7 +50,7 @@ def layout(ctx: Context) -> Any:
     entry = ctx.store.entry(ctx.run)
     doc = ctx.store.view(entry)
     device = section(doc, "meta", "device") or {}
-    head: list[Any] = [html.H2(f"Nodes: {entry.key}"), run_meta(doc)]
+    head = page_head("Nodes", entry.key, doc)
     if device.get("kind") != "hpu":
         return html.Div([*head, html.Div(message(absent_reason(device)), id=Id.NODES_ABSENT)])
     nodes = ctx.store.nodes_view(entry)

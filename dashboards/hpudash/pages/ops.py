@@ -14,7 +14,7 @@ from dash import Input, Output, dcc, html
 
 from hpudash.data import DataStore
 from hpudash.ids import Id
-from hpudash.pages.common import Context, errors_of, kv_table, notes, report_grid, run_meta
+from hpudash.pages.common import Context, kv_table, notes, page_head, report_grid
 from hpudash.reportview import facts, section
 
 PATH = "/ops"
@@ -45,9 +45,7 @@ def layout(ctx: Context) -> Any:
     )
     return html.Div(
         [
-            html.H2(f"Ops: {entry.key}"),
-            run_meta(doc),
-            *errors_of(doc, "ops"),
+            *page_head("Ops", entry.key, doc, "ops"),
             kv_table(facts(doc, "ops"), id_=Id.OPS_FACTS),
             *notes(doc, "ops"),
             dcc.Input(

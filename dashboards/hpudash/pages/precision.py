@@ -11,12 +11,11 @@ from hpudash.data import DataStore
 from hpudash.ids import Id
 from hpudash.pages.common import (
     Context,
-    errors_of,
     finding_card,
     kv_table,
     notes,
+    page_head,
     report_grid,
-    run_meta,
 )
 from hpudash.reportview import facts, findings, report_of, table
 from hpuprof.render import figures
@@ -44,9 +43,7 @@ def layout(ctx: Context) -> Any:
         ]
     return html.Div(
         [
-            html.H2(f"Precision: {entry.key}"),
-            run_meta(doc),
-            *errors_of(doc, "precision"),
+            *page_head("Precision", entry.key, doc, "precision"),
             kv_table(facts(doc, "precision"), id_=Id.PREC_FACTS),
             *[finding_card(f) for f in findings(doc, "precision")],
             *notes(doc, "precision"),

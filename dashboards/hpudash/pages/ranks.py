@@ -17,13 +17,12 @@ from hpudash.data import DataStore
 from hpudash.ids import Id
 from hpudash.pages.common import (
     Context,
-    errors_of,
     finding_card,
     kv_table,
     message,
     notes,
+    page_head,
     report_grid,
-    run_meta,
 )
 from hpudash.reportview import facts, findings, report_of, section
 from hpuprof.render import figures
@@ -50,9 +49,7 @@ def layout(ctx: Context) -> Any:
         verdict = [message("A single-rank run: nothing to compare across ranks.")]
     return html.Div(
         [
-            html.H2(f"Ranks: {entry.key}"),
-            run_meta(doc),
-            *errors_of(doc, "ranks"),
+            *page_head("Ranks", entry.key, doc, "ranks"),
             *not_read,
             html.Div(verdict, id=Id.RANKS_STRAGGLERS),
             kv_table(facts(doc, "ranks"), id_=Id.RANKS_FACTS),
