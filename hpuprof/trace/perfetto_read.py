@@ -493,26 +493,14 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
     from hpuprof.trace.model import Trace
 
     version = blob["schema_version"]
-    if (
-        isinstance(version, bool)
-        or not isinstance(version, int)
-        or not OLDEST_READABLE_VERSION <= version <= SCHEMA_VERSION
-    ):
-        raise TraceFormatError(
-            str(path),
-            f"metadata entry {META_TRACE}",
-            f"schema version {OLDEST_READABLE_VERSION} to {SCHEMA_VERSION} "
-            f"(file has {version!r:.40}; export it again from the source trace)",
-        )
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ValueError(f"schema version {version!r:.40}")
     offset = int(blob["ts_offset"])
     lanes = {int(uuid): key for uuid, key in blob["tracks"].items()}
     template = table_from_text(blob["events_dtypes"])
-    order = _rows_in_order(path, got.notes)
+    order = _sound_slices(path, got, _rows_in_order(path, got.notes), lanes)
     n = len(order)
-    try:
-        keys = [lanes[got.track[i]] for i in order.tolist()]
-    except KeyError as missing:
-        raise TraceFormatError(str(path), f"track {missing}", "a track hpuprof wrote") from None
+    keys = [lanes[got.track[i]] for i in order.tolist()]
     data: dict[str, list[Any]] = {
         "name": [got.names[i] for i in order],
         "cat": [got.cats[i] for i in order],
@@ -556,12 +544,22 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
     ctemplate = table_from_text(blob["counters_dtypes"])
     ckeys = {int(uuid): key for uuid, key in blob["counter_tracks"].items()}
     cdata: dict[str, list[Any]] = {column: [] for column in ctemplate.columns}
+    stray: list[int] = []
     for track, ts, value in zip(got.counter_track, got.counter_ts, got.counter_value, strict=True):
+        if track not in ckeys:  # a sample on a track hpuprof's tables do not describe
+            stray.append(track)
+            continue
         rank, name, series, pid, tid, cat = ckeys[track]
         row = {"rank": rank, "name": name, "series": series, "pid": pid, "tid": tid}
         row.update(cat=cat, ts_ns=ts + offset, value=value)
         for column in ctemplate.columns:
             cdata[column].append(row.get(column))
+    if stray:
+        warnings.warn(
+            f"{path_text(path)}: dropped {len(stray)} counter samples on tracks hpuprof's "
+            f"tables do not describe (tracks {_listed(sorted(set(stray)))})",
+            stacklevel=4,
+        )
     counters = pd.DataFrame(
         {column: _column(cdata[column], ctemplate[column]) for column in ctemplate.columns}
     )
@@ -576,6 +574,33 @@ def _own_trace(path: Path, got: _Collected, blob: dict[str, Any]) -> Trace:
         format=blob["format"],
         schema_version=version,  # (check_trace adds the derived columns of an older one)
     )
+
+
+def _sound_slices(
+    path: Path, got: _Collected, order: NDArray[np.int64], lanes: dict[int, Any]
+) -> NDArray[np.int64]:
+    """`order` without the slices on a track hpuprof's tables do not describe or that end
+    before they begin (said once); a file with no slice left is refused."""
+    tracks = np.asarray(got.track, dtype=np.uint64)[order] if len(order) else np.zeros(0)
+    known = np.isin(tracks, np.fromiter(lanes, dtype=np.uint64, count=len(lanes)))
+    ends_after = np.asarray(got.dur, dtype=np.int64)[order] >= 0 if len(order) else known
+    keep = known & ends_after
+    if keep.all():
+        return order
+    if not keep.any():
+        where = f"track {int(tracks[0])}" if not known.any() else "slices"
+        raise TraceFormatError(str(path), where, "a slice on a track hpuprof wrote")
+    why = []
+    if not known.all():
+        stray = sorted({int(t) for t in tracks[~known]})
+        why.append(
+            f"{int((~known).sum())} on tracks hpuprof's tables do not describe "
+            f"(tracks {_listed(stray)})"
+        )
+    if not ends_after.all():
+        why.append(f"{int((~ends_after).sum())} that end before they begin")
+    warnings.warn(f"{path_text(path)}: dropped slices: {'; '.join(why)}", stacklevel=4)
+    return order[keep]
 
 
 def _rows_in_order(path: Path, notes: list[dict[str, Any] | None]) -> NDArray[np.int64]:
@@ -721,22 +746,34 @@ def load_perfetto(path: str | os.PathLike[str]) -> Trace:
     got = _collect(source, _parse(source, data))
     if not got.tracks and not got.ts and not got.counter_ts:
         raise TraceFormatError(str(source), 0, f"{_EXPECTED} with TrackEvent packets")
-    blob_text = got.metadata.get(META_TRACE)
-    if not isinstance(blob_text, str):
+    blob_text = got.metadata.pop(META_TRACE, None)
+    if blob_text is None:
         return _foreign_trace(source, got)
     try:
-        blob = loads(blob_text)
+        blob = loads(blob_text) if isinstance(blob_text, str) else None
     except (ValueError, RecursionError):
         blob = None
-    if not isinstance(blob, dict):
-        raise TraceFormatError(str(source), META_TRACE, "hpuprof's JSON metadata (an object)")
-    try:
-        trace = _own_trace(source, got, blob)
-    except _DAMAGED as error:
+    version = blob.get("schema_version") if isinstance(blob, dict) else None
+    if type(version) is int and not OLDEST_READABLE_VERSION <= version <= SCHEMA_VERSION:
         raise TraceFormatError(
-            str(source), f"metadata entry {META_TRACE}", f"the tables hpuprof wrote ({_why(error)})"
-        ) from None
-    return check_trace(trace, str(source), version=trace.schema_version)
+            str(source),
+            f"metadata entry {META_TRACE}",
+            f"schema version {OLDEST_READABLE_VERSION} to {SCHEMA_VERSION} "
+            f"(file has {version}; export it again from the source trace)",
+        )
+    try:
+        if not isinstance(blob, dict):
+            raise ValueError("not a JSON object")
+        own = _own_trace(source, got, blob)
+        return check_trace(own, str(source), version=own.schema_version)
+    except (*_DAMAGED, TraceFormatError) as error:  # the packets are sound: read them plain
+        warnings.warn(
+            f"{path_text(source)}: hpuprof's tables in metadata entry {META_TRACE} are damaged "
+            f"({_why(error)}); read as a plain Perfetto trace: its slices and counters are "
+            "kept, hpuprof's own columns (op ids, shapes, graph links) are lost",
+            stacklevel=2,
+        )
+        return _foreign_trace(source, got)
 
 
 def read_trace(path: Path, options: ReadOptions) -> Trace:

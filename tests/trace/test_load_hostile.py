@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -338,7 +338,61 @@ def test_perfetto_damaged_metadata_blob(tmp_path: Path) -> None:
                 del blob["counter_tracks"]
                 entry.json_value = orjson.dumps(blob).decode()
     path.write_bytes(proto.SerializeToString())  # type: ignore[attr-defined]
-    _refused(path, "hpuprof.trace", "tables hpuprof wrote")
+    # issue 27: the packets are sound, so they are read as any Perfetto trace's
+    said = r"hpuprof's tables in metadata entry hpuprof.trace are damaged \(KeyError: 'counter_tracks'\); read as a plain Perfetto trace"
+    (tmp_path / "whole").mkdir()
+    whole = hpuprof.load(_perfetto(tmp_path / "whole"), cache=False)
+    with pytest.warns(UserWarning, match=said):
+        plain = hpuprof.load(path, cache=False)
+    assert len(plain.events) == len(whole.events)
+    assert sorted(plain.events["name"]) == sorted(whole.events["name"])
+
+
+def test_perfetto_future_schema_is_refused(tmp_path: Path) -> None:
+    path = _perfetto(tmp_path)
+    proto = _packets(path)
+    for packet in proto.packet:  # type: ignore[attr-defined]
+        for entry in packet.chrome_events.metadata:
+            if entry.name == "hpuprof.trace":
+                entry.json_value = orjson.dumps(
+                    {**orjson.loads(entry.json_value), "schema_version": 99}
+                ).decode()
+    path.write_bytes(proto.SerializeToString())  # type: ignore[attr-defined]
+    _refused(path, "hpuprof.trace", "schema version")
+
+
+def _damage_one_event(path: Path, damage: Callable[[Any], None]) -> None:
+    proto: Any = _packets(path)
+    begins = [p for p in proto.packet if p.HasField("track_event") and p.track_event.type == 1]
+    damage(begins[len(begins) // 2])  # a slice's TYPE_SLICE_BEGIN
+    path.write_bytes(proto.SerializeToString())
+
+
+def test_perfetto_slice_on_an_undescribed_track_is_dropped_alone(tmp_path: Path) -> None:
+    path = _perfetto(tmp_path)
+    whole = len(hpuprof.load(path, cache=False).events)
+
+    def move(packet: Any) -> None:
+        packet.track_event.track_uuid = 12345
+
+    _damage_one_event(path, move)
+    said = r"dropped slices: 1 on tracks hpuprof's tables do not describe \(tracks 12345\)"
+    assert _salvaged(path, said) == whole - 1
+
+
+def test_perfetto_counter_on_an_undescribed_track_is_dropped_alone(tmp_path: Path) -> None:
+    path = _perfetto(tmp_path)
+    whole = hpuprof.load(path, cache=False)
+
+    def to_counter(packet: Any) -> None:
+        packet.track_event.type = 4  # TYPE_COUNTER, on a slice track
+        packet.track_event.double_counter_value = 1.0
+
+    _damage_one_event(path, to_counter)
+    with pytest.warns(UserWarning, match="dropped 1 counter samples on tracks hpuprof's"):
+        salvaged = hpuprof.load(path, cache=False)
+    assert len(salvaged.counters) == len(whole.counters)
+    assert len(salvaged.events) == len(whole.events) - 1
 
 
 @pytest.mark.parametrize(
