@@ -328,16 +328,21 @@ def test_perfetto_foreign_event_with_bad_args_is_dropped_alone(tmp_path: Path) -
     assert _salvaged(path, said) == whole - 1
 
 
-def test_perfetto_damaged_metadata_blob(tmp_path: Path) -> None:
-    path = _perfetto(tmp_path)
-    proto = _packets(path)
-    for packet in proto.packet:  # type: ignore[attr-defined]
+def _edit_blob(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Rewrite the hpuprof tables' metadata entry of the Perfetto file at `path` by `edit`."""
+    proto: Any = _packets(path)
+    for packet in proto.packet:
         for entry in packet.chrome_events.metadata:
             if entry.name == "hpuprof.trace":
                 blob = orjson.loads(entry.json_value)
-                del blob["counter_tracks"]
+                edit(blob)
                 entry.json_value = orjson.dumps(blob).decode()
-    path.write_bytes(proto.SerializeToString())  # type: ignore[attr-defined]
+    path.write_bytes(proto.SerializeToString())
+
+
+def test_perfetto_damaged_metadata_blob(tmp_path: Path) -> None:
+    path = _perfetto(tmp_path)
+    _edit_blob(path, lambda blob: blob.pop("counter_tracks"))
     # issue 27: the packets are sound, so they are read as any Perfetto trace's
     said = r"hpuprof's tables in metadata entry hpuprof.trace are damaged \(KeyError: 'counter_tracks'\); read as a plain Perfetto trace"
     (tmp_path / "whole").mkdir()
@@ -350,14 +355,7 @@ def test_perfetto_damaged_metadata_blob(tmp_path: Path) -> None:
 
 def test_perfetto_future_schema_is_refused(tmp_path: Path) -> None:
     path = _perfetto(tmp_path)
-    proto = _packets(path)
-    for packet in proto.packet:  # type: ignore[attr-defined]
-        for entry in packet.chrome_events.metadata:
-            if entry.name == "hpuprof.trace":
-                entry.json_value = orjson.dumps(
-                    {**orjson.loads(entry.json_value), "schema_version": 99}
-                ).decode()
-    path.write_bytes(proto.SerializeToString())  # type: ignore[attr-defined]
+    _edit_blob(path, lambda blob: blob.update(schema_version=99))
     _refused(path, "hpuprof.trace", "schema version")
 
 
