@@ -41,7 +41,7 @@ MODULE_NAME: Final = "habana_frameworks.torch.hpu"
 
 _extra: dict[str, Any] = {}
 _MODULE: list[types.ModuleType] = []
-_flags: dict[str, bool] = {"dynamic_shape": False, "deterministic": False}
+_flags: dict[str, bool] = {"deterministic": False}
 
 
 def _rt() -> state.Runtime:
@@ -224,8 +224,16 @@ def _switch(name: str, value: bool) -> Any:
     return fn
 
 
-enable_dynamic_shape = _switch("dynamic_shape", True)
-disable_dynamic_shape = _switch("dynamic_shape", False)
+def enable_dynamic_shape() -> None:
+    """`SetRefineDynamicShape(true)` (dynamic_shape_info.cpp:28-45): the lazy graphs' recipes
+    are bucketed from now on (dynamic_buckets.py)."""
+    _rt().cache.dynamic = True
+
+
+def disable_dynamic_shape() -> None:
+    _rt().cache.dynamic = False
+
+
 enable_optim_output_sif = _switch("optim_output_sif", True)
 disable_optim_output_sif = _switch("optim_output_sif", False)
 enable_inference_mode = _switch("inference_mode", True)
@@ -237,7 +245,9 @@ disable_matmul3d_2d_reshape = _switch("matmul3d_2d_reshape", False)
 
 
 def get_dynamic_shape_status() -> bool:
-    return _flags["dynamic_shape"]
+    """`GetRefineDynamicShapeStatus`: PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES unless switched."""
+    rt = state.RT
+    return rt is not None and rt.cache.dynamic
 
 
 def enable_const_section_serialization(path: Any, clear_path: bool, use_compression: bool) -> None:

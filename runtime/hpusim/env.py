@@ -129,6 +129,8 @@ class EnvFlags:
     console: bool
     log_dir: str
     irgraph_log: bool = False
+    refine_dynamic_shapes: bool = False
+    """PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES: bucketed recipes for changing sizes."""
     fatal: str | None = None
     """The bridge's fatal error for a flag value it cannot convert (the first one), else None."""
 
@@ -185,6 +187,7 @@ def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
         fallback_log=fallback_log,
         console=truthy(e.get("ENABLE_CONSOLE")),
         irgraph_log=_level(e, "LOG_LEVEL_PT_IRGRAPH") <= 1,
+        refine_dynamic_shapes=boolean("PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES"),
         log_dir=e.get("HABANA_LOGS") or os.path.expanduser("~/.habana_logs"),
         fatal=errors[0] if errors else None,
     )

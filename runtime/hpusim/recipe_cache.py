@@ -6,6 +6,9 @@ offset)` and a non-tensor argument is its value. So the key covers the op-graph 
 input sizes, strides, dtypes, scalar values and storage offsets, like the bridge's
 RecipeArgumentSpec hash (gaudi.md 2.5). A miss whose *structure* (ops and argument kinds) was
 seen before is a recompile, and `recompile_cause` says which input changed from what to what.
+
+With refined dynamic shapes on (`dynamic`, dynamic_buckets.py) a key that missed runs its
+graph's dynamic bucket's recipe: compiled when the bucket is new, a hit otherwise.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from typing import Any
+
+from hpusim.dynamic_buckets import DynamicBuckets
 
 OpKey = tuple[Any, tuple[Any, ...]]
 GraphKey = tuple[OpKey, ...]
@@ -123,11 +128,16 @@ class Lookup:
 class RecipeCache:
     """Graph keys to recipe ids; remembers the last key of each structure for recompile causes."""
 
-    def __init__(self, first_id: int = 1) -> None:
+    def __init__(self, first_id: int = 1, dynamic: bool = False) -> None:
         self._ids: dict[Any, int] = {}
         self._last_by_structure: dict[Any, Any] = {}
         self._hashes: dict[int, str] = {}
         self._next = first_id
+        self._buckets = DynamicBuckets()
+        self._bucketed: dict[Any, int] = {}  # exact keys that ran a bucket's recipe
+        self.dynamic = dynamic
+        """`PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES` (and `enable_dynamic_shape()`): bucketed
+        recipes for changing sizes."""
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -138,13 +148,34 @@ class RecipeCache:
 
     def lookup(self, key: GraphKey) -> Lookup:
         """Find `key`; on a miss add it and explain why it was compiled."""
-        rid = self._ids.get(key)
+        rid = self._ids.get(key, self._bucketed.get(key))
         if rid is not None:
             return Lookup(rid, True, None)
         struct = structure_of(key)
         cause = recompile_cause(self._last_by_structure.get(struct), key)
+        if self.dynamic:
+            return self._lookup_bucket(key, struct, cause)
         rid = self._add(key)
         self._last_by_structure[struct] = key
+        return Lookup(rid, False, cause)
+
+    def _lookup_bucket(self, key: GraphKey, struct: Any, cause: dict[str, Any]) -> Lookup:
+        bucket_key, info, index, created = self._buckets.place(key)
+        rid = self._ids.get(bucket_key)
+        if rid is not None and not created:
+            self._bucketed[key] = rid
+            return Lookup(rid, True, None)
+        rid = self._add(bucket_key)
+        self._bucketed[key] = rid
+        self._last_by_structure[struct] = key
+        if index:  # the distinct (min, max) ranges of the bucket's dimensions
+            ranges = [list(r) for r in dict.fromkeys(info.buckets[index].ranges)]
+            cause = {
+                **cause,
+                "bucket": index,
+                "ranges": ranges,
+                "text": f"{cause['text']}; dynamic bucket {index}, ranges {ranges}",
+            }
         return Lookup(rid, False, cause)
 
     def add_op(self, key: OpKey) -> tuple[int, bool]:
@@ -172,5 +203,7 @@ class RecipeCache:
 
     def clear(self) -> None:
         self._ids.clear()
+        self._bucketed.clear()
+        self._buckets.clear()
         self._last_by_structure.clear()
         self._hashes.clear()

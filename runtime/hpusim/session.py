@@ -67,7 +67,7 @@ def build_runtime(config: Config, flags: EnvFlags, profile: DeviceProfile) -> Ru
         alloc=alloc,
         graph=LazyGraph(flags.max_compound_op_size),
         attribution=where,
-        cache=RecipeCache(),
+        cache=RecipeCache(dynamic=flags.refine_dynamic_shapes),
         eager_cache=RecipeCache(first_id=EAGER_RECIPE_BASE),
         log=BridgeLog(flags.console, flags.log_dir),
         fake=make_mode() if config.compute == "fake" else None,

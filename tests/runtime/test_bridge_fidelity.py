@@ -182,3 +182,66 @@ def test_a_second_graphs_capture_takes_the_capture_over(hpu: Any) -> None:
     assert a.cpu().tolist() == [3.0] * 4 and b.cpu().tolist() == [3.0] * 4
     inner.replay()
     assert b.cpu().tolist() == [6.0] * 4 and c.cpu().tolist() == [0.0] * 4
+
+
+def _train_steps(batch_sizes: list[int]) -> list[dict[str, Any]]:
+    """One lazy training step per batch size; the compile events of the steps."""
+    import habana_frameworks.torch.core as htcore
+    from hpusim.sink import get_sink
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    model = model.to("hpu")
+    model(torch.randn(2, 16).to("hpu")).sum().backward()  # the first step's graph differs
+    htcore.mark_step()
+    get_sink().drain()
+    for bs in batch_sizes:
+        model(torch.randn(bs, 16).to("hpu")).sum().backward()
+        htcore.mark_step()
+    return [c for c in runtime_events(get_sink().drain(), "compile") if not c.get("hpuprof.eager")]
+
+
+def test_refined_dynamic_shapes_bucket_the_batch_sizes(hpu: Any) -> None:
+    """dynamic_shape_info.cpp:25-57 reads PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES into
+    `get_dynamic_shape_status()`; dynamic_bucket_info.cpp (`GetBucketId`, `CalculateRanges`,
+    default policies LOCAL_HISTORIC min / CALCULATED max = 2x the current size) then compiles
+    a bucket for a range of sizes: 8 batch sizes 16..72 give 3 compiles, not 8."""
+    sizes = [16, 24, 32, 40, 48, 56, 64, 72]
+    hpu("lazy")
+    import habana_frameworks.torch.hpu as hthpu
+
+    assert hthpu.get_dynamic_shape_status() is False
+    assert len(_train_steps(sizes)) == 8  # exact-shape recipes
+
+    hpu("lazy", PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES="1")
+    assert hthpu.get_dynamic_shape_status() is True
+    compiles = _train_steps(sizes)
+    # 16: bucket 0 (exact); 24: bucket 1 = [16, 48] holds 32, 40, 48; 56: [16, 112] holds 64, 72
+    causes = [c["hpuprof.cause"] for c in compiles]
+    assert [c.get("bucket") for c in causes] == [None, 1, 2]
+    assert [c.get("ranges") for c in causes[1:]] == [[[16, 48]], [[16, 112]]]
+    assert (
+        causes[1]["kind"] == "shape" and "dynamic bucket 1, ranges [[16, 48]]" in causes[1]["text"]
+    )
+    hthpu.disable_dynamic_shape()
+    assert hthpu.get_dynamic_shape_status() is False
+    assert len(_train_steps([80, 88])) == 2  # off again: one recipe per shape
+
+
+def test_dynamic_bucket_ranges_follow_the_default_policies() -> None:
+    """`CalculateRanges`: a dimension that is 1 now is [1, 1] (broadcast handling); min is the
+    smallest bucket-making value other than 1; a bucket made before a dimension turned dynamic
+    needs that dimension at its reference value (`IsInRangeStaticDims`)."""
+    from hpusim.dynamic_buckets import DynamicBucketInfo
+
+    info = DynamicBucketInfo((8, 4))
+    assert info.bucket_for((8, 4)) == (0, False)
+    assert info.bucket_for((12, 4)) == (1, True)
+    assert info.buckets[1].ranges == ((8, 24),)
+    assert info.bucket_for((24, 4)) == (1, False)
+    assert info.bucket_for((1, 4)) == (2, True)
+    assert info.buckets[2].ranges == ((1, 1),)
+    assert info.bucket_for((10, 5)) == (3, True)  # dim 1 turned dynamic: bucket 1 needs 4
+    assert info.buckets[3].ranges == ((8, 20), (4, 10))
+    assert info.bucket_for((9, 4)) == (1, False)  # narrowest holding bucket (score 16 < 22)
+    assert info.bucket_for((9, 6)) == (3, False)
