@@ -8,16 +8,21 @@ RecipeArgumentSpec hash (gaudi.md 2.5). A miss whose *structure* (ops and argume
 seen before is a recompile, and `recompile_cause` says which input changed from what to what.
 
 With refined dynamic shapes on (`dynamic`, dynamic_buckets.py) a key that missed runs its
-graph's dynamic bucket's recipe: compiled when the bucket is new, a hit otherwise.
+graph's dynamic bucket's recipe: compiled when the bucket is new, a hit otherwise. With an
+on-disk cache (`disk`, disk_recipe_cache.py) a recipe missing here is looked up there before it
+is compiled, and every compiled recipe is stored there.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpusim.dynamic_buckets import DynamicBuckets
+
+if TYPE_CHECKING:
+    from hpusim.disk_recipe_cache import DiskRecipeCache
 
 OpKey = tuple[Any, tuple[Any, ...]]
 GraphKey = tuple[OpKey, ...]
@@ -128,7 +133,9 @@ class Lookup:
 class RecipeCache:
     """Graph keys to recipe ids; remembers the last key of each structure for recompile causes."""
 
-    def __init__(self, first_id: int = 1, dynamic: bool = False) -> None:
+    def __init__(
+        self, first_id: int = 1, dynamic: bool = False, disk: DiskRecipeCache | None = None
+    ) -> None:
         self._ids: dict[Any, int] = {}
         self._last_by_structure: dict[Any, Any] = {}
         self._hashes: dict[int, str] = {}
@@ -138,6 +145,7 @@ class RecipeCache:
         self.dynamic = dynamic
         """`PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES` (and `enable_dynamic_shape()`): bucketed
         recipes for changing sizes."""
+        self.disk = disk
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -155,9 +163,21 @@ class RecipeCache:
         cause = recompile_cause(self._last_by_structure.get(struct), key)
         if self.dynamic:
             return self._lookup_bucket(key, struct, cause)
-        rid = self._add(key)
+        rid, on_disk = self._compile(key, len(key))
         self._last_by_structure[struct] = key
-        return Lookup(rid, False, cause)
+        return Lookup(rid, on_disk, None if on_disk else cause)
+
+    def _compile(self, key: Any, n_ops: int) -> tuple[int, bool]:
+        """A recipe for a key not in memory: (its id, whether the disk cache had it)."""
+        rid = self._add(key)
+        if self.disk is None:
+            return rid, False
+        spec = self.spec_hash(rid)
+        if self.disk.find(spec) is not None:
+            return rid, True
+        recipe = {"emulated": "hpusim", "graph": repr(key)}
+        self.disk.store(spec, recipe, {"recipe_id": spec, "ops": n_ops})
+        return rid, False
 
     def _lookup_bucket(self, key: GraphKey, struct: Any, cause: dict[str, Any]) -> Lookup:
         bucket_key, info, index, created = self._buckets.place(key)
@@ -165,9 +185,11 @@ class RecipeCache:
         if rid is not None and not created:
             self._bucketed[key] = rid
             return Lookup(rid, True, None)
-        rid = self._add(bucket_key)
+        rid, on_disk = self._compile(bucket_key, len(key))
         self._bucketed[key] = rid
         self._last_by_structure[struct] = key
+        if on_disk:
+            return Lookup(rid, True, None)
         if index:  # the distinct (min, max) ranges of the bucket's dimensions
             ranges = [list(r) for r in dict.fromkeys(info.buckets[index].ranges)]
             cause = {
@@ -196,7 +218,7 @@ class RecipeCache:
         64-bit hashCode of its argument spec); a stable digest of the graph key here."""
         text = self._hashes.get(rid)
         if text is None:
-            key = next((k for k, v in self._ids.items() if v == rid), rid)
+            key = next((k for k, v in reversed(self._ids.items()) if v == rid), rid)
             digest = hashlib.blake2b(repr(key).encode(), digest_size=8).digest()
             text = self._hashes[rid] = str(int.from_bytes(digest, "little"))
         return text

@@ -245,3 +245,81 @@ def test_dynamic_bucket_ranges_follow_the_default_policies() -> None:
     assert info.buckets[3].ranges == ((8, 20), (4, 10))
     assert info.bucket_for((9, 4)) == (1, False)  # narrowest holding bucket (score 16 < 22)
     assert info.bucket_for((9, 6)) == (3, False)
+
+
+_SECOND_PROCESS = """
+import hpusim
+hpusim.enable(mode="lazy")
+import torch
+import habana_frameworks.torch.core as htcore
+from habana_frameworks.torch.hpu.metrics import metric_global
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+model = model.to("hpu")
+for bs in (8, 16):
+    model(torch.randn(bs, 16).to("hpu")).sum().backward()
+    htcore.mark_step()
+stats = dict(metric_global("recipe_cache").stats())
+print(dict(metric_global("graph_compilation").stats())["TotalNumber"], stats["TotalHit"])
+"""
+
+
+def test_on_disk_recipe_cache_serves_a_second_process(
+    hpu: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """recipe_cache_config.cpp:51-102: `PT_HPU_RECIPE_CACHE_CONFIG=<dir>,<delete>,<MB>` sets
+    PT_RECIPE_CACHE_PATH / PT_CACHE_FOLDER_DELETE / PT_CACHE_FOLDER_SIZE_MB; recipe_cache.cpp
+    creates the folder and stores `<hash><suffix>.recipe` + `.metadata` per compiled recipe;
+    hpu_recipe_cache.cpp:128 finds a recipe on disk before compiling: a second process with
+    the same setting compiles nothing of what the first compiled."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "cache" / "recipes"
+    config = f"{folder},true,1024"
+    hpu("lazy", PT_HPU_RECIPE_CACHE_CONFIG=config, PT_HPU_ENABLE_CACHE_METRICS="1")
+    from habana_frameworks.torch.internal import bridge_config
+
+    assert bridge_config.get_pt_recipe_cache_path() == str(folder)
+    assert bridge_config.get_pt_cache_folder_delete() is True
+    assert bridge_config.get_pt_cache_folder_size_mb() == 1024
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    code = _SECOND_PROCESS
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    compiles, hits = (int(v) for v in first.stdout.split()[-2:])
+    assert (compiles, hits) == (2, 0), first.stderr[-2000:]  # the first and later steps
+    recipes = sorted(p.name for p in folder.glob("*.recipe"))
+    metadata = sorted(p.name for p in folder.glob("*.metadata"))
+    assert len(recipes) == 2 and [r.replace(".recipe", ".metadata") for r in recipes] == metadata
+    assert all(r.split("_")[-1] == "syn1.19.0.recipe" for r in recipes)
+    monkeypatch.setenv("PT_HPU_RECIPE_CACHE_CONFIG", f"{folder},false")  # keep the files
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert second.stdout.split()[-2:] == ["0", "2"], second.stderr[-2000:]
+    hpu("lazy", PT_HPU_RECIPE_CACHE_CONFIG=config)  # delete on init: the folder is emptied
+    assert list(folder.iterdir()) == []
+
+
+def test_disk_cache_settings_and_eviction(tmp_path: Path) -> None:
+    """The config's fields override the three older flags, an empty field keeps the flag,
+    more than 3 fields is the bridge's assert; beyond 99 % of the size the oldest recipes go
+    (base_cache_file_handler.cpp:117-176; 0 MB: never)."""
+    from hpusim.disk_recipe_cache import DiskRecipeCache
+    from hpusim.env import RecipeCacheConfig, read_flags
+
+    old = {"PT_RECIPE_CACHE_PATH": "/old", "PT_CACHE_FOLDER_SIZE_MB": "b"}
+    assert read_flags(old).recipe_cache == RecipeCacheConfig("/old", False, 11)
+    both = {**old, "PT_HPU_RECIPE_CACHE_CONFIG": "/new,,"}
+    assert read_flags(both).recipe_cache == RecipeCacheConfig("/new", False, 11)
+    flags = read_flags({"PT_HPU_RECIPE_CACHE_CONFIG": "/a,true,1,extra"})
+    assert flags.fatal is not None and "range <1:3>" in flags.fatal
+    cache = DiskRecipeCache(RecipeCacheConfig(str(tmp_path / "c"), False, 1), "_s")
+    for key in ("1", "2", "3"):
+        cache.store(key, {"graph": "x" * 400_000}, {"recipe_id": key})
+    assert cache.find("1") is None and cache.find("2") == {"recipe_id": "2"}
+    assert cache.find("3") is not None
+    unlimited = DiskRecipeCache(RecipeCacheConfig(str(tmp_path / "d"), False, 0), "")
+    for key in ("1", "2", "3"):
+        unlimited.store(key, {"graph": "x" * 400_000}, {"recipe_id": key})
+    assert sorted(p.name for p in (tmp_path / "d").glob("*.recipe")) == [
+        "1.recipe", "2.recipe", "3.recipe"
+    ]  # fmt: skip
