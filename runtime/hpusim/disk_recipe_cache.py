@@ -30,11 +30,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from hpusim.env import RecipeCacheConfig
+from hpusim.env import DRIVER_VERSION, RecipeCacheConfig
 
 RECIPE_SUFFIX = ".recipe"
 METADATA_SUFFIX = ".metadata"
-SYNAPSE_VERSION = "1.19.0"
 
 
 def cache_id_suffix(device_profile: str, env: dict[str, str] | None = None) -> str:
@@ -44,7 +43,7 @@ def cache_id_suffix(device_profile: str, env: dict[str, str] | None = None) -> s
         return ""
     text = f"hpusim:{device_profile}"
     digest = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-    return f"_{digest}_syn{SYNAPSE_VERSION}"
+    return f"_{digest}_syn{DRIVER_VERSION}"
 
 
 class DiskRecipeCache:

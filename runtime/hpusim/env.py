@@ -17,6 +17,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+DRIVER_VERSION = "1.19.0-561ec20"
+"""`synDriverGetVersion` of the emulated installation (`hl-smi`, `get_device_capability()`)."""
 _TRUE = frozenset({"y", "yes", "t", "true", "on", "1"})
 INT64_MAX = 9223372036854775807
 INT64_MIN = -INT64_MAX - 1

@@ -291,7 +291,7 @@ def test_on_disk_recipe_cache_serves_a_second_process(
     recipes = sorted(p.name for p in folder.glob("*.recipe"))
     metadata = sorted(p.name for p in folder.glob("*.metadata"))
     assert len(recipes) == 2 and [r.replace(".recipe", ".metadata") for r in recipes] == metadata
-    assert all(r.split("_")[-1] == "syn1.19.0.recipe" for r in recipes)
+    assert all(r.split("_")[-1] == "syn1.19.0-561ec20.recipe" for r in recipes)
     monkeypatch.setenv("PT_HPU_RECIPE_CACHE_CONFIG", f"{folder},false")  # keep the files
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert second.stdout.split()[-2:] == ["0", "2"], second.stderr[-2000:]
@@ -323,3 +323,89 @@ def test_disk_cache_settings_and_eviction(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "d").glob("*.recipe")) == [
         "1.recipe", "2.recipe", "3.recipe"
     ]  # fmt: skip
+
+
+def test_event_record_and_synchronize_as_hpuevent_cpp(hpu: Any) -> None:
+    """HPUEvent.cpp:82-100: recorded on the current stream in lazy mode an event is a step
+    marker "due to HPUEvent::record"; on another stream it is not. :129-134: `synchronize()`
+    waits for the event and builds no graph."""
+    from hpusim.sink import get_sink
+
+    hpu("lazy")
+    x = torch.ones(4, device="hpu")
+    get_sink().drain()
+    y = x * 2
+    other = torch.hpu.Stream()
+    torch.hpu.Event().record(other)
+    assert runtime_events(get_sink().drain(), "graph_build") == []
+    event = torch.hpu.Event()
+    event.record()
+    builds = runtime_events(get_sink().drain(), "graph_build")
+    assert [b["hpuprof.flush_reason"] for b in builds] == ["HPUEvent::record"]
+    z = y + 1  # pending again
+    event.synchronize()
+    batch = get_sink().drain()
+    assert runtime_events(batch, "graph_build") == []
+    assert [e["name"] for e in runtime_events(batch, "sync")] == ["sync (HPUEvent::synchronize)"]
+    assert z.cpu().tolist() == [3.0] * 4
+
+
+def test_lazy_only_functions_log_at_import_outside_lazy_mode(
+    hpu: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """core/step_closure.py:45-78 + utils/internal.py:34-46: outside lazy mode `mark_step`,
+    `iter_mark_step` and `add_step_closure` become no-ops when the module is imported, each
+    logged then on the `habana_frameworks.torch.utils.internal` logger (not a Python warning,
+    and nothing when they are called)."""
+    import importlib
+    import logging
+    import sys
+    import warnings
+
+    hpu("eager")
+    import habana_frameworks.torch.core as core
+
+    name = "habana_frameworks.torch.core.step_closure"
+    monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(core, "step_closure", core.step_closure)
+    caplog.clear()  # the first import of core (eager already) logged them too
+    with caplog.at_level(logging.WARNING, logger="habana_frameworks.torch.utils.internal"):
+        fresh = importlib.import_module(name)
+    texts = [r.getMessage() for r in caplog.records if r.name.endswith("utils.internal")]
+    assert texts == [
+        f"Calling {f} function does not have any effect. It's lazy mode only functionality. "
+        "(warning logged once)"
+        for f in ("add_step_closure", "mark_step", "iter_mark_step")
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fresh.mark_step()
+        fresh.iter_mark_step()
+
+
+def test_profiler_module_capability_and_synchronize_signature(hpu: Any) -> None:
+    """profiler/ProfilerApi.py: deprecated calls that warn and drive utils.profiler (the
+    Synapse logger's commands, utils/profiler/csrc/bindings.cpp); hpu/__init__.py:151
+    `synchronize()` takes no device; :263 + device.cpp:1800 `get_device_capability()` is the
+    driver's version string."""
+    hpu("lazy")
+    import habana_frameworks.torch.hpu as hthpu
+    import habana_frameworks.torch.profiler  # noqa: F401  the bridge's package imports
+    import habana_frameworks.torch.utils.profiler as htprofiler
+    from habana_frameworks.torch.profiler import ProfilerApi
+
+    before = len(htprofiler.commands)
+    with pytest.warns(UserWarning, match="setup_profiler is deprecated. Please use habana"):
+        ProfilerApi.setup_profiler()
+    with pytest.warns(UserWarning, match="_start_profiler"):
+        ProfilerApi.start_profiler()
+    with pytest.warns(UserWarning, match="_stop_profiler"):
+        ProfilerApi.stop_profiler()
+    assert htprofiler.commands[before:] == [
+        "stop_data_capture", "no_eager_flush", "use_pid_suffix", "optimize_trace", "restart",
+        "disable_mask",
+    ]  # fmt: skip
+    assert hthpu.get_device_capability() == "1.19.0-561ec20"
+    with pytest.raises(TypeError):
+        hthpu.synchronize(0)  # type: ignore[call-arg]
+    hthpu.synchronize()
