@@ -409,3 +409,31 @@ def test_profiler_module_capability_and_synchronize_signature(hpu: Any) -> None:
     with pytest.raises(TypeError):
         hthpu.synchronize(0)  # type: ignore[call-arg]
     hthpu.synchronize()
+
+
+def _hccl_launches(batch: Any) -> list[str]:
+    return [e["name"] for e in runtime_events(batch, "launch") if "hccl_" in e["name"]]
+
+
+def test_functional_collectives_are_the_c10d_collectives_on_the_nic(hpu: Any) -> None:
+    """ProcessGroupHCCL.cpp runs DTensor's / tensor parallel's `_c10d_functional` ops as the
+    c10d ones: the same `hccl_<op>` launch, and `wait_tensor` launches nothing."""
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as funcol
+
+    from hpusim.sink import get_sink
+
+    hpu("lazy")
+    dist.init_process_group("hccl", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        t = torch.ones(4, device="hpu")
+        get_sink().drain()
+        dist.all_reduce(t)
+        c10d = _hccl_launches(get_sink().drain())
+        out = funcol.all_reduce(t, "sum", dist.group.WORLD)
+        out = funcol.wait_tensor(out) if hasattr(funcol, "wait_tensor") else out
+        functional = _hccl_launches(get_sink().drain())
+        assert c10d == functional == ["launch hccl_allreduce"]
+        assert out.device.type == "hpu" and out.cpu().tolist() == [1.0] * 4
+    finally:
+        dist.destroy_process_group()
