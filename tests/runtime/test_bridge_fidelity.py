@@ -420,7 +420,6 @@ def test_functional_collectives_are_the_c10d_collectives_on_the_nic(hpu: Any) ->
     c10d ones: the same `hccl_<op>` launch, and `wait_tensor` launches nothing."""
     import torch.distributed as dist
     import torch.distributed._functional_collectives as funcol
-
     from hpusim.sink import get_sink
 
     hpu("lazy")
