@@ -32,7 +32,8 @@ import torch
 import hpusim.hpex as hpex
 import hpusim.metrics as metrics
 import hpusim.state as state
-from hpusim.lazy import DEVICE_SYNC, STREAM_SYNC, device_wait, flush, host_sync
+from hpusim.env import DRIVER_VERSION
+from hpusim.lazy import DEVICE_SYNC, EVENT_SYNC, STREAM_SYNC, device_wait, flush, host_sync
 from hpusim.lifecycle import shim_path
 
 HABANA_VISIBLE_MODULES_VAR: Final = "HABANA_VISIBLE_MODULES"
@@ -41,7 +42,7 @@ MODULE_NAME: Final = "habana_frameworks.torch.hpu"
 
 _extra: dict[str, Any] = {}
 _MODULE: list[types.ModuleType] = []
-_flags: dict[str, bool] = {"dynamic_shape": False, "deterministic": False}
+_flags: dict[str, bool] = {"deterministic": False}
 
 
 def _rt() -> state.Runtime:
@@ -151,7 +152,7 @@ def get_device_capability(device: Any = None) -> str:
         warnings.warn("Device not available", stacklevel=2)
         return ""
     _check(device)
-    return get_device_name()
+    return DRIVER_VERSION  # HPUDevice.cpp:211 -> device.cpp:1800: synDriverGetVersion
 
 
 def get_device_properties(device: Any = None) -> str:
@@ -183,8 +184,9 @@ def get_arch_list() -> list[str]:
     return [get_device_name(current_device())]
 
 
-def synchronize(device: Any = None) -> None:
-    """Wait for the device: a host sync with reason `synchronize` (flushes in lazy mode)."""
+def synchronize() -> None:
+    """Wait for the device: a host sync with reason `synchronize` (flushes in lazy mode). The
+    bridge's takes no device (hpu/__init__.py:151): `synchronize(0)` is a TypeError there."""
     rt = state.RT
     if rt is None:
         return
@@ -224,8 +226,16 @@ def _switch(name: str, value: bool) -> Any:
     return fn
 
 
-enable_dynamic_shape = _switch("dynamic_shape", True)
-disable_dynamic_shape = _switch("dynamic_shape", False)
+def enable_dynamic_shape() -> None:
+    """`SetRefineDynamicShape(true)` (dynamic_shape_info.cpp:28-45): the lazy graphs' recipes
+    are bucketed from now on (dynamic_buckets.py)."""
+    _rt().cache.dynamic = True
+
+
+def disable_dynamic_shape() -> None:
+    _rt().cache.dynamic = False
+
+
 enable_optim_output_sif = _switch("optim_output_sif", True)
 disable_optim_output_sif = _switch("optim_output_sif", False)
 enable_inference_mode = _switch("inference_mode", True)
@@ -237,7 +247,9 @@ disable_matmul3d_2d_reshape = _switch("matmul3d_2d_reshape", False)
 
 
 def get_dynamic_shape_status() -> bool:
-    return _flags["dynamic_shape"]
+    """`GetRefineDynamicShapeStatus`: PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES unless switched."""
+    rt = state.RT
+    return rt is not None and rt.cache.dynamic
 
 
 def enable_const_section_serialization(path: Any, clear_path: bool, use_compression: bool) -> None:
@@ -393,9 +405,13 @@ class Event:
         self.hpu_event = 0
 
     def record(self, stream: Any = None) -> None:
+        """HPUEvent.cpp:82-100: recorded on the current stream in lazy mode, the event closes
+        the pending graph ("step marker due to HPUEvent::record"); on another stream it only
+        marks the work already launched."""
         rt = _rt()
-        if rt.lazy:  # the event marks a point in the device's work: close the pending graph
-            flush(rt, "event record")
+        current = stream is None or getattr(stream, "stream_id", 0) == current_stream().stream_id
+        if rt.lazy and current:
+            flush(rt, "HPUEvent::record")
         self._device_ns = max(rt.timeline.idle_at(), perf_counter_ns())
         self.hpu_event = id(self)
 
@@ -406,7 +422,11 @@ class Event:
         return self._device_ns is None or perf_counter_ns() >= self._device_ns
 
     def synchronize(self) -> None:
-        synchronize()
+        """HPUEvent.cpp:129-134: waits for the recorded event (no step marker); an event never
+        recorded returns at once."""
+        rt = state.RT
+        if rt is not None and self._device_ns is not None:
+            device_wait(rt, EVENT_SYNC, perf_counter_ns())
 
     def elapsed_time(self, end_event: Event) -> float:
         if not (self.enable_timing and end_event.enable_timing):

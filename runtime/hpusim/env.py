@@ -17,6 +17,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+DRIVER_VERSION = "1.19.0-561ec20"
+"""`synDriverGetVersion` of the emulated installation (`hl-smi`, `get_device_capability()`)."""
 _TRUE = frozenset({"y", "yes", "t", "true", "on", "1"})
 INT64_MAX = 9223372036854775807
 INT64_MIN = -INT64_MAX - 1
@@ -94,6 +96,54 @@ def _get(env: Mapping[str, str], name: str, alt: str | None = None) -> str | Non
 
 
 @dataclass(frozen=True)
+class RecipeCacheConfig:
+    """The on-disk recipe cache's settings (recipe_cache_config.cpp `reload`).
+
+    Args:
+        path: PT_RECIPE_CACHE_PATH ("" = no disk cache).
+        delete_on_init: PT_CACHE_FOLDER_DELETE (empty the folder when the cache opens).
+        max_size_mb: PT_CACHE_FOLDER_SIZE_MB (oldest recipes evicted beyond it).
+    """
+
+    path: str
+    delete_on_init: bool
+    max_size_mb: int
+
+
+def recipe_cache_config(env: Mapping[str, str]) -> RecipeCacheConfig:
+    """`RecipeCacheConfig::reload` (recipe_cache_config.cpp:51-102): a non-empty
+    `PT_HPU_RECIPE_CACHE_CONFIG=<path>[,<delete>[,<size MB>]]` replaces PT_RECIPE_CACHE_PATH,
+    PT_CACHE_FOLDER_DELETE and PT_CACHE_FOLDER_SIZE_MB (an empty delete or size keeps the
+    flag's value); raises FlagValueError as the bridge's assert / flag parsing stops."""
+
+    def flag_bool(name: str, value: str | None) -> bool:
+        return bridge_bool(name, value) if value else False
+
+    def flag_size(name: str, value: str | None) -> int:
+        return bridge_numeric(name, value, 0, UINT32_MAX) if value else 1024
+
+    path = env.get("PT_RECIPE_CACHE_PATH", "")
+    delete = flag_bool("PT_CACHE_FOLDER_DELETE", env.get("PT_CACHE_FOLDER_DELETE"))
+    size = flag_size("PT_CACHE_FOLDER_SIZE_MB", env.get("PT_CACHE_FOLDER_SIZE_MB"))
+    config = env.get("PT_HPU_RECIPE_CACHE_CONFIG", "")
+    if config:
+        params = config.split(",")
+        if config.endswith(","):  # std::getline yields no empty last field
+            params.pop()
+        if not 1 <= len(params) <= 3:
+            raise FlagValueError(
+                "Expected number of parameters extracted from PT_HPU_RECIPE_CACHE_CONFIG "
+                "should be from range <1:3>."
+            )
+        path = params[0]
+        if len(params) > 1 and params[1]:
+            delete = bridge_bool("PT_CACHE_FOLDER_DELETE", params[1])
+        if len(params) > 2 and params[2]:
+            size = bridge_numeric("PT_CACHE_FOLDER_SIZE_MB", params[2], 0, UINT32_MAX)
+    return RecipeCacheConfig(path, delete, size)
+
+
+@dataclass(frozen=True)
 class EnvFlags:
     """Parsed flags.
 
@@ -129,6 +179,10 @@ class EnvFlags:
     console: bool
     log_dir: str
     irgraph_log: bool = False
+    refine_dynamic_shapes: bool = False
+    """PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES: bucketed recipes for changing sizes."""
+    recipe_cache: RecipeCacheConfig = RecipeCacheConfig("", False, 1024)
+    """The on-disk recipe cache (`recipe_cache_config`)."""
     fatal: str | None = None
     """The bridge's fatal error for a flag value it cannot convert (the first one), else None."""
 
@@ -166,6 +220,11 @@ def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
     fallback_log = level <= 1 or (bool(mod_mask & 0x80) and bool(type_mask & 0x8))
     triggers = _get(e, "PT_HPU_METRICS_DUMP_TRIGGERS", "HABANA_PT_METRICS_DUMP_TRIGGERS")
     numeric("PT_HPU_LAZY_MODE", 1, 0, UINT32_MAX)  # C++ reads it so; Python's is_lazy decides
+    try:
+        disk_cache = recipe_cache_config(e)
+    except FlagValueError as err:
+        errors.append(str(err))
+        disk_cache = RecipeCacheConfig("", False, 1024)
     return EnvFlags(
         lazy=e.get("PT_HPU_LAZY_MODE", "1") != "0",
         place_on_cpu=place_set,
@@ -185,6 +244,8 @@ def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
         fallback_log=fallback_log,
         console=truthy(e.get("ENABLE_CONSOLE")),
         irgraph_log=_level(e, "LOG_LEVEL_PT_IRGRAPH") <= 1,
+        refine_dynamic_shapes=boolean("PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES"),
+        recipe_cache=disk_cache,
         log_dir=e.get("HABANA_LOGS") or os.path.expanduser("~/.habana_logs"),
         fatal=errors[0] if errors else None,
     )

@@ -1,14 +1,14 @@
 """`habana_frameworks.torch.utils.experimental` (emulated): the dynamic-shape tools of gaudi.md
 2.1-2.3: `data_dynamicity`, `detect_recompilation_auto_model`, `const_shape_dataloader`.
 
-Output strings follow gaudi.md exactly where it records them (verdict lines, log-line formats,
-CSV columns, comment strings). The table drawing (120 wide, `=`/`-` borders, `|` separators,
-`\\033[96m` borders, `\\033[91m` header) follows its description; the exact column padding of
-the bridge's table is not recorded there, so ours is our own layout.
+Output follows the 1.19 bridge's `utils/experimental/detect_recompilation.py`: the log lines,
+the table layout (`Table`), the CSV rows (class as `module.Class`, location as the file) and
+the "dynamic child" comment from the module tree (`_parse`, `_process_tree`).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final
@@ -21,6 +21,7 @@ from hpusim.metrics import metric_localcontext
 BORDER: Final = "\033[96m"
 HEADER: Final = "\033[91m"
 RESET: Final = "\033[0m"
+BOLD: Final = "\033[1m"
 WIDTH: Final = 120
 
 COMMENT_NEW_INPUT: Final = "Recompiled due to new input shape"
@@ -60,28 +61,32 @@ def verdict(n: int) -> str:
 
 
 def table(headers: list[str], rows: list[list[Any]], width: int = WIDTH) -> str:
-    """A colored text table `width` characters wide with equal columns."""
-    n = len(headers)
-    col = (width - (n + 1)) // n
-    cols = [col] * (n - 1) + [width - (n + 1) - col * (n - 1)]  # the last takes the rest
-    rule_eq = f"{BORDER}{'=' * width}{RESET}"
-    rule_dash = f"{BORDER}{'-' * width}{RESET}"
+    """The bridge's `Table` (detect_recompilation.py): each column's width is its share of the
+    widest cells (header included) times `width`, plus 1; a cell longer than its column wraps
+    onto more lines; `=` rules around the header (red, then bold), `-` under each row."""
+    cells = [[str(c) for c in r] for r in [headers, *rows]]
+    widest = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    total = sum(widest) or 1
+    budget = [int(w / total * width) + 1 for w in widest]
     bar = f"{BORDER}|{RESET}"
 
-    def line(cells: list[Any], color: str = "") -> str:
-        parts = []
-        for c, w in zip(cells, cols, strict=True):
-            text = f" {c}"[:w].ljust(w)
-            parts.append(f"{color}{text}{RESET}" if color else text)
-        return bar + bar.join(parts) + bar
+    def rule(ch: str) -> str:
+        return f"{BORDER}{ch * (sum(budget) + len(budget) + 1)}{RESET}\n"
 
-    out = [rule_eq, line(headers, HEADER), rule_eq]
-    for r in rows:
-        out.append(line(r))
-        out.append(rule_dash)
-    if rows:
-        out[-1] = rule_eq
-    return "\n".join(out)
+    out = ""
+    for index, row in enumerate(cells):
+        if index == 0:
+            out += rule("=")
+        start, end = (HEADER, BOLD) if index == 0 else ("", "")
+        lines = max(math.ceil(len(c) / b) for c, b in zip(row, budget, strict=True))
+        for k in range(lines):
+            out += bar
+            for c, b in zip(row, budget, strict=True):
+                piece = c[k * b : (k + 1) * b]
+                out += f"{start}{piece}{end}{' ' * (b - len(piece))}{bar}"
+            out += "\n"
+        out += rule("=" if index == 0 else "-")
+    return out
 
 
 def data_dynamicity(dl: Iterable[Any]) -> dict[Any, int]:
@@ -96,8 +101,7 @@ def data_dynamicity(dl: Iterable[Any]) -> dict[Any, int]:
         key = get_shape(batch)
         hist[key] = hist.get(key, 0) + 1
     ranked = sorted(hist.items(), key=lambda kv: -kv[1])
-    if hist:
-        print(table(["Shape", "Count"], [[k, v] for k, v in ranked]))
+    print(table(["Shape", "Count"], [[k, v] for k, v in ranked]))
     print(f"Number of unique shapes:  {len(hist)}")
     print(verdict(len(hist)))
     return hist
@@ -150,8 +154,12 @@ def detect_recompilation_auto_model(
     if rt is None or rt.config.mode != "lazy":
         raise RuntimeError("detect_recompilation_auto_model works in lazy mode only")
     logs: list[str] = []
+    wrapped: set[int] = set()
 
     def wrap(mod: Any, name: str, level: int) -> None:
+        if id(mod) in wrapped:  # a module shared by two parents keeps its first hooks
+            return
+        wrapped.add(id(mod))
         info = _DynInfo(name, level)
         mod._dynshape_info = info
         indent = "  " * level
@@ -169,25 +177,21 @@ def detect_recompilation_auto_model(
             with metric_localcontext("graph_compilation") as gc_metric:
                 out = orig(*args, **kwargs)
                 mark_step()
-            time.sleep(waittime)
+                time.sleep(waittime)
             outh = input_hash(out)
             num = dict(gc_metric.stats()).get("TotalNumber", 0)
-            new_in = inp not in info.in_hashes
-            new_out = outh not in info.out_hashes
+            new_in = "" if inp in info.in_hashes else "Found new input signature "
+            new_out = "" if outh in info.out_hashes else "Found new output signature "
             info.in_hashes.add(inp)
             info.out_hashes.add(outh)
-            text = f"{indent}{TAG}[{name}]"
+            step = ""
             if level == 0:
-                text += f"step:{info.step}"
+                step = f"step:{info.step}"
                 info.step += 1
-            if new_in:
-                text += " Found new input signature"
-            if new_out:
-                text += " Found new output signature"
-            text += f" num_graphs:{num}"
-            if num:
-                text += " Recompilation!"
-            logs.append(text)
+            logs.append(
+                f"{indent}{TAG}[{name}]{step} {new_in}{new_out}num_graphs:{num} "
+                + ("Recompilation!" if num else "")
+            )
             return out
 
         mod.forward = forward
@@ -224,6 +228,55 @@ def _parse(logs: list[str]) -> list[dict[str, Any]]:
     return records
 
 
+def _registered(logs: list[str]) -> dict[str, tuple[str, str]]:
+    """Each module's (class, file) from its registration line, as the bridge parses them:
+    `<class 'a.B'>` -> `a.B`, `<module 'a' from '/f.py'>` -> `/f.py`."""
+    out: dict[str, tuple[str, str]] = {}
+    head = f"{TAG} Registering hooks for "
+    for raw in logs:
+        line = raw.strip()
+        if not line.startswith(head):
+            continue
+        name, _, tail = line[len(head) :].partition(" of type ")
+        cls, _, where = tail.partition(" probably defined here ")
+        cls = cls.strip().removeprefix("<class").strip(">").strip().strip("'")
+        _, found, path = where.strip().strip("<>").partition(" from ")
+        out[name.strip()] = (cls, path.strip("'") if found else where)
+    return out
+
+
+def _tree(names: list[str]) -> dict[str, list[str]]:
+    """Children of every module path (`a/b/c` makes a -> a/b -> a/b/c), in the order seen."""
+    children: dict[str, list[str]] = {}
+    for name in names:
+        parts = name.split("/")
+        for i in range(len(parts) - 1, 0, -1):
+            parent, child = "/".join(parts[:i]), "/".join(parts[: i + 1])
+            kids = children.setdefault(parent, [])
+            children.setdefault(child, [])
+            if child not in kids:
+                kids.append(child)
+    return children
+
+
+def _dynamic_modules(children: dict[str, list[str]], root: str, suspects: set[str]) -> list[str]:
+    """The bridge's `_process_tree`: a suspect (recompiled on an input seen before) is dynamic
+    itself unless its LAST child was found dynamic (the bridge's loop keeps only that one)."""
+    found: list[str] = []
+
+    def visit(node: str) -> bool:
+        last_child_dynamic = False
+        for child in children.get(node, []):
+            last_child_dynamic = visit(child)
+        dynamic = node in suspects and not last_child_dynamic
+        if dynamic:
+            found.append(node)
+        return dynamic
+
+    visit(root)
+    return found
+
+
 def _comment(rec: dict[str, Any]) -> str:
     if rec["new_in"]:
         return COMMENT_NEW_INPUT
@@ -233,40 +286,41 @@ def _comment(rec: dict[str, Any]) -> str:
 def analyse_dynamicity(model: Any, logs: list[str], csv_out: str) -> tuple[list[Any], list[Any]]:
     """Print the two tables and write `<csv_out>_1.csv` and `<csv_out>_2.csv`."""
     records = _parse(logs)
-    classes: dict[str, tuple[str, str]] = {}
-    for raw in logs:
-        line = raw.strip()
-        if line.startswith(f"{TAG} Registering hooks for "):
-            body = line[len(f"{TAG} Registering hooks for ") :]
-            name, _, tail = body.partition(" of type ")
-            cls, _, loc = tail.partition(" probably defined here ")
-            classes[name] = (cls, loc)
-    # records arrive child-first (a child's forward returns before its parent's): group each
-    # top-level step with the child calls logged before it
-    rows1: list[list[Any]] = []
+    classes = _registered(logs)
+    # a child's forward returns before its parent's: each top-level step owns the recompiling
+    # calls logged before it; the module tree is made of the modules that compiled in step 0
+    steps: dict[int, list[dict[str, Any]]] = {}
     counts: dict[str, int] = {}
+    first_step: list[str] = []
     pending: list[dict[str, Any]] = []
+    top_seen = False
     for rec in records:
-        pending.append(rec)
-        if rec["level"] != 0:
-            continue
-        step = rec["step"]
-        recompiled = [r for r in pending if r["recompiled"]]
-        names = {r["name"] for r in recompiled}
-        for r in recompiled:
+        if rec["recompiled"]:
+            pending.append(rec)
+            counts[rec["name"]] = counts.get(rec["name"], 0) + 1
+            if not top_seen and rec["name"] not in first_step:
+                first_step.append(rec["name"])
+        if rec["level"] == 0:
+            top_seen = True
+            if pending:
+                steps[rec["step"]] = pending
+            pending = []
+    suspects = {r["name"] for rows in steps.values() for r in rows if not r["new_in"]}
+    root = next((r["name"] for r in records if r["level"] == 0), "")
+    dynamic = _dynamic_modules(_tree(first_step), root, suspects)
+    rows1: list[list[Any]] = []
+    for step in sorted(steps):
+        for r in steps[step]:
             comment = _comment(r)
-            child_dyn = any(n != r["name"] and n.startswith(r["name"] + "/") for n in names)
-            if child_dyn and comment != COMMENT_NEW_INPUT:
+            if comment != COMMENT_NEW_INPUT and r["name"] not in dynamic:
                 comment += DYNAMIC_CHILD
             cls, loc = classes.get(r["name"], ("", ""))
             rows1.append([step, r["name"], r["new_in"], r["new_out"], cls, loc, comment])
-            counts[r["name"]] = counts.get(r["name"], 0) + 1
-        pending = []
     rows2: list[list[Any]] = [[k, v] for k, v in sorted(counts.items(), key=lambda kv: -kv[1])]
     h1 = ["Step", "Recompiling modules", "New in", "New out", "Class", "Location", "Comment"]
     h2 = ["Module name", "Recompile count"]
     print(table(h1, rows1))
-    print(table(h2, rows2))
+    print(table(h2, rows2, 80))
     for path, header, table_rows in (
         (f"{csv_out}_1.csv", h1, rows1),
         (f"{csv_out}_2.csv", h2, rows2),

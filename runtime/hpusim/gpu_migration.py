@@ -154,7 +154,7 @@ def _shown(args: Mapping[str, Any]) -> str:
 # --- torch.cuda -----------------------------------------------------------------------------
 
 _SAME_NAME: Final = (
-    "init", "is_initialized", "is_available", "synchronize", "current_stream", "default_stream",
+    "init", "is_initialized", "is_available", "current_stream", "default_stream",
     "set_stream", "stream", "get_device_name", "can_device_access_peer", "get_gencode_flags",
     "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
     "memory_stats", "memory_summary", "mem_get_info", "reset_peak_memory_stats",
@@ -169,6 +169,7 @@ _RANDOM: Final = frozenset(
 _ALIASES: Final = {
     "is_bf16_supported": ("is_bf16_supported", False),  # (hpu name, pass the arguments)
     "reset_max_memory_allocated": ("reset_peak_memory_stats", True),
+    "synchronize": ("synchronize", False),  # torch.hpu.synchronize() takes no device
 }
 
 

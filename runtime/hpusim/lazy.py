@@ -101,6 +101,8 @@ DEVICE_SYNC: Final = "bindings-synchronize_device"
 """`torch.hpu.synchronize()`'s step-marker reason (hpu/csrc/bindings.cpp)."""
 STREAM_SYNC: Final = "HPUStream::synchronize userthread"
 """The current stream's `synchronize()`: the bridge only waits (HPUStream.cpp:148-158)."""
+EVENT_SYNC: Final = "HPUEvent::synchronize"
+"""`Event.synchronize()`: waits for the recorded event, no step marker (HPUEvent.cpp:129-134)."""
 
 
 def host_sync(rt: Runtime, reason: str, ts: int) -> None:

@@ -6,13 +6,23 @@ offset)` and a non-tensor argument is its value. So the key covers the op-graph 
 input sizes, strides, dtypes, scalar values and storage offsets, like the bridge's
 RecipeArgumentSpec hash (gaudi.md 2.5). A miss whose *structure* (ops and argument kinds) was
 seen before is a recompile, and `recompile_cause` says which input changed from what to what.
+
+With refined dynamic shapes on (`dynamic`, dynamic_buckets.py) a key that missed runs its
+graph's dynamic bucket's recipe: compiled when the bucket is new, a hit otherwise. With an
+on-disk cache (`disk`, disk_recipe_cache.py) a recipe missing here is looked up there before it
+is compiled, and every compiled recipe is stored there.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from hpusim.dynamic_buckets import DynamicBuckets
+
+if TYPE_CHECKING:
+    from hpusim.disk_recipe_cache import DiskRecipeCache
 
 OpKey = tuple[Any, tuple[Any, ...]]
 GraphKey = tuple[OpKey, ...]
@@ -123,11 +133,19 @@ class Lookup:
 class RecipeCache:
     """Graph keys to recipe ids; remembers the last key of each structure for recompile causes."""
 
-    def __init__(self, first_id: int = 1) -> None:
+    def __init__(
+        self, first_id: int = 1, dynamic: bool = False, disk: DiskRecipeCache | None = None
+    ) -> None:
         self._ids: dict[Any, int] = {}
         self._last_by_structure: dict[Any, Any] = {}
         self._hashes: dict[int, str] = {}
         self._next = first_id
+        self._buckets = DynamicBuckets()
+        self._bucketed: dict[Any, int] = {}  # exact keys that ran a bucket's recipe
+        self.dynamic = dynamic
+        """`PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES` (and `enable_dynamic_shape()`): bucketed
+        recipes for changing sizes."""
+        self.disk = disk
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -138,13 +156,48 @@ class RecipeCache:
 
     def lookup(self, key: GraphKey) -> Lookup:
         """Find `key`; on a miss add it and explain why it was compiled."""
-        rid = self._ids.get(key)
+        rid = self._ids.get(key, self._bucketed.get(key))
         if rid is not None:
             return Lookup(rid, True, None)
         struct = structure_of(key)
         cause = recompile_cause(self._last_by_structure.get(struct), key)
-        rid = self._add(key)
+        if self.dynamic:
+            return self._lookup_bucket(key, struct, cause)
+        rid, on_disk = self._compile(key, len(key))
         self._last_by_structure[struct] = key
+        return Lookup(rid, on_disk, None if on_disk else cause)
+
+    def _compile(self, key: Any, n_ops: int) -> tuple[int, bool]:
+        """A recipe for a key not in memory: (its id, whether the disk cache had it)."""
+        rid = self._add(key)
+        if self.disk is None:
+            return rid, False
+        spec = self.spec_hash(rid)
+        if self.disk.find(spec) is not None:
+            return rid, True
+        recipe = {"emulated": "hpusim", "graph": repr(key)}
+        self.disk.store(spec, recipe, {"recipe_id": spec, "ops": n_ops})
+        return rid, False
+
+    def _lookup_bucket(self, key: GraphKey, struct: Any, cause: dict[str, Any]) -> Lookup:
+        bucket_key, info, index, created = self._buckets.place(key)
+        rid = self._ids.get(bucket_key)
+        if rid is not None and not created:
+            self._bucketed[key] = rid
+            return Lookup(rid, True, None)
+        rid, on_disk = self._compile(bucket_key, len(key))
+        self._bucketed[key] = rid
+        self._last_by_structure[struct] = key
+        if on_disk:
+            return Lookup(rid, True, None)
+        if index:  # the distinct (min, max) ranges of the bucket's dimensions
+            ranges = [list(r) for r in dict.fromkeys(info.buckets[index].ranges)]
+            cause = {
+                **cause,
+                "bucket": index,
+                "ranges": ranges,
+                "text": f"{cause['text']}; dynamic bucket {index}, ranges {ranges}",
+            }
         return Lookup(rid, False, cause)
 
     def add_op(self, key: OpKey) -> tuple[int, bool]:
@@ -165,12 +218,14 @@ class RecipeCache:
         64-bit hashCode of its argument spec); a stable digest of the graph key here."""
         text = self._hashes.get(rid)
         if text is None:
-            key = next((k for k, v in self._ids.items() if v == rid), rid)
+            key = next((k for k, v in reversed(self._ids.items()) if v == rid), rid)
             digest = hashlib.blake2b(repr(key).encode(), digest_size=8).digest()
             text = self._hashes[rid] = str(int.from_bytes(digest, "little"))
         return text
 
     def clear(self) -> None:
         self._ids.clear()
+        self._bucketed.clear()
+        self._buckets.clear()
         self._last_by_structure.clear()
         self._hashes.clear()

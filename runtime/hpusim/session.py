@@ -25,6 +25,7 @@ import hpusim.transfers as transfers
 from hpusim.allocator import DeviceAllocator
 from hpusim.bridge_log import BridgeLog
 from hpusim.device_model import DeviceProfile, DeviceTimeline, load_profile
+from hpusim.disk_recipe_cache import open_disk_cache
 from hpusim.env import EnvFlags, read_flags
 from hpusim.fake import make_mode
 from hpusim.lazy import HOST_STEP_MARKER, flush
@@ -67,7 +68,10 @@ def build_runtime(config: Config, flags: EnvFlags, profile: DeviceProfile) -> Ru
         alloc=alloc,
         graph=LazyGraph(flags.max_compound_op_size),
         attribution=where,
-        cache=RecipeCache(),
+        cache=RecipeCache(
+            dynamic=flags.refine_dynamic_shapes,
+            disk=open_disk_cache(flags.recipe_cache, config.device_profile),
+        ),
         eager_cache=RecipeCache(first_id=EAGER_RECIPE_BASE),
         log=BridgeLog(flags.console, flags.log_dir),
         fake=make_mode() if config.compute == "fake" else None,

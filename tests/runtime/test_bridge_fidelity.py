@@ -182,3 +182,257 @@ def test_a_second_graphs_capture_takes_the_capture_over(hpu: Any) -> None:
     assert a.cpu().tolist() == [3.0] * 4 and b.cpu().tolist() == [3.0] * 4
     inner.replay()
     assert b.cpu().tolist() == [6.0] * 4 and c.cpu().tolist() == [0.0] * 4
+
+
+def _train_steps(batch_sizes: list[int]) -> list[dict[str, Any]]:
+    """One lazy training step per batch size; the compile events of the steps."""
+    import habana_frameworks.torch.core as htcore
+    from hpusim.sink import get_sink
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    model = model.to("hpu")
+    model(torch.randn(2, 16).to("hpu")).sum().backward()  # the first step's graph differs
+    htcore.mark_step()
+    get_sink().drain()
+    for bs in batch_sizes:
+        model(torch.randn(bs, 16).to("hpu")).sum().backward()
+        htcore.mark_step()
+    return [c for c in runtime_events(get_sink().drain(), "compile") if not c.get("hpuprof.eager")]
+
+
+def test_refined_dynamic_shapes_bucket_the_batch_sizes(hpu: Any) -> None:
+    """dynamic_shape_info.cpp:25-57 reads PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES into
+    `get_dynamic_shape_status()`; dynamic_bucket_info.cpp (`GetBucketId`, `CalculateRanges`,
+    default policies LOCAL_HISTORIC min / CALCULATED max = 2x the current size) then compiles
+    a bucket for a range of sizes: 8 batch sizes 16..72 give 3 compiles, not 8."""
+    sizes = [16, 24, 32, 40, 48, 56, 64, 72]
+    hpu("lazy")
+    import habana_frameworks.torch.hpu as hthpu
+
+    assert hthpu.get_dynamic_shape_status() is False
+    assert len(_train_steps(sizes)) == 8  # exact-shape recipes
+
+    hpu("lazy", PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES="1")
+    assert hthpu.get_dynamic_shape_status() is True
+    compiles = _train_steps(sizes)
+    # 16: bucket 0 (exact); 24: bucket 1 = [16, 48] holds 32, 40, 48; 56: [16, 112] holds 64, 72
+    causes = [c["hpuprof.cause"] for c in compiles]
+    assert [c.get("bucket") for c in causes] == [None, 1, 2]
+    assert [c.get("ranges") for c in causes[1:]] == [[[16, 48]], [[16, 112]]]
+    assert (
+        causes[1]["kind"] == "shape" and "dynamic bucket 1, ranges [[16, 48]]" in causes[1]["text"]
+    )
+    hthpu.disable_dynamic_shape()
+    assert hthpu.get_dynamic_shape_status() is False
+    assert len(_train_steps([80, 88])) == 2  # off again: one recipe per shape
+
+
+def test_dynamic_bucket_ranges_follow_the_default_policies() -> None:
+    """`CalculateRanges`: a dimension that is 1 now is [1, 1] (broadcast handling); min is the
+    smallest bucket-making value other than 1; a bucket made before a dimension turned dynamic
+    needs that dimension at its reference value (`IsInRangeStaticDims`)."""
+    from hpusim.dynamic_buckets import DynamicBucketInfo
+
+    info = DynamicBucketInfo((8, 4))
+    assert info.bucket_for((8, 4)) == (0, False)
+    assert info.bucket_for((12, 4)) == (1, True)
+    assert info.buckets[1].ranges == ((8, 24),)
+    assert info.bucket_for((24, 4)) == (1, False)
+    assert info.bucket_for((1, 4)) == (2, True)
+    assert info.buckets[2].ranges == ((1, 1),)
+    assert info.bucket_for((10, 5)) == (3, True)  # dim 1 turned dynamic: bucket 1 needs 4
+    assert info.buckets[3].ranges == ((8, 20), (4, 10))
+    assert info.bucket_for((9, 4)) == (1, False)  # narrowest holding bucket (score 16 < 22)
+    assert info.bucket_for((9, 6)) == (3, False)
+
+
+_SECOND_PROCESS = """
+import hpusim
+hpusim.enable(mode="lazy")
+import torch
+import habana_frameworks.torch.core as htcore
+from habana_frameworks.torch.hpu.metrics import metric_global
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+model = model.to("hpu")
+for bs in (8, 16):
+    model(torch.randn(bs, 16).to("hpu")).sum().backward()
+    htcore.mark_step()
+stats = dict(metric_global("recipe_cache").stats())
+print(dict(metric_global("graph_compilation").stats())["TotalNumber"], stats["TotalHit"])
+"""
+
+
+def test_on_disk_recipe_cache_serves_a_second_process(
+    hpu: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """recipe_cache_config.cpp:51-102: `PT_HPU_RECIPE_CACHE_CONFIG=<dir>,<delete>,<MB>` sets
+    PT_RECIPE_CACHE_PATH / PT_CACHE_FOLDER_DELETE / PT_CACHE_FOLDER_SIZE_MB; recipe_cache.cpp
+    creates the folder and stores `<hash><suffix>.recipe` + `.metadata` per compiled recipe;
+    hpu_recipe_cache.cpp:128 finds a recipe on disk before compiling: a second process with
+    the same setting compiles nothing of what the first compiled."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "cache" / "recipes"
+    config = f"{folder},true,1024"
+    hpu("lazy", PT_HPU_RECIPE_CACHE_CONFIG=config, PT_HPU_ENABLE_CACHE_METRICS="1")
+    from habana_frameworks.torch.internal import bridge_config
+
+    assert bridge_config.get_pt_recipe_cache_path() == str(folder)
+    assert bridge_config.get_pt_cache_folder_delete() is True
+    assert bridge_config.get_pt_cache_folder_size_mb() == 1024
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    code = _SECOND_PROCESS
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    compiles, hits = (int(v) for v in first.stdout.split()[-2:])
+    assert (compiles, hits) == (2, 0), first.stderr[-2000:]  # the first and later steps
+    recipes = sorted(p.name for p in folder.glob("*.recipe"))
+    metadata = sorted(p.name for p in folder.glob("*.metadata"))
+    assert len(recipes) == 2 and [r.replace(".recipe", ".metadata") for r in recipes] == metadata
+    assert all(r.split("_")[-1] == "syn1.19.0-561ec20.recipe" for r in recipes)
+    monkeypatch.setenv("PT_HPU_RECIPE_CACHE_CONFIG", f"{folder},false")  # keep the files
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert second.stdout.split()[-2:] == ["0", "2"], second.stderr[-2000:]
+    hpu("lazy", PT_HPU_RECIPE_CACHE_CONFIG=config)  # delete on init: the folder is emptied
+    assert list(folder.iterdir()) == []
+
+
+def test_disk_cache_settings_and_eviction(tmp_path: Path) -> None:
+    """The config's fields override the three older flags, an empty field keeps the flag,
+    more than 3 fields is the bridge's assert; beyond 99 % of the size the oldest recipes go
+    (base_cache_file_handler.cpp:117-176; 0 MB: never)."""
+    from hpusim.disk_recipe_cache import DiskRecipeCache
+    from hpusim.env import RecipeCacheConfig, read_flags
+
+    old = {"PT_RECIPE_CACHE_PATH": "/old", "PT_CACHE_FOLDER_SIZE_MB": "b"}
+    assert read_flags(old).recipe_cache == RecipeCacheConfig("/old", False, 11)
+    both = {**old, "PT_HPU_RECIPE_CACHE_CONFIG": "/new,,"}
+    assert read_flags(both).recipe_cache == RecipeCacheConfig("/new", False, 11)
+    flags = read_flags({"PT_HPU_RECIPE_CACHE_CONFIG": "/a,true,1,extra"})
+    assert flags.fatal is not None and "range <1:3>" in flags.fatal
+    cache = DiskRecipeCache(RecipeCacheConfig(str(tmp_path / "c"), False, 1), "_s")
+    for key in ("1", "2", "3"):
+        cache.store(key, {"graph": "x" * 400_000}, {"recipe_id": key})
+    assert cache.find("1") is None and cache.find("2") == {"recipe_id": "2"}
+    assert cache.find("3") is not None
+    unlimited = DiskRecipeCache(RecipeCacheConfig(str(tmp_path / "d"), False, 0), "")
+    for key in ("1", "2", "3"):
+        unlimited.store(key, {"graph": "x" * 400_000}, {"recipe_id": key})
+    assert sorted(p.name for p in (tmp_path / "d").glob("*.recipe")) == [
+        "1.recipe", "2.recipe", "3.recipe"
+    ]  # fmt: skip
+
+
+def test_event_record_and_synchronize_as_hpuevent_cpp(hpu: Any) -> None:
+    """HPUEvent.cpp:82-100: recorded on the current stream in lazy mode an event is a step
+    marker "due to HPUEvent::record"; on another stream it is not. :129-134: `synchronize()`
+    waits for the event and builds no graph."""
+    from hpusim.sink import get_sink
+
+    hpu("lazy")
+    x = torch.ones(4, device="hpu")
+    get_sink().drain()
+    y = x * 2
+    other = torch.hpu.Stream()
+    torch.hpu.Event().record(other)
+    assert runtime_events(get_sink().drain(), "graph_build") == []
+    event = torch.hpu.Event()
+    event.record()
+    builds = runtime_events(get_sink().drain(), "graph_build")
+    assert [b["hpuprof.flush_reason"] for b in builds] == ["HPUEvent::record"]
+    z = y + 1  # pending again
+    event.synchronize()
+    batch = get_sink().drain()
+    assert runtime_events(batch, "graph_build") == []
+    assert [e["name"] for e in runtime_events(batch, "sync")] == ["sync (HPUEvent::synchronize)"]
+    assert z.cpu().tolist() == [3.0] * 4
+
+
+def test_lazy_only_functions_log_at_import_outside_lazy_mode(
+    hpu: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """core/step_closure.py:45-78 + utils/internal.py:34-46: outside lazy mode `mark_step`,
+    `iter_mark_step` and `add_step_closure` become no-ops when the module is imported, each
+    logged then on the `habana_frameworks.torch.utils.internal` logger (not a Python warning,
+    and nothing when they are called)."""
+    import importlib
+    import logging
+    import sys
+    import warnings
+
+    hpu("eager")
+    import habana_frameworks.torch.core as core
+
+    name = "habana_frameworks.torch.core.step_closure"
+    monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(core, "step_closure", core.step_closure)
+    caplog.clear()  # the first import of core (eager already) logged them too
+    with caplog.at_level(logging.WARNING, logger="habana_frameworks.torch.utils.internal"):
+        fresh = importlib.import_module(name)
+    texts = [r.getMessage() for r in caplog.records if r.name.endswith("utils.internal")]
+    assert texts == [
+        f"Calling {f} function does not have any effect. It's lazy mode only functionality. "
+        "(warning logged once)"
+        for f in ("add_step_closure", "mark_step", "iter_mark_step")
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fresh.mark_step()
+        fresh.iter_mark_step()
+
+
+def test_profiler_module_capability_and_synchronize_signature(hpu: Any) -> None:
+    """profiler/ProfilerApi.py: deprecated calls that warn and drive utils.profiler (the
+    Synapse logger's commands, utils/profiler/csrc/bindings.cpp); hpu/__init__.py:151
+    `synchronize()` takes no device; :263 + device.cpp:1800 `get_device_capability()` is the
+    driver's version string."""
+    hpu("lazy")
+    import habana_frameworks.torch.hpu as hthpu
+    import habana_frameworks.torch.profiler  # noqa: F401  the bridge's package imports
+    import habana_frameworks.torch.utils.profiler as htprofiler
+    from habana_frameworks.torch.profiler import ProfilerApi
+
+    before = len(htprofiler.commands)
+    with pytest.warns(UserWarning, match="setup_profiler is deprecated. Please use habana"):
+        ProfilerApi.setup_profiler()
+    with pytest.warns(UserWarning, match="_start_profiler"):
+        ProfilerApi.start_profiler()
+    with pytest.warns(UserWarning, match="_stop_profiler"):
+        ProfilerApi.stop_profiler()
+    assert htprofiler.commands[before:] == [
+        "stop_data_capture", "no_eager_flush", "use_pid_suffix", "optimize_trace", "restart",
+        "disable_mask",
+    ]  # fmt: skip
+    assert hthpu.get_device_capability() == "1.19.0-561ec20"
+    with pytest.raises(TypeError):
+        hthpu.synchronize(0)  # type: ignore[call-arg]
+    hthpu.synchronize()
+
+
+def _hccl_launches(batch: Any) -> list[str]:
+    return [e["name"] for e in runtime_events(batch, "launch") if "hccl_" in e["name"]]
+
+
+def test_functional_collectives_are_the_c10d_collectives_on_the_nic(hpu: Any) -> None:
+    """ProcessGroupHCCL.cpp runs DTensor's / tensor parallel's `_c10d_functional` ops as the
+    c10d ones: the same `hccl_<op>` launch, and `wait_tensor` launches nothing."""
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as funcol
+    from hpusim.sink import get_sink
+
+    hpu("lazy")
+    dist.init_process_group("hccl", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        t = torch.ones(4, device="hpu")
+        get_sink().drain()
+        dist.all_reduce(t)
+        c10d = _hccl_launches(get_sink().drain())
+        out = funcol.all_reduce(t, "sum", dist.group.WORLD)
+        out = funcol.wait_tensor(out) if hasattr(funcol, "wait_tensor") else out
+        functional = _hccl_launches(get_sink().drain())
+        assert c10d == functional == ["launch hccl_allreduce"]
+        assert out.device.type == "hpu" and out.cpu().tolist() == [1.0] * 4
+    finally:
+        dist.destroy_process_group()

@@ -9,6 +9,8 @@ y/yes/t/true/on/1, integers as integers); unset flags take the defaults of the b
 import os
 from typing import Any
 
+import hpusim.state as _state
+
 DEFAULTS: dict[str, Any] = {
     "PT_HPU_LAZY_MODE": 1,
     "PT_ENABLE_INT64_SUPPORT": False,
@@ -35,9 +37,26 @@ def _parse(raw: str, default: Any) -> Any:
         return raw
 
 
+def _recipe_cache_flag(flag: str) -> Any:
+    """The three flags `PT_HPU_RECIPE_CACHE_CONFIG` sets in the bridge (recipe_cache_config.cpp:
+    51-102), as the running emulator read them; None for other flags or without one."""
+    rt = _state.RT
+    if rt is None:
+        return None
+    config = rt.flags.recipe_cache
+    return {
+        "PT_RECIPE_CACHE_PATH": config.path,
+        "PT_CACHE_FOLDER_DELETE": config.delete_on_init,
+        "PT_CACHE_FOLDER_SIZE_MB": config.max_size_mb,
+    }.get(flag)
+
+
 def get(flag: str) -> Any:
     if flag in _overrides:
         return _overrides[flag]
+    from_config = _recipe_cache_flag(flag)
+    if from_config is not None:
+        return from_config
     default = DEFAULTS.get(flag, False)
     raw = os.environ.get(flag)
     return default if raw is None else _parse(raw, default)
