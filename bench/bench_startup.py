@@ -32,6 +32,11 @@ Every child runs with bytecode caches (`PYTHONDONTWRITEBYTECODE` is dropped from
 environment and every command runs once unmeasured first), as after `pip install`, which
 compiles them: without, each run compiles every hpuprof module it imports again.
 
+After the table, `hpuprof analyze --report bottleneck` on that trace in phases (imports, load,
+analysis, render), each phase's CPU time in one fresh process, median of `--runs`: where the
+end-to-end time goes (`import pandas`, which brings numpy and pyarrow, is the floor of any
+command that analyses a trace).
+
 `--also DIR` measures the hpuprof commands of a second checkout of this repository (e.g. the
 commit before a change, with its built `_kineto_scan` extension) in the same rounds, with DIR
 first on PYTHONPATH; its rows are marked `[DIR's name]`.
@@ -40,6 +45,7 @@ first on PYTHONPATH; its rows are marked `[DIR's name]`.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -71,6 +77,34 @@ analysis.get_gpu_kernel_breakdown(visualize=False)
 analysis.get_idle_time_breakdown(ranks=[1], visualize=False)
 """
 """HTA 0.5.0 asked what `hpuprof analyze --report bottleneck` answers, from a fresh process."""
+
+
+_PHASES = """
+import json, sys, time
+from pathlib import Path
+marks = [("start", time.process_time())]
+def mark(name):
+    marks.append((name, time.process_time()))
+import hpuprof.cli.main
+mark("import click + hpuprof.cli")
+import pandas
+mark("import pandas (numpy, pyarrow)")
+import hpuprof
+from hpuprof.analysis import AnalysisOptions, analyze, parse_reports
+from hpuprof.render import get_renderer
+import hpuprof.analysis.api, hpuprof.analysis.bottleneck, hpuprof.trace.load, hpuprof.trace.cache
+import hpuprof.render.terminal, rich.console, rich.table
+mark("import hpuprof's analysis, loader, render + rich")
+trace = hpuprof.load(Path(sys.argv[1]))
+mark("load (through the load cache)")
+report = analyze(trace, reports=parse_reports("bottleneck"), options=AnalysisOptions())
+mark("analysis (bottleneck)")
+text = get_renderer("text", width=None, color=False).render(report)
+mark("render (text)")
+print(json.dumps({b[0]: b[1] - a[1] for a, b in zip(marks, marks[1:])}))
+"""
+"""`hpuprof analyze --report bottleneck` in phases, each's CPU seconds (a fresh process, the load
+cache filled): where its time goes."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +210,8 @@ def main() -> None:
                     shutil.rmtree(Path(env["HPUPROF_CACHE_DIR"]) / "summaries", ignore_errors=True)
                 samples[name].append(_run_once(argv, env, workdir))
         _report(samples, args)
+        if not no_hta:
+            _report_phases(args, {**base_env, "HPUPROF_CACHE_DIR": str(workdir / "warm")}, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -209,6 +245,21 @@ def _report(samples: dict[str, list[Sample]], args: argparse.Namespace) -> None:
         verdict = "met" if wall_x >= HTA_TARGET_RATIO else "NOT met"
         print(f"HTA / {name}: {wall_x:.2f}x wall, {cpu_x:.2f}x cpu   "
               f">= {HTA_TARGET_RATIO:.0f}x: {verdict}")  # fmt: skip
+
+
+def _report_phases(args: argparse.Namespace, env: dict[str, str], cwd: Path) -> None:
+    """CPU ms of each phase of the bottleneck analysis of `--hta-trace`, median of `--runs`."""
+    runs = []
+    for _ in range(args.runs):
+        done = subprocess.run(
+            [sys.executable, "-c", _PHASES, str(args.hta_trace)],
+            env=env, cwd=cwd, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        runs.append(json.loads(done.stdout.splitlines()[-1]))
+    print(f"hpuprof analyze --report bottleneck {args.hta_trace.name} in phases "
+          f"(cpu ms, median of {args.runs}; one process, load cache filled):")  # fmt: skip
+    for phase in runs[0]:
+        print(f"  {phase:<48}{statistics.median(r[phase] for r in runs) * 1000:>8.0f}")
 
 
 if __name__ == "__main__":
