@@ -10,20 +10,32 @@ is also printed as a ratio to `python -c pass` measured in the same rounds. Targ
 
 `cpu ms` (the child's user + system time) is less disturbed by a busy machine than the wall time.
 `import pandas` is the floor of any command that loads a trace (the events table is pandas).
-`info (cached)` reads the trace through the load cache (a private cache directory, filled by one
-unmeasured run first); `info (no cache)` gets a fresh, empty cache directory each run, so it
-scans the JSON and writes the cache entry as a first run does.
+Three `hpuprof info` rows, each with a private cache directory:
+- `info (cached)`: a repeated `info` of an unchanged file, answered from the file's cached
+  summary (`hpuprof.trace.summary_cache`, written by one unmeasured run first): no load, no
+  pandas;
+- `info (load cache only)`: the summary entries are deleted before each run, so `info` loads the
+  events table through the load cache (what `info (cached)` measured before the summary cache)
+  and writes the summary entry again;
+- `info (no cache)`: a fresh, empty cache directory each run, so it scans the JSON and writes
+  both entries as a first run does.
 
 `hpuprof analyze --report bottleneck` on HTA's `df_index_resolver` trace (one rank, 3 MB gz,
 216k events; `--hta-trace`, from shared/traces/kineto) runs end to end beside HTA 0.5.0 asked
 the same questions in a fresh interpreter (`TraceAnalysis` load, then `get_temporal_breakdown`,
 `get_gpu_kernel_breakdown`, `get_idle_time_breakdown`), when `hta` imports; the ratio of HTA's
-time to hpuprof's is printed (target: at least 10x, issue 27). hpuprof runs through its load
-cache (filled by the unmeasured first run), HTA has none.
+time to hpuprof's is printed (target: at least 10x, issue 27). The first hpuprof row runs
+through its load cache (filled by the unmeasured first run; HTA has none); the `(no cache)` row
+scans the JSON each run, with a fresh, empty cache directory. No analysis result is cached.
 
 Every child runs with bytecode caches (`PYTHONDONTWRITEBYTECODE` is dropped from its
 environment and every command runs once unmeasured first), as after `pip install`, which
 compiles them: without, each run compiles every hpuprof module it imports again.
+
+After the table, `hpuprof analyze --report bottleneck` on that trace in phases (imports, load,
+analysis, render), each phase's CPU time in one fresh process, median of `--runs`: where the
+end-to-end time goes (`import pandas`, which brings numpy and pyarrow, is the floor of any
+command that analyses a trace).
 
 `--also DIR` measures the hpuprof commands of a second checkout of this repository (e.g. the
 commit before a change, with its built `_kineto_scan` extension) in the same rounds, with DIR
@@ -33,6 +45,7 @@ first on PYTHONPATH; its rows are marked `[DIR's name]`.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -64,6 +77,34 @@ analysis.get_gpu_kernel_breakdown(visualize=False)
 analysis.get_idle_time_breakdown(ranks=[1], visualize=False)
 """
 """HTA 0.5.0 asked what `hpuprof analyze --report bottleneck` answers, from a fresh process."""
+
+
+_PHASES = """
+import json, sys, time
+from pathlib import Path
+marks = [("start", time.process_time())]
+def mark(name):
+    marks.append((name, time.process_time()))
+import hpuprof.cli.main
+mark("import click + hpuprof.cli")
+import pandas
+mark("import pandas (numpy, pyarrow)")
+import hpuprof
+from hpuprof.analysis import AnalysisOptions, analyze, parse_reports
+from hpuprof.render import get_renderer
+import hpuprof.analysis.api, hpuprof.analysis.bottleneck, hpuprof.trace.load, hpuprof.trace.cache
+import hpuprof.render.terminal, rich.console, rich.table
+mark("import hpuprof's analysis, loader, render + rich")
+trace = hpuprof.load(Path(sys.argv[1]))
+mark("load (through the load cache)")
+report = analyze(trace, reports=parse_reports("bottleneck"), options=AnalysisOptions())
+mark("analysis (bottleneck)")
+text = get_renderer("text", width=None, color=False).render(report)
+mark("render (text)")
+print(json.dumps({b[0]: b[1] - a[1] for a, b in zip(marks, marks[1:])}))
+"""
+"""`hpuprof analyze --report bottleneck` in phases, each's CPU seconds (a fresh process, the load
+cache filled): where its time goes."""
 
 
 @dataclass(frozen=True)
@@ -145,10 +186,18 @@ def main() -> None:
             commands[f"import hpuprof.cli.main{tag}"] = (import_main, extra)
             commands[f"hpuprof --help{tag}"] = ([*hpuprof, "--help"], extra)
             commands[f"hpuprof info (cached){tag}"] = ([*hpuprof, "info", str(args.trace)], warm)
+            commands[f"hpuprof info (load cache only){tag}"] = (
+                [*hpuprof, "info", str(args.trace)],
+                {**extra, "HPUPROF_CACHE_DIR": str(workdir / f"warm-load{tag}")},
+            )
             commands[f"hpuprof info (no cache){tag}"] = ([*hpuprof, "info", str(args.trace)], extra)
             if not no_hta:
                 bottleneck = [*hpuprof, "analyze", "--report", "bottleneck", str(args.hta_trace)]
                 commands[f"hpuprof analyze (df_index_resolver){tag}"] = (bottleneck, warm)
+                commands[f"hpuprof analyze (df_index_resolver) (no cache){tag}"] = (
+                    bottleneck,
+                    extra,
+                )
         for argv, extra in commands.values():  # bytecode caches and the warm load cache filled
             _run_once(argv, {**base_env, **extra}, workdir)
         samples: dict[str, list[Sample]] = {name: [] for name in commands}
@@ -157,8 +206,12 @@ def main() -> None:
                 env = {**base_env, **extra}
                 if "(no cache)" in name:  # a fresh, empty cache directory each run
                     env["HPUPROF_CACHE_DIR"] = str(workdir / f"cold{round_index}{name}")
+                if "(load cache only)" in name:  # the load cache's entry, no cached summary
+                    shutil.rmtree(Path(env["HPUPROF_CACHE_DIR"]) / "summaries", ignore_errors=True)
                 samples[name].append(_run_once(argv, env, workdir))
         _report(samples, args)
+        if not no_hta:
+            _report_phases(args, {**base_env, "HPUPROF_CACHE_DIR": str(workdir / "warm")}, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -192,6 +245,21 @@ def _report(samples: dict[str, list[Sample]], args: argparse.Namespace) -> None:
         verdict = "met" if wall_x >= HTA_TARGET_RATIO else "NOT met"
         print(f"HTA / {name}: {wall_x:.2f}x wall, {cpu_x:.2f}x cpu   "
               f">= {HTA_TARGET_RATIO:.0f}x: {verdict}")  # fmt: skip
+
+
+def _report_phases(args: argparse.Namespace, env: dict[str, str], cwd: Path) -> None:
+    """CPU ms of each phase of the bottleneck analysis of `--hta-trace`, median of `--runs`."""
+    runs = []
+    for _ in range(args.runs):
+        done = subprocess.run(
+            [sys.executable, "-c", _PHASES, str(args.hta_trace)],
+            env=env, cwd=cwd, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        runs.append(json.loads(done.stdout.splitlines()[-1]))
+    print(f"hpuprof analyze --report bottleneck {args.hta_trace.name} in phases "
+          f"(cpu ms, median of {args.runs}; one process, load cache filled):")  # fmt: skip
+    for phase in runs[0]:
+        print(f"  {phase:<48}{statistics.median(r[phase] for r in runs) * 1000:>8.0f}")
 
 
 if __name__ == "__main__":

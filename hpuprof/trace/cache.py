@@ -24,15 +24,18 @@ import contextlib
 import hashlib
 import os
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.ipc as ipc
+from typing import TYPE_CHECKING
 
 from hpuprof.errors import HpuprofError
 from hpuprof.path_text import path_text
-from hpuprof.trace.atomic_write import atomic_output
-from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from hpuprof.trace.model import Trace
+
+# pyarrow, pandas and the atomic writer are imported by the functions that read or write an
+# entry: `entry_path` alone (the key of the summary cache) is read by `hpuprof info` before it
+# knows whether it needs them (start-up time, issue 27)
 
 LOADER_VERSION = 3
 """Bump when normalization changes without a schema change: invalidates every cache entry."""
@@ -76,6 +79,9 @@ def entry_path(source: Path) -> Path:
 
 def read_cache(source: Path) -> Trace | None:
     """The cached Trace of `source` if an entry matches its current state, else None."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
     from hpuprof.trace.heap import small_pages
     from hpuprof.trace.parquet import trace_from_table
 
@@ -101,6 +107,10 @@ def read_cache(source: Path) -> Trace | None:
 
 def write_cache(source: Path, trace: Trace) -> Path | None:
     """Store `trace` as the cache entry of `source`; returns where, or None if not writable."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from hpuprof.trace.atomic_write import atomic_output
     from hpuprof.trace.parquet import events_table
 
     try:

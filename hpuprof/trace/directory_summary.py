@@ -63,8 +63,10 @@ def summarize_files(
     """The summary of the rank files `files`, each loaded by `load_one` and dropped (or, with
     `cache`, its part read from `summary_cache` when there); `advance` is called with each
     file's size once it is done."""
-    if len(files) == 1:
-        return summary.summarize(load_one(files[0]))  # (its loader's device time, as before)
+    if len(files) == 1:  # (its loader's device time, as before)
+        from hpuprof.trace.summary_cache import file_summary
+
+        return file_summary(files[0], lambda: summary.summarize(load_one(files[0])), cache)
     return merge_parts(list(_parts(files, load_one, advance, cache)))
 
 
@@ -85,7 +87,7 @@ def _part(path: Path, load_one: Callable[[Path], Trace], cache: bool) -> TracePa
     Kineto JSON files), else from its full load; cached only when it warned of nothing (a
     cached part would silence the warning on the next run)."""
     from hpuprof.trace.quick_part import quick_part
-    from hpuprof.trace.summary_cache import read_part, write_part
+    from hpuprof.trace.summary_cache import noting_warnings, read_part, write_part
 
     cached = read_part(path) if cache else None
     if cached is not None:
@@ -95,11 +97,7 @@ def _part(path: Path, load_one: Callable[[Path], Trace], cache: bool) -> TracePa
         if cache:
             write_part(path, quick)
         return quick
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        part = trace_part(load_one(path))
-    for warning in caught:
-        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    if cache and not caught:
+    part, warned = noting_warnings(lambda: trace_part(load_one(path)))
+    if cache and not warned:
         write_part(path, part)
     return part

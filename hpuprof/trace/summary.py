@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
-from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import NO_ID
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from hpuprof.trace.model import Trace
+
+# numpy and pandas are imported by the functions that count: `hpuprof info` reads a cached
+# `TraceSummary` without them (start-up time, issue 27)
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,9 @@ def _counts(column: pd.Series) -> dict[str, int]:
 def _ordered_counts(counts: Counter[str]) -> dict[str, int]:
     """`counts`, most first, in the order `value_counts` gives a categorical column with sorted
     categories (the events table's), so that ties come out as they always did."""
+    import numpy as np
+    import pandas as pd
+
     names = sorted(counts)
     codes = np.repeat(np.arange(len(names)), [counts[n] for n in names])
     column = pd.Series(pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype="str")))

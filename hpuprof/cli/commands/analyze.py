@@ -12,8 +12,9 @@ from hpuprof.cli.command import command, option
 
 @command(
     "analyze",
-    help=f"Analyse traces: {', '.join(report_names())} reports (default: "
-    f"{', '.join(default_report_names())}). With -o the format follows the suffix (.json "
+    help="Analyse traces into reports (--report) as text, JSON, Markdown, HTML or CSV. "
+    f"Reports: {', '.join(report_names())} (default: {', '.join(default_report_names())}). "
+    "With -o the format follows the suffix (.json "
     ".md .html .txt; .csv or a directory: one CSV per table).",
 )
 @click.argument(

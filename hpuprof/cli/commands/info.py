@@ -33,16 +33,15 @@ def _render_text(summary: Any) -> str:
 
 
 def _summary(source: Any, cache: bool) -> Any:
-    """The summary of a trace file, or of a directory's rank files summarized one by one (a bar
-    on stderr counts their bytes when it takes more than a second)."""
-    from hpuprof.trace.load import load
+    """The summary of a trace file (its cached summary when there: no load, no pandas), or of a
+    directory's rank files summarized one by one (a bar on stderr counts their bytes when it
+    takes more than a second)."""
     from hpuprof.trace.progress import delayed_progress
-    from hpuprof.trace.summary import summarize
 
     if not source.is_dir():
-        total = source.stat().st_size if source.is_file() else None
-        with delayed_progress(total, f"loading {source.name}") as progress:
-            return summarize(load(source, cache=cache, progress=progress))
+        from hpuprof.trace.summary_cache import file_summary
+
+        return file_summary(source, lambda: _load_and_summarize(source, cache), cache)
     from hpuprof.trace.directory_summary import summarize_files
     from hpuprof.trace.trace_file import directory_trace_files, load_file
 
@@ -54,10 +53,20 @@ def _summary(source: Any, cache: bool) -> Any:
         )
 
 
+def _load_and_summarize(source: Any, cache: bool) -> Any:
+    from hpuprof.trace.load import load
+    from hpuprof.trace.progress import delayed_progress
+    from hpuprof.trace.summary import summarize
+
+    total = source.stat().st_size if source.is_file() else None
+    with delayed_progress(total, f"loading {source.name}") as progress:
+        return summarize(load(source, cache=cache, progress=progress))
+
+
 @command("info")
 @click.argument("path", help="trace file or directory of rank traces")
 @option("--json", "as_json", is_flag=True, default=False, help="print JSON instead of text")
-@option("--cache/--no-cache", default=True, help="use the load cache")
+@option("--cache/--no-cache", default=True, help="use the load and summary caches")
 def info(path: str, as_json: bool, cache: bool) -> None:
     """Events, time span, ranks, devices, categories, kinds, steps and format of a trace."""
     import json
