@@ -18,6 +18,8 @@ import math
 import statistics
 import sys
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 from time import perf_counter_ns
@@ -116,20 +118,14 @@ class StepLedger:
         *,
         max_steps: int | None = None,
         tokens_per_step: int | None = None,
+        log: Any = None,
     ) -> None:
+        """`log`: a `hpusim.whatif.WorkLog` to record the device work in (what-if runs)."""
         self.rt = rt
         self.max_steps = max_steps
         self.tokens_per_step = tokens_per_step
-        self._starts = array("q")
-        self._ends = array("q")
-        self._engines = array("b")
-        self._flops = array("q")
-        self._bounds: dict[str, list[tuple[int, int, int, int, int, int]]] = {
-            "optimizer": [],
-            "mark_step": [],
-        }
+        self.log = log
         self._pending: str | None = None
-        self._marks = array("q")  # mark_steps that did not close an optimizer step
         self.compiles = 0
         self.recompiles = 0
         self.compile_ns = 0
@@ -141,8 +137,10 @@ class StepLedger:
         self._model_size = 0
         self._handles: list[Any] = []
         self._grad_hooked: set[int] = set()
-        self._grads: list[tuple[Any, int, int, int]] = []  # (param ref, gid, bytes, ready)
-        self.origin_ns = rt.timeline.at(perf_counter_ns())
+        self._grads: list[tuple[Any, int, int, int, int]] = []
+        """(param ref, storage id, bytes, ready, key) of this step's gradients so far."""
+        self._grad_keys: dict[int, int] = {}  # id(param) -> its key in the what-if log
+        self.book = StepBook(rt.timeline.at(perf_counter_ns()))
 
     # --- installation ----------------------------------------------------------------------
     def install(self) -> None:
@@ -156,7 +154,9 @@ class StepLedger:
         )
 
         self.rt.attach_ledger(self)
-        self.rt.timeline.listener = self.on_device
+        self.rt.timeline.listener = self.book.on_device
+        if self.log is not None:
+            self.log.attach(self.rt.timeline, self.book.origin_ns)
         self._handles = [
             register_module_forward_pre_hook(self._fwd_pre),
             register_module_forward_hook(self._fwd_post, always_call=True),
@@ -165,18 +165,30 @@ class StepLedger:
         ]
 
     def uninstall(self) -> None:
+        """Close the run (a step the optimizer left pending, the end of the run), then stop
+        watching."""
+        if self.rt.ledger is self and self.book.end_ns is None:
+            self._close_run()
         while self._handles:
             self._handles.pop().remove()
         if self.rt.ledger is self:
             self.rt.detach_ledger(self)
             self.rt.timeline.listener = None
+            if self.log is not None:
+                self.log.detach(self.rt.timeline)
+
+    def _close_run(self) -> None:
+        if self._pending is not None:
+            kind, self._pending = self._pending, None
+            self._boundary(kind, stop=False)
+        tl = self.rt.timeline
+        host = tl.at(perf_counter_ns())
+        counts = (self.compiles, self.compile_ns, self.tokens, self.samples)
+        self.book.finish(max(host, tl.idle_at()), counts)
+        if self.log is not None:
+            self.log.end(host - tl.waited_ns, counts)
 
     # --- runtime callbacks -----------------------------------------------------------------
-    def on_device(self, engine: int, start: int, dur: int, flops: int) -> None:
-        self._starts.append(start)
-        self._ends.append(start + dur)
-        self._engines.append(engine)
-        self._flops.append(flops if engine == ENGINE_MME else 0)
 
     def on_flush(self, n_ops: int, look: Any) -> None:
         if look.hit:
@@ -190,9 +202,7 @@ class StepLedger:
     def on_mark_step(self) -> None:
         closes_step = self._pending is not None
         self.close_pending()
-        self._boundary("mark_step")
-        if not closes_step:
-            self._marks.append(self._bounds["mark_step"][-1][0])
+        self._boundary("mark_step", mark=not closes_step)
 
     def on_op(self) -> None:
         """A device op after an optimizer step in lazy mode: the step's graph was launched."""
@@ -216,17 +226,18 @@ class StepLedger:
         else:
             self._boundary("optimizer")
 
-    def _boundary(self, kind: str) -> None:
+    def _boundary(self, kind: str, *, mark: bool = False, stop: bool = True) -> None:
         """Close the step: on the projected host clock, and once the device finished what the
-        host launched before it."""
+        host launched before it. `mark`: a mark_step inside an optimizer step."""
         tl = self.rt.timeline
         host = tl.at(perf_counter_ns())
-        end = max(host, tl.idle_at())
-        self._bounds[kind].append(
-            (end, self.compiles, self.compile_ns, self.tokens, self.samples, len(self._starts))
-        )
-        done = self.max_steps is not None and len(self._bounds[kind]) >= self.max_steps
-        if done and (kind == "optimizer" or not self._bounds["optimizer"]):
+        counts = (self.compiles, self.compile_ns, self.tokens, self.samples)
+        book = self.book
+        book.bound(kind, max(host, tl.idle_at()), counts, mark)
+        if self.log is not None:
+            self.log.boundary(kind, host - tl.waited_ns, counts, mark)
+        done = stop and self.max_steps is not None and len(book.bounds[kind]) >= self.max_steps
+        if done and (kind == "optimizer" or not book.bounds["optimizer"]):
             raise StopPrediction
 
     # --- model inputs (tokens, samples) ----------------------------------------------------
@@ -276,6 +287,7 @@ class StepLedger:
             if not p.requires_grad or id(p) in self._grad_hooked:
                 continue
             self._grad_hooked.add(id(p))
+            self._grad_keys[id(p)] = len(self._grad_keys)
             ref = weakref.ref(p)
 
             def hook(param: Any, ref: Any = ref) -> None:
@@ -294,8 +306,11 @@ class StepLedger:
         gid = int(getattr(grad, "_gid", 0))
         if gid:
             tl.watch.setdefault(gid, 0)  # lazy: set when its graph is launched
+        key = self._grad_keys.get(id(p), -1)
+        if self.log is not None:
+            self.log.grad_ready(key, gid)
         self._grads = [g for g in self._grads if g[0] is not ref]
-        self._grads.append((ref, gid, nbytes, ready))
+        self._grads.append((ref, gid, nbytes, ready, key))
 
     def _all_reduce_grads(self) -> None:
         """DDP's all-reduce of this step's gradients, in buckets, then the compute stream waits
@@ -304,7 +319,7 @@ class StepLedger:
         if not grads:
             return
         rt, tl = self.rt, self.rt.timeline
-        buckets: list[list[tuple[Any, int, int, int]]] = [[]]
+        buckets: list[list[tuple[Any, int, int, int, int]]] = [[]]
         size, cap = 0, DDP_FIRST_BUCKET_BYTES
         for g in grads:  # in the order the backward produced them
             buckets[-1].append(g)
@@ -320,10 +335,21 @@ class StepLedger:
             for b in buckets:
                 nbytes = sum(g[2] for g in b)
                 cost = _CollectiveCost(tl.collective_ns("all_reduce", nbytes), nbytes, rt)
+                cost.ddp = True
                 gids = tuple((g[1], g[2]) for g in b if g[1])
                 rt.graph.add(("hpuprof::ddp_all_reduce", (nbytes,)), cost, perf_counter_ns())
                 rt.graph.note_dataflow(gids, gids)
             return
+        if self.log is not None:  # what-if: replayed for each card count (none on one card)
+            self.log.ddp_all_reduce(
+                tuple((sum(g[2] for g in b), tuple((g[4], g[1]) for g in b)) for b in buckets),
+                rt.lazy,
+            )
+        with _unlogged(self.log):
+            self._schedule_buckets(buckets)
+
+    def _schedule_buckets(self, buckets: list[list[tuple[Any, int, int, int, int]]]) -> None:
+        rt, tl = self.rt, self.rt.timeline
         for b in buckets:
             nbytes = sum(g[2] for g in b)
             # lazy: launched already, ready when its graph wrote each gradient
@@ -345,24 +371,99 @@ class StepLedger:
     # --- the result ------------------------------------------------------------------------
     def steps(self) -> list[StepRecord]:
         """The closed steps (optimizer steps, else mark_step steps)."""
-        self.close_pending()
-        bounds = self._bounds["optimizer"] or self._bounds["mark_step"]
+        if self.book.end_ns is None:
+            self._close_run()
+        return self.book.steps(self.facts().tokens_per_step)
+
+    def facts(self, exit_code: int = 0, standins: tuple[str, ...] = ()) -> RunFacts:
+        """What the run observed that no device decides."""
+        rt = self.rt
+        return RunFacts(
+            mode=rt.config.mode,
+            timeline=rt.config.timeline,
+            compiles=self.compiles,
+            recompiles=self.recompiles,
+            compile_ns=self.compile_ns,
+            tokens_seen=self.tokens_seen,
+            tokens_per_step=self.tokens_per_step,
+            fake=rt.fake is not None,
+            standins=standins,
+            exit_code=exit_code,
+        )
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What one run observed that no device or card count decides (a what-if shares them)."""
+
+    mode: str
+    timeline: str
+    compiles: int
+    recompiles: int
+    compile_ns: int
+    tokens_seen: bool
+    tokens_per_step: int | None
+    fake: bool
+    standins: tuple[str, ...] = ()
+    exit_code: int = 0
+
+
+class StepBook:
+    """The step boundaries and device nodes of one projection: the live run's (`StepLedger`)
+    or a what-if replay's (`hpusim.whatif`); `steps()` cuts the nodes into steps."""
+
+    def __init__(self, origin_ns: int) -> None:
+        self.origin_ns = origin_ns
+        self.end_ns: int | None = None
+        """When the run ended (host and device done), once it did."""
+        self._end_counts = (0, 0, 0, 0)
+        self._starts = array("q")
+        self._ends = array("q")
+        self._engines = array("b")
+        self._flops = array("q")
+        self.bounds: dict[str, list[tuple[int, int, int, int, int]]] = {
+            "optimizer": [],
+            "mark_step": [],
+        }
+        """Per kind: (end, compiles, compile ns, tokens, samples so far) of each boundary."""
+        self._marks = array("q")  # mark_steps that did not close an optimizer step
+
+    def on_device(self, engine: int, start: int, dur: int, flops: int) -> None:
+        self._starts.append(start)
+        self._ends.append(start + dur)
+        self._engines.append(engine)
+        self._flops.append(flops if engine == ENGINE_MME else 0)
+
+    def bound(self, kind: str, end: int, counts: tuple[int, int, int, int], mark: bool) -> None:
+        """A step boundary of `kind` at `end` with the run's counts so far; `mark`: a
+        mark_step inside an optimizer step (cuts it into micro-steps)."""
+        self.bounds[kind].append((end, *counts))
+        if mark:
+            self._marks.append(end)
+
+    def finish(self, end: int, counts: tuple[int, int, int, int]) -> None:
+        """The run ended at `end` with these counts (compiles, compile ns, tokens, samples)."""
+        self.end_ns = end
+        self._end_counts = counts
+
+    def steps(self, tokens_per_step: int | None = None) -> list[StepRecord]:
+        """The closed steps (optimizer steps, else mark_step steps, else the whole run)."""
+        bounds = self.bounds["optimizer"] or self.bounds["mark_step"]
         if not bounds:
-            tl = self.rt.timeline
-            end = max(tl.at(perf_counter_ns()), tl.idle_at())
-            bounds = [(end, self.compiles, self.compile_ns, self.tokens, self.samples, 0)]
+            end = self.end_ns if self.end_ns is not None else self.origin_ns
+            bounds = [(end, *self._end_counts)]
         starts = self._sorted_intervals()
-        marks = sorted(self._marks) if self._bounds["optimizer"] else []
+        marks = sorted(self._marks) if self.bounds["optimizer"] else []
         out: list[StepRecord] = []
-        prev = (self.origin_ns, 0, 0, 0, 0, 0)
+        prev = (self.origin_ns, 0, 0, 0, 0)
         for i, b in enumerate(bounds):
             lo, hi = prev[0], b[0]
             cuts = [lo, *(m for m in marks if lo < m < hi), hi]
             micro = tuple(e - s for s, e in pairwise(cuts)) if marks else ()
             busy, comm, flops = _window(starts, lo, hi)
             tokens = b[3] - prev[3]
-            if self.tokens_per_step is not None:
-                tokens = self.tokens_per_step
+            if tokens_per_step is not None:
+                tokens = tokens_per_step
             out.append(
                 StepRecord(
                     i, lo, hi, b[1] - prev[1], b[2] - prev[2], flops, tokens, b[4] - prev[4],
@@ -392,11 +493,32 @@ _CALL_FRAMES: Final = frozenset({"inner", "_call_impl", "_wrapped_call_impl"})
 
 class _CollectiveCost:
     """A lazy-graph pseudo op: a collective on the NIC (device_model.run_graph); DDP's bucket
-    all-reduce unless `name` says otherwise."""
+    all-reduce unless `name` says otherwise. `kind`, `nbytes` and `group` (its cards; None:
+    the data-parallel world) price it again on another device; `ddp`: DDP's gradient
+    all-reduce, which a one-card what-if leaves out."""
 
-    __slots__ = ("dev_name", "dur", "engine", "flops", "fusible", "low", "nbytes")
+    __slots__ = (
+        "ddp",
+        "dev_name",
+        "dur",
+        "engine",
+        "flops",
+        "fusible",
+        "group",
+        "kind",
+        "low",
+        "nbytes",
+    )
 
-    def __init__(self, dur: int, nbytes: int, rt: Any, name: str = "") -> None:
+    def __init__(
+        self,
+        dur: int,
+        nbytes: int,
+        rt: Any,
+        name: str = "",
+        kind: str = "all_reduce",
+        group: int | None = None,
+    ) -> None:
         self.engine = ENGINE_NIC
         self.dur = dur
         self.nbytes = nbytes
@@ -404,6 +526,9 @@ class _CollectiveCost:
         self.fusible = False
         self.low = False
         self.dev_name = rt.sink.intern(name) if name else _ddp_name(rt)
+        self.kind = kind
+        self.group = group
+        self.ddp = False
 
 
 def _ddp_name(rt: Any) -> int:
@@ -429,7 +554,7 @@ def modeled_collective(kind: str, src: Any, out: Any, cards: int) -> Any:
     nbytes = max(src_bytes, out_bytes)
     dur = tl.collective_ns(kind, nbytes, cards)
     cost = _CollectiveCost(
-        dur, nbytes, rt, f"{kind.replace('_', '')} (tensor parallel x{cards}, modeled)"
+        dur, nbytes, rt, f"{kind.replace('_', '')} (tensor parallel x{cards}, modeled)", kind, cards
     )
     if rt.lazy:
         rt.graph.add((f"hpuprof::tp_{kind}", (nbytes, cards)), cost, perf_counter_ns())
@@ -439,6 +564,20 @@ def modeled_collective(kind: str, src: Any, out: Any, cards: int) -> Any:
     tl.wait_collectives()
     rt.events.modeled_collective(cost.dev_name, start, dur, nbytes)
     return out
+
+
+@contextmanager
+def _unlogged(log: Any) -> Iterator[None]:
+    """Device work the what-if log records in its own terms (DDP's all-reduce) is not logged
+    again as plain scheduling."""
+    if log is None:
+        yield
+        return
+    log.paused += 1
+    try:
+        yield
+    finally:
+        log.paused -= 1
 
 
 def _merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -483,6 +622,14 @@ def warmup_count(steps: list[StepRecord]) -> int:
     return n
 
 
+@dataclass(frozen=True)
+class MemoryFacts:
+    """The modeled HBM of a run on one device: its peak and where it ran out (None: fits)."""
+
+    peak_bytes: int
+    oom_at: str | None
+
+
 def summarize(
     ledger: StepLedger,
     *,
@@ -491,20 +638,39 @@ def summarize(
 ) -> Prediction:
     """The prediction of a finished run (median over the steps after warm-up)."""
     rt = ledger.rt
-    p = rt.profile
-    cfg = rt.config
-    steps = ledger.steps()
+    alloc = rt.alloc
+    oom = alloc.oom_at.text() if alloc.oom_at is not None else None
+    ledger.steps()  # closes the run if it is still open
+    return project(
+        ledger.book,
+        ledger.facts(exit_code, standins),
+        rt.profile,
+        rt.config.cards,
+        MemoryFacts(alloc.peak, oom),
+    )
+
+
+def project(
+    book: StepBook,
+    facts: RunFacts,
+    p: Any,
+    cards: int,
+    memory: MemoryFacts,
+    notes: tuple[str, ...] = (),
+) -> Prediction:
+    """The prediction from one projection's steps on device profile `p` at `cards` cards
+    (the live run's, or a what-if replay's); `notes` join the assumptions."""
+    steps = book.steps(facts.tokens_per_step)
     warm = warmup_count(steps)
     measured = steps[warm:] or steps
     times = [s.duration_ns for s in measured]
     step_ns = float(statistics.median(times)) if times else 0.0
-    cards = cfg.cards
     per = _median_of(measured, lambda s: s.samples)
     tok = _median_of(measured, lambda s: s.tokens)
     flops = _median_of(measured, lambda s: s.model_flops)
     step_s = step_ns / 1e9 if step_ns > 0 else None
     samples_per_s = cards * per / step_s if step_s and per else None
-    tokens_known = ledger.tokens_seen or ledger.tokens_per_step is not None
+    tokens_known = facts.tokens_seen or facts.tokens_per_step is not None
     tokens_per_s = cards * tok / step_s if step_s and tok and tokens_known else None
     achieved = flops / step_s / 1e12 if step_s and flops else None
     mfu = 100.0 * achieved / p.mme_bf16_tflops if achieved is not None else None
@@ -514,13 +680,11 @@ def summarize(
         if s.duration_ns > 0
     ]
     comm = [100.0 * s.comm_exposed_ns / s.duration_ns for s in measured if s.duration_ns > 0]
-    alloc = rt.alloc
-    peak = alloc.peak
-    oom = alloc.oom_at.text() if alloc.oom_at is not None else None
+    peak = memory.peak_bytes
     assumptions = [
         f"device times MODELED from the {p.name} profile (runtime/hpusim/data/"
         "device_profiles.json; calibration in docs/device-model.md)",
-        f"{cfg.mode} mode; host timeline projected: the script's own Python measured, the "
+        f"{facts.mode} mode; host timeline projected: the script's own Python measured, the "
         "bridge's host costs modeled, the emulator's CPU work removed",
         f"step time: median of {len(measured)} step(s) after {warm} warm-up step(s); a step "
         "ends when both the host and the device are done with it",
@@ -533,22 +697,24 @@ def summarize(
             "all-reduced once per optimizer step in DDP's 25 MB buckets over the scale-up links "
             "(scale-out ports beyond 8 cards), overlapping the backward"
         )
-    if ledger.tokens_per_step is not None:
-        assumptions.append(f"tokens per step given: {ledger.tokens_per_step}")
-    elif ledger.tokens_seen:
+    if facts.tokens_per_step is not None:
+        assumptions.append(f"tokens per step given: {facts.tokens_per_step}")
+    elif facts.tokens_seen:
         assumptions.append(
             "tokens: integer input ids [batch, seq] fed to the outermost model (the module "
             "with the most parameters called at top level), counted once per call"
         )
     else:
         assumptions.append("tokens unknown: no integer [batch, seq] input ids reached the model")
-    if rt.fake is not None:
+    if facts.fake:
+        standins = facts.standins
         assumptions.append(
             f"fake compute: no values exist (host tensors of {HOST_FAKE_MIN_BYTES // 2**20} MiB "
             "or more are fake too, so a model built on the host costs no memory); host reads "
             "of fake values got stand-ins"
             + (f" ({len(standins)} call sites)" if standins else " (none happened)")
         )
+    assumptions.extend(notes)
     return Prediction(
         device=p.name,
         cards=cards,
@@ -559,25 +725,25 @@ def summarize(
         model_flops_per_step=float(flops) if flops else None,
         achieved_tflops_per_card=achieved,
         mfu_pct=mfu,
-        compilations=ledger.compiles,
-        recompilations=ledger.recompiles,
-        compile_time_s=ledger.compile_ns / 1e9,
+        compilations=facts.compiles,
+        recompilations=facts.recompiles,
+        compile_time_s=facts.compile_ns / 1e9,
         peak_hbm_gib=peak / GIB,
         hbm_gib=p.hbm_gbytes * 1e9 / GIB,
         fits=peak <= p.usable_hbm_bytes,
-        oom_at=oom,
+        oom_at=memory.oom_at,
         host_bound_pct=statistics.fmean(idle) if idle else None,
         comm_pct=statistics.fmean(comm) if comm else None,
-        timeline=cfg.timeline,
+        timeline=facts.timeline,
         assumptions=tuple(assumptions),
-        mode=cfg.mode,
+        mode=facts.mode,
         warmup_steps=warm,
         step_times_s=tuple(s.duration_ns / 1e9 for s in steps),
         micro_step_times_s=tuple(tuple(m / 1e9 for m in s.micro_ns) for s in steps),
         samples_per_step=per or None,
         tokens_per_step=tok if tokens_known and tok else None,
-        exit_code=exit_code,
-        standins=standins,
+        exit_code=facts.exit_code,
+        standins=facts.standins,
     )
 
 
@@ -591,11 +757,15 @@ def _median_of(steps: list[StepRecord], key: Any) -> float:
 
 __all__ = [
     "COMPUTE_ENGINES",
+    "MemoryFacts",
     "Prediction",
+    "RunFacts",
+    "StepBook",
     "StepLedger",
     "StepRecord",
     "StopPrediction",
     "modeled_collective",
+    "project",
     "summarize",
     "warmup_count",
 ]
