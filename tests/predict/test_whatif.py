@@ -52,15 +52,21 @@ def _figures(pred: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("device", "cards", "mode"),
-    [("gaudi2", 1, "lazy"), ("gaudi2", 8, "lazy"), ("gaudi3", 64, "lazy"), ("gaudi2", 8, "eager")],
+    ("device", "cards", "mode", "extra"),
+    [
+        ("gaudi2", 1, "lazy", ()),
+        ("gaudi2", 8, "lazy", ()),
+        ("gaudi3", 64, "lazy", ()),
+        ("gaudi2", 8, "eager", ()),
+        ("gaudi2", 16, "lazy", ("--tp", "2", "--accum", "2")),  # TP collectives, micro-steps
+    ],
 )
 def test_replay_of_the_run_equals_the_live_prediction(
-    one_run: Any, device: str, cards: int, mode: str
+    one_run: Any, device: str, cards: int, mode: str, extra: tuple[str, ...]
 ) -> None:
     from hpusim.whatif import Combination
 
-    one = one_run(device, cards, mode, str(TRAIN), *DECODER)
+    one = one_run(device, cards, mode, str(TRAIN), *DECODER, *extra)
     assert one.log is not None and one.log.events
     replayed = one.predict(Combination(device, cards), replayed=True)
     assert _figures(replayed) == _figures(one.live)

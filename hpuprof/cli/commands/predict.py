@@ -67,14 +67,14 @@ def parse_cards(value: str) -> list[int]:
     """`1,8,64` -> the card counts, each once, in order; UsageError naming the choices."""
     from hpuprof.errors import UsageError
 
-    choices = f"1-{SERVER_CARDS} in one server or a multiple of {SERVER_CARDS} (whole servers)"
+    choices = f"1-{SERVER_CARDS} in one server or a multiple of {SERVER_CARDS} (whole servers),"
     out: list[int] = []
     for text in _split(value) or [value]:
         n = int(text) if text.isdigit() else 0
         if n < 1 or (n > SERVER_CARDS and n % SERVER_CARDS):
             raise UsageError(
                 f"--cards {value!r}: {text!r} is not a card count; choose {choices} "
-                "(several separated by commas, e.g. 1,8,64)"
+                "several separated by commas (e.g. 1,8,64)"
             )
         out.append(n)
     return list(dict.fromkeys(out))
