@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hpuprof.capture.max_batch import batch_value, search_max_batch, with_batch
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     per_sample=st.integers(1, 1000),
     base=st.integers(0, 5000),

@@ -29,14 +29,14 @@ FIGURES = [
 
 @pytest.fixture
 def one_run(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """`one_run(device, cards, mode, *command) -> OneRun`: the script run once with its work
-    log recorded (the CLI's own path), the runtime disabled after."""
+    """`one_run(device, cards, mode, *command, steps=3) -> OneRun`: the script run once with
+    its work log recorded (the CLI's own path), the runtime disabled after."""
     from hpuprof.cli.commands.predict import _predict_run
 
     monkeypatch.delenv("PT_HPU_LAZY_MODE", raising=False)
 
-    def run(device: str, cards: int, mode: str, *command: str) -> Any:
-        result = _predict_run(["python", *command], device, cards, 3, None, mode, None, True)
+    def run(device: str, cards: int, mode: str, *command: str, steps: int = 3) -> Any:
+        result = _predict_run(["python", *command], device, cards, steps, None, mode, None, True)
         assert not isinstance(result, int), "the script failed"
         return result[0]
 
@@ -59,14 +59,23 @@ def _figures(pred: Any) -> dict[str, Any]:
         ("gaudi3", 64, "lazy", ()),
         ("gaudi2", 8, "eager", ()),
         ("gaudi2", 16, "lazy", ("--tp", "2", "--accum", "2")),  # TP collectives, micro-steps
+        ("gaudi2", 8, "compile", ("compiled",)),  # torch.compile, a graph break, host-built
     ],
+    ids=["lazy-1", "lazy-8", "gaudi3-lazy-64", "eager-8", "tp2-accum2-16", "compile-8"],
 )
 def test_replay_of_the_run_equals_the_live_prediction(
-    one_run: Any, device: str, cards: int, mode: str, extra: tuple[str, ...]
+    one_run: Any, tmp_path: Path, device: str, cards: int, mode: str, extra: tuple[str, ...]
 ) -> None:
     from hpusim.whatif import Combination
 
-    one = one_run(device, cards, mode, str(TRAIN), *DECODER, *extra)
+    command = (str(TRAIN), *DECODER, *extra)
+    if extra == ("compiled",):
+        from .test_training_kernels import COMPILED
+
+        script = tmp_path / "compiled.py"
+        script.write_text(textwrap.dedent(COMPILED))
+        command = (str(script),)
+    one = one_run(device, cards, mode, *command)
     assert one.log is not None and one.log.events
     replayed = one.predict(Combination(device, cards), replayed=True)
     assert _figures(replayed) == _figures(one.live)
@@ -75,28 +84,41 @@ def test_replay_of_the_run_equals_the_live_prediction(
         assert one.live.comm_pct is not None
     # the replay is priced again, not copied: another device gives other figures
     other = one.predict(Combination("gaudi3" if device == "gaudi2" else "gaudi2", cards))
-    assert other.model_flops_per_step == one.live.model_flops_per_step
     assert other.mfu_pct != one.live.mfu_pct
+    if extra != ("compiled",):  # (the toy's small matmuls run on Gaudi 3's TPCs: no MME FLOPs)
+        assert other.model_flops_per_step == one.live.model_flops_per_step
 
 
 def test_replay_on_another_device_and_one_card_agrees_with_a_live_run(one_run: Any) -> None:
-    """A device-bound step (a 7B-shaped layer at seq 2048): the replay of a gaudi2 x 8 run on
-    gaudi3 x 1 against a live gaudi3 x 1 run (the host time of two runs differs a little)."""
+    """A device-bound step (a 7B-shaped layer, batch 8 x seq 4096: the device idles ~7 % of
+    it): the replay of a gaudi2 x 8 run on gaudi3 x 1 against a live gaudi3 x 1 run (two runs:
+    the script's measured host time differs a little)."""
     from hpusim.whatif import Combination
 
-    command = (str(TRAIN), "--model", "llama2-7b", "--layers", "2", "--seq", "2048")
-    one = one_run("gaudi2", 8, "lazy", *command, "--steps", "3")
+    command = (str(TRAIN), "--model", "llama2-7b", "--layers", "1", "--seq", "4096")
+    command += ("--batch", "8", "--steps", "4")
+    one = one_run("gaudi2", 8, "lazy", *command, steps=4)
     replayed = one.predict(Combination("gaudi3", 1))
-    live = one_run("gaudi3", 1, "lazy", *command, "--steps", "3").live
+    live = one_run("gaudi3", 1, "lazy", *command, steps=4).live
     assert replayed.comm_pct == live.comm_pct == pytest.approx(0.0, abs=1e-9)
     assert replayed.model_flops_per_step == live.model_flops_per_step
     assert replayed.compilations == live.compilations
-    assert replayed.step_time_s == pytest.approx(live.step_time_s, rel=0.03)
-    assert replayed.mfu_pct == pytest.approx(live.mfu_pct, rel=0.03)
+    # the device's part agrees closely; the step, with the host's idle gaps, within the two
+    # runs' host noise (4-7 % idle measured at load 8)
+    assert _busy_s(replayed) == pytest.approx(_busy_s(live), rel=0.02)
+    assert replayed.step_time_s == pytest.approx(live.step_time_s, rel=0.05)
+    assert replayed.mfu_pct == pytest.approx(live.mfu_pct, rel=0.05)
     # and the card counts scale the all-reduce: more cards, more exposed communication time
     eight, sixty_four = (one.predict(Combination("gaudi2", n)) for n in (8, 64))
     assert eight.step_time_s is not None and sixty_four.step_time_s is not None
     assert sixty_four.step_time_s >= eight.step_time_s
+
+
+def _busy_s(pred: Any) -> float:
+    """The step's device-busy seconds (the median step less its mean idle share)."""
+    assert pred.step_time_s is not None and pred.host_bound_pct is not None
+    busy: float = pred.step_time_s * (1 - pred.host_bound_pct / 100)
+    return busy
 
 
 def test_memory_fits_on_one_device_and_not_the_other(one_run: Any, tmp_path: Path) -> None:

@@ -221,8 +221,8 @@ def predict_command(
         return code
     table = whatif_rows(one, [(d, c) for d in devices for c in card_counts])
     doc = whatif_json(table)
-    if prof is not None:
-        _write_prediction(prof.dirpath, doc)
+    if prof is not None:  # the trace is the run's: its own prediction, the what-if beside it
+        _write_prediction(prof.dirpath, one.live.to_json(), whatif=doc)
     print(json.dumps(doc, indent=2) if fmt == "json" else format_whatif(doc, prof))
     return code
 
@@ -380,12 +380,18 @@ def _profiler(output: Path, command: list[str]) -> Any:
     )
 
 
-def _write_prediction(root: Path, data: dict[str, Any]) -> None:
+def _write_prediction(
+    root: Path, data: dict[str, Any], whatif: dict[str, Any] | None = None
+) -> None:
     from hpuprof.capture.run_dir import update_manifest
     from hpuprof.trace.atomic_write import write_bytes_atomic
 
     write_bytes_atomic(root / "prediction.json", (json.dumps(data, indent=2) + "\n").encode())
-    update_manifest(root, {"prediction": "prediction.json", "timeline": "projected"})
+    entries = {"prediction": "prediction.json", "timeline": "projected"}
+    if whatif is not None:
+        write_bytes_atomic(root / "whatif.json", (json.dumps(whatif, indent=2) + "\n").encode())
+        entries["whatif"] = "whatif.json"
+    update_manifest(root, entries)
 
 
 def _fmt_value(key: str, value: Any) -> str:
@@ -471,6 +477,8 @@ def _cell(key: str, value: Any) -> str:
         return f"{value:.1f}"
     if key == "step_time_s" and isinstance(value, float):
         return f"{value * 1e3:,.1f} ms"
+    if key in ("samples_per_s", "tokens_per_s") and isinstance(value, float):
+        return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
     return _fmt_value(key, value)
 
 
