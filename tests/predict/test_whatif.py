@@ -18,6 +18,17 @@ REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "bench" / "calibration" / "train_decoder.py"
 DECODER = ("--model", "llama2-7b", "--layers", "1", "--seq", "256", "--steps", "3")
 
+BIG = textwrap.dedent(
+    """
+    import torch
+    import habana_frameworks.torch.core as htcore
+    blocks = [torch.empty(2**30, dtype=torch.bfloat16, device="hpu") for _ in range(50)]
+    w = torch.empty(2**30, dtype=torch.bfloat16, device="hpu")
+    (w * 2).sum()
+    htcore.mark_step()
+    """
+)
+"""100 GiB of weights, then a kernel: over Gaudi 2's usable HBM, under Gaudi 3's."""
 FIGURES = [
     *("step_time_s", "step_times_s", "micro_step_times_s", "samples_per_s", "tokens_per_s"),
     *("model_flops_per_step", "achieved_tflops_per_card", "mfu_pct", "compilations"),
@@ -127,24 +138,31 @@ def test_memory_fits_on_one_device_and_not_the_other(one_run: Any, tmp_path: Pat
     from hpusim.whatif import Combination
 
     script = tmp_path / "big.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import torch
-            import habana_frameworks.torch.core as htcore
-            blocks = [torch.empty(2**30, dtype=torch.bfloat16, device="hpu") for _ in range(50)]
-            w = torch.empty(2**30, dtype=torch.bfloat16, device="hpu")
-            (w * 2).sum()
-            htcore.mark_step()
-            """
-        )
-    )
+    script.write_text(BIG)
     one = one_run("gaudi3", 1, "lazy", str(script))
     assert one.live.fits and one.live.oom_at is None
     g2 = one.predict(Combination("gaudi2", 1))
     assert not g2.fits and g2.oom_at is not None and "in use of 87.54 GiB" in g2.oom_at
     live_g2 = one_run("gaudi2", 1, "lazy", str(script)).live
     assert g2.oom_at == live_g2.oom_at
+
+
+def test_the_table_says_where_a_combination_runs_out_of_memory(
+    run_predict: Any, tmp_path: Path
+) -> None:
+    from hpuprof.cli.commands.predict import format_whatif
+
+    script = tmp_path / "big.py"
+    script.write_text(BIG)
+    code, out, err = run_predict(str(script), options=("--device", "gaudi2,gaudi3"))
+    assert code == 0, err
+    doc = json.loads(out)
+    text = format_whatif(doc)
+    rows = {line.split()[0]: line for line in text.splitlines()[2:4]}
+    assert rows["gaudi2"].endswith(" no") and rows["gaudi3"].endswith(" yes")
+    g2 = doc["predictions"][0]
+    assert f"gaudi2 x 1 would run out of memory at {g2['oom_at']}" in text
+    assert "gaudi3 x 1 would run out" not in text
 
 
 @pytest.mark.parametrize(
