@@ -19,7 +19,9 @@ Then the "what if" table: the device-built step once more as `hpuprof predict --
 gaudi2,gaudi3 --cards 1,8,64`, one run of the script (on gaudi2 x 64, its device work logged)
 and a replay per other combination: each combination's prediction and what it cost (the replay's
 seconds, as `predict` reports them, against the run's; target under 10 % each), and the whole
-command's wall time beside the single-combination device-built run above (the log's cost).
+command's wall time beside the single-combination device-built run above. Then what the log
+costs the one run: at `--ab-layers` layers, gaudi2 x 64 alone against the what-if (which runs
+gaudi2 x 64 and replays the rest), alternated ABBA over `--ab-rounds` rounds.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -73,6 +76,8 @@ def main() -> int:
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--baseline-timeout", type=float, default=None, metavar="S")
     ap.add_argument("--no-whatif", action="store_true")
+    ap.add_argument("--ab-layers", type=int, default=4, help="layers of the log-cost A/B")
+    ap.add_argument("--ab-rounds", type=int, default=4, help="rounds of it (0: none)")
     args = ap.parse_args()
     model = ["--model", "llama2-7b", "--seq", str(args.seq), "--steps", str(args.steps)]
     hpuprof = str(Path(sys.executable).with_name("hpuprof"))
@@ -98,6 +103,8 @@ def main() -> int:
         )
     if not args.no_whatif:
         within = whatif(cmd, walls["device"]) and within
+        if args.ab_rounds:
+            log_cost(cmd, args.ab_layers, args.ab_rounds)
     if args.no_baseline:
         return 0 if within else 1
     base = (
@@ -149,6 +156,25 @@ def whatif(cmd: list[str], single_wall: float) -> bool:
         )
     print(f"  target: each extra combination under {WHATIF_TARGET_PCT:.0f} % of the run: {ok}")
     return ok
+
+
+def log_cost(cmd: list[str], layers: int, rounds: int) -> None:
+    """What recording the work log costs the one run: `--layers` layers, gaudi2 x 64 alone
+    (A) against the what-if that runs gaudi2 x 64 and replays five more (B), alternated
+    ABBA; each side's wall time from start to exit."""
+    small = [*cmd[:-1], str(layers), "--build-on", "device"]
+    single = [small[0], "predict", "--cards", "64", *small[2:]]
+    both = [small[0], "predict", "--device", "gaudi2,gaudi3", "--cards", "1,8,64", *small[2:]]
+    walls: dict[str, list[float]] = {"A": [], "B": []}
+    for i in range(rounds):
+        for side in "AB" if i % 2 == 0 else "BA":
+            walls[side].append(run(single if side == "A" else both)[0])
+    a, b = statistics.median(walls["A"]), statistics.median(walls["B"])
+    print(
+        f"log cost, {layers} layers, {rounds} alternated rounds: gaudi2 x 64 alone median "
+        f"{a:.1f} s wall, with the log and 5 replays {b:.1f} s (ratio {b / a:.3f}; "
+        f"A {', '.join(f'{w:.1f}' for w in walls['A'])}; B {', '.join(f'{w:.1f}' for w in walls['B'])})"
+    )
 
 
 if __name__ == "__main__":

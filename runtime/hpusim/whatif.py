@@ -27,6 +27,9 @@ fitted (the memory per card is the run's: data parallelism does not shard it).
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -353,6 +356,20 @@ class _Replay:
         tl.wait_collectives()
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a replay runs (restored after): a replay
+    makes no cycles, and a full collection would walk the whole log (a 7B run's replay took
+    2.7 s instead of 0.8 s once one happened in it)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def replay(
     log: WorkLog,
     facts: RunFacts,
@@ -364,7 +381,8 @@ def replay(
     ValueError when the two profiles model the host differently."""
     profile = load_profile(combo.device)
     check_host_side(load_profile(run.device), profile)
-    book = _Replay(log, profile, combo.cards).run()
+    with _collector_paused():
+        book = _Replay(log, profile, combo.cards).run()
     notes = [
         f"what-if: replayed from one run of the script on {run.device} x {run.cards} (its "
         "host timeline kept, less its waits for the device; every op priced again, DDP's "
