@@ -9,7 +9,10 @@ parameters called at top level, so a loss module called beside it does not count
 again), and, for `cards > 1`, the data-parallel gradient
 all-reduce that DDP would run (25 MB buckets, overlapping the backward; the compute stream waits
 for it before the optimizer). A step ends when both the projected host and the device are done
-with it; `Prediction` summarizes the steps after warm-up.
+with it; `Prediction` summarizes the steps after warm-up. The ledger keeps the steps and device
+nodes in a `StepBook` and what no device decides in `RunFacts`; `project` turns a book into the
+prediction for a profile and card count (the live run's, or a what-if replay's:
+`hpusim.whatif`).
 """
 
 from __future__ import annotations

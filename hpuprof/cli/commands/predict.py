@@ -23,7 +23,8 @@ The script runs unchanged on the emulated Gaudi with fake tensors (shapes only),
 model's step is simulated in seconds. Steps end at optimizer.step() (mark_step in inference
 loops). Values read on the host (.item(), bool(), .tolist()) get deterministic stand-ins and a
 warning. Every figure is MODELED; --format json prints the keys documented in
-docs/device-model.md.
+docs/device-model.md. Several devices or card counts (--device gaudi2,gaudi3 --cards 1,8,64)
+run the script once and print one table, each other combination replayed from that run.
 """
 
 FORMATS = ("text", "json")
