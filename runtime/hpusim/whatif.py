@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from hpusim.allocator import OomPoint
 from hpusim.device_model import ENGINE_NIC, DeviceProfile, DeviceTimeline, load_profile
-from hpusim.predict import MemoryFacts, Prediction, RunFacts, StepBook, project
+from hpusim.prediction import MemoryFacts, Prediction, RunFacts, StepBook, project
 from hpusim.projection import MeasuredClock
 
 GRAPH, SCHEDULE, WAIT_COLLECTIVES, HOST_WAIT, BOUNDARY, GRAD, DDP, END = range(8)
