@@ -87,3 +87,14 @@ def test_command_finds_the_largest_batch_of_each_device(run_predict: Any, tmp_pa
     preds = {p["device"]: p for p in doc["predictions"]}
     assert preds["gaudi2"]["batch"] == 87 and preds["gaudi2"]["fits"]
     assert preds["gaudi3"]["batch"] == 117 and preds["gaudi3"]["fits"]
+
+
+def test_a_script_that_fails_during_the_search_gets_no_prediction(
+    run_predict: Any, tmp_path: Path
+) -> None:
+    pytest.importorskip("torch")
+    script = tmp_path / "fails.py"
+    script.write_text("import sys\nif int(sys.argv[-1]) > 2:\n    raise TypeError('too big')\n")
+    code, out, err = run_predict(str(script), "--batch", "2", options=("--max-batch", "--batch"))
+    assert code == 1 and not out
+    assert "with TypeError: too big; no prediction" in err
