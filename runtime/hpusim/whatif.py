@@ -34,7 +34,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from hpusim.allocator import OomPoint
-from hpusim.device_model import ENGINE_NIC, DeviceProfile, DeviceTimeline, load_profile
+from hpusim.device_model import (
+    ENGINE_DMA,
+    ENGINE_NIC,
+    DeviceProfile,
+    DeviceTimeline,
+    load_profile,
+)
 from hpusim.prediction import MemoryFacts, Prediction, RunFacts, StepBook, project
 from hpusim.projection import MeasuredClock
 
@@ -321,8 +327,7 @@ class _Replay:
         if isinstance(source, tuple):
             what = source[0]
             if what == "transfer":
-                dur, engine, flops = tl.transfer(source[1]), 3, 0
-                tl.schedule(engine, ready, dur, flops)
+                tl.schedule(ENGINE_DMA, ready, tl.transfer(source[1]), 0)
                 return
             if what == "collective":
                 tl.schedule_collective(ready, tl.collective_ns(*source[1:]))
