@@ -324,6 +324,11 @@ class DeviceTimeline:
         self.watch: dict[int, int] = {}
         """Storage id -> when a launched graph last wrote it (for the ids put here: DDP's
         gradients, whose all-reduce starts when they are ready)."""
+        self.waited_ns = 0
+        """The host's modeled waits for the device so far (`host_wait`): the projected host
+        time less this is the part of it no device decides (`hpusim.whatif`)."""
+        self.recorder: Any = None
+        """`hpusim.whatif.WorkLog` while a what-if prediction logs the device work."""
         p = profile
         self._vec = {True: p.vector_bf16_tflops * 1e3, False: p.vector_fp32_tflops * 1e3}
         self._hbm = p.hbm_bytes_per_ns
@@ -435,7 +440,10 @@ class DeviceTimeline:
 
     def transfer(self, nbytes: int) -> int:
         """Modeled duration (ns) of a host<->device copy."""
-        return int(nbytes / self._h2d) + self.profile.min_op_ns
+        dur = int(nbytes / self._h2d) + self.profile.min_op_ns
+        if self.recorder is not None:
+            self.recorder.priced(dur, ("transfer", nbytes))
+        return dur
 
     def collective_ns(self, kind: str, nbytes: int, cards: int | None = None) -> int:
         """Modeled duration of a collective of `nbytes` (the full tensor) over `cards` cards.
@@ -447,6 +455,8 @@ class DeviceTimeline:
         p = self.profile
         n = self.cards if cards is None else max(cards, 1)
         if n <= 1:
+            if self.recorder is not None:
+                self.recorder.priced(p.min_op_ns, ("collective", kind, nbytes, cards))
             return p.min_op_ns
         link = p.link_gbits / 8.0 * p.link_efficiency  # bytes/ns of one link
         intra = min(n, INTRA_NODE_CARDS)
@@ -464,7 +474,10 @@ class DeviceTimeline:
             t = nbytes / per_peer + inter
         else:  # all_gather / reduce_scatter
             t = phase + inter
-        return int(t) + p.collective_latency_ns
+        dur = int(t) + p.collective_latency_ns
+        if self.recorder is not None:
+            self.recorder.priced(dur, ("collective", kind, nbytes, cards))
+        return dur
 
     # --- scheduling ------------------------------------------------------------------------
     def at(self, measured_ns: int) -> int:
@@ -472,15 +485,32 @@ class DeviceTimeline:
         at: int = self.clock.at(measured_ns)
         return at
 
+    def launch_ready(self, measured_ns: int) -> int:
+        """When a launch the host issues at `measured_ns` reaches the device (projected): the
+        host's time then plus the launch latency."""
+        host = self.at(measured_ns)
+        ready = host + self.profile.launch_latency_ns
+        if self.recorder is not None:
+            self.recorder.launch(ready, host - self.waited_ns)
+        return ready
+
     def _note(self, engine: int, start: int, dur: int, flops: int) -> None:
         if self.listener is not None:
             self.listener(engine, start, dur, flops)
 
-    def schedule(self, engine: int, ready_ns: int, dur_ns: int, flops: int = 0) -> int:
+    def schedule(
+        self, engine: int, ready_ns: int, dur_ns: int, flops: int = 0, cost: Any = None
+    ) -> int:
         """Place an op ready at `ready_ns` (projected) on the in-order stream; returns its
-        start. Collectives (NIC) run on their own stream beside compute."""
+        start. Collectives (NIC) run on their own stream beside compute. `cost`: the op's
+        `OpCost`, for a what-if log (`hpusim.whatif`) to price it on other devices."""
+        if self.recorder is not None:
+            self.recorder.schedule(self, engine, ready_ns, dur_ns, flops, cost)
+        return self._schedule(engine, ready_ns, dur_ns, flops)
+
+    def _schedule(self, engine: int, ready_ns: int, dur_ns: int, flops: int) -> int:
         if engine == ENGINE_NIC:
-            return self.schedule_collective(ready_ns, dur_ns)
+            return self._collective(ready_ns, dur_ns)
         start = max(ready_ns, self.stream_free, self.engine_free[engine])
         end = start + dur_ns
         self.engine_free[engine] = end
@@ -490,6 +520,11 @@ class DeviceTimeline:
 
     def schedule_collective(self, ready_ns: int, dur_ns: int) -> int:
         """A collective on the NIC: starts when its inputs are ready and the NIC is free."""
+        if self.recorder is not None:
+            self.recorder.schedule(self, ENGINE_NIC, ready_ns, dur_ns, 0, None)
+        return self._collective(ready_ns, dur_ns)
+
+    def _collective(self, ready_ns: int, dur_ns: int) -> int:
         start = max(ready_ns, self.engine_free[ENGINE_NIC])
         self.engine_free[ENGINE_NIC] = start + dur_ns
         self._note(ENGINE_NIC, start, dur_ns, 0)
@@ -497,6 +532,8 @@ class DeviceTimeline:
 
     def wait_collectives(self) -> None:
         """The compute stream waits for every collective issued so far (DDP's grad wait)."""
+        if self.recorder is not None:
+            self.recorder.wait_collectives()
         self.stream_free = max(self.stream_free, self.engine_free[ENGINE_NIC])
 
     def idle_at(self) -> int:
@@ -524,12 +561,14 @@ class DeviceTimeline:
             alive: whether a storage id is still referenced after the graph (then a fused
                 chain must write it to HBM).
         """
+        if self.recorder is not None:
+            alive = self.recorder.graph(self, ops, deps, ready_ns, alive)
         start0 = max(ready_ns, self.stream_free)
         out: list[tuple[Any, int, int, int, int, int]] = []
         if deps is None or len(deps) != len(ops):
             t = start0
             for name, engine, flops, nbytes, dur in self._fuse_in_order(ops):
-                s = self.schedule(engine, t, dur, flops)
+                s = self._schedule(engine, t, dur, flops)
                 out.append((name, engine, s, dur, flops, nbytes))
                 t = s + dur
             return out
@@ -668,6 +707,9 @@ class DeviceTimeline:
         in ns (0 on the measured clock, where the host never waits)."""
         target = self.idle_at() if until_ns is None else until_ns
         wait: int = self.clock.wait_until(measured_ns, target)
+        if self.recorder is not None:
+            self.recorder.host_wait(self, measured_ns, until_ns, target, wait)
+        self.waited_ns += wait
         return wait
 
     def host_block(self, measured_ns: int, dur_ns: int) -> None:

@@ -248,6 +248,7 @@ class OpCost:
         "flops",
         "fusible",
         "low",
+        "model_args",
         "nbytes",
         "out_bytes",
         "record",
@@ -272,6 +273,9 @@ class OpCost:
         self.low = False
         self.fusible = False
         self.demote = False
+        self.model_args: tuple[Any, ...] = ()
+        """What the device model priced it from: `(fused cost, dtypes)` for a fused `hpu::`
+        op, else `model_op`'s arguments (a what-if prices it again on other devices)."""
         self.record = -1
         """The sink template of this op's eager host and device events (-1: not made yet)."""
         self.record_host = (-1, -1)
@@ -344,9 +348,10 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
     label = info.label
     fc = _fused_cost(info, key[1]) if info.fused is not None else None
     if fc is not None:  # the bridge's fused `hpu::` op: ONE device op (fused_costs)
+        c.model_args = (fc, dtypes)
         m = rt.timeline.model_fused(fc, dtypes)
     else:
-        m = rt.timeline.model_op(
+        c.model_args = (
             label.split("::", 1)[-1],
             shapes,
             dtypes,
@@ -355,6 +360,7 @@ def make_cost(info: OpInfo, key: tuple[Any, Any], out: Any) -> OpCost:
             scalars,
             label,
         )
+        m = rt.timeline.model_op(*c.model_args)
     c.engine, c.flops, c.nbytes, c.dur, c.fusible = m
     if fc is not None:  # a fused kernel is typed by its data, not a leading seed / packed input
         dtype = next((d for d in dtypes if d is not None and d.is_floating_point), dtype)
@@ -919,7 +925,7 @@ def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int) -> tuple[int, int]:
         rt.events.eager_compile(cost.eager_rid, t1 + 1, comp, rt.mode_code)
     else:
         comp = 0
-    ready = tl.clock.at(t1 + 1) + rt.profile.launch_latency_ns + (0 if tl.clock.projected else comp)
+    ready = tl.launch_ready(t1 + 1) + (0 if tl.clock.projected else comp)
     corr = rt.events.new_corr()
-    start = tl.schedule(cost.engine, ready, cost.dur, cost.flops)
+    start = tl.schedule(cost.engine, ready, cost.dur, cost.flops, cost)
     return corr, start

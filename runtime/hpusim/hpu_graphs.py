@@ -575,7 +575,7 @@ def _record_replay(
         graph_id, now if tl.clock.projected else t0, 0 if tl.clock.projected else now - t0,
         rt.mode_code, corr, len(keys),
     )  # fmt: skip
-    ready = tl.at(now) + rt.profile.launch_latency_ns
+    ready = tl.launch_ready(now)
     if plans:  # the capture's lazy recipes, with their dataflow: fusion and engine overlap
         nodes = []
         for graph_ops, deps, kept in plans:

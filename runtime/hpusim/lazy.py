@@ -80,7 +80,7 @@ def flush(rt: Runtime, reason: str) -> int:
     if tl.clock.projected:  # the launch's modeled host time, after the compile
         tl.host_block(now + 2, rt.profile.host_launch_ns)
         launch_ts, launch_dur = now + 2, 0
-        ready = tl.at(now + 2) + rt.profile.launch_latency_ns
+        ready = tl.launch_ready(now + 2)
     else:  # the measured timeline: the device starts after the modeled compile
         launch_ts, launch_dur = now, perf_counter_ns() - now
         ready = now + rt.profile.launch_latency_ns + comp

@@ -9,102 +9,43 @@ parameters called at top level, so a loss module called beside it does not count
 again), and, for `cards > 1`, the data-parallel gradient
 all-reduce that DDP would run (25 MB buckets, overlapping the backward; the compute stream waits
 for it before the optimizer). A step ends when both the projected host and the device are done
-with it; `Prediction` summarizes the steps after warm-up.
+with it; `Prediction` summarizes the steps after warm-up. The ledger keeps the steps and device
+nodes in a `StepBook` and what no device decides in `RunFacts`; `project` turns a book into the
+prediction for a profile and card count (all three in `hpusim.prediction`, which a what-if
+replay, `hpusim.whatif`, shares).
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 import sys
-from array import array
-from dataclasses import asdict, dataclass, field
-from itertools import pairwise
+from collections.abc import Iterator
+from contextlib import contextmanager
 from time import perf_counter_ns
 from typing import Any, Final
 
 import hpusim.state as state
 from hpusim.accounting import _nbytes
-from hpusim.device_model import COMPUTE_ENGINES, ENGINE_MME, ENGINE_NIC
-from hpusim.host_fake import HOST_FAKE_MIN_BYTES
+from hpusim.device_model import COMPUTE_ENGINES, ENGINE_NIC
+from hpusim.prediction import (
+    MemoryFacts,
+    Prediction,
+    RunFacts,
+    StepBook,
+    StepRecord,
+    project,
+    warmup_count,
+)
 
 DDP_BUCKET_BYTES: Final = 25 * 2**20
 """torch DistributedDataParallel's default `bucket_cap_mb=25`."""
 DDP_FIRST_BUCKET_BYTES: Final = 1 * 2**20
 """DDP's first bucket (the last gradients of the backward) is 1 MB, so the all-reduce starts
 early."""
-GIB: Final = 2**30
 
 
 class StopPrediction(BaseException):
     """Raised from a step boundary once `--steps` steps ran (not an `Exception`, so a script's
     own `except Exception` does not swallow it)."""
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """One step on the projected timeline (ns) and what it did."""
-
-    index: int
-    start_ns: int
-    end_ns: int
-    compiles: int
-    compile_ns: int
-    model_flops: int
-    tokens: int
-    samples: int
-    device_busy_ns: int
-    comm_exposed_ns: int
-    micro_ns: tuple[int, ...] = ()
-    """An optimizer step cut at the `mark_step`s inside it (lazy gradient accumulation: one
-    segment per micro-batch, then the optimizer's): each segment ends when both the host and
-    the device are done with what was launched up to that `mark_step`."""
-
-    @property
-    def duration_ns(self) -> int:
-        return self.end_ns - self.start_ns
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """What `hpuprof predict --format json` prints (the issue's keys, then extras)."""
-
-    device: str
-    cards: int
-    steps: int
-    step_time_s: float | None
-    samples_per_s: float | None
-    tokens_per_s: float | None
-    model_flops_per_step: float | None
-    achieved_tflops_per_card: float | None
-    mfu_pct: float | None
-    compilations: int
-    recompilations: int
-    compile_time_s: float
-    peak_hbm_gib: float
-    hbm_gib: float
-    fits: bool
-    oom_at: str | None
-    host_bound_pct: float | None
-    comm_pct: float | None
-    timeline: str
-    assumptions: tuple[str, ...]
-    mode: str = ""
-    warmup_steps: int = 0
-    step_times_s: tuple[float, ...] = ()
-    micro_step_times_s: tuple[tuple[float, ...], ...] = ()
-    samples_per_step: float | None = None
-    tokens_per_step: float | None = None
-    exit_code: int = 0
-    standins: tuple[str, ...] = field(default_factory=tuple)
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["assumptions"] = list(self.assumptions)
-        out["step_times_s"] = list(self.step_times_s)
-        out["micro_step_times_s"] = [list(m) for m in self.micro_step_times_s]
-        out["standins"] = list(self.standins)
-        return out
 
 
 class StepLedger:
@@ -116,20 +57,14 @@ class StepLedger:
         *,
         max_steps: int | None = None,
         tokens_per_step: int | None = None,
+        log: Any = None,
     ) -> None:
+        """`log`: a `hpusim.whatif.WorkLog` to record the device work in (what-if runs)."""
         self.rt = rt
         self.max_steps = max_steps
         self.tokens_per_step = tokens_per_step
-        self._starts = array("q")
-        self._ends = array("q")
-        self._engines = array("b")
-        self._flops = array("q")
-        self._bounds: dict[str, list[tuple[int, int, int, int, int, int]]] = {
-            "optimizer": [],
-            "mark_step": [],
-        }
+        self.log = log
         self._pending: str | None = None
-        self._marks = array("q")  # mark_steps that did not close an optimizer step
         self.compiles = 0
         self.recompiles = 0
         self.compile_ns = 0
@@ -141,8 +76,10 @@ class StepLedger:
         self._model_size = 0
         self._handles: list[Any] = []
         self._grad_hooked: set[int] = set()
-        self._grads: list[tuple[Any, int, int, int]] = []  # (param ref, gid, bytes, ready)
-        self.origin_ns = rt.timeline.at(perf_counter_ns())
+        self._grads: list[tuple[Any, int, int, int, int]] = []
+        """(param ref, storage id, bytes, ready, key) of this step's gradients so far."""
+        self._grad_keys: dict[int, int] = {}  # id(param) -> its key in the what-if log
+        self.book = StepBook(rt.timeline.at(perf_counter_ns()))
 
     # --- installation ----------------------------------------------------------------------
     def install(self) -> None:
@@ -156,7 +93,9 @@ class StepLedger:
         )
 
         self.rt.attach_ledger(self)
-        self.rt.timeline.listener = self.on_device
+        self.rt.timeline.listener = self.book.on_device
+        if self.log is not None:
+            self.log.attach(self.rt.timeline, self.book.origin_ns)
         self._handles = [
             register_module_forward_pre_hook(self._fwd_pre),
             register_module_forward_hook(self._fwd_post, always_call=True),
@@ -165,18 +104,30 @@ class StepLedger:
         ]
 
     def uninstall(self) -> None:
+        """Close the run (a step the optimizer left pending, the end of the run), then stop
+        watching."""
+        if self.rt.ledger is self and self.book.end_ns is None:
+            self._close_run()
         while self._handles:
             self._handles.pop().remove()
         if self.rt.ledger is self:
             self.rt.detach_ledger(self)
             self.rt.timeline.listener = None
+            if self.log is not None:
+                self.log.detach(self.rt.timeline)
+
+    def _close_run(self) -> None:
+        if self._pending is not None:
+            kind, self._pending = self._pending, None
+            self._boundary(kind, stop=False)
+        tl = self.rt.timeline
+        host = tl.at(perf_counter_ns())
+        counts = (self.compiles, self.compile_ns, self.tokens, self.samples)
+        self.book.finish(max(host, tl.idle_at()), counts)
+        if self.log is not None:
+            self.log.end(host - tl.waited_ns, counts)
 
     # --- runtime callbacks -----------------------------------------------------------------
-    def on_device(self, engine: int, start: int, dur: int, flops: int) -> None:
-        self._starts.append(start)
-        self._ends.append(start + dur)
-        self._engines.append(engine)
-        self._flops.append(flops if engine == ENGINE_MME else 0)
 
     def on_flush(self, n_ops: int, look: Any) -> None:
         if look.hit:
@@ -190,9 +141,7 @@ class StepLedger:
     def on_mark_step(self) -> None:
         closes_step = self._pending is not None
         self.close_pending()
-        self._boundary("mark_step")
-        if not closes_step:
-            self._marks.append(self._bounds["mark_step"][-1][0])
+        self._boundary("mark_step", mark=not closes_step)
 
     def on_op(self) -> None:
         """A device op after an optimizer step in lazy mode: the step's graph was launched."""
@@ -216,17 +165,18 @@ class StepLedger:
         else:
             self._boundary("optimizer")
 
-    def _boundary(self, kind: str) -> None:
+    def _boundary(self, kind: str, *, mark: bool = False, stop: bool = True) -> None:
         """Close the step: on the projected host clock, and once the device finished what the
-        host launched before it."""
+        host launched before it. `mark`: a mark_step inside an optimizer step."""
         tl = self.rt.timeline
         host = tl.at(perf_counter_ns())
-        end = max(host, tl.idle_at())
-        self._bounds[kind].append(
-            (end, self.compiles, self.compile_ns, self.tokens, self.samples, len(self._starts))
-        )
-        done = self.max_steps is not None and len(self._bounds[kind]) >= self.max_steps
-        if done and (kind == "optimizer" or not self._bounds["optimizer"]):
+        counts = (self.compiles, self.compile_ns, self.tokens, self.samples)
+        book = self.book
+        book.bound(kind, max(host, tl.idle_at()), counts, mark)
+        if self.log is not None:
+            self.log.boundary(kind, host - tl.waited_ns, counts, mark)
+        done = stop and self.max_steps is not None and len(book.bounds[kind]) >= self.max_steps
+        if done and (kind == "optimizer" or not book.bounds["optimizer"]):
             raise StopPrediction
 
     # --- model inputs (tokens, samples) ----------------------------------------------------
@@ -276,6 +226,7 @@ class StepLedger:
             if not p.requires_grad or id(p) in self._grad_hooked:
                 continue
             self._grad_hooked.add(id(p))
+            self._grad_keys[id(p)] = len(self._grad_keys)
             ref = weakref.ref(p)
 
             def hook(param: Any, ref: Any = ref) -> None:
@@ -294,8 +245,11 @@ class StepLedger:
         gid = int(getattr(grad, "_gid", 0))
         if gid:
             tl.watch.setdefault(gid, 0)  # lazy: set when its graph is launched
+        key = self._grad_keys.get(id(p), -1)
+        if self.log is not None:
+            self.log.grad_ready(key, gid)
         self._grads = [g for g in self._grads if g[0] is not ref]
-        self._grads.append((ref, gid, nbytes, ready))
+        self._grads.append((ref, gid, nbytes, ready, key))
 
     def _all_reduce_grads(self) -> None:
         """DDP's all-reduce of this step's gradients, in buckets, then the compute stream waits
@@ -304,7 +258,7 @@ class StepLedger:
         if not grads:
             return
         rt, tl = self.rt, self.rt.timeline
-        buckets: list[list[tuple[Any, int, int, int]]] = [[]]
+        buckets: list[list[tuple[Any, int, int, int, int]]] = [[]]
         size, cap = 0, DDP_FIRST_BUCKET_BYTES
         for g in grads:  # in the order the backward produced them
             buckets[-1].append(g)
@@ -320,10 +274,21 @@ class StepLedger:
             for b in buckets:
                 nbytes = sum(g[2] for g in b)
                 cost = _CollectiveCost(tl.collective_ns("all_reduce", nbytes), nbytes, rt)
+                cost.ddp = True
                 gids = tuple((g[1], g[2]) for g in b if g[1])
                 rt.graph.add(("hpuprof::ddp_all_reduce", (nbytes,)), cost, perf_counter_ns())
                 rt.graph.note_dataflow(gids, gids)
             return
+        if self.log is not None:  # what-if: replayed for each card count (none on one card)
+            self.log.ddp_all_reduce(
+                tuple((sum(g[2] for g in b), tuple((g[4], g[1]) for g in b)) for b in buckets),
+                rt.lazy,
+            )
+        with _unlogged(self.log):
+            self._schedule_buckets(buckets)
+
+    def _schedule_buckets(self, buckets: list[list[tuple[Any, int, int, int, int]]]) -> None:
+        rt, tl = self.rt, self.rt.timeline
         for b in buckets:
             nbytes = sum(g[2] for g in b)
             # lazy: launched already, ready when its graph wrote each gradient
@@ -345,37 +310,24 @@ class StepLedger:
     # --- the result ------------------------------------------------------------------------
     def steps(self) -> list[StepRecord]:
         """The closed steps (optimizer steps, else mark_step steps)."""
-        self.close_pending()
-        bounds = self._bounds["optimizer"] or self._bounds["mark_step"]
-        if not bounds:
-            tl = self.rt.timeline
-            end = max(tl.at(perf_counter_ns()), tl.idle_at())
-            bounds = [(end, self.compiles, self.compile_ns, self.tokens, self.samples, 0)]
-        starts = self._sorted_intervals()
-        marks = sorted(self._marks) if self._bounds["optimizer"] else []
-        out: list[StepRecord] = []
-        prev = (self.origin_ns, 0, 0, 0, 0, 0)
-        for i, b in enumerate(bounds):
-            lo, hi = prev[0], b[0]
-            cuts = [lo, *(m for m in marks if lo < m < hi), hi]
-            micro = tuple(e - s for s, e in pairwise(cuts)) if marks else ()
-            busy, comm, flops = _window(starts, lo, hi)
-            tokens = b[3] - prev[3]
-            if self.tokens_per_step is not None:
-                tokens = self.tokens_per_step
-            out.append(
-                StepRecord(
-                    i, lo, hi, b[1] - prev[1], b[2] - prev[2], flops, tokens, b[4] - prev[4],
-                    busy, comm, micro,
-                )
-            )  # fmt: skip
-            prev = b
-        return out
+        if self.book.end_ns is None:
+            self._close_run()
+        return self.book.steps(self.facts().tokens_per_step)
 
-    def _sorted_intervals(self) -> list[tuple[int, int, int, int]]:
-        return sorted(
-            zip(self._starts, self._ends, self._engines, self._flops, strict=True),
-            key=lambda r: r[0],
+    def facts(self, exit_code: int = 0, standins: tuple[str, ...] = ()) -> RunFacts:
+        """What the run observed that no device decides."""
+        rt = self.rt
+        return RunFacts(
+            mode=rt.config.mode,
+            timeline=rt.config.timeline,
+            compiles=self.compiles,
+            recompiles=self.recompiles,
+            compile_ns=self.compile_ns,
+            tokens_seen=self.tokens_seen,
+            tokens_per_step=self.tokens_per_step,
+            fake=rt.fake is not None,
+            standins=standins,
+            exit_code=exit_code,
         )
 
 
@@ -392,11 +344,32 @@ _CALL_FRAMES: Final = frozenset({"inner", "_call_impl", "_wrapped_call_impl"})
 
 class _CollectiveCost:
     """A lazy-graph pseudo op: a collective on the NIC (device_model.run_graph); DDP's bucket
-    all-reduce unless `name` says otherwise."""
+    all-reduce unless `name` says otherwise. `kind`, `nbytes` and `group` (its cards; None:
+    the data-parallel world) price it again on another device; `ddp`: DDP's gradient
+    all-reduce, which a one-card what-if leaves out."""
 
-    __slots__ = ("dev_name", "dur", "engine", "flops", "fusible", "low", "nbytes")
+    __slots__ = (
+        "ddp",
+        "dev_name",
+        "dur",
+        "engine",
+        "flops",
+        "fusible",
+        "group",
+        "kind",
+        "low",
+        "nbytes",
+    )
 
-    def __init__(self, dur: int, nbytes: int, rt: Any, name: str = "") -> None:
+    def __init__(
+        self,
+        dur: int,
+        nbytes: int,
+        rt: Any,
+        name: str = "",
+        kind: str = "all_reduce",
+        group: int | None = None,
+    ) -> None:
         self.engine = ENGINE_NIC
         self.dur = dur
         self.nbytes = nbytes
@@ -404,6 +377,9 @@ class _CollectiveCost:
         self.fusible = False
         self.low = False
         self.dev_name = rt.sink.intern(name) if name else _ddp_name(rt)
+        self.kind = kind
+        self.group = group
+        self.ddp = False
 
 
 def _ddp_name(rt: Any) -> int:
@@ -429,7 +405,7 @@ def modeled_collective(kind: str, src: Any, out: Any, cards: int) -> Any:
     nbytes = max(src_bytes, out_bytes)
     dur = tl.collective_ns(kind, nbytes, cards)
     cost = _CollectiveCost(
-        dur, nbytes, rt, f"{kind.replace('_', '')} (tensor parallel x{cards}, modeled)"
+        dur, nbytes, rt, f"{kind.replace('_', '')} (tensor parallel x{cards}, modeled)", kind, cards
     )
     if rt.lazy:
         rt.graph.add((f"hpuprof::tp_{kind}", (nbytes, cards)), cost, perf_counter_ns())
@@ -441,46 +417,18 @@ def modeled_collective(kind: str, src: Any, out: Any, cards: int) -> Any:
     return out
 
 
-def _merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            if e > out[-1][1]:
-                out[-1] = (out[-1][0], e)
-        else:
-            out.append((s, e))
-    return out
-
-
-def _length(intervals: list[tuple[int, int]]) -> int:
-    return sum(e - s for s, e in intervals)
-
-
-def _window(rows: list[tuple[int, int, int, int]], lo: int, hi: int) -> tuple[int, int, int]:
-    """(compute-busy ns, communication-only ns, MME FLOPs) of device nodes clipped to a step."""
-    comp: list[tuple[int, int]] = []
-    nic: list[tuple[int, int]] = []
-    flops = 0
-    for s, e, engine, f in rows:
-        if e <= lo or s >= hi:
-            continue
-        if lo <= s < hi:
-            flops += f
-        seg = (max(s, lo), min(e, hi))
-        (nic if engine == ENGINE_NIC else comp).append(seg)
-    comp_m = _merged(comp)
-    both = _merged(comp + nic)
-    return _length(comp_m), _length(both) - _length(comp_m), flops
-
-
-def warmup_count(steps: list[StepRecord]) -> int:
-    """Leading steps that compiled (at least one when there are several steps), not all."""
-    if len(steps) <= 1:
-        return 0
-    n = 1
-    while n < len(steps) - 1 and steps[n].compiles:
-        n += 1
-    return n
+@contextmanager
+def _unlogged(log: Any) -> Iterator[None]:
+    """Device work the what-if log records in its own terms (DDP's all-reduce) is not logged
+    again as plain scheduling."""
+    if log is None:
+        yield
+        return
+    log.paused += 1
+    try:
+        yield
+    finally:
+        log.paused -= 1
 
 
 def summarize(
@@ -491,111 +439,29 @@ def summarize(
 ) -> Prediction:
     """The prediction of a finished run (median over the steps after warm-up)."""
     rt = ledger.rt
-    p = rt.profile
-    cfg = rt.config
-    steps = ledger.steps()
-    warm = warmup_count(steps)
-    measured = steps[warm:] or steps
-    times = [s.duration_ns for s in measured]
-    step_ns = float(statistics.median(times)) if times else 0.0
-    cards = cfg.cards
-    per = _median_of(measured, lambda s: s.samples)
-    tok = _median_of(measured, lambda s: s.tokens)
-    flops = _median_of(measured, lambda s: s.model_flops)
-    step_s = step_ns / 1e9 if step_ns > 0 else None
-    samples_per_s = cards * per / step_s if step_s and per else None
-    tokens_known = ledger.tokens_seen or ledger.tokens_per_step is not None
-    tokens_per_s = cards * tok / step_s if step_s and tok and tokens_known else None
-    achieved = flops / step_s / 1e12 if step_s and flops else None
-    mfu = 100.0 * achieved / p.mme_bf16_tflops if achieved is not None else None
-    idle = [
-        100.0 * max(s.duration_ns - s.device_busy_ns - s.comm_exposed_ns, 0) / s.duration_ns
-        for s in measured
-        if s.duration_ns > 0
-    ]
-    comm = [100.0 * s.comm_exposed_ns / s.duration_ns for s in measured if s.duration_ns > 0]
     alloc = rt.alloc
-    peak = alloc.peak
     oom = alloc.oom_at.text() if alloc.oom_at is not None else None
-    assumptions = [
-        f"device times MODELED from the {p.name} profile (runtime/hpusim/data/"
-        "device_profiles.json; calibration in docs/device-model.md)",
-        f"{cfg.mode} mode; host timeline projected: the script's own Python measured, the "
-        "bridge's host costs modeled, the emulator's CPU work removed",
-        f"step time: median of {len(measured)} step(s) after {warm} warm-up step(s); a step "
-        "ends when both the host and the device are done with it",
-        "model FLOPs: MME and fused-attention FLOPs executed (recomputation included); MFU "
-        f"against the {p.mme_bf16_tflops:g} TFLOPs bf16 MME peak",
-    ]
-    if cards > 1:
-        assumptions.append(
-            f"data parallel over {cards} cards: each card runs the script's batch; gradients "
-            "all-reduced once per optimizer step in DDP's 25 MB buckets over the scale-up links "
-            "(scale-out ports beyond 8 cards), overlapping the backward"
-        )
-    if ledger.tokens_per_step is not None:
-        assumptions.append(f"tokens per step given: {ledger.tokens_per_step}")
-    elif ledger.tokens_seen:
-        assumptions.append(
-            "tokens: integer input ids [batch, seq] fed to the outermost model (the module "
-            "with the most parameters called at top level), counted once per call"
-        )
-    else:
-        assumptions.append("tokens unknown: no integer [batch, seq] input ids reached the model")
-    if rt.fake is not None:
-        assumptions.append(
-            f"fake compute: no values exist (host tensors of {HOST_FAKE_MIN_BYTES // 2**20} MiB "
-            "or more are fake too, so a model built on the host costs no memory); host reads "
-            "of fake values got stand-ins"
-            + (f" ({len(standins)} call sites)" if standins else " (none happened)")
-        )
-    return Prediction(
-        device=p.name,
-        cards=cards,
-        steps=len(steps),
-        step_time_s=step_s,
-        samples_per_s=samples_per_s,
-        tokens_per_s=tokens_per_s,
-        model_flops_per_step=float(flops) if flops else None,
-        achieved_tflops_per_card=achieved,
-        mfu_pct=mfu,
-        compilations=ledger.compiles,
-        recompilations=ledger.recompiles,
-        compile_time_s=ledger.compile_ns / 1e9,
-        peak_hbm_gib=peak / GIB,
-        hbm_gib=p.hbm_gbytes * 1e9 / GIB,
-        fits=peak <= p.usable_hbm_bytes,
-        oom_at=oom,
-        host_bound_pct=statistics.fmean(idle) if idle else None,
-        comm_pct=statistics.fmean(comm) if comm else None,
-        timeline=cfg.timeline,
-        assumptions=tuple(assumptions),
-        mode=cfg.mode,
-        warmup_steps=warm,
-        step_times_s=tuple(s.duration_ns / 1e9 for s in steps),
-        micro_step_times_s=tuple(tuple(m / 1e9 for m in s.micro_ns) for s in steps),
-        samples_per_step=per or None,
-        tokens_per_step=tok if tokens_known and tok else None,
-        exit_code=exit_code,
-        standins=standins,
+    ledger.steps()  # closes the run if it is still open
+    return project(
+        ledger.book,
+        ledger.facts(exit_code, standins),
+        rt.profile,
+        rt.config.cards,
+        MemoryFacts(alloc.peak, oom),
     )
-
-
-def _median_of(steps: list[StepRecord], key: Any) -> float:
-    values = [float(key(s)) for s in steps]
-    if not values:
-        return 0.0
-    med = statistics.median(values)
-    return 0.0 if math.isnan(med) else float(med)
 
 
 __all__ = [
     "COMPUTE_ENGINES",
+    "MemoryFacts",
     "Prediction",
+    "RunFacts",
+    "StepBook",
     "StepLedger",
     "StepRecord",
     "StopPrediction",
     "modeled_collective",
+    "project",
     "summarize",
     "warmup_count",
 ]
