@@ -34,6 +34,13 @@ DDP_FIRST_BUCKET_BYTES: Final = 1 * 2**20
 """DDP's first bucket (the last gradients of the backward) is 1 MB, so the all-reduce starts
 early."""
 GIB: Final = 2**30
+HOST_ASSUMPTION: Final = (
+    "host: the script's own Python is its thread's CPU time on this machine plus the time it "
+    "was blocked (sleeps, I/O and queue waits), not its waits for a CPU, so this machine's "
+    "load does not count; taken as is for the host CPU of a Gaudi server (Intel Xeon): no "
+    "host-speed factor is applied, i.e. one core here is assumed as fast as one of the "
+    "server's"
+)
 
 
 class StopPrediction(BaseException):
@@ -522,6 +529,7 @@ def summarize(
         "device_profiles.json; calibration in docs/device-model.md)",
         f"{cfg.mode} mode; host timeline projected: the script's own Python measured, the "
         "bridge's host costs modeled, the emulator's CPU work removed",
+        HOST_ASSUMPTION,
         f"step time: median of {len(measured)} step(s) after {warm} warm-up step(s); a step "
         "ends when both the host and the device are done with it",
         "model FLOPs: MME and fused-attention FLOPs executed (recomputation included); MFU "

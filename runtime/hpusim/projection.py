@@ -43,8 +43,10 @@ DELAY_READ_EVERY_NS: Final = 1_000_000
 this often, so a gap's blocked time is measured from a reading at most this old (plus the
 bracket that closed it): a reading costs ~7 us here."""
 BLOCKED_MIN_NS: Final = 100_000
-"""A gap whose thread was off the CPU for less than this has its off-CPU time dropped unread
-(no run-queue reading): shorter blocking is not told apart from a brief deschedule."""
+"""Blocked time under this in a gap is dropped, and a gap off the CPU for less is not read:
+each context switch of a loaded machine leaves a few us of wall time that is neither the
+thread's CPU time nor its run-queue wait, which would otherwise add up, and only ever upward
+(a gap's blocked time is never negative), over a gap with many preemptions."""
 
 
 class MeasuredClock:
@@ -197,7 +199,7 @@ class HostClock:
         wall, cpu, delay = snap
         self._delay_fresh = (t, wall, cpu, delay)
         blocked = (wall - self._delay_at) - (cpu - self._delay_cpu) - (delay - self._delay)
-        return min(max(blocked, 0), off)
+        return min(blocked, off) if blocked >= BLOCKED_MIN_NS else 0
 
     def _close_gap(self, t: int) -> None:
         """The open gap closed at `t`: a run-queue reading `_gap` took then is the new base."""
