@@ -99,3 +99,16 @@ def test_prediction_is_the_same_idle_and_with_every_core_busy(
     assert len(ab) >= 9
     noise = statistics.median(abs(r - 1) for r in aa)
     assert abs(statistics.median(ab) - 1) <= LOAD_TOLERANCE + noise, (ab, aa)
+
+
+def test_a_sleep_in_the_script_is_host_time(
+    tmp_path: Path, run_predict: Callable[..., tuple[int, str, str]]
+) -> None:
+    """A `time.sleep` is as long on a Gaudi host: it lengthens the predicted step by itself
+    (it vanished when the host clock counted CPU time only)."""
+    steps = []
+    for sleep_s in (0.0, 0.03):
+        code, out, err = run_predict(str(_script(tmp_path, steps=6, work=0, sleep_s=sleep_s)))
+        assert code == 0, err
+        steps.append(json.loads(out)["step_time_s"])
+    assert 0.027 <= steps[1] - steps[0] <= 0.036, steps
