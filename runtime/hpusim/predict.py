@@ -27,12 +27,8 @@ import hpusim.state as state
 from hpusim.accounting import _nbytes
 from hpusim.device_model import COMPUTE_ENGINES, ENGINE_MME, ENGINE_NIC
 from hpusim.host_fake import HOST_FAKE_MIN_BYTES
+from hpusim.predict_ddp import DdpSettings, settings_of
 
-DDP_BUCKET_BYTES: Final = 25 * 2**20
-"""torch DistributedDataParallel's default `bucket_cap_mb=25`."""
-DDP_FIRST_BUCKET_BYTES: Final = 1 * 2**20
-"""DDP's first bucket (the last gradients of the backward) is 1 MB, so the all-reduce starts
-early."""
 GIB: Final = 2**30
 HOST_ASSUMPTION: Final = (
     "host: the script's own Python is its thread's CPU time on this machine plus the time it "
@@ -149,6 +145,7 @@ class StepLedger:
         self._handles: list[Any] = []
         self._grad_hooked: set[int] = set()
         self._grads: list[tuple[Any, int, int, int]] = []  # (param ref, gid, bytes, ready)
+        self.ddp: DdpSettings | None = None  # the script's DDP (predict_ddp), once called
         self.origin_ns = rt.timeline.at(perf_counter_ns())
 
     # --- installation ----------------------------------------------------------------------
@@ -162,8 +159,11 @@ class StepLedger:
             register_optimizer_step_pre_hook,
         )
 
+        import hpusim.predict_ddp as predict_ddp
+
         self.rt.attach_ledger(self)
         self.rt.timeline.listener = self.on_device
+        predict_ddp.install()
         self._handles = [
             register_module_forward_pre_hook(self._fwd_pre),
             register_module_forward_hook(self._fwd_post, always_call=True),
@@ -172,6 +172,9 @@ class StepLedger:
         ]
 
     def uninstall(self) -> None:
+        import hpusim.predict_ddp as predict_ddp
+
+        predict_ddp.uninstall()
         while self._handles:
             self._handles.pop().remove()
         if self.rt.ledger is self:
@@ -244,6 +247,7 @@ class StepLedger:
         if self._is_model(module):
             self._count_inputs(args, _call_kwargs(sys._getframe(1)))
         if self.rt.config.cards > 1:
+            self.ddp = settings_of(module) or self.ddp
             self._hook_grads(module)
 
     def _fwd_post(self, module: Any, args: Any, output: Any) -> None:
@@ -295,7 +299,8 @@ class StepLedger:
         grad = getattr(p, "grad", None) if p is not None else None
         if grad is None:
             return
-        nbytes = int(grad.numel()) * grad.element_size()
+        per = self.ddp.comm_bytes_per_element if self.ddp is not None else None
+        nbytes = int(grad.numel()) * (per or grad.element_size())
         tl = self.rt.timeline
         ready = tl.stream_free  # eager: the op that produced it just ran
         gid = int(getattr(grad, "_gid", 0))
@@ -312,13 +317,14 @@ class StepLedger:
             return
         rt, tl = self.rt, self.rt.timeline
         buckets: list[list[tuple[Any, int, int, int]]] = [[]]
-        size, cap = 0, DDP_FIRST_BUCKET_BYTES
+        ddp = self.ddp or DdpSettings()
+        size, cap = 0, ddp.first_bucket_bytes
         for g in grads:  # in the order the backward produced them
             buckets[-1].append(g)
             size += g[2]
             if size >= cap:
                 buckets.append([])
-                size, cap = 0, DDP_BUCKET_BYTES
+                size, cap = 0, ddp.bucket_cap_bytes
         buckets = [b for b in buckets if b]
         pending = rt.graph.pending_outputs() if rt.lazy else set()
         if rt.lazy and any(g[1] in pending for b in buckets for g in b):
@@ -536,9 +542,15 @@ def summarize(
         f"against the {p.mme_bf16_tflops:g} TFLOPs bf16 MME peak",
     ]
     if cards > 1:
+        ddp = ledger.ddp
+        how = (
+            f"the script's {ddp.describe()}"
+            if ddp is not None
+            else f"no DDP in the script: modeled as torch's default {DdpSettings().describe()}"
+        )
         assumptions.append(
             f"data parallel over {cards} cards: each card runs the script's batch; gradients "
-            "all-reduced once per optimizer step in DDP's 25 MB buckets over the scale-up links "
+            f"all-reduced once per optimizer step in {how}, over the scale-up links "
             "(scale-out ports beyond 8 cards), overlapping the backward"
         )
     if ledger.tokens_per_step is not None:
