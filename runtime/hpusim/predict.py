@@ -146,6 +146,8 @@ class StepLedger:
         self._grad_hooked: set[int] = set()
         self._grads: list[tuple[Any, int, int, int]] = []  # (param ref, gid, bytes, ready)
         self.ddp: DdpSettings | None = None  # the script's DDP (predict_ddp), once called
+        self.issued: dict[tuple[str, str], list[int]] = {}  # script's collectives: count, bytes
+        self._issued_in_step = 0
         self.origin_ns = rt.timeline.at(perf_counter_ns())
 
     # --- installation ----------------------------------------------------------------------
@@ -213,10 +215,23 @@ class StepLedger:
             kind, self._pending = self._pending, None
             self._boundary(kind)
 
+    def on_collective(self, op: str, nbytes: int, dtype: str, world: int) -> int:
+        """A collective the script issued (hpusim.distributed): noted for the assumptions;
+        returns the cards it is modeled over (a one-process group stands for `--cards`)."""
+        seen = self.issued.setdefault((op, dtype), [0, 0])
+        seen[0] += 1
+        seen[1] += nbytes
+        self._issued_in_step += 1
+        return self.rt.config.cards if world == 1 else world
+
     def _opt_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.close_pending()
-        if self.rt.config.cards > 1:
+        issued, self._issued_in_step = self._issued_in_step, 0
+        if self.rt.config.cards > 1 and (self.ddp is not None or not issued):
+            # DDP's all-reduce, unless the script reduces its gradients itself
             self._all_reduce_grads()
+        else:
+            self._grads = []
 
     def _opt_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         # lazy mode: the step's graph launches at the mark_step that follows, so the step
@@ -542,17 +557,7 @@ def summarize(
         f"against the {p.mme_bf16_tflops:g} TFLOPs bf16 MME peak",
     ]
     if cards > 1:
-        ddp = ledger.ddp
-        how = (
-            f"the script's {ddp.describe()}"
-            if ddp is not None
-            else f"no DDP in the script: modeled as torch's default {DdpSettings().describe()}"
-        )
-        assumptions.append(
-            f"data parallel over {cards} cards: each card runs the script's batch; gradients "
-            f"all-reduced once per optimizer step in {how}, over the scale-up links "
-            "(scale-out ports beyond 8 cards), overlapping the backward"
-        )
+        assumptions.append(_data_parallel_assumption(ledger, cards))
     if ledger.tokens_per_step is not None:
         assumptions.append(f"tokens per step given: {ledger.tokens_per_step}")
     elif ledger.tokens_seen:
@@ -598,6 +603,31 @@ def summarize(
         tokens_per_step=tok if tokens_known and tok else None,
         exit_code=exit_code,
         standins=standins,
+    )
+
+
+def _data_parallel_assumption(ledger: StepLedger, cards: int) -> str:
+    ddp = ledger.ddp
+    issued = ", ".join(
+        f"{n} {op} of {dtype or '?'} ({nbytes / n / 2**20:.3g} MB each)"
+        for (op, dtype), (n, nbytes) in sorted(ledger.issued.items())
+    )
+    if ddp is not None:
+        how = f"gradients all-reduced in the script's {ddp.describe()}, overlapping the backward"
+    elif issued:
+        how = "no DDP: the gradients are reduced by the script's own collectives"
+    else:
+        how = (
+            "gradients all-reduced once per optimizer step as if in DDP with torch's defaults "
+            f"(the script issues no collectives): {DdpSettings().describe()}, overlapping the "
+            "backward"
+        )
+    mine = (
+        f"; collectives the script issued, modeled over {cards} cards: {issued}" if issued else ""
+    )
+    return (
+        f"data parallel over {cards} cards: each card runs the script's batch; {how}, over the "
+        f"scale-up links (scale-out ports beyond 8 cards){mine}"
     )
 
 

@@ -13,8 +13,19 @@ import pytest
 
 pytest.importorskip("torch")
 
-SCRIPT = textwrap.dedent(
+NIC_DUMP = textwrap.dedent(
     """
+    ledger = hpusim.state.RT.ledger
+    nic = [e - s for s, e, g in zip(ledger._starts, ledger._ends, ledger._engines) if g == ENGINE_NIC]
+    with open(out, "w") as f:
+        json.dump({"count": len(nic), "ns": sum(nic)}, f)
+    """
+)
+"""The end of each script: its modeled NIC ops (count, total ns) written to `out`."""
+
+SCRIPT = (
+    textwrap.dedent(
+        """
     import json, sys
     import torch
     import habana_frameworks.torch.core as htcore
@@ -36,11 +47,9 @@ SCRIPT = textwrap.dedent(
         opt.step()
         opt.zero_grad()
         htcore.mark_step()
-    ledger = hpusim.state.RT.ledger
-    nic = [e - s for s, e, g in zip(ledger._starts, ledger._ends, ledger._engines) if g == ENGINE_NIC]
-    with open(out, "w") as f:
-        json.dump({"count": len(nic), "ns": sum(nic)}, f)
     """
+    )
+    + NIC_DUMP
 )
 
 
@@ -69,3 +78,55 @@ def test_ddp_bucket_size_and_bf16_hook_are_modeled_as_the_script_sets_them(
     assert any("2-byte elements (bf16_compress_hook)" in a for a in said), said
     assert half["count"] == default["count"]
     assert 0.4 * default["ns"] <= half["ns"] <= 0.6 * default["ns"], (half, default)
+
+
+EXPLICIT = (
+    textwrap.dedent(
+        """
+    import json, sys
+    import torch
+    import torch.distributed as dist
+    import habana_frameworks.torch.core as htcore
+    import habana_frameworks.torch.distributed.hccl  # noqa: F401
+    import hpusim.state
+    from hpusim.device_model import ENGINE_NIC
+
+    store, out = sys.argv[1], sys.argv[2]
+    dist.init_process_group("hccl", init_method=f"file://{store}", rank=0, world_size=1)
+    model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(8)]).to("hpu")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(4):
+        loss = model(torch.randn(64, 1024).to("hpu")).pow(2).mean()
+        loss.backward()
+        grads = [p.grad for p in model.parameters()]
+        flat = torch.cat([g.reshape(-1) for g in grads]).to(torch.bfloat16)  # one bf16 buffer
+        dist.all_reduce(flat)
+        htcore.mark_step()
+        opt.step()
+        opt.zero_grad()
+        htcore.mark_step()
+    dist.destroy_process_group()
+    """
+    )
+    + NIC_DUMP
+)
+
+
+def test_an_explicit_bf16_all_reduce_is_the_collective_modeled_over_the_cards(
+    tmp_path: Path, run_predict: Callable[..., tuple[int, str, str]]
+) -> None:
+    """A script that all-reduces one bf16 buffer of its gradients itself: that all-reduce, over
+    `--cards` cards (its process group has one process), and no DDP all-reduce besides."""
+    script = tmp_path / "explicit.py"
+    script.write_text(EXPLICIT)
+    out = tmp_path / "nic.json"
+    store = tmp_path / "store"
+    code, stdout, err = run_predict(str(script), str(store), str(out), options=("--cards", "8"))
+    assert code == 0, err
+    nic = json.loads(out.read_text())
+    said = json.loads(stdout)["assumptions"]
+    assert nic["count"] == 4, nic  # one per step, none added
+    # 16 MB over 8 cards' links: 160 us each in the Gaudi 2 model (one card: a latency only)
+    assert nic["ns"] / 4 >= 100_000, nic
+    assert any("4 allreduce of bfloat16 (16 MB each)" in a for a in said), said
+    assert any("modeled over 8 cards" in a and "no DDP" in a for a in said), said
