@@ -247,6 +247,9 @@ def collective_on_device(rt: Any, info: Any, cost: Any, uargs: list[Any], t0: in
     wait_for = ready
     if pg is not None and world > 1 and op not in P2P_OPS:
         wait_for = _after_the_last_card(tl, pg, name, ready)
+    dtype = str(tensors[0].dtype).replace("torch.", "") if tensors else ""
+    if rt.ledger is not None:  # a prediction: one process stands for `cards` cards
+        world = rt.ledger.on_collective(op.strip("_"), nbytes, dtype, world)
     duration = collective_duration(rt, op, nbytes, world)
     start = tl.schedule_collective(wait_for, duration)  # after the NIC's earlier collectives
     end = start + duration
@@ -254,7 +257,6 @@ def collective_on_device(rt: Any, info: Any, cost: Any, uargs: list[Any], t0: in
         return
     module, phase = module_and_phase(rt.attribution)
     rt.events.host_op(info.name_id, cost, t0, t1, module, phase, rt.mode_code, corr=corr)
-    dtype = str(tensors[0].dtype).replace("torch.", "") if tensors else ""
     kineto_args = {
         "Collective name": op.strip("_"),
         "Process Group Name": name,

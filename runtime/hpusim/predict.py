@@ -26,6 +26,7 @@ from typing import Any, Final
 import hpusim.state as state
 from hpusim.accounting import _nbytes
 from hpusim.device_model import COMPUTE_ENGINES, ENGINE_NIC
+from hpusim.predict_ddp import DdpSettings, settings_of
 from hpusim.prediction import (
     MemoryFacts,
     Prediction,
@@ -35,12 +36,6 @@ from hpusim.prediction import (
     project,
     warmup_count,
 )
-
-DDP_BUCKET_BYTES: Final = 25 * 2**20
-"""torch DistributedDataParallel's default `bucket_cap_mb=25`."""
-DDP_FIRST_BUCKET_BYTES: Final = 1 * 2**20
-"""DDP's first bucket (the last gradients of the backward) is 1 MB, so the all-reduce starts
-early."""
 
 
 class StopPrediction(BaseException):
@@ -80,6 +75,9 @@ class StepLedger:
         """(param ref, storage id, bytes, ready, key) of this step's gradients so far."""
         self._grad_keys: dict[int, int] = {}  # id(param) -> its key in the what-if log
         self.book = StepBook(rt.timeline.at(perf_counter_ns()))
+        self.ddp: DdpSettings | None = None  # the script's DDP (predict_ddp), once called
+        self.issued: dict[tuple[str, str], list[int]] = {}  # script's collectives: count, bytes
+        self._issued_in_step = 0
 
     # --- installation ----------------------------------------------------------------------
     def install(self) -> None:
@@ -92,10 +90,13 @@ class StepLedger:
             register_optimizer_step_pre_hook,
         )
 
+        import hpusim.predict_ddp as predict_ddp
+
         self.rt.attach_ledger(self)
         self.rt.timeline.listener = self.book.on_device
         if self.log is not None:
             self.log.attach(self.rt.timeline, self.book.origin_ns)
+        predict_ddp.install()
         self._handles = [
             register_module_forward_pre_hook(self._fwd_pre),
             register_module_forward_hook(self._fwd_post, always_call=True),
@@ -106,8 +107,11 @@ class StepLedger:
     def uninstall(self) -> None:
         """Close the run (a step the optimizer left pending, the end of the run), then stop
         watching."""
+        import hpusim.predict_ddp as predict_ddp
+
         if self.rt.ledger is self and self.book.end_ns is None:
             self._close_run()
+        predict_ddp.uninstall()
         while self._handles:
             self._handles.pop().remove()
         if self.rt.ledger is self:
@@ -152,10 +156,23 @@ class StepLedger:
             kind, self._pending = self._pending, None
             self._boundary(kind)
 
+    def on_collective(self, op: str, nbytes: int, dtype: str, world: int) -> int:
+        """A collective the script issued (hpusim.distributed): noted for the assumptions;
+        returns the cards it is modeled over (a one-process group stands for `--cards`)."""
+        seen = self.issued.setdefault((op, dtype), [0, 0])
+        seen[0] += 1
+        seen[1] += nbytes
+        self._issued_in_step += 1
+        return self.rt.config.cards if world == 1 else world
+
     def _opt_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.close_pending()
-        if self.rt.config.cards > 1:
+        issued, self._issued_in_step = self._issued_in_step, 0
+        if self.rt.config.cards > 1 and (self.ddp is not None or not issued):
+            # DDP's all-reduce, unless the script reduces its gradients itself
             self._all_reduce_grads()
+        else:
+            self._grads = []
 
     def _opt_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         # lazy mode: the step's graph launches at the mark_step that follows, so the step
@@ -187,6 +204,7 @@ class StepLedger:
         if self._is_model(module):
             self._count_inputs(args, _call_kwargs(sys._getframe(1)))
         if self.rt.config.cards > 1:
+            self.ddp = settings_of(module) or self.ddp
             self._hook_grads(module)
 
     def _fwd_post(self, module: Any, args: Any, output: Any) -> None:
@@ -239,7 +257,8 @@ class StepLedger:
         grad = getattr(p, "grad", None) if p is not None else None
         if grad is None:
             return
-        nbytes = int(grad.numel()) * grad.element_size()
+        per = self.ddp.comm_bytes_per_element if self.ddp is not None else None
+        nbytes = int(grad.numel()) * (per or grad.element_size())
         tl = self.rt.timeline
         ready = tl.stream_free  # eager: the op that produced it just ran
         gid = int(getattr(grad, "_gid", 0))
@@ -259,13 +278,14 @@ class StepLedger:
             return
         rt, tl = self.rt, self.rt.timeline
         buckets: list[list[tuple[Any, int, int, int, int]]] = [[]]
-        size, cap = 0, DDP_FIRST_BUCKET_BYTES
+        ddp = self.ddp or DdpSettings()
+        size, cap = 0, ddp.first_bucket_bytes
         for g in grads:  # in the order the backward produced them
             buckets[-1].append(g)
             size += g[2]
             if size >= cap:
                 buckets.append([])
-                size, cap = 0, DDP_BUCKET_BYTES
+                size, cap = 0, ddp.bucket_cap_bytes
         buckets = [b for b in buckets if b]
         pending = rt.graph.pending_outputs() if rt.lazy else set()
         if rt.lazy and any(g[1] in pending for b in buckets for g in b):
@@ -328,6 +348,10 @@ class StepLedger:
             fake=rt.fake is not None,
             standins=standins,
             exit_code=exit_code,
+            ddp=self.ddp,
+            issued=tuple(
+                (op, dtype, n, nbytes) for (op, dtype), (n, nbytes) in sorted(self.issued.items())
+            ),
         )
 
 

@@ -16,8 +16,16 @@ from typing import Any, Final
 
 from hpusim.device_model import ENGINE_MME, ENGINE_NIC
 from hpusim.host_fake import HOST_FAKE_MIN_BYTES
+from hpusim.predict_ddp import DdpSettings
 
 GIB: Final = 2**30
+HOST_ASSUMPTION: Final = (
+    "host: the script's own Python is its thread's CPU time on this machine plus the time it "
+    "was blocked (sleeps, I/O and queue waits), not its waits for a CPU, so this machine's "
+    "load does not count; taken as is for the host CPU of a Gaudi server (Intel Xeon): no "
+    "host-speed factor is applied, i.e. one core here is assumed as fast as one of the "
+    "server's"
+)
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,10 @@ class RunFacts:
     fake: bool
     standins: tuple[str, ...] = ()
     exit_code: int = 0
+    ddp: DdpSettings | None = None
+    """The script's DistributedDataParallel settings (hpusim.predict_ddp), if it made one."""
+    issued: tuple[tuple[str, str, int, int], ...] = ()
+    """The collectives the script issued itself: (op, dtype, count, bytes)."""
 
 
 class StepBook:
@@ -224,6 +236,33 @@ class MemoryFacts:
     oom_at: str | None
 
 
+def _data_parallel_assumption(facts: RunFacts, cards: int) -> str:
+    issued = ", ".join(
+        f"{n} {op} of {dtype or '?'} ({nbytes / n / 2**20:.3g} MB each)"
+        for op, dtype, n, nbytes in facts.issued
+    )
+    if facts.ddp is not None:
+        how = (
+            f"gradients all-reduced in the script's {facts.ddp.describe()}, overlapping the "
+            "backward"
+        )
+    elif issued:
+        how = "no DDP: the gradients are reduced by the script's own collectives"
+    else:
+        how = (
+            "gradients all-reduced once per optimizer step as if in DDP with torch's defaults "
+            f"(the script issues no collectives): {DdpSettings().describe()}, overlapping the "
+            "backward"
+        )
+    mine = (
+        f"; collectives the script issued, modeled over {cards} cards: {issued}" if issued else ""
+    )
+    return (
+        f"data parallel over {cards} cards: each card runs the script's batch; {how}, over the "
+        f"scale-up links (scale-out ports beyond 8 cards){mine}"
+    )
+
+
 def project(
     book: StepBook,
     facts: RunFacts,
@@ -260,17 +299,14 @@ def project(
         "device_profiles.json; calibration in docs/device-model.md)",
         f"{facts.mode} mode; host timeline projected: the script's own Python measured, the "
         "bridge's host costs modeled, the emulator's CPU work removed",
+        HOST_ASSUMPTION,
         f"step time: median of {len(measured)} step(s) after {warm} warm-up step(s); a step "
         "ends when both the host and the device are done with it",
         "model FLOPs: MME and fused-attention FLOPs executed (recomputation included); MFU "
         f"against the {p.mme_bf16_tflops:g} TFLOPs bf16 MME peak",
     ]
     if cards > 1:
-        assumptions.append(
-            f"data parallel over {cards} cards: each card runs the script's batch; gradients "
-            "all-reduced once per optimizer step in DDP's 25 MB buckets over the scale-up links "
-            "(scale-out ports beyond 8 cards), overlapping the backward"
-        )
+        assumptions.append(_data_parallel_assumption(facts, cards))
     if facts.tokens_per_step is not None:
         assumptions.append(f"tokens per step given: {facts.tokens_per_step}")
     elif facts.tokens_seen:

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from time import perf_counter_ns, thread_time_ns
 from typing import Any, ClassVar, Final
 
+from hpusim.run_delay import RunDelay
 from hpusim.sink import EV, KIND_DEVICE, KIND_RUNTIME
 
 TIMELINES: Final = ("projected", "measured")
@@ -37,6 +38,15 @@ CPU_READ_EVERY_NS: Final = 50_000
 reading is a system call, several us where syscalls are trapped: more than the rest of the
 clock's per-op work): between readings the thread counts as busy, so a kept gap may lose at
 most this much of time it was descheduled just before the gap began."""
+DELAY_READ_EVERY_NS: Final = 1_000_000
+"""`HostClock` reads the thread's run-queue wait (run_delay.py) when a bracket closes at most
+this often, so a gap's blocked time is measured from a reading at most this old (plus the
+bracket that closed it): a reading costs ~7 us here."""
+BLOCKED_MIN_NS: Final = 100_000
+"""Blocked time under this in a gap is dropped, and a gap off the CPU for less is not read:
+each context switch of a loaded machine leaves a few us of wall time that is neither the
+thread's CPU time nor its run-queue wait, which would otherwise add up, and only ever upward
+(a gap's blocked time is never negative), over a gap with many preemptions."""
 
 
 class MeasuredClock:
@@ -93,18 +103,26 @@ class HostClock:
     cost, not its ops').
 
     A gap between two bracketed spans is the script's own time, counted by `gap` mode: "cpu"
-    (the default) counts the thread's CPU time, so the time this process spends descheduled on
-    a loaded machine is not the script's, and a gap shorter than `glue_ns` is framework glue
-    between two ops (counted in the modeled per-op cost, so dropped); "wall" counts wall time
-    (a wait on data-loader workers, which blocks without using the CPU); "drop" counts nothing
-    (the autograd engine, framework glue). The emulator's dispatch overhead outside its own
-    interval (`gap_overhead_ns`) is taken off every kept gap.
+    (the default) counts the thread's CPU time and the time it was blocked (a `time.sleep`,
+    waiting for I/O or a queue), not the time it waited for a CPU on a loaded machine (its
+    run-queue wait, run_delay.py), so the answer does not depend on this machine's load; a gap
+    shorter than `glue_ns` is framework glue between two ops (counted in the modeled per-op
+    cost, so dropped); "wall" counts the gap's wall time less the run-queue wait, glue or not
+    (a wait on data-loader workers); "drop" counts nothing (the autograd engine, framework
+    glue). The emulator's dispatch overhead outside its own interval (`gap_overhead_ns`) is
+    taken off every kept gap. Blocking inside a bracket is the emulator's (a collective's
+    exchange between cards): never counted.
     """
 
     projected: Final = True
     __slots__ = (
         "_cpu",
         "_cpu_at",
+        "_delay",
+        "_delay_at",
+        "_delay_cpu",
+        "_delay_fresh",
+        "_delays",
         "_depth",
         "_floor",
         "_m",
@@ -124,6 +142,13 @@ class HostClock:
         self._muted = 0
         self._cpu = thread_time_ns()  # thread CPU time at measured `_cpu_at`, outside a bracket
         self._cpu_at = t
+        self._delays = RunDelay()
+        # the base for blocked time: wall, CPU and run-queue wait read at one instant
+        # (`_delay` None: not readable here)
+        self._delay: int | None = None
+        self._delay_at = self._delay_cpu = 0
+        self._note_delay(self._delays.snapshot())
+        self._delay_fresh: tuple[int, int, int, int] | None = None  # gap end, snapshot
         self._floor = t  # the latest projected time already handed out (at(), mapping)
         self.gap_overhead_ns = gap_overhead_ns
         """The emulator's own cost between two device ops, outside its dispatch (torch's
@@ -146,25 +171,56 @@ class HostClock:
             p = pp[-1]
         m.append(t)
         pp.append(p)
-        if cpu and self._depth == 0:
-            self._note_cpu(t)
+        if self._depth == 0:
+            self._close_gap(t)
+            if cpu:
+                self._note_cpu(t)
 
     def _note_cpu(self, t: int) -> None:
         self._cpu = thread_time_ns()
         self._cpu_at = t
+        if self._delay is not None and t - self._delay_at >= DELAY_READ_EVERY_NS:
+            self._note_delay(self._delays.snapshot())
+
+    def _note_delay(self, snap: tuple[int, int, int] | None) -> None:
+        if snap is not None:
+            self._delay_at, self._delay_cpu, self._delay = snap
+
+    def _blocked(self, t: int, off: int, read: bool) -> int:
+        """Of the `off` ns the open gap's thread was off the CPU up to `t`, those it was
+        blocked: since the base reading, wall less CPU less run-queue wait (read if `off` is
+        long enough, or `read`). The reading is kept to become the base when the gap closes at
+        `t` (`_close_gap`)."""
+        if self._delay is None or (off < BLOCKED_MIN_NS and not read):
+            return 0
+        snap = self._delays.snapshot()
+        if snap is None:
+            return 0
+        wall, cpu, delay = snap
+        self._delay_fresh = (t, wall, cpu, delay)
+        blocked = (wall - self._delay_at) - (cpu - self._delay_cpu) - (delay - self._delay)
+        return min(blocked, off) if blocked >= BLOCKED_MIN_NS else 0
+
+    def _close_gap(self, t: int) -> None:
+        """The open gap closed at `t`: a run-queue reading `_gap` took then is the new base."""
+        fresh, self._delay_fresh = self._delay_fresh, None
+        if fresh is not None and fresh[0] == t:
+            self._note_delay(fresh[1:])
 
     def _gap(self, t: int, mode: str) -> int:
         """The projected length of the open gap from the last point to measured `t` (now)."""
         if mode == "drop":
             return 0
         wall = t - self._m[-1]
-        if mode == "wall":
-            return max(wall - self.gap_overhead_ns, 0)
-        if wall < self.glue_ns:
-            return 0  # the CPU time used is at most the wall time: glue, no need to read it
+        if mode != "wall" and wall < self.glue_ns:
+            return 0  # CPU and blocked time are at most the wall time: glue, no need to read
         # the CPU time since the last point: since the last reading, less the time from it to
-        # that point (busy: CPU_READ_EVERY_NS)
-        used = min(thread_time_ns() - self._cpu - (self._m[-1] - self._cpu_at), wall)
+        # that point (busy: CPU_READ_EVERY_NS); then the time the thread was blocked
+        cpu = thread_time_ns()
+        used = cpu - self._cpu - (self._m[-1] - self._cpu_at)
+        used = min(used + self._blocked(t, wall - used, mode == "wall"), wall)
+        if mode == "wall":  # without run-queue readings here: the wall time, as measured
+            return max((wall if self._delay is None else used) - self.gap_overhead_ns, 0)
         return used - self.gap_overhead_ns if used >= self.glue_ns else 0
 
     def at(self, t: int) -> int:
@@ -188,6 +244,10 @@ class HostClock:
         p = self.at(t)
         self._point(t, p)
         return p
+
+    def kept_ns(self, t: int) -> int:
+        """What the open gap up to measured `t` counts in "cpu" mode (0 inside a bracket)."""
+        return 0 if self._depth else self._gap(t, "cpu")
 
     def gap_since_last(self, t: int) -> int:
         """Measured ns since the last point, outside any `enter` (else 0)."""
@@ -378,9 +438,17 @@ class GcPause:
 _OVERHEAD: list[int] = []
 
 
+OVERHEAD_ROUNDS: Final = 40
+OVERHEAD_OPS: Final = 25
+
+
 def dispatch_overhead_ns() -> int:
     """The per-op cost of torch's tensor-subclass dispatch outside the emulator's own measured
-    interval, timed once per process on a probe wrapper subclass (best of 5 x 100 ops)."""
+    interval, timed once per process on a probe wrapper subclass: the best of
+    `OVERHEAD_ROUNDS` rounds of `OVERHEAD_OPS` ops, short enough that on a loaded machine
+    some rounds run without being descheduled (5 x 100 ops read 8.4-9.5 us idle and 10-36 us
+    with a busy loop per core; 40 x 25 read 5.1-8.3 us idle and 5.3-9.5 us busy, varying more
+    between processes than with the load)."""
     if _OVERHEAD:
         return _OVERHEAD[0]
     import torch
@@ -410,12 +478,12 @@ def dispatch_overhead_ns() -> int:
 
     a, b = _Probe(torch.zeros(16)), _Probe(torch.zeros(16))
     best = None
-    for _ in range(5):
+    for _ in range(OVERHEAD_ROUNDS):
         _Probe.inside[0] = 0
         t0 = perf_counter_ns()
-        for _ in range(100):
+        for _ in range(OVERHEAD_OPS):
             a.add(b)
-        outside = (perf_counter_ns() - t0 - _Probe.inside[0]) // 100
+        outside = (perf_counter_ns() - t0 - _Probe.inside[0]) // OVERHEAD_OPS
         best = outside if best is None else min(best, outside)
     _OVERHEAD.append(max(int(best or 0), 0))
     return _OVERHEAD[0]

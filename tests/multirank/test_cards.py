@@ -97,7 +97,7 @@ def test_three_cards_with_a_slow_host_name_the_straggler(tmp_path: Path) -> None
     assert [(c["collective"], c["step"], c["ranks"]) for c in skews] == [
         ("allreduce", step, 3) for step in range(4)
     ], skews
-    # rank 2 computes SLOW_S on its host before every step; on a loaded 2-core machine another
+    # rank 2 sleeps SLOW_S on its host before every step; on a loaded 2-core machine another
     # card can be slowed as much once, so the straggler is asserted the way the analysis names
     # it: the rank last most often, and the skew where it is last. The first collective is
     # where the cards' projected clocks meet (hpusim.distributed): its skew says nothing

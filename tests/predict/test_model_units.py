@@ -59,18 +59,33 @@ def test_clock_removes_bracketed_time_and_adds_modeled_costs() -> None:
     assert c.map_start(70_000) == 17_000
 
 
+def _fake_thread_clocks(
+    monkeypatch: pytest.MonkeyPatch, now: list[int], cpu: list[int], delay: list[int]
+) -> None:
+    """The clock's readings of the thread's CPU time and run-queue wait, from the lists."""
+    import hpusim.projection
+
+    monkeypatch.setattr(hpusim.projection, "thread_time_ns", lambda: cpu[0])
+    monkeypatch.setattr(
+        hpusim.projection.RunDelay, "snapshot", lambda self: (now[0], cpu[0], delay[0])
+    )
+
+
 def test_clock_pinned_time_precedes_every_later_event(monkeypatch: pytest.MonkeyPatch) -> None:
     """A profiler's base time (`pin`) is never after an event recorded later: the thread was
     busy up to the base (CPU time = wall), then descheduled (no CPU) until its next op."""
-    import hpusim.projection
 
-    cpu = [0]
-    monkeypatch.setattr(hpusim.projection, "thread_time_ns", lambda: cpu[0])
+    now, cpu, delay = [1_000_000], [0], [0]
+    _fake_thread_clocks(monkeypatch, now, cpu, delay)
     for pinned in (False, True):
+        now[0] = 1_000_000
         c = HostClock(origin_ns=1_000_000)
         cpu[0] += 1_000_000  # 1 ms busy
+        now[0] = 2_000_000
         base = c.pin(2_000_000) if pinned else c.at(2_000_000)
-        c.enter(11_000_000)  # 9 ms descheduled
+        delay[0] += 9_000_000
+        now[0] = 11_000_000
+        c.enter(11_000_000)  # 9 ms descheduled (waiting for a CPU)
         c.exit(11_000_000)
         later = c.map_start(3_000_000)  # an event 1 ms after the base
         assert (later >= base) is pinned, (pinned, base, later)  # unpinned: 0.8 ms before it
@@ -97,19 +112,47 @@ def test_clock_wait_for_the_device_and_drop_mode() -> None:
     assert c.map_end(500_100) == 50_000
 
 
-def test_clock_cpu_mode_ignores_time_the_thread_did_not_run() -> None:
+def test_clock_cpu_mode_counts_a_sleep_but_not_a_wait_for_a_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A gap's kept time is its CPU time and the time its thread was blocked (a sleep lasts as
+    long on a Gaudi host), not the time it waited for a CPU (a loaded machine's)."""
+    now, cpu, delay = [0], [0], [0]
+    _fake_thread_clocks(monkeypatch, now, cpu, delay)
+    c = HostClock(origin_ns=0, glue_ns=100_000)
+    c.enter(0)
+    c.exit(0)
+    cpu[0] += 2_000_000  # 2 ms of the script's Python
+    delay[0] += 30_000_000  # 30 ms runnable, waiting for a CPU
+    now[0] = 52_000_000
+    c.enter(52_000_000)  # and 20 ms asleep
+    assert c._p[-1] == 22_000_000
+    c.exit(52_000_000)
+    cpu[0] += 50_000  # 50 us of glue and 5 ms waiting for a CPU: nothing kept
+    delay[0] += 5_000_000
+    now[0] = 57_050_000
+    c.enter(57_050_000)
+    assert c._p[-1] == 22_000_000
+    c.exit(57_050_000)
+
+
+def test_clock_counts_a_real_sleep() -> None:
     import time
 
     c = HostClock()
     t0 = time.perf_counter_ns()
-    c.enter(t0, "wall")
+    c.enter(t0, "cpu")
     c.exit(time.perf_counter_ns())
-    time.sleep(0.05)  # descheduled: no CPU used
+    time.sleep(0.05)  # blocked: no CPU used, but the script's own time
     t = time.perf_counter_ns()
     before = c.map_end(t0)
     c.enter(t, "cpu")
-    assert c._p[-1] - before < 20_000_000  # far less than the 50 ms of wall time
+    kept = c._p[-1] - before
     c.exit(time.perf_counter_ns())
+    if c._delay is None:  # no run-queue readings on this system: CPU time only
+        assert kept < 20_000_000
+    else:  # the sleep less any wait for a CPU after it (on a loaded machine)
+        assert 40_000_000 <= kept <= t - t0, kept
 
 
 def test_measured_clock_is_the_identity() -> None:

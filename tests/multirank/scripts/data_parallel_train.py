@@ -40,12 +40,9 @@ def main() -> None:
     gen = torch.Generator().manual_seed(100 + rank)
     for step in range(args.steps):
         if rank == args.slow_rank:
-            # this card's host is slow: it computes on the host for slow_s of CPU time and
-            # reaches each collective late (a sleep would not do: the projected host clock
-            # counts the host's CPU time, not time it spends descheduled)
-            busy_until = time.thread_time() + args.slow_s
-            while time.thread_time() < busy_until:
-                pass
+            # this card's host is slow (waiting for its data, say): it reaches each
+            # collective slow_s late (a sleep is host time on the projected clock too)
+            time.sleep(args.slow_s)
         x = torch.randn(16, 64, generator=gen).to(device)
         loss = model(x).pow(2).mean()
         loss.backward()
