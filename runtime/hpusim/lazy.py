@@ -134,14 +134,17 @@ def host_read(reason: str) -> None:
         host_sync(rt, reason, perf_counter_ns())
 
 
-def mark_step(device_str: str = "", sync: bool = False) -> None:
+def mark_step(device_str: str = "", sync: bool = False, *, warn: bool = True) -> None:
     """`htcore.mark_step`: publish MARK_STEP, flush the lazy graph (`host step marker`), run
-    the step closures (lazy mode; a no-op that warns once otherwise, as the bridge)."""
+    the step closures (lazy mode; otherwise nothing the script sees, a warning once unless
+    `warn` is False). In every mode the call is noted as a step marker for the profiler (the
+    trace's mark_step event, a prediction's step boundary)."""
     rt = state.require_runtime()
     now = perf_counter_ns()
     lazy_graph = rt.graph
     if not rt.lazy:
-        lazy_graph.warn_lazy_only()
+        if warn:
+            lazy_graph.warn_lazy_only()
     else:
         publish(EventId.MARK_STEP, [])  # the bridge publishes before its StepMarker
         if rt.flags.irgraph_log and not lazy_graph.ops:

@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 NIC_DUMP = textwrap.dedent(
     """
     ledger = hpusim.state.RT.ledger
-    nic = [e - s for s, e, g in zip(ledger._starts, ledger._ends, ledger._engines) if g == ENGINE_NIC]
+    nic = [e - s for s, e, g in zip(ledger.book._starts, ledger.book._ends, ledger.book._engines) if g == ENGINE_NIC]
     with open(out, "w") as f:
         json.dump({"count": len(nic), "ns": sum(nic)}, f)
     """

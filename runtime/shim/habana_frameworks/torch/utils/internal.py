@@ -9,12 +9,16 @@ from hpusim.hpex import is_lazy
 logger = logging.getLogger(__name__)
 
 
-def lazy_only(func: Any) -> Any:
-    """`func` in lazy mode; a no-op outside it (logged once, as the bridge)."""
+def lazy_only(func: Any, observe: Any = None) -> Any:
+    """`func` in lazy mode; a no-op outside it (logged once, as the bridge). `observe` (the
+    emulator's, not the bridge's): called instead outside lazy mode, to note the call for the
+    profiler without any effect the script can see."""
 
     def lazy_wrapper(*args: Any, **kwargs: Any) -> None:
         if is_lazy():
             func(*args, **kwargs)
+        elif observe is not None:
+            observe(*args, **kwargs)
 
     if not is_lazy():
         logger.warning(
