@@ -34,7 +34,6 @@ from hpuprof.trace.soon import soon
 
 _INT64_MAX = (1 << 63) - 1
 _UINT64_LIMIT = 1 << 64
-_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 _EMPTY_RAW = msgspec.Raw(b"")
 
 
@@ -433,12 +432,34 @@ def _one_id(value: Any, row: int, field: str) -> int:
 
 
 def _absent_column(field: str, n: int) -> NDArray[Any]:
-    """A chunk's column of an args key that no event has."""
-    if field == "fallback":
-        return np.full(n, -1, dtype=np.int8)
-    if field in ID_ARGS:
-        return np.full(n, NO_ID, dtype=np.int32)
-    return np.zeros(n, dtype=np.int32)
+    """A chunk's column of an args key that no event has (int8: a column's pieces join as the
+    widest of them)."""
+    if field == "fallback" or field in ID_ARGS:
+        return np.full(n, -1 if field == "fallback" else NO_ID, dtype=np.int8)
+    return np.zeros(n, dtype=np.int8)
+
+
+def code_width(count: int) -> type[np.signedinteger[Any]]:
+    """The narrowest integer type of codes into `count` values (as pandas narrows them)."""
+    return np.int8 if count <= 127 else np.int16 if count <= 32767 else np.int32
+
+
+def narrow_codes(codes: NDArray[Any], count: int) -> NDArray[Any]:
+    """`codes` (into `count` values) in their narrowest type: a raw column's pieces, 1 byte a
+    row instead of 4 for most columns (they coexist with the normalized columns)."""
+    return codes.astype(code_width(count), copy=False)
+
+
+def narrow_ids(ids: NDArray[np.int64]) -> NDArray[np.signedinteger[Any]]:
+    """Integer ids in the narrowest type that holds them all (int8 .. int64)."""
+    if not len(ids):
+        return ids.astype(np.int8)
+    low, high = int(ids.min()), int(ids.max())
+    for width in (np.int8, np.int16, np.int32):
+        info = np.iinfo(width)
+        if info.min <= low and high <= info.max:
+            return ids.astype(width)
+    return ids
 
 
 def _our_keys(data: memoryview, lengths: NDArray[np.int64]) -> NDArray[np.int8]:
@@ -453,10 +474,6 @@ def _our_keys(data: memoryview, lengths: NDArray[np.int64]) -> NDArray[np.int8]:
     rows = _binary_piece(len(lengths), offsets, bytes(data))  # a copy: `data` is written on
     hit = pc.match_substring(rows, _OUR_KEY.decode()).fill_null(False)
     return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=np.int8)
-
-
-def _fits_int32(values: NDArray[np.int64]) -> bool:
-    return not len(values) or (int(values.min()) >= _INT32_MIN and int(values.max()) <= _INT32_MAX)
 
 
 def _flags(values: Sequence[Any], field: str) -> NDArray[np.int8]:
@@ -562,7 +579,9 @@ class RawColumns:
     """Every event's exact args bytes (b"" when none): where they are in the file or in copies
     (`ArgSpans`), or large_binary (tables built from rows, `hw_profiler_columns`)."""
     external_id: NDArray[np.signedinteger[Any]]
-    """The id columns are int32 when every value fits (int64 otherwise); NO_ID when absent."""
+    """The id columns are of the narrowest integer type that holds every value (int8 ..
+    int64); NO_ID when absent. Coded columns' codes too are of the narrowest type (int8 for
+    most: a raw column costs 1 byte a row while the normalizer works)."""
     correlation: NDArray[np.signedinteger[Any]]
     stream: NDArray[np.signedinteger[Any]]
     device: NDArray[np.signedinteger[Any]]
@@ -679,8 +698,7 @@ class ColumnBuilder:
                 self.side_args[self.rows + i] = args[1][offsets[i] : offsets[i + 1]]
         for field, column in zip(ARG_FIELDS, arg_columns, strict=True):
             if field in ID_ARGS:
-                ids = np.frombuffer(column, dtype=np.int64)
-                self.pieces[field].append(ids.astype(np.int32) if _fits_int32(ids) else ids)
+                self.pieces[field].append(narrow_ids(np.frombuffer(column, dtype=np.int64)))
             elif field == "fallback":
                 self.pieces[field].append(np.frombuffer(column, dtype=np.int8))
             elif field in RAW_ARGS:
@@ -697,13 +715,14 @@ class ColumnBuilder:
         offsets and data of its distinct values and each row's index into them), each
         distinct value turned into the interned value (`value`) once."""
         if encoded is None:
-            return np.zeros(n, dtype=np.int32)
+            return np.zeros(n, dtype=np.int8)
         offsets, data, indices = encoded
         distinct = _binary_piece(len(offsets) // 8 - 1, offsets, data)
         values = _untag_ints(distinct) if value is _untag else None
         if values is None:
             values = list(map(value, distinct.to_pylist()))
-        remap = self.interners[field].codes(values)
+        interner = self.interners[field]
+        remap = narrow_codes(interner.codes(values), len(interner.values))
         return remap[np.frombuffer(indices, dtype=np.int32)]
 
     def _flow_ids(self, n: int, encoded: Any) -> NDArray[np.int32]:
@@ -757,7 +776,8 @@ class ColumnBuilder:
                 except BadValue as bad:
                     raise bad.at(int(rows[bad.row])) from None
                 codes[rows] = self.interners[field].codes(taken)
-            self.pieces[field].append(codes)
+            count = len(self.interners[field].values)
+            self.pieces[field].append(codes if field == "flow_id" else narrow_codes(codes, count))
 
     def _side_args(self, ph_codes: NDArray[np.int32], args: tuple[msgspec.Raw, ...]) -> None:
         for i in self._rows_with(ph_codes, _SIDE_PHASES).tolist():
@@ -788,17 +808,20 @@ class ColumnBuilder:
         """`full` with the values of the rows `present` set (`BadValue` for a wrong one)."""
         name = f"args {ARG_NAMES[field]!r}"
         if field in ID_ARGS:
-            ids = to_int64_ids(values, name)
-            if not _fits_int32(ids):  # the column's pieces join as int64 then
-                full = full.astype(np.int64)
+            ids = narrow_ids(to_int64_ids(values, name))
+            full = full.astype(np.promote_types(full.dtype, ids.dtype), copy=False)
             full[present] = ids
         elif field == "fallback":
             full[present] = _flags(values, name)
-        elif field in RAW_ARGS:
-            full[present] = self.interners[field].raw_codes(_raw_arrays(values, name))
         else:
-            check_scalars(values, name)
-            full[present] = self.interners[field].codes(values)
+            interner = self.interners[field]
+            if field in RAW_ARGS:
+                codes = interner.raw_codes(_raw_arrays(values, name))
+            else:
+                check_scalars(values, name)
+                codes = interner.codes(values)
+            full = full.astype(code_width(len(interner.values)), copy=False)
+            full[present] = codes
         return full
 
     def _ph_codes(self, ph: Sequence[str]) -> NDArray[np.int32]:
@@ -815,10 +838,11 @@ class ColumnBuilder:
         interner = self.interners["ph"]
         for byte in np.flatnonzero(np.bincount(by_byte, minlength=128)).tolist():
             table[byte] = interner.code(chr(byte))
-        return table[by_byte]
+        return narrow_codes(table, len(interner.values))[by_byte]
 
     def _code(self, field: str, values: Sequence[Any]) -> NDArray[np.int32]:
-        codes = self.interners[field].codes(values)
+        interner = self.interners[field]
+        codes = narrow_codes(interner.codes(values), len(interner.values))
         self.pieces[field].append(codes)
         return codes
 
@@ -843,8 +867,8 @@ class ColumnBuilder:
         joins = {
             field: soon(pool, flow_coded)
             if field == "flow_id" and flow_ints
-            # joined in the pool, coded here
-            else soon(pool, joined, field, np.int32)
+            # joined in the pool (as the widest of its pieces), coded here
+            else soon(pool, joined, field, None)
             for field in coded_fields
         }
         joins.update((f, soon(pool, joined, f, None)) for f in ID_ARGS)  # int32, or int64
