@@ -521,6 +521,7 @@ class _Normalizer:
         release_free_memory()
         columns["args"] = _args_column(take_binary(raw.args, rows))
         raw.release("args")
+        release_free_memory()  # (the derived columns' temporaries come next)
         frame = pd.DataFrame(
             {name: columns.pop(name) for name in EVENT_COLUMNS if name in columns}, copy=False
         )
