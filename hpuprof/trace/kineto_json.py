@@ -46,6 +46,7 @@ from hpuprof.trace.heap import (
     set_mmap_threshold,
     small_pages,
 )
+from hpuprof.trace.memory_limit import threads_within_limit
 from hpuprof.trace.model import Trace
 from hpuprof.trace.rawio import BlockStream, map_plain
 
@@ -615,7 +616,7 @@ def read_raw(path: Path, progress: Any = None, threads: int | None = None) -> _D
     stream = BlockStream(path, progress=progress)
     reader = _Reader(path, iter(()) if mapped is not None else iter(stream), mapped)
     reader.progress = progress
-    reader.threads = load_threads(threads)
+    reader.threads = threads_within_limit(load_threads(threads))
     if reader.threads > 1 and fastscan.available():  # (threads start with a second chunk)
         reader.pool = ThreadPoolExecutor(reader.threads, thread_name_prefix="hpuprof-scan")
     with gc_paused():
