@@ -7,9 +7,12 @@ the core). The cached reopen is a second `hpuprof.load` of the same file (the me
 load cache, written to a scratch `XDG_CACHE_HOME`); the Parquet reopen (`save_parquet` file) is
 shown beside it.
 
-    python bench/bench_load.py [TRACE.json] [--events 2000000]
+    python bench/bench_load.py [TRACE.json] [--events 2000000] [--against DIR --rounds 3]
 
 Without TRACE, a synthetic trace is generated (bench/gen_synthetic_trace.py) in a temp dir.
+`--against DIR`: the hpuprof load of another checkout of this repository (DIR first on
+PYTHONPATH, its compiled scanner built there) alternated with this one's for `--rounds` rounds
+(before, after, after, before, ...), their medians (MB/s, peak RSS / JSON size) side by side.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 _CHILD = r"""
 import json, os, resource, sys, time
@@ -54,19 +59,27 @@ elif mode == "reopen":
     rows = len(hpuprof.trace.parquet.load_parquet(sys.argv[3]).events)
 seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"seconds": seconds, "cpu": cpu, "rows": rows, "peak": peak, "idle": idle}))
+print(json.dumps({"seconds": seconds, "cpu": cpu, "rows": rows, "peak": peak, "idle": idle,
+                  "package": os.path.dirname(hpuprof.__file__)}))
 """
 
 
 _THREADS = 1
 
 
-def _run(mode: str, trace: Path, extra: str = "", cache: str = "") -> dict[str, float]:
+def _run(
+    mode: str, trace: Path, extra: str = "", cache: str = "", checkout: Path | None = None
+) -> dict[str, Any]:
     args = [sys.executable, "-c", _CHILD, mode, str(trace)] + ([extra] if extra else [])
     env = {**os.environ, "HPUPROF_LOAD_THREADS": str(_THREADS)}
     if cache:
         env["XDG_CACHE_HOME"] = cache
-    out = subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout
+    if checkout is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(checkout), env.get("PYTHONPATH", "")])
+    # run in the checkout loaded: `python -c` puts the working directory first on sys.path
+    where = str(checkout or Path(__file__).resolve().parents[1])
+    done = subprocess.run(args, check=True, capture_output=True, text=True, env=env, cwd=where)
+    out = done.stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
@@ -81,6 +94,8 @@ def main() -> None:
         default=1,
         help="each load pinned to this many cores, hpuprof scanning with as many threads",
     )
+    parser.add_argument("--against", type=Path, help="another checkout, loaded alternately")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --against")
     options = parser.parse_args()
     global _THREADS
     _THREADS = max(options.threads, 1)
@@ -92,6 +107,8 @@ def main() -> None:
         size = os.path.getsize(trace)
         mb = size / 1e6
         print(f"trace: {trace} ({mb:,.1f} MB); each load on {_THREADS} core(s)")
+        if options.against is not None:
+            _compare(trace, options.against, options.rounds)
         ours = _run("hpuprof", trace)
         print(
             f"hpuprof   JSON -> Trace: {mb / ours['seconds']:8.1f} MB/s  ({ours['seconds']:.2f} s, "
@@ -126,6 +143,37 @@ def main() -> None:
             f"Parquet reopen (save_parquet): {again['rows'] / again['seconds'] / 1e6:8.2f} M events/s "
             f"({again['seconds']:.2f} s)"
         )
+
+
+def _compare(trace: Path, against: Path, rounds: int) -> None:
+    """The hpuprof load of `against` (before) and of this checkout (after), alternated."""
+    size = os.path.getsize(trace)
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for i in range(rounds):
+        order = ("before", "after") if i % 2 == 0 else ("after", "before")
+        for side in order:
+            result = _run("hpuprof", trace, checkout=against if side == "before" else None)
+            runs[side].append(result)
+            print(
+                f"  round {i + 1} {side:>6}: {size / 1e6 / result['seconds']:7.1f} MB/s "
+                f"(CPU {size / 1e6 / result['cpu']:.1f}), peak RSS {result['peak'] / size:.2f}x, "
+                f"{int(result['rows']):,} rows ({result['package']})"
+            )
+    medians = {
+        side: {k: statistics.median(r[k] for r in done) for k in ("seconds", "cpu", "peak")}
+        for side, done in runs.items()
+    }
+    for side, m in medians.items():
+        print(
+            f"{side:>6} ({against if side == 'before' else 'this checkout'}), median of {rounds}: "
+            f"{size / 1e6 / m['seconds']:7.1f} MB/s (CPU time {size / 1e6 / m['cpu']:.1f} MB/s), "
+            f"peak RSS {m['peak'] / size:.2f}x JSON size ({m['peak'] / 1e6:,.0f} MB)"
+        )
+    before, after = medians["before"], medians["after"]
+    print(
+        f"after / before: speed {before['seconds'] / after['seconds']:.2f}x (CPU "
+        f"{before['cpu'] / after['cpu']:.2f}x), peak RSS {after['peak'] / before['peak']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

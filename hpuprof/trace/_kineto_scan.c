@@ -8,14 +8,16 @@
  * and the caller decodes that chunk with the msgspec path, which gives the columns or the
  * exact error it always gave.
  *
- * scan(buffer, arg_keys, arg_kinds) -> None | tuple
+ * scan(buffer, arg_keys, arg_kinds, spans=0) -> None | tuple
  *   arg_keys: tuple of bytes (the args keys the model reads), arg_kinds: bytes, one kind per
  *   key: 'i' int64 id (NO_ID when absent), 'r' raw JSON bytes, 't' tagged text, 'f' flag,
  *   'p' a key prefix (at most one): its column marks (1, else 0) the rows whose args hold a
  *   key with this prefix that is none of the other keys (hpuprof's keys read later).
  *   The tuple: (n, ph, ts, dur, name, cat, pid, tid, flow_id, bp, args, *per-key columns)
  *   where ph is n uint8, ts/dur n float64 (NaN when absent or null), id and flag columns are
- *   n int64 / int8 (a prefix's too), args is a pair (offsets: n+1 int64, data: bytes), and every other column
+ *   n int64 / int8 (a prefix's too), args is a pair (offsets: n+1 int64, data: bytes) or, with
+ *   `spans`, (starts: n int64, lengths: n int64): where each row's args object lies in
+ *   `buffer` (0, 0 for a row without), nothing copied; every other column
  *   is dictionary-encoded as it is scanned: None when no row has a value, else a triple
  *   (offsets: k+1 int64, data: bytes) of its k distinct values in order of first appearance
  *   (b"" among them when some row has none) and indices: n int32 into them.
@@ -614,6 +616,9 @@ typedef struct {
     Buf ph, ts, dur;
     DictCol name, cat, pid, tid, fid, bp;
     VarCol args;
+    int spans;              /* args as spans of the input (starts in args.off, lengths in
+                               args.data, int64 each), not copied */
+    size_t arg_start, arg_len; /* the span of the event's args object (spans) */
     int nkeys;
     const char *keys[MAX_KEYS];
     Py_ssize_t keylen[MAX_KEYS];
@@ -775,6 +780,11 @@ static int parse_args(Cur *c, Scan *sc) {
         more = member_next(c);
     }
     if (more < 0) return -1;
+    if (sc->spans) {
+        sc->arg_start = start;
+        sc->arg_len = c->i - start;
+        return 0;
+    }
     return buf_put(&sc->args.data, c->s + start, c->i - start);
 }
 
@@ -795,6 +805,7 @@ static int parse_event(Cur *c, Scan *sc) {
     size_t bp_start = 0, bp_end = 0;
     int has_pid = 0, has_tid = 0;
     unsigned seen = 0;
+    sc->arg_start = sc->arg_len = 0;
     int more = object_open(c);
     while (more > 0) {
         {
@@ -883,7 +894,12 @@ static int parse_event(Cur *c, Scan *sc) {
     size_t row = sc->row++;
     for (size_t k = 0; k < N_DICTS; k++)
         if (dict_end(dicts[k], row)) return -1;
-    if (var_end(&sc->args, row)) return -1;
+    if (sc->spans) {
+        int64_t start = (int64_t)sc->arg_start, len = (int64_t)sc->arg_len;
+        if (buf_put(&sc->args.off, &start, 8) || buf_put(&sc->args.data, &len, 8)) return -1;
+    } else if (var_end(&sc->args, row)) {
+        return -1;
+    }
     for (int k = 0; k < sc->nkeys; k++)
         if ((sc->kinds[k] == 'r' || sc->kinds[k] == 't') && dict_end(&sc->dict[k], row)) return -1;
     return 0;
@@ -891,10 +907,11 @@ static int parse_event(Cur *c, Scan *sc) {
 
 static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
 
-/* (offsets, data) of the args column of n rows (n+1 zero offsets when it never started). */
-static PyObject *pair_of(VarCol *c, Py_ssize_t n) {
+/* (offsets, data) of the args column of n rows (n+1 zero offsets when it never started);
+ * with `spans`, (starts, lengths) as written. */
+static PyObject *pair_of(VarCol *c, Py_ssize_t n, int spans) {
     PyObject *off;
-    if (c->started)
+    if (c->started || spans)
         off = bytes_of(&c->off);
     else {
         off = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
@@ -928,7 +945,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *keys;
     const char *kinds;
     Py_ssize_t nkinds;
-    if (!PyArg_ParseTuple(args, "y*O!y#", &view, &PyTuple_Type, &keys, &kinds, &nkinds))
+    int spans = 0;
+    if (!PyArg_ParseTuple(args, "y*O!y#|p", &view, &PyTuple_Type, &keys, &kinds, &nkinds, &spans))
         return NULL;
     /* a free slot's buffers keep their memory from chunk to chunk (no growth, no fresh
      * pages per chunk) until `release()`; with every slot busy, a call gets its own */
@@ -944,6 +962,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         sc = &local;
     }
     scan_clear(sc, 0);
+    sc->spans = spans;
     PyObject *result = NULL;
     Py_ssize_t nkeys = PyTuple_GET_SIZE(keys);
     if (nkeys != nkinds || nkeys > MAX_KEYS) {
@@ -1011,7 +1030,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     items[2] = bytes_of(&sc->ts);
     items[3] = bytes_of(&sc->dur);
     for (int k = 0; k < N_DICTS; k++) items[4 + k] = dict_of(dicts[k]);
-    items[10] = pair_of(&sc->args, n);
+    items[10] = pair_of(&sc->args, n, spans);
     for (int k = 0; k < 11; k++) {
         if (!items[k]) {
             Py_CLEAR(result);
@@ -1204,7 +1223,7 @@ static struct PyModuleDef module = {
 
 /* Bump KINETO_SCAN_ABI whenever scan/gather/release change their arguments or results;
    fastscan.py ignores a built module of another ABI (a stale .so from an older checkout). */
-#define KINETO_SCAN_ABI 3
+#define KINETO_SCAN_ABI 4
 
 PyMODINIT_FUNC PyInit__kineto_scan(void) {
     init_plain();

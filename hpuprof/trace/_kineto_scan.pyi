@@ -1,7 +1,7 @@
 ABI: int
 
 def scan(
-    buffer: bytes | memoryview, arg_keys: tuple[bytes, ...], arg_kinds: bytes, /
+    buffer: bytes | memoryview, arg_keys: tuple[bytes, ...], arg_kinds: bytes, spans: bool = ..., /
 ) -> tuple[object, ...] | None: ...
 def gather(
     pieces: list[object],

@@ -4,19 +4,19 @@ The chunk decoder hands over a list of msgspec Structs. Each chunk is transposed
 (`zip(*map(astuple, events))`), numbers go straight to numpy, strings are interned with one
 `set` pass and one `map(dict.__getitem__)` pass (both C loops; phases by their byte), JSON
 fragments kept as `msgspec.Raw` are joined into one buffer and dictionary-encoded by pyarrow.
-The raw `args` of every event are written into one growing buffer (`BytesIO.writelines`, a C
-loop), the keys the model reads are decoded from a view of what each chunk wrote, and the
-buffer becomes the Arrow binary array without a copy; the normalizer gathers the rows it
-keeps in C (`take_binary`). Columns whose values are all absent in
+The raw `args` of a chunk the compiled scanner reads from a memory-mapped file stay where they
+are in the file (`arg_spans.ArgSpans`: a start and a length per row); those of other chunks are
+written into one growing buffer (`BytesIO.writelines`, a C loop) and the keys the model reads
+are decoded from a view of what each chunk wrote; the normalizer gathers the rows it keeps
+into their exactly sized buffer in C (`take_binary`). Columns whose values are all absent in
 a chunk (most hpuprof keys in a CUDA trace) cost one `tuple.count` and no more.
 """
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -28,12 +28,12 @@ from msgspec.structs import astuple
 from numpy.typing import NDArray
 
 from hpuprof.trace import fastscan
+from hpuprof.trace.arg_spans import ArgSpans, ArgsStore
 from hpuprof.trace.schema import ARG_KEYS, ARG_PREFIX, NO_ID
 from hpuprof.trace.soon import soon
 
 _INT64_MAX = (1 << 63) - 1
 _UINT64_LIMIT = 1 << 64
-_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 _EMPTY_RAW = msgspec.Raw(b"")
 
 
@@ -162,11 +162,13 @@ def _piece_offsets(piece: pa.LargeBinaryArray) -> NDArray[np.int64]:
 
 
 def take_binary(
-    array: pa.ChunkedArray | pa.LargeBinaryArray, rows: NDArray[np.int64]
+    array: pa.ChunkedArray | pa.LargeBinaryArray | ArgSpans, rows: NDArray[np.int64]
 ) -> pa.LargeBinaryArray:
     """`array.take(rows)` as one array over one buffer of the exact size. With the compiled
     module the rows' bytes are gathered in C straight from the pieces; otherwise the pieces
     are joined and taken a slice of rows at a time."""
+    if isinstance(array, ArgSpans):
+        return array.take(rows)
     if isinstance(array, pa.LargeBinaryArray):
         array = pa.chunked_array([array], type=pa.large_binary())
     gather = fastscan.gather_function()
@@ -430,12 +432,34 @@ def _one_id(value: Any, row: int, field: str) -> int:
 
 
 def _absent_column(field: str, n: int) -> NDArray[Any]:
-    """A chunk's column of an args key that no event has."""
-    if field == "fallback":
-        return np.full(n, -1, dtype=np.int8)
-    if field in ID_ARGS:
-        return np.full(n, NO_ID, dtype=np.int32)
-    return np.zeros(n, dtype=np.int32)
+    """A chunk's column of an args key that no event has (int8: a column's pieces join as the
+    widest of them)."""
+    if field == "fallback" or field in ID_ARGS:
+        return np.full(n, -1 if field == "fallback" else NO_ID, dtype=np.int8)
+    return np.zeros(n, dtype=np.int8)
+
+
+def code_width(count: int) -> type[np.signedinteger[Any]]:
+    """The narrowest integer type of codes into `count` values (as pandas narrows them)."""
+    return np.int8 if count <= 127 else np.int16 if count <= 32767 else np.int32
+
+
+def narrow_codes(codes: NDArray[Any], count: int) -> NDArray[Any]:
+    """`codes` (into `count` values) in their narrowest type: a raw column's pieces, 1 byte a
+    row instead of 4 for most columns (they coexist with the normalized columns)."""
+    return codes.astype(code_width(count), copy=False)
+
+
+def narrow_ids(ids: NDArray[np.int64]) -> NDArray[np.signedinteger[Any]]:
+    """Integer ids in the narrowest type that holds them all (int8 .. int64)."""
+    if not len(ids):
+        return ids.astype(np.int8)
+    low, high = int(ids.min()), int(ids.max())
+    for width in (np.int8, np.int16, np.int32):
+        info = np.iinfo(width)
+        if info.min <= low and high <= info.max:
+            return ids.astype(width)
+    return ids
 
 
 def _our_keys(data: memoryview, lengths: NDArray[np.int64]) -> NDArray[np.int8]:
@@ -450,10 +474,6 @@ def _our_keys(data: memoryview, lengths: NDArray[np.int64]) -> NDArray[np.int8]:
     rows = _binary_piece(len(lengths), offsets, bytes(data))  # a copy: `data` is written on
     hit = pc.match_substring(rows, _OUR_KEY.decode()).fill_null(False)
     return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=np.int8)
-
-
-def _fits_int32(values: NDArray[np.int64]) -> bool:
-    return not len(values) or (int(values.min()) >= _INT32_MIN and int(values.max()) <= _INT32_MAX)
 
 
 def _flags(values: Sequence[Any], field: str) -> NDArray[np.int8]:
@@ -555,10 +575,13 @@ class RawColumns:
     dur_us: NDArray[np.float64]
     flow_id: Coded
     bp: Coded
-    args: pa.ChunkedArray
-    """Every event's exact args bytes (b"" when none): large_binary, one piece per chunk."""
+    args: ArgSpans | pa.ChunkedArray
+    """Every event's exact args bytes (b"" when none): where they are in the file or in copies
+    (`ArgSpans`), or large_binary (tables built from rows, `hw_profiler_columns`)."""
     external_id: NDArray[np.signedinteger[Any]]
-    """The id columns are int32 when every value fits (int64 otherwise); NO_ID when absent."""
+    """The id columns are of the narrowest integer type that holds every value (int8 ..
+    int64); NO_ID when absent. Coded columns' codes too are of the narrowest type (int8 for
+    most: a raw column costs 1 byte a row while the normalizer works)."""
     correlation: NDArray[np.signedinteger[Any]]
     stream: NDArray[np.signedinteger[Any]]
     device: NDArray[np.signedinteger[Any]]
@@ -587,52 +610,6 @@ class RawColumns:
             object.__setattr__(self, name, None)
 
 
-class ArgsData:
-    """Every event's raw args bytes, chunk after chunk, in one buffer.
-
-    With `capacity` (a bound on their total: the size of the mapped file they are read from)
-    the buffer is reserved at once (a page counts only once written) and each chunk is copied
-    to its place in a pool thread (a numpy copy, without the GIL: ~0.1 CPU-s of the main
-    thread on a 2 M-event trace otherwise); without, or once that is exceeded, it is a
-    BytesIO that grows in place (mremap).
-    """
-
-    def __init__(self, capacity: int | None) -> None:
-        self.reserved = np.empty(capacity, dtype=np.uint8) if capacity else None
-        self.size = 0
-        self.copies: list[Future[Any]] = []
-        self._stream = io.BytesIO()
-
-    def write(self, data: bytes, pool: Executor | None) -> None:
-        end = self.size + len(data)
-        if self.reserved is None or end > len(self.reserved):
-            self.stream().write(data)
-            return
-        place = self.reserved[self.size : end]
-        self.copies.append(soon(pool, np.copyto, place, np.frombuffer(data, dtype=np.uint8)))
-        self.size = end
-
-    def stream(self) -> io.BytesIO:
-        """The BytesIO, from here on holding all that was written (the reserved part moved in)."""
-        if self.reserved is not None:
-            self._wait()
-            self._stream.write(self.reserved[: self.size].data)
-            self.reserved = None
-        return self._stream
-
-    def data(self) -> Any:
-        """What was written, as one buffer (not to be written after)."""
-        if self.reserved is None:
-            return self._stream.getbuffer()
-        self._wait()
-        return self.reserved[: self.size]
-
-    def _wait(self) -> None:
-        for copy in self.copies:
-            copy.result()
-        self.copies = []
-
-
 class ColumnBuilder:
     """Accumulates decoded chunks as column pieces (numpy / Arrow, never Python lists).
 
@@ -640,9 +617,7 @@ class ColumnBuilder:
     without returning them to the OS the joined columns would count twice in the peak RSS.
     """
 
-    def __init__(
-        self, trim: Callable[[], None] = lambda: None, args_capacity: int | None = None
-    ) -> None:
+    def __init__(self, trim: Callable[[], None] = lambda: None, mapped: Any = None) -> None:
         self.trim = trim
         absent: dict[str, Any] = {"flow_id": None, "pid": "", "tid": ""}
         absent.update({name: b"" for name in RAW_ARGS})
@@ -654,10 +629,10 @@ class ColumnBuilder:
             name: []
             for name in (*CODED_EVENT, *CODED_ARGS, *ID_ARGS, "ts", "dur", "fallback", "our_keys")
         }
-        # every event's raw args in one buffer (55 chunk-sized pieces left on the heap made the
-        # load ~5% slower), handed to Arrow without a copy at the end
-        self.args = ArgsData(args_capacity)
-        self.args_lengths: list[NDArray[np.int64]] = []
+        # where every event's raw args are: spans of the mapped file `mapped` (nothing copied)
+        # or of one buffer of copies (55 chunk-sized pieces left on the heap made the load ~5%
+        # slower); gathered into the events' args column at the end
+        self.args = ArgsStore(mapped)
         self.side_args: dict[int, bytes] = {}
         # flow ids as the chunks' int64 values, coded once in finish (see _flow_ids)
         self.flow_ints: list[NDArray[np.int64]] = []
@@ -678,10 +653,10 @@ class ColumnBuilder:
         self.pieces["dur"].append(np.array(dur, dtype=np.float64))
         self._flow_columns(ph_codes, fid, bp)
         lengths = np.fromiter(map(len, args), dtype=np.int64, count=n)
-        stream = self.args.stream()
+        stream = self.args.copies
         start = stream.tell()
         stream.writelines(args)
-        self.args_lengths.append(lengths)
+        self.args.add_written(start, lengths)
         self._side_args(ph_codes, args)
         del args, fid, bp  # the chunk's raw args now live in args_data
         # decoded from a view of what was just written: the view (and every msgspec.Raw made
@@ -691,11 +666,12 @@ class ColumnBuilder:
             self.pieces["our_keys"].append(_our_keys(written[start:], lengths))
         self.rows += n
 
-    def add_scanned(self, scanned: Sequence[Any], pool: Executor | None = None) -> None:
+    def add_scanned(self, scanned: Sequence[Any], origin: int | None = None) -> None:
         """Append one chunk's columns from the compiled scanner (`fastscan.scan`): the same
         pieces `add` makes from the decoded events, built from buffers (no object per event;
         the text columns come dictionary-encoded: one Python value per distinct value). With
-        `pool`, the chunk's args may be copied into place by its threads."""
+        `origin` (the chunk's offset in the mapped file), the chunk was scanned with `spans`:
+        its args are where the scanner found them in the file."""
         n, ph, ts, dur, name, cat, pid, tid, fid, bp, args, *arg_columns, our_keys = scanned
         if not n:
             return
@@ -710,15 +686,19 @@ class ColumnBuilder:
         # the scanner wrote flow ids and bindings of flow rows only (absent elsewhere)
         self.pieces["flow_id"].append(self._flow_ids(n, fid))
         self.pieces["bp"].append(self._intern_spans("bp", n, bp, _utf8))
-        offsets = np.frombuffer(args[0], dtype=np.int64)
-        self.args.write(args[1], pool)
-        self.args_lengths.append(np.diff(offsets))
-        for i in self._rows_with(ph_codes, _SIDE_PHASES).tolist():
-            self.side_args[self.rows + i] = args[1][offsets[i] : offsets[i + 1]]
+        side_rows = self._rows_with(ph_codes, _SIDE_PHASES).tolist()
+        if origin is not None:
+            self.args.add_spans(args[0], args[1], origin)
+            for i in side_rows:
+                self.side_args[self.rows + i] = self.args.side_bytes(args[0], args[1], origin, i)
+        else:
+            offsets = np.frombuffer(args[0], dtype=np.int64)
+            self.args.add_copied(offsets, args[1])
+            for i in side_rows:
+                self.side_args[self.rows + i] = args[1][offsets[i] : offsets[i + 1]]
         for field, column in zip(ARG_FIELDS, arg_columns, strict=True):
             if field in ID_ARGS:
-                ids = np.frombuffer(column, dtype=np.int64)
-                self.pieces[field].append(ids.astype(np.int32) if _fits_int32(ids) else ids)
+                self.pieces[field].append(narrow_ids(np.frombuffer(column, dtype=np.int64)))
             elif field == "fallback":
                 self.pieces[field].append(np.frombuffer(column, dtype=np.int8))
             elif field in RAW_ARGS:
@@ -735,13 +715,14 @@ class ColumnBuilder:
         offsets and data of its distinct values and each row's index into them), each
         distinct value turned into the interned value (`value`) once."""
         if encoded is None:
-            return np.zeros(n, dtype=np.int32)
+            return np.zeros(n, dtype=np.int8)
         offsets, data, indices = encoded
         distinct = _binary_piece(len(offsets) // 8 - 1, offsets, data)
         values = _untag_ints(distinct) if value is _untag else None
         if values is None:
             values = list(map(value, distinct.to_pylist()))
-        remap = self.interners[field].codes(values)
+        interner = self.interners[field]
+        remap = narrow_codes(interner.codes(values), len(interner.values))
         return remap[np.frombuffer(indices, dtype=np.int32)]
 
     def _flow_ids(self, n: int, encoded: Any) -> NDArray[np.int32]:
@@ -795,7 +776,8 @@ class ColumnBuilder:
                 except BadValue as bad:
                     raise bad.at(int(rows[bad.row])) from None
                 codes[rows] = self.interners[field].codes(taken)
-            self.pieces[field].append(codes)
+            count = len(self.interners[field].values)
+            self.pieces[field].append(codes if field == "flow_id" else narrow_codes(codes, count))
 
     def _side_args(self, ph_codes: NDArray[np.int32], args: tuple[msgspec.Raw, ...]) -> None:
         for i in self._rows_with(ph_codes, _SIDE_PHASES).tolist():
@@ -826,17 +808,20 @@ class ColumnBuilder:
         """`full` with the values of the rows `present` set (`BadValue` for a wrong one)."""
         name = f"args {ARG_NAMES[field]!r}"
         if field in ID_ARGS:
-            ids = to_int64_ids(values, name)
-            if not _fits_int32(ids):  # the column's pieces join as int64 then
-                full = full.astype(np.int64)
+            ids = narrow_ids(to_int64_ids(values, name))
+            full = full.astype(np.promote_types(full.dtype, ids.dtype), copy=False)
             full[present] = ids
         elif field == "fallback":
             full[present] = _flags(values, name)
-        elif field in RAW_ARGS:
-            full[present] = self.interners[field].raw_codes(_raw_arrays(values, name))
         else:
-            check_scalars(values, name)
-            full[present] = self.interners[field].codes(values)
+            interner = self.interners[field]
+            if field in RAW_ARGS:
+                codes = interner.raw_codes(_raw_arrays(values, name))
+            else:
+                check_scalars(values, name)
+                codes = interner.codes(values)
+            full = full.astype(code_width(len(interner.values)), copy=False)
+            full[present] = codes
         return full
 
     def _ph_codes(self, ph: Sequence[str]) -> NDArray[np.int32]:
@@ -853,10 +838,11 @@ class ColumnBuilder:
         interner = self.interners["ph"]
         for byte in np.flatnonzero(np.bincount(by_byte, minlength=128)).tolist():
             table[byte] = interner.code(chr(byte))
-        return table[by_byte]
+        return narrow_codes(table, len(interner.values))[by_byte]
 
     def _code(self, field: str, values: Sequence[Any]) -> NDArray[np.int32]:
-        codes = self.interners[field].codes(values)
+        interner = self.interners[field]
+        codes = narrow_codes(interner.codes(values), len(interner.values))
         self.pieces[field].append(codes)
         return codes
 
@@ -881,8 +867,8 @@ class ColumnBuilder:
         joins = {
             field: soon(pool, flow_coded)
             if field == "flow_id" and flow_ints
-            # joined in the pool, coded here
-            else soon(pool, joined, field, np.int32)
+            # joined in the pool (as the widest of its pieces), coded here
+            else soon(pool, joined, field, None)
             for field in coded_fields
         }
         joins.update((f, soon(pool, joined, f, None)) for f in ID_ARGS)  # int32, or int64
@@ -907,14 +893,7 @@ class ColumnBuilder:
                 trim()  # the joined pieces were heap blocks: return them before the next columns
         ids = {f: joins[f].result() for f in ID_ARGS}
         trim()
-        lengths = np.concatenate(self.args_lengths) if self.args_lengths else np.empty(0, np.int64)
-        self.args_lengths = []
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        args = pa.chunked_array(
-            [_binary_piece(len(lengths), offsets, self.args.data())],
-            type=pa.large_binary(),
-        )
+        args = self.args.finish()
         fields: dict[str, Any] = {**coded, **ids}
         return RawColumns(
             ts_us=joins["ts"].result(),

@@ -16,7 +16,7 @@ from typing import Any
 
 from hpuprof.trace.schema import ARG_KEYS, ARG_PREFIX
 
-ABI = 3
+ABI = 4
 """The interface version of `_kineto_scan.c` this module speaks (its `KINETO_SCAN_ABI`)."""
 
 SCANNED_ARGS: tuple[tuple[str, bytes, bytes], ...] = (
@@ -63,12 +63,14 @@ def available() -> bool:
     return _module() is not None
 
 
-def scan(chunk: Any) -> tuple[Any, ...] | None:
-    """The columns of `chunk` (the bytes between events-array brackets), or None."""
+def scan(chunk: Any, *, spans: bool = False) -> tuple[Any, ...] | None:
+    """The columns of `chunk` (the bytes between events-array brackets), or None. With
+    `spans`, the args column is where each row's args lie in `chunk` (starts and lengths),
+    not a copy of them."""
     module = _module()
     if module is None:
         return None
-    result: tuple[Any, ...] | None = module.scan(chunk, _KEYS, _KINDS)
+    result: tuple[Any, ...] | None = module.scan(chunk, _KEYS, _KINDS, spans)
     return result
 
 

@@ -18,6 +18,7 @@ What a load changes in the process, and what it leaves as it found it:
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +34,9 @@ def release_free_memory() -> None:
     libc = _libc()
     if libc:
         libc.malloc_trim(0)
+    arrow = sys.modules.get("pyarrow")  # (never imported here: a load has imported it)
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
 
 
 def tune_process() -> None:

@@ -6,8 +6,9 @@ How it stays fast and small (see bench/bench_load.py for the figures):
   never coexist and consumed input bytes are dropped early;
 - each chunk is decoded by msgspec into typed Structs with `args` kept as `msgspec.Raw`; a
   second typed pass over the concatenated args reads only the keys the model needs;
-- columns are built per chunk: strings are interned into integer codes (categoricals), the
-  raw args go straight into an Arrow binary array.
+- columns are built per chunk: strings are interned into integer codes (categoricals); the
+  raw args of a memory-mapped file are not copied (the scanner reports where each lies in the
+  file: `arg_spans.py`), the events table's are gathered from the file at the end.
 
 A chunk cut is valid exactly when `[` + chunk + `]` decodes: a cut inside a string or a nested
 object leaves unbalanced JSON. The same test finds the last complete event of a truncated file.
@@ -45,6 +46,7 @@ from hpuprof.trace.heap import (
     set_mmap_threshold,
     small_pages,
 )
+from hpuprof.trace.memory_limit import threads_within_limit
 from hpuprof.trace.model import Trace
 from hpuprof.trace.rawio import BlockStream, map_plain
 
@@ -106,9 +108,7 @@ class _Reader:
         self.mapped = mapped
         self.dropped = 0  # mapped bytes before this offset are out of the resident set
         self.progress: Any = None
-        self.builder = ColumnBuilder(
-            trim=release_free_memory, args_capacity=None if mapped is None else len(mapped)
-        )
+        self.builder = ColumnBuilder(trim=release_free_memory, mapped=mapped)
         self.events_seen = 0
         self.last_end: int | None = None  # where the last decoded event ends (absolute)
         self.chunks = 0
@@ -309,7 +309,7 @@ class _Reader:
         this thread adds the ones already scanned.
         """
         assert self.pool is not None
-        pending: list[tuple[int, int, Any]] = []  # (chunk end, next chunk start, its scan)
+        pending: list[tuple[int, int, int, Any]] = []  # (chunk start and end, next start, scan)
         ahead = 2 * self.threads
         start = pos  # where the next chunk to schedule begins
         try:
@@ -318,31 +318,31 @@ class _Reader:
                     if len(self.buf) < start + CHUNK_BYTES + 4096 and not self.eof:
                         shift = pos - self._more(pos)  # drops buf[:pos]: indices move back
                         pos, start = pos - shift, start - shift
-                        pending = [(end - shift, nxt - shift, f) for end, nxt, f in pending]
+                        pending = [(b - shift, e - shift, n - shift, f) for b, e, n, f in pending]
                         continue
                     match = _BOUNDARY.search(self.buf, start + self._chunk_target(start))
                     if match is None:
                         break
                     view = memoryview(self.buf)[start : match.start() + 1]
-                    scan = self.pool.submit(fastscan.scan, view)
+                    scan = self.pool.submit(fastscan.scan, view, spans=self.spans)
                     del view
-                    pending.append((match.start() + 1, match.end() - 1, scan))
+                    pending.append((start, match.start() + 1, match.end() - 1, scan))
                     start = match.end() - 1
                 if not pending:
                     return pos
-                end, following, scan = pending.pop(0)
+                begin, end, following, scan = pending.pop(0)
                 scanned = scan.result()
                 if scanned is None:
                     return pos
-                self.builder.add_scanned(scanned, self.pool)
+                self.builder.add_scanned(scanned, self._origin(begin))
                 self._added(scanned[0], end)
                 del scanned
                 self._consumed(end)
                 pos = following
         finally:
-            for _, _, scan in pending:  # none may go on reading a buffer that moves on
+            for _, _, _, scan in pending:  # none may go on reading a buffer that moves on
                 scan.cancel()
-            wait([scan for _, _, scan in pending])
+            wait([scan for _, _, _, scan in pending])
 
     def _chunk_target(self, start: int) -> int:
         """Bytes from `start` to look for the next cut after: `CHUNK_BYTES`, or near the end of
@@ -388,9 +388,9 @@ class _Reader:
         A wrong cut leaves JSON that is truncated or malformed at its very end; malformed JSON
         earlier in the chunk, or an event of the wrong shape, is an error in the file.
         """
-        scanned = fastscan.scan(memoryview(self.buf)[pos:end])
+        scanned = fastscan.scan(memoryview(self.buf)[pos:end], spans=self.spans)
         if scanned is not None:  # the compiled scanner read it (None: the msgspec path does)
-            self.builder.add_scanned(scanned, self.pool)
+            self.builder.add_scanned(scanned, self._origin(pos))
             self._added(scanned[0], end)
             return True
         self._check_utf8(pos, end)  # msgspec leaves the raw args unchecked
@@ -435,6 +435,15 @@ class _Reader:
             ) from None
         self._added(len(events), end)
         return True
+
+    @property
+    def spans(self) -> bool:
+        """Whether chunks are scanned as spans of the mapped file (their args not copied)."""
+        return self.mapped is not None and self.buf is self.mapped
+
+    def _origin(self, pos: int) -> int | None:
+        """The mapped file's offset of buf[pos] when chunks are scanned as spans, else None."""
+        return self.base + pos if self.spans else None
 
     def _check_utf8(self, pos: int, end: int) -> None:
         """Raise for invalid UTF-8 in buf[pos:end] (the compiled scanner checks every string
@@ -607,7 +616,7 @@ def read_raw(path: Path, progress: Any = None, threads: int | None = None) -> _D
     stream = BlockStream(path, progress=progress)
     reader = _Reader(path, iter(()) if mapped is not None else iter(stream), mapped)
     reader.progress = progress
-    reader.threads = load_threads(threads)
+    reader.threads = threads_within_limit(load_threads(threads))
     if reader.threads > 1 and fastscan.available():  # (threads start with a second chunk)
         reader.pool = ThreadPoolExecutor(reader.threads, thread_name_prefix="hpuprof-scan")
     with gc_paused():
@@ -630,8 +639,8 @@ def read_raw(path: Path, progress: Any = None, threads: int | None = None) -> _D
     del reader
     size = len(mapped) if mapped is not None else stream.size
     if mapped is not None:
-        with suppress(BufferError):  # still referenced (a traceback): unmapped when freed
-            mapped.close()
+        with suppress(BufferError):  # the args spans (or a traceback) still read it: it is
+            mapped.close()  # unmapped when they are freed (`RawColumns.release("args")`)
     release_free_memory()
     if stream.truncation is not None:
         truncated = f"{stream.truncation}; {truncated}" if truncated else stream.truncation

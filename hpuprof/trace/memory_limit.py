@@ -30,6 +30,39 @@ def address_space_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
+THREAD_SHARE = 72 << 20
+"""Address space a load's thread may take: its stack (8 MiB) and, in a process that did not
+limit glibc's arenas, the 64 MiB a new arena reserves."""
+
+
+def address_space_used() -> int | None:
+    """This process's address space in bytes (`VmSize`), or None where /proc cannot tell."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def threads_within_limit(threads: int) -> int:
+    """`threads`, or 1 when starting that many more threads could pass the address-space limit.
+
+    A thread that cannot get memory as it starts never tells `Thread.start` that it did (Python
+    prints "Exception ignored in thread started by ... MemoryError") and the load would wait
+    for it for ever: near the limit a load uses no thread of its own (it then loads, or fails
+    with `MemoryLimitError`)."""
+    limit = address_space_limit()
+    if threads <= 1 or limit is None:
+        return threads
+    used = address_space_used()
+    if used is None or limit - used < threads * THREAD_SHARE:
+        return 1
+    return threads
+
+
 def may_map(size: int) -> bool:
     """Whether a file of `size` bytes may be mapped whole under the address-space limit."""
     limit = address_space_limit()

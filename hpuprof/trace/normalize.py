@@ -40,6 +40,7 @@ from hpuprof.trace.columns import (
 )
 from hpuprof.trace.derive import with_derived
 from hpuprof.trace.heap import release_free_memory
+from hpuprof.trace.memory_limit import threads_within_limit
 from hpuprof.trace.model import Trace
 from hpuprof.trace.nesting import enclosing, lane_bounds, lane_order, nest, time_order
 from hpuprof.trace.schema import (
@@ -105,9 +106,11 @@ def build_trace(
     case, once the other raw columns are gone (the load's peak: both args buffers).
     """
     normalizer = _Normalizer(raw, metadata, source)
-    if threads <= 1:
+    if threads_within_limit(threads) <= 1:
         return normalizer.build(rank)
-    with ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="hpuprof-normalize") as pool:
+    with ThreadPoolExecutor(
+        threads_within_limit(_POOL_THREADS), thread_name_prefix="hpuprof-normalize"
+    ) as pool:
         normalizer.pool = pool
         return normalizer.build(rank)
 
@@ -521,6 +524,7 @@ class _Normalizer:
         release_free_memory()
         columns["args"] = _args_column(take_binary(raw.args, rows))
         raw.release("args")
+        release_free_memory()  # (the derived columns' temporaries come next)
         frame = pd.DataFrame(
             {name: columns.pop(name) for name in EVENT_COLUMNS if name in columns}, copy=False
         )

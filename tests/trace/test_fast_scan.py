@@ -33,19 +33,19 @@ GAUDI = Path(__file__).parent / "data" / "gaudi_merged.json"
 class _Counting:
     """`fastscan.scan` that counts the chunks it read (so equality is not vacuous)."""
 
-    def __init__(self, scan: Callable[[Any], Any]) -> None:
+    def __init__(self, scan: Callable[..., Any]) -> None:
         self.scan = scan
         self.read = 0
 
-    def __call__(self, chunk: Any) -> Any:
-        result = self.scan(chunk)
+    def __call__(self, chunk: Any, **options: Any) -> Any:
+        result = self.scan(chunk, **options)
         self.read += result is not None
         return result
 
 
 def _load(path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, int]:
     """(Trace, or the error's text; the warnings' texts) and the chunks the scanner read."""
-    counting = _Counting(fastscan.scan if fast else lambda chunk: None)
+    counting = _Counting(fastscan.scan if fast else lambda chunk, **options: None)
     with monkeypatch.context() as patch:
         patch.setattr(fastscan, "scan", counting)
         with warnings.catch_warnings(record=True) as caught:

@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 
 import hpuprof.trace.kineto_json as kineto_json
+from hpuprof.trace import fastscan
 from hpuprof.trace.kineto_json import read_kineto_json, read_raw
 from hpuprof.trace.schema import NO_ID
 
@@ -103,7 +105,7 @@ def test_mapped_file_reads_like_a_stream(tmp_path: Path, monkeypatch: pytest.Mon
     assert plain.read_bytes() == before
     assert sum(seen) == len(before)
     assert (mapped.size, mapped.truncated) == (streamed.size, streamed.truncated)
-    assert mapped.columns.args.to_pylist() == streamed.columns.args.to_pylist()
+    assert mapped.columns.args.values() == streamed.columns.args.values()
     assert mapped.columns.input_dims.values().tolist() == [f"[[{i},2]]" for i in range(40)]
     assert mapped.columns.name.values().tolist() == streamed.columns.name.values().tolist()
 
@@ -121,3 +123,28 @@ def test_truncated_mapped_file_keeps_complete_events(
     # (said as where the data ends whichever chunk took event 26: the same in every path)
     event_26_end = data.rindex(b"}", 0, event_27) + 1
     assert decoded.truncated == f"the last complete event ends at byte {event_26_end}"
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_codes_and_ids_narrowest_that_holds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pure: bool
+) -> None:
+    # 300 distinct names: the first chunks' codes fit int8, the later ones need int16
+    events = [_op(i, correlation=i * 1000, stream=7) for i in range(300)]
+    events += [{**_op(300, **{"hpuprof.mode": "lazy"}), "name": "op7"}]
+    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 2000)
+    if pure:
+        monkeypatch.setenv("HPUPROF_PURE_PYTHON", "1")
+        fastscan._module.cache_clear()
+    try:
+        raw = read_raw(_write(tmp_path / "t.json", events)).columns
+    finally:
+        fastscan._module.cache_clear()
+    assert raw.name.codes.dtype == np.int16
+    assert raw.name.values().tolist() == [f"op{i}" for i in range(300)] + ["op7"]
+    assert raw.ph.codes.dtype == raw.cat.codes.dtype == raw.mode.codes.dtype == np.int8
+    assert raw.mode.values().tolist() == [""] * 300 + ["lazy"]
+    assert raw.stream.dtype == np.int8 and raw.stream.tolist() == [7] * 300 + [NO_ID]
+    assert raw.correlation.dtype == np.int32
+    assert raw.correlation.tolist() == [i * 1000 for i in range(300)] + [NO_ID]
+    assert raw.device.dtype == np.int8 and set(raw.device.tolist()) == {NO_ID}
