@@ -165,6 +165,12 @@ class HpuTensor(torch.Tensor):
     def hpu(self, *args: Any, **kwargs: Any) -> HpuTensor:
         return self
 
+    def record_stream(self, stream: Any) -> None:
+        """The bridge marks the tensor in use by an hpu stream (`torch.hpu.Stream`, which torch's
+        own `record_stream` does not take; DeepSpeed's ZeRO-3 records every parameter it frees).
+        The emulator orders all work on one modeled stream: nothing to keep alive."""
+        return None
+
     def new_tensor(  # type: ignore[override]
         self, data: Any, dtype: torch.dtype | None = None, **kwargs: Any
     ) -> torch.Tensor:
