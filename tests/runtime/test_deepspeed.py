@@ -78,3 +78,30 @@ def test_set_device_on_a_card_of_a_server_selects_its_module(
     monkeypatch.setenv("HABANA_VISIBLE_MODULES", "4,5")
     torch.hpu.set_device(1)
     assert os.environ["HLS_MODULE_ID"] == "5"
+
+
+def test_parameters_pointed_into_a_flat_buffer_compile(hpu: Any) -> None:
+    """DeepSpeed's ZeRO points every parameter into one flat buffer (`param.data = flat.narrow(
+    offset, n).view_as(param)`); torch.compile then fakifies each parameter. The second one sits
+    at an offset: its wrapper takes that offset with the data (dynamo raised 'Attempted to set the
+    storage of a tensor on device "cpu" to a storage on different device "meta"'), and the
+    compiled module computes what the eager one does."""
+    hpu("eager")
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(8, 4).to("hpu").to(torch.bfloat16)
+    params = list(linear.parameters())
+    flat = torch.cat([p.detach().reshape(-1) for p in params])
+    offset = 0
+    for p in params:
+        p.data = flat.narrow(0, offset, p.numel()).view_as(p)
+        offset += p.numel()
+    bias = params[1]
+    assert bias.storage_offset() == 32 and bias.untyped_storage() is not None
+    x = torch.randn(2, 8).to("hpu").to(torch.bfloat16)
+    eager = linear(x)
+    compiled = torch.compile(linear, backend="hpu_backend")(x)
+    assert compiled.device.type == "hpu"
+    assert torch.equal(compiled.cpu(), eager.cpu())
+    with torch.no_grad():
+        flat.zero_()  # the parameters are views of the buffer: they read zeros now
+    assert linear(x).cpu().abs().sum().item() == 0
