@@ -27,8 +27,10 @@ def _needs_deepspeed() -> None:
 
 
 def _weights(stdout: str) -> dict[int, float]:
-    """`rank R weights W` lines: the whole weights' sum per rank after training."""
-    return {int(r): float(w) for r, w in re.findall(r"^rank (\d+) weights (\S+)$", stdout, re.M)}
+    """`rank R weights W`: the whole weights' sum per rank after training (the cards share the
+    output: one card's line can end where another's begins)."""
+    found = re.findall(r"rank (\d+) weights (-?\d+\.\d{6})", stdout)
+    return {int(r): float(w) for r, w in found}
 
 
 def _nic_collectives(run: Path) -> dict[int, Counter[str]]:
@@ -64,7 +66,7 @@ def test_zero_stages_on_two_cards_issue_their_collectives_and_agree(tmp_path: Pa
         folder.mkdir()
         run, stdout = _record(folder, 2, SCRIPT, "--stage", str(stage), "--steps", str(STEPS))
         per_rank = _weights(stdout)
-        lines = [line for line in stdout.splitlines() if line.startswith("rank ")]
+        lines = [line for line in stdout.splitlines() if "rank " in line]
         assert set(per_rank) == {0, 1} and per_rank[0] == per_rank[1], lines
         weights[stage] = per_rank[0]
         nic = _nic_collectives(run)

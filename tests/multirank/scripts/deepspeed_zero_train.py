@@ -4,8 +4,7 @@
 RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT, as `deepspeed --num_gpus N` sets).
 
 Prints `rank R step S loss L` per step and `rank R weights W`, the sum of the whole (gathered)
-weights after training, which every rank must agree on (each line one write: the cards share
-one pipe).
+weights after training, which every rank must agree on.
 """
 
 from __future__ import annotations
