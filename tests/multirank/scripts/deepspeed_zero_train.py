@@ -22,6 +22,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stage", type=int, default=1)
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--offload", action="store_true", help="the optimizer on the host")
     args = parser.parse_args()
     print("accelerator:", get_accelerator().device_name())
     deepspeed.init_distributed(dist_backend="hccl")
@@ -31,9 +32,11 @@ def main() -> None:
     config = {
         "train_micro_batch_size_per_gpu": 4,
         "bf16": {"enabled": True},
-        "optimizer": {"type": "AdamW", "params": {"lr": 1e-2}},
+        "optimizer": {"type": "AdamW", "params": {"lr": 1e-2, "torch_adam": args.offload}},
         "zero_optimization": {"stage": args.stage},
     }
+    if args.offload:  # ZeRO-Offload with torch's AdamW: DeepSpeedCPUAdam would JIT-build C++
+        config["zero_optimization"]["offload_optimizer"] = {"device": "cpu"}
     engine, _, _, _ = deepspeed.initialize(
         model=model, model_parameters=model.parameters(), config=config
     )
