@@ -17,7 +17,10 @@ entry per command or documented option. Scripts that download a dataset get a sy
 the download would have put it (`DATA`), so they run without the internet; nothing else is
 changed. Scripts that need what cannot exist here are listed with the reason and not run:
 `torchvision` (PyPI's wheel is a CUDA build that does not import beside this CPU torch), a
-compiled TPC kernel, a dataset of real images. Prints one line per script and the tally;
+compiled TPC kernel, a dataset of real images. Where a script of this repository follows such a
+script step for step without what is missing (`tools/equivalents/`: DeepSpeed's CIFAR-10 without
+torchvision), it runs in the public script's folder, named as such in the table. Prints one
+line per script and the tally;
 `--before REF` runs each script a second time on the emulator (hpusim and shim) of this
 repository's commit REF, extracted with `git archive`: the baseline, measured in the same run.
 """
@@ -29,6 +32,7 @@ import importlib.util
 import json
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -64,7 +68,9 @@ class PublicScript:
     env: tuple[tuple[str, str], ...] = ()
     data: tuple[str, ...] = ()  # keys of DATA: synthetic stand-ins for downloads
     excluded: str = ""  # why it cannot run here; empty: it runs
-    needs: tuple[str, ...] = ()  # modules of pyproject's `examples` extra it imports
+    needs: tuple[str, ...] = ()  # modules of pyproject's `examples` (or `deepspeed`) extra
+    equivalent: str = ""  # a script of this repository run in the public one's folder instead
+    launched: bool = False  # started by a launcher (deepspeed, torchrun) even on one card
 
 
 _LH = "lightning-habana"
@@ -143,6 +149,30 @@ def _gpu_migration_mnist(lazy: str) -> PublicScript:
         env=(*migration, ("PT_HPU_LAZY_MODE", lazy)),
         data=("torchvision-mnist",),
         needs=("torchvision",),
+    )
+
+
+_DS_CIFAR = "PyTorch/examples/DeepSpeed/cifar_example/cifar10_deepspeed.py"
+
+
+def _deepspeed_cifar10(cards: int, compiled: bool) -> PublicScript:
+    """Model-References' DeepSpeed CIFAR-10 example as its README runs it (`PT_HPU_LAZY_MODE=0
+    deepspeed --num_gpus=N cifar10_deepspeed.py --deepspeed --deepspeed_config ds_config.json`,
+    its ds_config.json: ZeRO-1, bf16), by `tools/equivalents/cifar10_deepspeed.py`, which follows
+    it step for step without torchvision on random CIFAR-shaped data (512 images, 1 epoch);
+    `compiled`: with the example's `torch.compile(net, backend="hpu_backend")`."""
+    args = ("--deepspeed", "--deepspeed_config", "ds_config.json", "--log-interval", "8")
+    how = "torch.compile" if compiled else "eager module (--no-compile)"
+    return PublicScript(
+        f"mr DeepSpeed cifar10 equivalent, {cards} card{'s' * (cards > 1)}, {how}",
+        _MR,
+        _DS_CIFAR,
+        args if compiled else (*args, "--no-compile"),
+        cards=cards,
+        env=(("PT_HPU_LAZY_MODE", "0"),),
+        needs=("deepspeed",),
+        equivalent="tools/equivalents/cifar10_deepspeed.py",
+        launched=True,
     )
 
 
@@ -251,10 +281,14 @@ SCRIPTS: tuple[PublicScript, ...] = (
     PublicScript(
         "mr DeepSpeed cifar10",
         _MR,
-        "PyTorch/examples/DeepSpeed/cifar_example/cifar10_deepspeed.py",
-        excluded="Habana's DeepSpeed fork (not on PyPI) and "
-        + NO_TORCHVISION.format(data="CIFAR-10"),
+        _DS_CIFAR,
+        excluded=NO_TORCHVISION.format(
+            data="CIFAR-10 (torchvision checks its md5s before it "
+            "skips the download: a staged stand-in is downloaded over); DeepSpeed from PyPI runs "
+            "it otherwise: see the equivalent below"
+        ),
     ),
+    *(_deepspeed_cifar10(cards, compiled) for cards in (1, 2) for compiled in (True, False)),
     PublicScript(
         "mr custom_op pt2 API",
         _MR,
@@ -414,9 +448,11 @@ def _command(script: PublicScript, run_dir: Path) -> list[str]:
     if script.kind == "pytest":
         pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
         return [*pytest, script.path]
-    cards = ["--cards", str(script.cards)] if script.cards > 1 else []
+    launcher = script.cards > 1 or script.launched  # `--cards N`: the launcher's variables
+    cards = ["--cards", str(script.cards)] if launcher else []
     record = [str(HPUPROF), "record", "--emulate", *cards, "-o", str(run_dir), "--"]
-    return [*record, "python", Path(script.path).name, *script.args]
+    name = Path(script.equivalent or script.path).name
+    return [*record, "python", name, *script.args]
 
 
 def _run_status(run_dir: Path) -> str:
@@ -435,13 +471,16 @@ def run_one(
         return Outcome(script.name, "excluded", detail=script.excluded)
     missing = [m for m in script.needs if importlib.util.find_spec(m) is None]
     if missing:
-        why = f"needs {', '.join(missing)}: pip install -e '.[examples]'"
+        extra = "deepspeed" if "deepspeed" in missing else "examples"
+        why = f"needs {', '.join(missing)}: pip install -e '.[{extra}]'"
         return Outcome(script.name, "not installed", detail=why)
     with tempfile.TemporaryDirectory(prefix="public-script-") as tmp_name:
         tmp = Path(tmp_name)
         folder = extract_suite(checkout, tmp, str(Path(script.path).parent), ref)
         for key in script.data:
             DATA[key](folder)
+        if script.equivalent:
+            shutil.copy(REPO / script.equivalent, folder / Path(script.equivalent).name)
         env = emulator_env(tmp)
         env.update(script.env)
         if emulator is not None:

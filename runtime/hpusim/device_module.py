@@ -131,11 +131,56 @@ def current_device() -> int:
     return 0
 
 
+SERVER_CARDS: Final = 8
+"""The cards of a Gaudi server (HLS), the machine `hpuprof record --emulate --cards N` models."""
+
+
+def _visible_modules() -> list[int]:
+    """The bridge's `_get_available_modules_from_environ`: `HABANA_VISIBLE_MODULES`, else all
+    eight modules of the server."""
+    text = os.environ.get(HABANA_VISIBLE_MODULES_VAR, "0,1,2,3,4,5,6,7")
+    modules = [int(m) for m in text.split(",")] if text else list(range(SERVER_CARDS))
+    if not 0 < len(modules) <= SERVER_CARDS:
+        raise AssertionError(f"{HABANA_VISIBLE_MODULES_VAR} does not have valid value.")
+    return modules
+
+
+def _module_id() -> int:
+    """The bridge's `_get_module_id_from_environ`: `HLS_MODULE_ID`, else -1."""
+    text = os.environ.get(HLS_MODULE_ID_VAR, "")
+    return int(text) if text else -1
+
+
 def set_device(device: Any) -> None:
-    if _device_index(device) != 0:
+    """The bridge's `set_device`: a card started by `hpuprof record --cards N` (one of the N
+    processes of an eight-card server, as `deepspeed` and `torchrun` start them) selects module
+    `HABANA_VISIBLE_MODULES[idx]` and records it in `HLS_MODULE_ID`; a lone process (the bridge:
+    on a machine of fewer than eight cards) without `HABANA_VISIBLE_MODULES` supports index 0
+    only. DeepSpeed's HPU accelerator calls `set_device(local_rank)`. The emulated card is the
+    same whichever module is named."""
+    idx = _device_index(device)
+    modules = _visible_modules()
+    if idx not in modules and idx > len(modules):
         raise AssertionError(
-            f"As {HABANA_VISIBLE_MODULES_VAR} is not provided, the only supported device idx is 0."
+            f"Trying to open device with idx={idx} when only {modules} are avaliable)"
         )
+    current = _module_id()
+    if current >= 0:
+        idx = modules.index(current) if current in modules else idx
+        if idx >= len(modules) or modules[idx] != current:
+            raise AssertionError(
+                f"Requested module_id={modules[min(idx, len(modules) - 1)]} is different from "
+                f"current_module_id={current} which was previously set."
+            )
+    on_server = "LOCAL_WORLD_SIZE" in os.environ  # a card of `hpuprof record --cards N`
+    if current == -1 and HABANA_VISIBLE_MODULES_VAR not in os.environ and not on_server:
+        if idx != 0:
+            raise AssertionError(
+                f"As {HABANA_VISIBLE_MODULES_VAR} is not provided, the only supported device "
+                "idx is 0."
+            )
+    else:
+        os.environ[HLS_MODULE_ID_VAR] = str(modules[idx])
 
 
 def get_device_name(device: Any = None) -> str:

@@ -100,9 +100,17 @@ class HpuTensor(torch.Tensor):
                 "emulator: cannot assign a cpu tensor to .data of an hpu tensor; move it with "
                 ".to('hpu') first"
             )
-        if new.shape != self.shape or new.stride() != self.stride() or new.dtype != self.dtype:
+        if (
+            new.shape != self.shape
+            or new.stride() != self.stride()
+            or new.dtype != self.dtype
+            or new.storage_offset() != self.storage_offset()
+        ):
             # torch's own setter: the wrapper takes the new one's metadata (FSDP's flat
-            # parameters change shape and dtype as they are sharded and cast)
+            # parameters change shape and dtype as they are sharded and cast; DeepSpeed's ZeRO
+            # points each parameter into a flat buffer, at an offset: dynamo fakifies the
+            # wrapper from its inner tensor, and a wrapper offset that differs sends it down
+            # the aliasing path, where `set_` of a wrapper fails)
             torch.Tensor.data.__set__(self, new)  # type: ignore[attr-defined]
         self._elem = new._elem
 
@@ -164,6 +172,12 @@ class HpuTensor(torch.Tensor):
 
     def hpu(self, *args: Any, **kwargs: Any) -> HpuTensor:
         return self
+
+    def record_stream(self, stream: Any) -> None:
+        """The bridge marks the tensor in use by an hpu stream (`torch.hpu.Stream`, which torch's
+        own `record_stream` does not take; DeepSpeed's ZeRO-3 records every parameter it frees).
+        The emulator orders all work on one modeled stream: nothing to keep alive."""
+        return None
 
     def new_tensor(  # type: ignore[override]
         self, data: Any, dtype: torch.dtype | None = None, **kwargs: Any

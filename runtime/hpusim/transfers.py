@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import types
 import weakref
 from time import perf_counter_ns
 from typing import Any, Final
@@ -374,15 +375,44 @@ def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
     )
 
 
+class _NoWeakrefs:
+    """Stands in for the `weakref` module in `_swap_keeping_weakrefs`: no object has any."""
+
+    @staticmethod
+    def getweakrefs(obj: object) -> list[Any]:
+        return []
+
+
+def _swap_keeping_weakrefs(swap: Any) -> Any:
+    """torch's `swap_tensors` without its refusal of a tensor that has Python weak references
+    (the same code, reading `weakref.getweakrefs` from `_NoWeakrefs`). A weak reference follows
+    the object, which a swap keeps: afterwards it sees the swapped-in contents, as it sees a
+    tensor whose `.data` was set, which is what the bridge's `Module.to("hpu")` does."""
+    globals_ = {**swap.__globals__, "weakref": _NoWeakrefs}
+    return types.FunctionType(
+        swap.__code__, globals_, swap.__name__, swap.__defaults__, swap.__closure__
+    )
+
+
 def _patched_swap_tensors(t1: torch.Tensor, t2: torch.Tensor) -> None:
     """`Module._apply` swaps every parameter of a wrapper subclass, even for a `.to("hpu")` that
     changed nothing; swapping needs sole ownership, which a captured graph or a live autograd
     graph takes away (`Couldn't swap Linear.weight` after `make_graphed_callables`). On the
-    bridge that call is a no-op, so a swap between two views of the same device memory is one."""
+    bridge that call is a no-op, so a swap between two views of the same device memory is one.
+
+    On the bridge an hpu tensor is a tensor like a cpu one, so `Module._apply` moves a parameter
+    in place (`param.data = param.to("hpu")`): the Parameter object stays, whoever holds a weak
+    reference to it too (DeepSpeed's `WeakIdNameMap` of parameter names, from
+    `deepspeed.initialize`, before it moves the model). Here that move is a swap (the object
+    becomes the hpu tensor), and torch refuses to swap a tensor that has weak references: an
+    hpu tensor's swap keeps them, as the bridge's in-place move does."""
     if type(t1) is HpuTensor and type(t2) is HpuTensor and _same_view(t1, t2):
         return
     release_for_swap(t1)  # a parameter built on the host under fake compute
-    _orig["swap_tensors"](t1, t2)
+    if type(t1) is HpuTensor or type(t2) is HpuTensor:
+        _orig["swap_keeping_weakrefs"](t1, t2)
+    else:
+        _orig["swap_tensors"](t1, t2)
 
 
 def install() -> None:
@@ -390,6 +420,7 @@ def install() -> None:
     if _orig:
         return
     _orig["swap_tensors"] = torch.utils.swap_tensors
+    _orig["swap_keeping_weakrefs"] = _swap_keeping_weakrefs(torch.utils.swap_tensors)
     torch.utils.swap_tensors = _patched_swap_tensors
     _orig["to"] = torch.Tensor.to
     _orig["tensor"] = torch.tensor
