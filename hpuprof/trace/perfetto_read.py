@@ -21,6 +21,7 @@ import re
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -72,9 +73,10 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
         shift += 7
 
 
-def _frame_end(data: bytes) -> tuple[int, int, str | None]:
-    """Walk the top-level fields: (bytes of complete fields, packets, problem or None)."""
-    at = packets = 0
+def _frame_end(data: bytes, at: int = 0) -> tuple[int, int, str | None]:
+    """Walk the top-level fields from `at`: (where the complete fields end, packets, problem
+    or None)."""
+    packets = 0
     while at < len(data):
         start = at
         try:
@@ -115,25 +117,67 @@ def _parse(path: Path, data: bytes) -> Any:
         return proto
     except DecodeError:
         pass
-    good, packets, problem = _frame_end(data)
-    if problem is not None and packets == 0:
-        where = f"byte {good} (packet {packets})"
-        raise TraceFormatError(str(path), where, f"{_EXPECTED}: {problem}")
+    runs, first_problem = _framed_runs(data)
+    if not any(packets for _, _, packets in runs):
+        good, problem = first_problem or (0, "")
+        raise TraceFormatError(str(path), f"byte {good} (packet 0)", f"{_EXPECTED}: {problem}")
     proto.Clear()  # (the failed parse may have left packets in it)
-    kept, dropped = _packets_one_by_one(data[:good], proto)
+    kept, dropped = 0, []
+    for start, end, _ in runs:
+        kept_here, dropped_here = _packets_one_by_one(data[start:end], proto)
+        kept += kept_here
+        dropped += [start + at for at in dropped_here]
     if not kept:
-        raise TraceFormatError(str(path), f"before byte {good}", _EXPECTED)
+        raise TraceFormatError(str(path), f"before byte {runs[-1][1]}", _EXPECTED)
     told = []
     if dropped:
         told.append(f"dropped {len(dropped)} damaged packets (at bytes {_listed(dropped)})")
-    if problem is not None:
-        told.append(f"dropped bytes {good} to {len(data)}: expected {problem}")
+    gaps = [(a[1], b[0]) for a, b in pairwise(runs)] + [(runs[-1][1], len(data))]
+    gaps = [(a, b) for a, b in gaps if b > a]
+    if gaps and first_problem is not None:
+        spans = ", ".join(f"{a} to {b}" for a, b in gaps[:5]) + ("..." if len(gaps) > 5 else "")
+        told.append(f"dropped bytes {spans}: expected {first_problem[1]}")
     warnings.warn(
         f"{path_text(path)}: damaged Perfetto trace; kept the {kept} complete packets; "
         + "; ".join(told),
         stacklevel=3,
     )
     return proto
+
+
+_RESYNC_PACKETS = 3
+"""Whole packets that must follow a byte for the reader to take up the stream there again after
+damage (a field-1 tag inside a packet's body rarely starts that many)."""
+
+
+def _framed_runs(data: bytes) -> tuple[list[tuple[int, int, int]], tuple[int, str] | None]:
+    """The runs of well-framed top-level fields: (start, end, packets) each, the stream taken up
+    again after each damaged stretch at the first byte that starts `_RESYNC_PACKETS` whole
+    packets (or whole packets to the end); and the first problem (where, what) or None."""
+    runs: list[tuple[int, int, int]] = []
+    first: tuple[int, str] | None = None
+    start = 0
+    while True:
+        end, packets, problem = _frame_end(data, start)
+        runs.append((start, end, packets))
+        if problem is None:
+            return runs, first
+        first = first or (end, problem)
+        resumed = _resync(data, end + 1)
+        if resumed is None:
+            return runs, first
+        start = resumed
+
+
+def _resync(data: bytes, at: int) -> int | None:
+    """The first offset from `at` where a packet tag (field 1, length-delimited) starts a run of
+    whole packets, or None."""
+    while (at := data.find(b"\x0a", at)) >= 0:
+        end, packets, problem = _frame_end(data, at)
+        if packets >= _RESYNC_PACKETS or (problem is None and packets and end == len(data)):
+            return at
+        at += 1
+    return None
 
 
 def _packets_one_by_one(data: bytes, proto: Any) -> tuple[int, list[int]]:

@@ -300,6 +300,42 @@ def test_perfetto_salvage_keeps_the_whole_packets(tmp_path: Path) -> None:
         hpuprof.load(path, cache=False)
 
 
+def test_perfetto_stream_is_taken_up_again_after_garbage(tmp_path: Path) -> None:
+    """Issue 27: bytes inserted inside a packet break the framing of everything after it; the
+    reader drops that packet, takes the stream up again at the next run of whole packets and
+    keeps every other packet."""
+    path = _perfetto(tmp_path)
+    data = path.read_bytes()
+    whole = hpuprof.load(path, cache=False)
+    frames = _top_level_packets(data)
+    start, end = frames[len(frames) // 2]  # a packet in the middle
+    garbage = b"\xff\x01\x07garbage"
+    path.write_bytes(data[: end - 2] + garbage + data[end - 2 :])
+    said = (
+        rf"kept the {len(frames) - 1} complete packets; dropped 1 damaged packets \(at bytes "
+        rf"{start}\); dropped bytes \d+ to {end + len(garbage)}: expected"
+    )
+    with pytest.warns(UserWarning, match=said):
+        salvaged = hpuprof.load(path, cache=False)
+    assert len(whole.events) - 1 <= len(salvaged.events) <= len(whole.events)
+
+
+def _top_level_packets(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each top-level packet field of a Perfetto file."""
+    out, at = [], 0
+    while at < len(data):
+        start = at
+        at += 1  # the tag (field 1, length-delimited: one byte)
+        size, shift = 0, 0
+        while data[at] & 0x80:
+            size |= (data[at] & 0x7F) << shift
+            at, shift = at + 1, shift + 7
+        size |= data[at] << shift
+        at += 1 + size
+        out.append((start, at))
+    return out
+
+
 def test_perfetto_foreign_event_with_bad_args_is_dropped_alone(tmp_path: Path) -> None:
     """Issue 27: one `"Input Dims": 1.5` in a Perfetto trace not written by hpuprof (its
     slices go through the Chrome-trace normalizer) drops that event, not the trace."""
