@@ -44,13 +44,6 @@ def _combined(directory: Path) -> dict[str, object]:
     return summarize(combine(traces)).to_dict()
 
 
-@pytest.fixture
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("HPUPROF_CACHE_DIR", str(cache))
-    return cache
-
-
 def test_directory_figures_are_the_combined_traces_first_and_cached(
     tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -24,13 +24,6 @@ from tests.conftest import SAMPLE_TRACES, shared_trace_files
 SMALL = SAMPLE_TRACES / "cpu_torch_profiler" / "trace.pt.trace.json"
 
 
-@pytest.fixture
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("HPUPROF_CACHE_DIR", str(cache))
-    return cache
-
-
 def _info(
     path: Path, capsys: pytest.CaptureFixture[str], *extra: str
 ) -> tuple[int, str, str, list[str]]:
