@@ -35,3 +35,11 @@ def _isolated_load_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
     mp.delenv("HPUPROF_CACHE_DIR", raising=False)
     yield
     mp.undo()
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private, empty hpuprof cache directory for the test (HPUPROF_CACHE_DIR)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HPUPROF_CACHE_DIR", str(cache))
+    return cache
