@@ -453,8 +453,9 @@ def _counters(
     idx: TimelineIndex, shown: tuple[Lane, ...], lo: int, hi: int, buckets: int
 ) -> Counters:
     """(lane, ts, value, lane's max |value|) of the counter samples to draw in [lo, hi]:
-    the sample before `lo` (the value at the window's start) and, when a series has more
-    samples than buckets, the largest of each bucket (peaks never disappear)."""
+    the sample before `lo` (the value at the window's start), the last value again at `hi` (it
+    holds to the window's end) and, when a series has more samples than buckets, the largest
+    of each bucket (peaks never disappear)."""
     ys, tss, vals, scales = [], [], [], []
     for y, lane in enumerate(shown):
         if lane.kind != "counter":
@@ -470,6 +471,8 @@ def _counters(
             _, first_of = np.unique(bucket[order], return_index=True)
             pick = np.sort(order[first_of])
             ts, value = ts[pick], value[pick]
+        if len(ts) and ts[-1] < hi:  # the last value holds to the window's end (a step line
+            ts, value = np.append(ts, hi), np.append(value, value[-1])  # of one sample draws nothing)
         scale = float(np.abs(idx.ctr_value[a:b]).max()) if b > a else 1.0
         ys.append(np.full(len(ts), y))
         tss.append(np.maximum(ts, lo))

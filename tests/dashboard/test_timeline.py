@@ -500,3 +500,18 @@ def test_each_stream_is_one_track() -> None:
     labels = [lane.label for lane in tl.lanes(idx, expanded=range(len(idx.groups))) if lane.label]
     assert labels.count("stream 7") == 1 and labels.count("stream 20") == 1
     assert len(idx.flow_src) > 0  # launches still reach their kernels
+
+
+def test_a_counter_holds_its_last_value_to_the_window_end() -> None:
+    """Zoomed in between two samples of a counter, its step line still crosses the window at
+    the value it holds: two points, at the window's start and end (one point draws nothing)."""
+    from tests.analysis.test_memory import GIB, allocator_trace
+
+    idx = tl.build_index(allocator_trace())  # allocated: 1, 3, 4, 3, 2 GiB at 10, 210, 410, 600, 610
+    shown = tl.lanes(idx)
+    lane = next(i for i, ln in enumerate(shown) if ln.label == "memory · CUDA 0 (allocated)")
+    for lo, hi, held in ((250, 300, 3), (420, 590, 4), (601, 609, 3)):
+        w = tl.query(idx, shown, lo, hi)
+        sel = w.ctr_lane == lane
+        assert list(w.ctr_ts[sel]) == [lo, hi], (lo, hi)
+        assert list(w.ctr_value[sel]) == [held * GIB] * 2, (lo, hi)
