@@ -471,8 +471,8 @@ def _counters(
             _, first_of = np.unique(bucket[order], return_index=True)
             pick = np.sort(order[first_of])
             ts, value = ts[pick], value[pick]
-        if len(ts) and ts[-1] < hi:  # the last value holds to the window's end (a step line
-            ts, value = np.append(ts, hi), np.append(value, value[-1])  # of one sample draws nothing)
+        if len(ts) and ts[-1] < hi:  # the last value holds to the window's end
+            ts, value = np.append(ts, hi), np.append(value, value[-1])
         scale = float(np.abs(idx.ctr_value[a:b]).max()) if b > a else 1.0
         ys.append(np.full(len(ts), y))
         tss.append(np.maximum(ts, lo))

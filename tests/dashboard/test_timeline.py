@@ -507,7 +507,9 @@ def test_a_counter_holds_its_last_value_to_the_window_end() -> None:
     the value it holds: two points, at the window's start and end (one point draws nothing)."""
     from tests.analysis.test_memory import GIB, allocator_trace
 
-    idx = tl.build_index(allocator_trace())  # allocated: 1, 3, 4, 3, 2 GiB at 10, 210, 410, 600, 610
+    idx = tl.build_index(
+        allocator_trace()
+    )  # allocated: 1, 3, 4, 3, 2 GiB at 10, 210, 410, 600, 610
     shown = tl.lanes(idx)
     lane = next(i for i, ln in enumerate(shown) if ln.label == "memory · CUDA 0 (allocated)")
     for lo, hi, held in ((250, 300, 3), (420, 590, 4), (601, 609, 3)):
