@@ -85,35 +85,38 @@ def record(
     summary: bool,
     perfetto: bool,
 ) -> int:
-    from hpuprof.capture.record_session import record_command
+    from hpuprof.capture.child_watch import ChildWatch
 
-    if cards:
-        from hpuprof.capture.cards import record_cards
+    with ChildWatch():  # the script's children end with a killed run (see child_watch)
+        from hpuprof.capture.record_session import record_command
 
-        return record_cards(
-            cards, list(ctx.args), emulate, mode, device, output, schedule, backend,
-            record_shapes, with_stack,
-            card_options=[
-                "--timeline", timeline, "--window-s", str(window_s),
-                "--window-steps", str(window_steps),
-                "--summary" if summary else "--no-summary",
-                "--perfetto" if perfetto else "--no-perfetto",
-            ],
-        )  # fmt: skip
+        if cards:
+            from hpuprof.capture.cards import record_cards
 
-    return record_command(
-        list(ctx.args),
-        emulate=emulate,
-        mode=mode,
-        device=device,
-        timeline=timeline,
-        output=output,
-        schedule=schedule,
-        backend=backend,
-        record_shapes=record_shapes,
-        with_stack=with_stack,
-        window_s=window_s or None,
-        window_steps=window_steps or None,
-        summary=summary,
-        perfetto=perfetto,
-    )
+            return record_cards(
+                cards, list(ctx.args), emulate, mode, device, output, schedule, backend,
+                record_shapes, with_stack,
+                card_options=[
+                    "--timeline", timeline, "--window-s", str(window_s),
+                    "--window-steps", str(window_steps),
+                    "--summary" if summary else "--no-summary",
+                    "--perfetto" if perfetto else "--no-perfetto",
+                ],
+            )  # fmt: skip
+
+        return record_command(
+            list(ctx.args),
+            emulate=emulate,
+            mode=mode,
+            device=device,
+            timeline=timeline,
+            output=output,
+            schedule=schedule,
+            backend=backend,
+            record_shapes=record_shapes,
+            with_stack=with_stack,
+            window_s=window_s or None,
+            window_steps=window_steps or None,
+            summary=summary,
+            perfetto=perfetto,
+        )
