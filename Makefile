@@ -17,6 +17,7 @@ PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -q -c constraint
 QUIET = > $(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
 DEMO_STAMP := $(VENV)/.demo-installed
 DEMO_EXTRAS := torch,dashboard
+TORCHVISION := torchvision==0.28.0
 ALL_EXTRAS := torch,dashboard,lightning,clients,distributed,test,dev
 
 # The demo's set-up: the emulated workload (torch) and the dashboard it points to, nothing more.
@@ -34,6 +35,10 @@ $(STAMP): pyproject.toml constraints.txt setup.py hpuprof/trace/_kineto_scan.c
 	@# HTA 0.5.0, the oracle of the agreement tests: its wheel pins jupyterlab & co. that it
 	@# never imports, so install it without them and add the few modules it does import.
 	@$(PIP_INSTALL) --no-deps holistictraceanalysis==0.5.0 ijson networkx psutil pydot pyparsing pyyaml $(QUIET)
+	@# PyPI's torchvision (the release of this torch; a CUDA build) for emulated runs only, set
+	@# aside where hpusim finds it (runtime/hpusim/torchvision_ops.py): in site-packages it
+	@# would not import outside emulation, and clients that probe for it would then fail.
+	@$(PIP_INSTALL) --no-deps --upgrade --target $(VENV)/hpusim-torchvision $(TORCHVISION) $(QUIET)
 	@touch $@ $(DEMO_STAMP)
 
 browser:

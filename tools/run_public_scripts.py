@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from hpusim.torchvision_ops import folder as torchvision_folder
 from run_bridge_tests import REPO, emulator_env, extract_suite, with_emulator_of
 
 HPUPROF = Path(sys.executable).parent / "hpuprof"
@@ -49,10 +50,7 @@ REPOS = {
     "lightning-habana": "Lightning-AI/lightning-Habana",
     "optimum-habana": "huggingface/optimum-habana",
 }
-NO_TORCHVISION = (
-    "torchvision's datasets and transforms: PyPI's torchvision is a CUDA build that does not "
-    "import beside this CPU torch (an emulator cannot provide it); also downloads {data}"
-)
+NEEDS_DOWNLOAD = "downloads {data}"
 
 
 @dataclass(frozen=True)
@@ -152,6 +150,26 @@ def _gpu_migration_mnist(lazy: str) -> PublicScript:
     )
 
 
+_HELLO_MNIST_VARIANTS = ((), ("--autocast",), ("--use-torch-compile",))
+_HELLO_MNIST_VARIANTS += (("--autocast", "--use-torch-compile"),)
+
+
+def _hello_world_mnist(extra: tuple[str, ...]) -> PublicScript:
+    """Model-References' hello_world `mnist.py` as its README runs it on one card
+    (`PT_HPU_LAZY_MODE=0 $PYTHON mnist.py --batch-size=64 --epochs=1 --lr=1.0 --gamma=0.7 --hpu`,
+    with `--autocast` and / or `--use-torch-compile`), on a staged small MNIST where its default
+    `--data-path ../data` looks."""
+    return PublicScript(
+        f"mr hello_world mnist {' '.join(extra) or '(eager)'}",
+        _MR,
+        f"{_HELLO}/mnist.py",
+        ("--batch-size=64", "--epochs=1", "--lr=1.0", "--gamma=0.7", "--hpu", *extra),
+        env=(("PT_HPU_LAZY_MODE", "0"),),
+        data=("torchvision-mnist-above",),
+        needs=("torchvision",),
+    )
+
+
 _DS_CIFAR = "PyTorch/examples/DeepSpeed/cifar_example/cifar10_deepspeed.py"
 
 
@@ -224,7 +242,8 @@ SCRIPTS: tuple[PublicScript, ...] = (
         _LH,
         "examples/fabric/image_classifier/train_fabric.py",
         ("--dry-run",),
-        excluded=NO_TORCHVISION.format(data="MNIST"),
+        data=("torchvision-mnist-datasets",),
+        needs=("torchvision",),
     ),
     _optimum_example(
         "oh run_clm: train a GPT-2 (lazy, fused AdamW, HPU graphs for inference)",
@@ -268,21 +287,17 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "mr hello_world example (lazy)",
         _MR,
         f"{_HELLO}/example.py",
-        excluded=NO_TORCHVISION.format(data="MNIST"),
+        env=(("PT_HPU_LAZY_MODE", "1"),),
+        data=("torchvision-mnist", "checkpoints-folder"),
+        needs=("torchvision",),
     ),
-    PublicScript(
-        "mr hello_world mnist",
-        _MR,
-        f"{_HELLO}/mnist.py",
-        ("--batch-size=64", "--epochs=1", "--lr=1.0", "--gamma=0.7", "--hpu"),
-        excluded=NO_TORCHVISION.format(data="MNIST"),
-    ),
+    *(_hello_world_mnist(extra) for extra in _HELLO_MNIST_VARIANTS),
     *(_gpu_migration_mnist(mode) for mode in ("0", "1")),
     PublicScript(
         "mr DeepSpeed cifar10",
         _MR,
         _DS_CIFAR,
-        excluded=NO_TORCHVISION.format(
+        excluded=NEEDS_DOWNLOAD.format(
             data="CIFAR-10 (torchvision checks its md5s before it "
             "skips the download: a staged stand-in is downloaded over); DeepSpeed from PyPI runs "
             "it otherwise: see the equivalent below"
@@ -299,7 +314,7 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "mr torchvision classification",
         _MR,
         "PyTorch/computer_vision/classification/torchvision/train.py",
-        excluded=NO_TORCHVISION.format(data="ImageNet (a local copy of 150 GB)"),
+        excluded="reads ImageNet (a local copy of 150 GB; its loaders are not staged small yet)",
     ),
 )
 
@@ -393,12 +408,12 @@ def _idx_file(path: Path, kind: int, data: bytes, *dims: int) -> None:
     path.write_bytes(head + data)
 
 
-def _torchvision_mnist(root: Path) -> None:
-    """What `torchvision.datasets.MNIST('data', download=True)` would download, unpacked into
-    ./data/MNIST/raw (it then skips the download): 256 training and 256 test images of
+def _torchvision_mnist(datasets: Path) -> None:
+    """What `torchvision.datasets.MNIST(datasets, download=True)` would download, unpacked into
+    `datasets`/MNIST/raw (it then skips the download): 256 training and 256 test images of
     28 x 28 uint8 pixels, about 19% lit (MNIST's sparsity), with labels 0-9; random."""
     rng = random.Random(0)
-    raw = root / "data" / "MNIST" / "raw"
+    raw = datasets / "MNIST" / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     for prefix, count in (("train", 256), ("t10k", 256)):
         pixels = bytes(
@@ -410,7 +425,14 @@ def _torchvision_mnist(root: Path) -> None:
 
 
 DATA: dict[str, Callable[[Path], None]] = {
-    "torchvision-mnist": _torchvision_mnist,
+    "torchvision-mnist": lambda root: _torchvision_mnist(root / "data"),  # ./data
+    "torchvision-mnist-above": lambda root: _torchvision_mnist(root.parent / "data"),  # ../data
+    # lightning-habana's fabric example: <repository>/Datasets
+    "torchvision-mnist-datasets": lambda root: _torchvision_mnist(root.parents[2] / "Datasets"),
+    # example.py saves each epoch into ./checkpoints, which it does not create (nor does the
+    # repository hold it): on a Gaudi too it stops at "Parent directory ./checkpoints does not
+    # exist" until the user makes the folder
+    "checkpoints-folder": lambda root: (root / "checkpoints").mkdir(exist_ok=True),
     "lightning-mnist": _lightning_mnist,
     "wikitext-2": _wikitext2,
     "tiny-causal-lms": _tiny_causal_lms,
@@ -462,6 +484,21 @@ def _run_status(run_dir: Path) -> str:
     return str(json.loads(manifest.read_text()).get("end_state", "?"))
 
 
+_INSTALL = {
+    "deepspeed": "pip install -e '.[deepspeed]'",
+    "examples": "pip install -e '.[examples]'",
+    "torchvision": "make test's set-up (.venv/hpusim-torchvision: runtime/hpusim/torchvision_ops.py)",
+}
+
+
+def _installed(module: str) -> bool:
+    """Whether the emulated run can import `module`: installed, or (torchvision) set aside in
+    the folder hpusim serves it from while emulating."""
+    if module == "torchvision" and torchvision_folder().is_dir():
+        return True
+    return importlib.util.find_spec(module) is not None
+
+
 def run_one(
     script: PublicScript, checkout: Path, ref: str, timeout: int, emulator: Path | None = None
 ) -> Outcome:
@@ -469,10 +506,9 @@ def run_one(
     holding another commit's `runtime/` (`--before`), whose hpusim and shim then run it."""
     if script.excluded:
         return Outcome(script.name, "excluded", detail=script.excluded)
-    missing = [m for m in script.needs if importlib.util.find_spec(m) is None]
+    missing = [m for m in script.needs if not _installed(m)]
     if missing:
-        extra = "deepspeed" if "deepspeed" in missing else "examples"
-        why = f"needs {', '.join(missing)}: pip install -e '.[{extra}]'"
+        why = f"needs {', '.join(missing)}: {_INSTALL.get(missing[0], _INSTALL['examples'])}"
         return Outcome(script.name, "not installed", detail=why)
     with tempfile.TemporaryDirectory(prefix="public-script-") as tmp_name:
         tmp = Path(tmp_name)

@@ -7,6 +7,8 @@
   launcher's workers) see the `habana-torch-plugin` / `habana-torch-dataloader` distribution
   metadata and `habana_frameworks` too (the shim's import enables the emulator in the child);
 - `HABANA_LOGS` set when unset (Gaudi images set it; the bridge's logs go there);
+- PyPI's torchvision (a CUDA build) importable: `torchvision_ops` declares the ops its import
+  needs, and adds `<venv>/hpusim-torchvision` to `sys.path` when it exists;
 - the stand-ins of `runtime/shim-fallback` (`torchvision`) served by a finder at the END of
   `sys.meta_path`, so a real, importable package always wins, and only to import statements:
   an availability probe (`importlib.util.find_spec`, as lightning's `RequirementCache` and
@@ -29,6 +31,7 @@ from types import FrameType, ModuleType
 from typing import Final
 
 import hpusim.state as state
+import hpusim.torchvision_ops as torchvision_ops
 from hpusim.lifecycle import shim_path
 
 _saved: dict[str, str | None] = {}
@@ -96,6 +99,7 @@ def install() -> None:
     os.environ.setdefault("HPUSIM_CARDS", os.environ.get("WORLD_SIZE", "1") or "1")
     if not _standin_finders():
         sys.meta_path.append(StandinFinder(fallback_dir()))
+    torchvision_ops.install()
 
 
 def uninstall() -> None:
@@ -108,3 +112,4 @@ def uninstall() -> None:
     _saved.clear()
     for finder in _standin_finders():
         sys.meta_path.remove(finder)
+    torchvision_ops.uninstall()

@@ -415,9 +415,14 @@ def test_what_the_emulator_cannot_provide_says_so(hpu: Any) -> None:
     assert te.fp8.is_fp8_available() == (False, te.fp8.NO_FP8_DEVICE)
 
 
-def test_gaudi_installation_parts_exist_only_while_emulating(hpu: Any) -> None:
+def test_gaudi_installation_parts_exist_only_while_emulating(
+    hpu: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import hpusim
+    import hpusim.torchvision_ops
 
+    # without PyPI's torchvision set aside for emulation (tests/runtime/test_torchvision.py)
+    monkeypatch.setattr(hpusim.torchvision_ops, "folder", lambda: tmp_path / "no-torchvision")
     hpu("eager")
     assert importlib.metadata.version("habana-torch-plugin") == "1.19.0"
     assert importlib.metadata.version("habana-torch-dataloader") == "1.19.0"
