@@ -37,7 +37,7 @@ class HardwareRows(Protocol):
     def pairs(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]: ...
     def lane_names(self) -> list[dict[str, Any]]: ...
     def dictionary(self, column: str) -> tuple[NDArray[np.int32], list[str]]: ...
-    def json_text(self, column: str, rows: pa.Array) -> pa.Array: ...
+    def json_literals(self, column: str) -> tuple[NDArray[np.int32], list[str]]: ...
 
 
 SLICE_CATEGORY: Final = "Kernel"
@@ -134,27 +134,86 @@ def raw_columns(hw: HardwareRows, extra: list[dict[str, Any]]) -> RawColumns:
 
 
 def _slice_args(hw: HardwareRows, begin: NDArray[np.int64], end: NDArray[np.int64]) -> pa.Array:
-    b, e = pa.array(begin), pa.array(end)
-    ts, desc = hw.ts_text, "HW Event description"
-    return _join(
-        '{"recipeId":', hw.json_text("Recipe ID", b),
-        ',"Operation":', hw.json_text("Operation", b),
-        ',"Data Type":', hw.json_text("Data Type", b),
-        ',"streamHandle":', hw.json_text("streamHandle", b),
-        ',"HW Event description":', hw.json_text(desc, b),
-        ',"end HW Event description":', hw.json_text(desc, e),
-        ',"Timestamp[usec]":"', ts.take(b), '","end Timestamp[usec]":"', ts.take(e), '"}',
-    )  # fmt: skip
+    desc = "HW Event description"
+    prefix = _coded_prefix(
+        hw,
+        (
+            ('{"recipeId":', "Recipe ID", begin),
+            (',"Operation":', "Operation", begin),
+            (',"Data Type":', "Data Type", begin),
+            (',"streamHandle":', "streamHandle", begin),
+            (',"HW Event description":', desc, begin),
+            (',"end HW Event description":', desc, end),
+        ),
+        ',"Timestamp[usec]":"',
+    )
+    ts, b, e = hw.ts_text, pa.array(begin), pa.array(end)
+    return _join(prefix, ts.take(b), '","end Timestamp[usec]":"', ts.take(e), '"}')
 
 
 def _instant_args(hw: HardwareRows, rows: NDArray[np.int64]) -> pa.Array:
-    r = pa.array(rows)
-    return _join(
-        '{"node":', hw.json_text("Name", r),
-        ',"recipeId":', hw.json_text("Recipe ID", r),
-        ',"HW Event port":', hw.json_text("HW Event port", r),
-        ',"Timestamp[usec]":"', hw.ts_text.take(r), '"}',
-    )  # fmt: skip
+    prefix = _coded_prefix(
+        hw,
+        (
+            ('{"node":', "Name", rows),
+            (',"recipeId":', "Recipe ID", rows),
+            (',"HW Event port":', "HW Event port", rows),
+        ),
+        ',"Timestamp[usec]":"',
+    )
+    return _join(prefix, hw.ts_text.take(pa.array(rows)), '"}')
+
+
+def _coded_prefix(
+    hw: HardwareRows, fields: tuple[tuple[str, str, NDArray[np.int64]], ...], last_key: str
+) -> pa.Array:
+    """Per row, the JSON text `key1 value1 key2 value2 ... last_key` of coded columns' values
+    (each field: its key text, the column, and the rows to take its value at): each distinct
+    combination of values is written once, then taken per row."""
+    coded = [(*hw.json_literals(column), rows) for _, column, rows in fields]
+    combination, one = _combinations([(codes[rows], len(texts)) for codes, texts, rows in coded])
+    at_one = [codes[rows[one]] for codes, _, rows in coded]
+    pieces = [
+        [key + literals[code] for code in at.tolist()]
+        for (key, _, _), (_, literals, _), at in zip(fields, coded, at_one, strict=True)
+    ]
+    texts = ["".join(parts) + last_key for parts in zip(*pieces, strict=True)]
+    return pa.array(texts, pa.string()).take(pa.array(combination))
+
+
+_DENSE_LIMIT: Final = 1 << 22
+"""Largest key space `_combinations` marks in a table (else it renumbers the keys first)."""
+
+
+def _combinations(
+    columns: list[tuple[NDArray[Any], int]],
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Number the distinct combinations of codes (each column: its codes per row, below its
+    size) 0, 1, ...: each row's number and a row of each number."""
+    n = len(columns[0][0]) if columns else 0
+    key, space = np.zeros(n, dtype=np.int64), 1
+    for codes, size in columns:
+        if space * max(size, 1) > _DENSE_LIMIT:
+            key, space = _renumbered(key)
+        key *= max(size, 1)
+        key += codes
+        space *= max(size, 1)
+    key, count = _renumbered(key, space)
+    one = np.zeros(count, dtype=np.int64)
+    one[key] = np.arange(n, dtype=np.int64)  # (any of a number's rows: they hold the same codes)
+    return key, one
+
+
+def _renumbered(key: NDArray[np.int64], space: int | None = None) -> tuple[NDArray[np.int64], int]:
+    """`key` numbered densely in the keys' order (values below `space` when given: marked in a
+    table, else sorted) and how many distinct keys there are."""
+    if space is None or space > _DENSE_LIMIT:
+        distinct, inverse = np.unique(key, return_inverse=True)
+        return inverse.astype(np.int64).reshape(-1), len(distinct)
+    used = np.zeros(space, dtype=bool)
+    used[key] = True
+    number = np.cumsum(used, dtype=np.int64) - 1
+    return number[key], int(number[-1]) + 1
 
 
 def counters(

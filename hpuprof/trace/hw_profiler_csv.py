@@ -57,10 +57,10 @@ CODED: Final = (
     "Data Type",
     "HW Event description",
     "HW Event port",
-    "recipeHandle",
     "streamHandle",
 )
-"""Columns read dictionary-encoded (few distinct values)."""
+"""Columns read dictionary-encoded (few distinct values). `recipeHandle` is not read: nothing
+takes it."""
 VALUE_COLUMNS: Final = (
     "SPMU value",
     "BMON min",
@@ -268,16 +268,13 @@ class HardwareRows:
                 self.source, f"line {row + 2}", f"{expected} (row {str(found)[:100]})"
             )
 
-    def json_text(self, column: str, rows: pa.Array) -> pa.Array:
-        """The value of a coded column at `rows` as JSON string literals (each distinct value
-        escaped once; only the rows asked for made)."""
+    def json_literals(self, column: str) -> tuple[NDArray[np.int32], list[str]]:
+        """A coded column's indices per row and its distinct values as JSON string literals
+        (each escaped once; `[""]` when the column is absent)."""
         if column not in self.table.column_names or self.n == 0:
-            return pa.array(['""'] * len(rows), pa.string())
-        chunk = self.table.column(column).chunk(0)
-        literals = pa.array(
-            [msgspec.json.encode(v).decode() for v in chunk.dictionary.to_pylist()], pa.string()
-        )
-        return literals.take(chunk.indices.take(rows))
+            return np.zeros(self.n, np.int32), ['""']
+        codes, values = self.dictionary(column)
+        return codes, [msgspec.json.encode(v).decode() for v in values]
 
     def recipes(self) -> dict[str, str]:
         """Recipe ID -> recipe name, as the rows pair them."""
