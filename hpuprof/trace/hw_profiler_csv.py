@@ -125,10 +125,9 @@ def _read_table(path: Path, source: str) -> pa.Table:
         raise TraceFormatError(
             source, "line 1", f"a Gaudi hardware-profiler CSV header (no {', '.join(missing)})"
         )
-    text = pa.dictionary(pa.int32(), pa.string())
     wanted = [c for c in (*CODED, *VALUE_COLUMNS, "Timestamp[usec]") if c in header]
     convert = pacsv.ConvertOptions(
-        column_types={c: (text if c in CODED else pa.string()) for c in wanted},
+        column_types={c: _PARSED_AS.get(c, pa.string()) for c in wanted},
         include_columns=wanted,
         strings_can_be_null=False,
     )
@@ -137,7 +136,21 @@ def _read_table(path: Path, source: str) -> pa.Table:
     except (pa.ArrowInvalid, UnicodeDecodeError):
         # read again, rows of the wrong width collected (a handler slows every read ~15 %)
         table = _read_skipping(path, source, convert)
-    return table.unify_dictionaries().combine_chunks()
+    table = table.unify_dictionaries().combine_chunks()
+    try:
+        return table.cast(pa.schema([pa.field(c, _TEXT.get(c, pa.string())) for c in wanted]))
+    except pa.ArrowInvalid as error:  # bytes that are not UTF-8
+        raise _unreadable(path, source, error) from None
+
+
+_TEXT: Final = {c: pa.dictionary(pa.int32(), pa.string()) for c in CODED}
+_PARSED_AS: Final = {
+    **{c: pa.dictionary(pa.int32(), pa.binary()) for c in CODED},
+    **{c: pa.binary() for c in VALUE_COLUMNS},
+}
+"""How Arrow parses the columns: as bytes, checked as UTF-8 after (`_TEXT`: the coded columns'
+distinct values only, the mostly empty value columns in one pass), not value by value as they
+are parsed: the parse of 1 M events, 0.98 -> 0.86 CPU-s (best of 8, alternated)."""
 
 
 def _read_skipping(path: Path, source: str, convert: Any) -> pa.Table:
