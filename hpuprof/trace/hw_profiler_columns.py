@@ -22,6 +22,7 @@ from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import CODED_ARGS, Coded, Interner, RawColumns, binary_array
 from hpuprof.trace.normalize import ns_from_us
 from hpuprof.trace.schema import NO_ID
+from hpuprof.trace.small_keys import TABLE_LIMIT, unique_inverse
 
 
 class HardwareRows(Protocol):
@@ -181,10 +182,6 @@ def _coded_prefix(
     return pa.array(texts, pa.string()).take(pa.array(combination))
 
 
-_DENSE_LIMIT: Final = 1 << 22
-"""Largest key space `_combinations` marks in a table (else it renumbers the keys first)."""
-
-
 def _combinations(
     columns: list[tuple[NDArray[Any], int]],
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -193,27 +190,16 @@ def _combinations(
     n = len(columns[0][0]) if columns else 0
     key, space = np.zeros(n, dtype=np.int64), 1
     for codes, size in columns:
-        if space * max(size, 1) > _DENSE_LIMIT:
-            key, space = _renumbered(key)
+        if space * max(size, 1) > TABLE_LIMIT:
+            distinct, key = unique_inverse(key)
+            space = len(distinct)
         key *= max(size, 1)
         key += codes
         space *= max(size, 1)
-    key, count = _renumbered(key, space)
-    one = np.zeros(count, dtype=np.int64)
+    distinct, key = unique_inverse(key, space)
+    one = np.zeros(len(distinct), dtype=np.int64)
     one[key] = np.arange(n, dtype=np.int64)  # (any of a number's rows: they hold the same codes)
     return key, one
-
-
-def _renumbered(key: NDArray[np.int64], space: int | None = None) -> tuple[NDArray[np.int64], int]:
-    """`key` numbered densely in the keys' order (values below `space` when given: marked in a
-    table, else sorted) and how many distinct keys there are."""
-    if space is None or space > _DENSE_LIMIT:
-        distinct, inverse = np.unique(key, return_inverse=True)
-        return inverse.astype(np.int64).reshape(-1), len(distinct)
-    used = np.zeros(space, dtype=bool)
-    used[key] = True
-    number = np.cumsum(used, dtype=np.int64) - 1
-    return number[key], int(number[-1]) + 1
 
 
 def counters(

@@ -43,6 +43,7 @@ from hpuprof.path_text import path_text
 from hpuprof.trace import gaudi_node_spans
 from hpuprof.trace.formats import ReadOptions
 from hpuprof.trace.model import Trace
+from hpuprof.trace.small_keys import unique_inverse
 
 FORMAT_NAME: Final = "gaudi-hw-profiler-csv"
 REQUIRED: Final = ("Name", "Engine", "Event type", "Timestamp[usec]")
@@ -239,10 +240,11 @@ class HardwareRows:
         device_index = np.array([_device_index(d) for d in devices] or [0], dtype=np.int64)
         self.pid = device_index[device_codes]
         self.device_names = dict(zip(device_index.tolist(), devices, strict=True))
-        lane_key = self.pid * max(len(engines), 1) + self._codes("Engine")
-        self.lanes, self.tid = np.unique(lane_key, return_inverse=True)
-        self.engine_names = engines
         self.width = max(len(engines), 1)
+        lane_key = self.pid * self.width + self._codes("Engine")
+        space = (int(device_index.max()) + 1) * self.width
+        self.lanes, self.tid = unique_inverse(lane_key, space)
+        self.engine_names = engines
 
     @property
     def first_pid(self) -> int:
@@ -312,7 +314,10 @@ class HardwareRows:
         edge = np.flatnonzero(self.kind <= 1)
         ts = self.ts[edge]
         if len(ts) < 2 or bool(np.all(ts[1:] >= ts[:-1])):  # rows in time order (as written)
-            order = edge[np.argsort(self.tid[edge], kind="stable")]
+            lane = self.tid[edge]
+            if len(self.lanes) <= 1 << 16:
+                lane = lane.astype(np.uint16)  # (numpy's stable sort of 16-bit keys: a radix sort)
+            order = edge[np.argsort(lane, kind="stable")]
         else:
             order = edge[np.lexsort((edge, ts, self.tid[edge]))]
         is_begin = self.kind[order] == 0
