@@ -9,6 +9,7 @@ counters table (the normalizer decodes a counter event's args one by one).
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -23,6 +24,7 @@ from hpuprof.trace.columns import CODED_ARGS, Coded, Interner, RawColumns, binar
 from hpuprof.trace.normalize import ns_from_us
 from hpuprof.trace.schema import NO_ID
 from hpuprof.trace.small_keys import TABLE_LIMIT, unique_inverse
+from hpuprof.trace.soon import soon
 
 
 class HardwareRows(Protocol):
@@ -66,10 +68,15 @@ class _Column:
         return Coded(self.codes, [str(v) for v in self.interner.values])
 
 
-def raw_columns(hw: HardwareRows, extra: list[dict[str, Any]]) -> RawColumns:
-    """Slices, instants, lane names and `extra` Chrome-trace events (X or M) as raw columns."""
+def raw_columns(
+    hw: HardwareRows, extra: list[dict[str, Any]], pool: Executor | None = None
+) -> RawColumns:
+    """Slices, instants, lane names and `extra` Chrome-trace events (X or M) as raw columns
+    (the slices' and instants' args made in `pool` when given, beside the other columns)."""
     begin, end = hw.pairs()
     instant = np.flatnonzero(hw.kind == 2)
+    slice_args = soon(pool, _binary, _slice_args, hw, begin, end)
+    instant_args = soon(pool, _binary, _instant_args, hw, instant)
     meta = hw.lane_names() + extra
     ns, ni, nm = len(begin), len(instant), len(meta)
     n = ns + ni + nm
@@ -116,8 +123,8 @@ def raw_columns(hw: HardwareRows, extra: list[dict[str, Any]]) -> RawColumns:
             tail_args.append(args)
     args = pa.chunked_array(
         [
-            pc.cast(_slice_args(hw, begin, end), pa.large_binary()),
-            pc.cast(_instant_args(hw, instant), pa.large_binary()),
+            slice_args.result(),
+            instant_args.result(),
             binary_array(tail_args),
         ],
         type=pa.large_binary(),
@@ -132,6 +139,10 @@ def raw_columns(hw: HardwareRows, extra: list[dict[str, Any]]) -> RawColumns:
         correlation=no_id.copy(), stream=no_id.copy(), device=no_id.copy(), **absent,
         fallback=np.zeros(n, np.int8), our_keys=np.zeros(n, np.int8), side_args=side,
     )  # fmt: skip
+
+
+def _binary(make: Any, *args: Any) -> pa.Array:
+    return pc.cast(make(*args), pa.large_binary())
 
 
 def _slice_args(hw: HardwareRows, begin: NDArray[np.int64], end: NDArray[np.int64]) -> pa.Array:

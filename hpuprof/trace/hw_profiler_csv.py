@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import re
 import warnings
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
@@ -44,6 +46,7 @@ from hpuprof.trace import gaudi_node_spans
 from hpuprof.trace.formats import ReadOptions
 from hpuprof.trace.model import Trace
 from hpuprof.trace.small_keys import unique_inverse
+from hpuprof.trace.soon import soon
 
 FORMAT_NAME: Final = "gaudi-hw-profiler-csv"
 REQUIRED: Final = ("Name", "Engine", "Event type", "Timestamp[usec]")
@@ -102,12 +105,19 @@ def read_hw_profiler_csv(path: str | Path) -> Trace:
     values = rows.counter_values()
     from hpuprof.trace.hw_profiler_columns import counters, raw_columns
     from hpuprof.trace.kineto_json import load_threads
+    from hpuprof.trace.memory_limit import threads_within_limit
     from hpuprof.trace.normalize import build_trace, detect_rank
 
     rank = detect_rank(metadata, source)
-    raw = raw_columns(rows, extra)
-    trace = build_trace(raw, metadata, source=source, rank=rank, threads=load_threads())
-    table = counters(rows, values)
+    threads = load_threads()
+    # with threads: the counters table and the slices' and instants' args are made in a pool
+    # (Arrow and numpy work, mostly without the GIL) beside the other raw columns and the build
+    pooled = threads_within_limit(min(threads, 2)) > 1
+    with ThreadPoolExecutor(2, "hpuprof-hw-csv") if pooled else nullcontext() as pool:
+        table_part = soon(pool, counters, rows, values)
+        raw = raw_columns(rows, extra, pool)
+        trace = build_trace(raw, metadata, source=source, rank=rank, threads=threads)
+        table = table_part.result()
     table["rank"] = np.full(len(table), rank, dtype=np.int32)
     return replace(trace, counters=table, format=FORMAT_NAME, device_time="measured")
 
