@@ -247,12 +247,12 @@ class HardwareRows:
         device_codes = (
             self._codes("Device") if "Device" in table.column_names else np.zeros(self.n, np.int32)
         )
-        device_index = np.array([_device_index(d) for d in devices] or [0], dtype=np.int64)
-        self.pid = device_index[device_codes]
+        device_index = np.array([_device_index(d) for d in devices], dtype=np.int64)
+        self.pid = (device_index if len(devices) else np.zeros(1, np.int64))[device_codes]
         self.device_names = dict(zip(device_index.tolist(), devices, strict=True))
         self.width = max(len(engines), 1)
         lane_key = self.pid * self.width + self._codes("Engine")
-        space = (int(device_index.max()) + 1) * self.width
+        space = (int(device_index.max(initial=0)) + 1) * self.width
         self.lanes, self.tid = unique_inverse(lane_key, space)
         self.engine_names = engines
 
@@ -310,7 +310,9 @@ class HardwareRows:
         ids, id_texts = self.dictionary("Recipe ID")
         names, name_texts = self.dictionary("Recipe name")
         pair = ids.astype(np.int64) * max(len(name_texts), 1) + names
-        distinct, first = np.unique(pair, return_index=True)
+        # a pair's first row starts a run of equal pairs: only the runs' first rows are sorted
+        heads = pair[np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))]
+        distinct, first = np.unique(heads, return_index=True)
         recipes: dict[str, str] = {}
         for code in distinct[np.argsort(first, kind="stable")].tolist():  # in file order
             recipe, name = divmod(code, max(len(name_texts), 1))
@@ -351,21 +353,21 @@ class HardwareRows:
         """(column, its texts at the rows, the COUNTER rows giving it) per value column, each
         text checked to be a number."""
         out: list[tuple[str, pa.Array, NDArray[np.int64]]] = []
-        counter = self.kind == 3
+        counter = pa.array(np.flatnonzero(self.kind == 3))
         for column in VALUE_COLUMNS:
-            if column not in self.table.column_names or not counter.any():
+            if column not in self.table.column_names or not len(counter):
                 continue
-            values = self.table.column(column).chunk(0)
-            given = np.asarray(pc.not_equal(values, "").to_numpy(zero_copy_only=False))
-            rows = np.flatnonzero(counter & given)
+            at_counters = self.table.column(column).chunk(0).take(counter)
+            given = pc.not_equal(at_counters, "")
+            rows = np.asarray(counter.filter(given).to_numpy(), dtype=np.int64)
             if not len(rows):
                 continue
-            texts = values.take(pa.array(rows))
-            numeric = np.ones(self.n, dtype=bool)
-            numeric[rows] = pc.match_substring_regex(texts, _JSON_NUMBER).to_numpy(
-                zero_copy_only=False
-            )
-            self._require(pa.array(numeric), f"a number as {column}")
+            texts = at_counters.filter(given)
+            number = pc.match_substring_regex(texts, _JSON_NUMBER)
+            if not pc.all(number).as_py():
+                numeric = np.ones(self.n, dtype=bool)
+                numeric[rows] = number.to_numpy(zero_copy_only=False)
+                self._require(pa.array(numeric), f"a number as {column}")
             out.append((column, texts, rows))
         return out
 
