@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import CODED_ARGS, Coded, Interner, RawColumns, binary_array
+from hpuprof.trace.nesting import time_order
 from hpuprof.trace.normalize import ns_from_us
 from hpuprof.trace.schema import NO_ID
 from hpuprof.trace.small_keys import TABLE_LIMIT, unique_inverse
@@ -74,6 +75,11 @@ def raw_columns(
     """Slices, instants, lane names and `extra` Chrome-trace events (X or M) as raw columns
     (the slices' and instants' args made in `pool` when given, beside the other columns)."""
     begin, end = hw.pairs()
+    # the slices in the events table's order (start, longest first, then as paired: what the
+    # normalizer sorts them by, so its result is the same), not lane by lane: its gathers of
+    # every column then read the raw rows nearly in order
+    order = time_order(ns_from_us(hw.ts[begin], 0), _duration_ns(hw, begin, end))
+    begin, end = begin[order], end[order]
     instant = np.flatnonzero(hw.kind == 2)
     slice_args = soon(pool, _binary, _slice_args, hw, begin, end)
     instant_args = soon(pool, _binary, _instant_args, hw, instant)
@@ -104,8 +110,7 @@ def raw_columns(
     ts_us = np.full(n, np.nan)
     dur_us = np.full(n, np.nan)
     ts_us[: ns + ni] = hw.ts[source_row]
-    dur_ns = ns_from_us(hw.ts[end], 0) - ns_from_us(hw.ts[begin], 0)
-    dur_us[:ns] = dur_ns / 1000.0
+    dur_us[:ns] = _duration_ns(hw, begin, end) / 1000.0
     side: dict[int, bytes] = {}
     tail_args: list[bytes] = []
     for row, event in zip(tail.tolist(), meta, strict=True):
@@ -139,6 +144,12 @@ def raw_columns(
         correlation=no_id.copy(), stream=no_id.copy(), device=no_id.copy(), **absent,
         fallback=np.zeros(n, np.int8), our_keys=np.zeros(n, np.int8), side_args=side,
     )  # fmt: skip
+
+
+def _duration_ns(
+    hw: HardwareRows, begin: NDArray[np.int64], end: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    return ns_from_us(hw.ts[end], 0) - ns_from_us(hw.ts[begin], 0)
 
 
 def _binary(make: Any, *args: Any) -> pa.Array:
