@@ -9,6 +9,7 @@ counters table (the normalizer decodes a counter event's args one by one).
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -20,8 +21,11 @@ from numpy.typing import NDArray
 
 from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import CODED_ARGS, Coded, Interner, RawColumns, binary_array
+from hpuprof.trace.nesting import time_order
 from hpuprof.trace.normalize import ns_from_us
 from hpuprof.trace.schema import NO_ID
+from hpuprof.trace.small_keys import TABLE_LIMIT, unique_inverse
+from hpuprof.trace.soon import soon
 
 
 class HardwareRows(Protocol):
@@ -37,7 +41,7 @@ class HardwareRows(Protocol):
     def pairs(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]: ...
     def lane_names(self) -> list[dict[str, Any]]: ...
     def dictionary(self, column: str) -> tuple[NDArray[np.int32], list[str]]: ...
-    def json_text(self, column: str, rows: pa.Array) -> pa.Array: ...
+    def json_literals(self, column: str) -> tuple[NDArray[np.int32], list[str]]: ...
 
 
 SLICE_CATEGORY: Final = "Kernel"
@@ -65,10 +69,20 @@ class _Column:
         return Coded(self.codes, [str(v) for v in self.interner.values])
 
 
-def raw_columns(hw: HardwareRows, extra: list[dict[str, Any]]) -> RawColumns:
-    """Slices, instants, lane names and `extra` Chrome-trace events (X or M) as raw columns."""
+def raw_columns(
+    hw: HardwareRows, extra: list[dict[str, Any]], pool: Executor | None = None
+) -> RawColumns:
+    """Slices, instants, lane names and `extra` Chrome-trace events (X or M) as raw columns
+    (the slices' and instants' args made in `pool` when given, beside the other columns)."""
     begin, end = hw.pairs()
+    # the slices in the events table's order (start, longest first, then as paired: what the
+    # normalizer sorts them by, so its result is the same), not lane by lane: its gathers of
+    # every column then read the raw rows nearly in order
+    order = time_order(ns_from_us(hw.ts[begin], 0), _duration_ns(hw, begin, end))
+    begin, end = begin[order], end[order]
     instant = np.flatnonzero(hw.kind == 2)
+    slice_args = soon(pool, _binary, _slice_args, hw, begin, end)
+    instant_args = soon(pool, _binary, _instant_args, hw, instant)
     meta = hw.lane_names() + extra
     ns, ni, nm = len(begin), len(instant), len(meta)
     n = ns + ni + nm
@@ -96,8 +110,7 @@ def raw_columns(hw: HardwareRows, extra: list[dict[str, Any]]) -> RawColumns:
     ts_us = np.full(n, np.nan)
     dur_us = np.full(n, np.nan)
     ts_us[: ns + ni] = hw.ts[source_row]
-    dur_ns = ns_from_us(hw.ts[end], 0) - ns_from_us(hw.ts[begin], 0)
-    dur_us[:ns] = dur_ns / 1000.0
+    dur_us[:ns] = _duration_ns(hw, begin, end) / 1000.0
     side: dict[int, bytes] = {}
     tail_args: list[bytes] = []
     for row, event in zip(tail.tolist(), meta, strict=True):
@@ -115,8 +128,8 @@ def raw_columns(hw: HardwareRows, extra: list[dict[str, Any]]) -> RawColumns:
             tail_args.append(args)
     args = pa.chunked_array(
         [
-            pc.cast(_slice_args(hw, begin, end), pa.large_binary()),
-            pc.cast(_instant_args(hw, instant), pa.large_binary()),
+            slice_args.result(),
+            instant_args.result(),
             binary_array(tail_args),
         ],
         type=pa.large_binary(),
@@ -133,28 +146,82 @@ def raw_columns(hw: HardwareRows, extra: list[dict[str, Any]]) -> RawColumns:
     )  # fmt: skip
 
 
+def _duration_ns(
+    hw: HardwareRows, begin: NDArray[np.int64], end: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    return ns_from_us(hw.ts[end], 0) - ns_from_us(hw.ts[begin], 0)
+
+
+def _binary(make: Any, *args: Any) -> pa.Array:
+    return pc.cast(make(*args), pa.large_binary())
+
+
 def _slice_args(hw: HardwareRows, begin: NDArray[np.int64], end: NDArray[np.int64]) -> pa.Array:
-    b, e = pa.array(begin), pa.array(end)
-    ts, desc = hw.ts_text, "HW Event description"
-    return _join(
-        '{"recipeId":', hw.json_text("Recipe ID", b),
-        ',"Operation":', hw.json_text("Operation", b),
-        ',"Data Type":', hw.json_text("Data Type", b),
-        ',"streamHandle":', hw.json_text("streamHandle", b),
-        ',"HW Event description":', hw.json_text(desc, b),
-        ',"end HW Event description":', hw.json_text(desc, e),
-        ',"Timestamp[usec]":"', ts.take(b), '","end Timestamp[usec]":"', ts.take(e), '"}',
-    )  # fmt: skip
+    desc = "HW Event description"
+    prefix = _coded_prefix(
+        hw,
+        (
+            ('{"recipeId":', "Recipe ID", begin),
+            (',"Operation":', "Operation", begin),
+            (',"Data Type":', "Data Type", begin),
+            (',"streamHandle":', "streamHandle", begin),
+            (',"HW Event description":', desc, begin),
+            (',"end HW Event description":', desc, end),
+        ),
+        ',"Timestamp[usec]":"',
+    )
+    ts, b, e = hw.ts_text, pa.array(begin), pa.array(end)
+    return _join(prefix, ts.take(b), '","end Timestamp[usec]":"', ts.take(e), '"}')
 
 
 def _instant_args(hw: HardwareRows, rows: NDArray[np.int64]) -> pa.Array:
-    r = pa.array(rows)
-    return _join(
-        '{"node":', hw.json_text("Name", r),
-        ',"recipeId":', hw.json_text("Recipe ID", r),
-        ',"HW Event port":', hw.json_text("HW Event port", r),
-        ',"Timestamp[usec]":"', hw.ts_text.take(r), '"}',
-    )  # fmt: skip
+    prefix = _coded_prefix(
+        hw,
+        (
+            ('{"node":', "Name", rows),
+            (',"recipeId":', "Recipe ID", rows),
+            (',"HW Event port":', "HW Event port", rows),
+        ),
+        ',"Timestamp[usec]":"',
+    )
+    return _join(prefix, hw.ts_text.take(pa.array(rows)), '"}')
+
+
+def _coded_prefix(
+    hw: HardwareRows, fields: tuple[tuple[str, str, NDArray[np.int64]], ...], last_key: str
+) -> pa.Array:
+    """Per row, the JSON text `key1 value1 key2 value2 ... last_key` of coded columns' values
+    (each field: its key text, the column, and the rows to take its value at): each distinct
+    combination of values is written once, then taken per row."""
+    coded = [(*hw.json_literals(column), rows) for _, column, rows in fields]
+    combination, one = _combinations([(codes[rows], len(texts)) for codes, texts, rows in coded])
+    at_one = [codes[rows[one]] for codes, _, rows in coded]
+    pieces = [
+        [key + literals[code] for code in at.tolist()]
+        for (key, _, _), (_, literals, _), at in zip(fields, coded, at_one, strict=True)
+    ]
+    texts = ["".join(parts) + last_key for parts in zip(*pieces, strict=True)]
+    return pa.array(texts, pa.string()).take(pa.array(combination))
+
+
+def _combinations(
+    columns: list[tuple[NDArray[Any], int]],
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Number the distinct combinations of codes (each column: its codes per row, below its
+    size) 0, 1, ...: each row's number and a row of each number."""
+    n = len(columns[0][0]) if columns else 0
+    key, space = np.zeros(n, dtype=np.int64), 1
+    for codes, size in columns:
+        if space * max(size, 1) > TABLE_LIMIT:
+            distinct, key = unique_inverse(key)
+            space = len(distinct)
+        key *= max(size, 1)
+        key += codes
+        space *= max(size, 1)
+    distinct, key = unique_inverse(key, space)
+    one = np.zeros(len(distinct), dtype=np.int64)
+    one[key] = np.arange(n, dtype=np.int64)  # (any of a number's rows: they hold the same codes)
+    return key, one
 
 
 def counters(

@@ -172,6 +172,30 @@ def test_bytes_that_are_not_utf8_name_their_line(tmp_path: Path) -> None:
     assert caught.value.position == "line 3"
 
 
+@pytest.mark.parametrize(
+    "marked",
+    [
+        _row("QQQ", "[HD1] TPC 3", "INSTANT", "100.5"),  # a coded column (parsed as a dictionary)
+        _row("relu", "[HD1] TPC 3", "INSTANT", "100.5", "", "QQQ"),  # a value column, not a counter
+        _row("relu", "[HD1] TPC 3", "INSTANT", "100.5").replace("rec.g_7", "QQQ"),  # Recipe name
+    ],
+)
+def test_bytes_that_are_not_utf8_in_any_column_read_are_refused(
+    tmp_path: Path, marked: str
+) -> None:
+    path = _write(tmp_path, [SMALL[0], marked, *SMALL[2:]])
+    path.write_bytes(path.read_bytes().replace(b"QQQ", b"Q\xffQ"))
+    with pytest.raises(TraceFormatError, match="UTF-8") as caught:
+        hpuprof.load(path, cache=False)
+    assert caught.value.position == "line 3"
+
+
+def test_a_header_alone_is_an_empty_trace(tmp_path: Path) -> None:
+    trace = hpuprof.load(_write(tmp_path, []), cache=False)
+    assert len(trace.events) == 0 and len(trace.counters) == 0
+    assert trace.format == "gaudi-hw-profiler-csv"
+
+
 def test_a_directory_skips_intels_node_tables(tmp_path: Path) -> None:
     from hpuprof.trace.trace_file import trace_files
 
