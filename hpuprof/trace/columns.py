@@ -689,8 +689,8 @@ class ColumnBuilder:
         side_rows = self._rows_with(ph_codes, _SIDE_PHASES).tolist()
         if origin is not None:
             self.args.add_spans(args[0], args[1], origin)
-            for i in side_rows:
-                self.side_args[self.rows + i] = self.args.side_bytes(args[0], args[1], origin, i)
+            side = self.args.side_bytes(args[0], args[1], origin, side_rows)
+            self.side_args.update(zip((self.rows + i for i in side_rows), side, strict=True))
         else:
             offsets = np.frombuffer(args[0], dtype=np.int64)
             self.args.add_copied(offsets, args[1])
