@@ -40,7 +40,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from hpuprof.trace.arg_columns import Found, read_later_keys, read_source_keys, sparse_text
+from hpuprof.trace.arg_columns import (
+    Found,
+    MarkedRows,
+    read_later_keys,
+    read_source_keys,
+    sparse_text,
+)
 from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import take_binary
 from hpuprof.trace.opinfo import (
@@ -74,14 +80,14 @@ def with_derived(
     pool: Executor | None = None,
     late: Mapping[str, Callable[[], Any]] | None = None,
     started: Started | None = None,
-    our_rows: NDArray[np.int64] | None = None,
+    our_rows: MarkedRows | None = None,
 ) -> pd.DataFrame:
     """`events` with the derived columns and those of hpuprof's args keys (re)computed, every
     column in schema order (the parts that read no nesting in `pool` when given, while this
     thread derives the rest; or those `started` already). `late`: columns that `events` lacks
     and no derived column reads, each got by calling its function once the derived columns
     are made (a column still being made in another thread). `our_rows`: the rows whose args
-    hold hpuprof keys (None: found by a byte search of the args)."""
+    hold hpuprof keys and which (None: found by a byte search of the args)."""
     derived = derive(events, pool, started, our_rows)
     derived.update((name, column()) for name, column in (late or {}).items())
     columns = {name: derived[name] if name in derived else events[name] for name in EVENT_COLUMNS}
@@ -96,7 +102,7 @@ _OWN_DTYPE_SOURCES = ("is_device", "engine", "kind", "input_types", "args")
 _ARG_KEY_SOURCES = ("kind", "engine", "name", "args")
 
 
-def _arg_keys(events: pd.DataFrame, our_rows: NDArray[np.int64] | None) -> dict[str, Any]:
+def _arg_keys(events: pd.DataFrame, our_rows: MarkedRows | None) -> dict[str, Any]:
     """The columns of hpuprof's args keys read later and of `schema.SOURCE_KEYS`."""
     keys = read_later_keys(events["args"], our_rows, len(events))
     keys.update(read_source_keys(events))
@@ -143,7 +149,7 @@ def derive(
     events: pd.DataFrame,
     pool: Executor | None = None,
     started: Started | None = None,
-    our_rows: NDArray[np.int64] | None = None,
+    our_rows: MarkedRows | None = None,
 ) -> dict[str, Any]:
     """The derived columns of an events table (its other columns per `schema.EVENT_COLUMNS`)
     and those of hpuprof's args keys; the parts that read no nesting in `pool` when given, or

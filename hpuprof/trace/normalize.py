@@ -30,6 +30,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
+from hpuprof.trace.arg_columns import marked_rows
 from hpuprof.trace.categories import categorical, text_categorical
 from hpuprof.trace.columns import (
     BadValue,
@@ -459,7 +460,7 @@ class _Normalizer:
         rows, ts, dur = rows[order], ts[order], dur[order]
         del order
         n = len(rows)
-        our_rows = np.flatnonzero(raw.our_keys[rows])  # rows whose args hold more of our keys
+        our_rows = marked_rows(raw.our_keys[rows])  # rows whose args hold more of our keys
         raw.release("our_keys")
         # the nesting first (the longest chain: nesting -> flow correlation -> derived columns)
         pid_codes = raw.pid.codes[rows]  # int32: the int64 lane key is the only wide copy
