@@ -417,14 +417,20 @@ def _arg_matches(
     return pa.concat_arrays(parts) if parts else pa.nulls(0, pa.large_string())
 
 
-def _arg_values(
+def _arg_texts(
     events: pd.DataFrame, rows: NDArray[np.int64], pattern: str, literal: bytes
-) -> NDArray[Any]:
-    """The captures of `_arg_matches` as Python strings ("" where absent)."""
+) -> tuple[list[str], NDArray[np.int64]]:
+    """The captures of `_arg_matches`: their distinct texts, sorted ("" where absent), and
+    each row's position among them (dictionary-encoded in Arrow: no Python string per row)."""
     if len(rows) == 0 or "args" not in events.columns:
-        return np.zeros(0, dtype=object)
-    got = _arg_matches(events, rows, pattern, literal)
-    return np.asarray(got.to_pandas().fillna("").to_numpy(dtype=object), dtype=object)
+        return [], np.zeros(0, dtype=np.int64)
+    encoded = pc.dictionary_encode(_arg_matches(events, rows, pattern, literal).fill_null(""))
+    texts: list[str] = encoded.dictionary.to_pylist()
+    order = sorted(range(len(texts)), key=texts.__getitem__)
+    place = np.empty(len(texts), dtype=np.int64)
+    place[order] = np.arange(len(texts), dtype=np.int64)
+    indices = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return [texts[i] for i in order], place[indices]
 
 
 def _arg_floats(events: pd.DataFrame, rows: NDArray[np.int64], key: str) -> NDArray[np.float64]:
@@ -459,10 +465,9 @@ def _own_dtypes(events: pd.DataFrame) -> tuple[NDArray[np.int64], list[str]]:
     dtype = per_cat[np.where(codes_in >= 0, codes_in, len(cats))]
     dtype[~_is(events["kind"], {"cpu_op"})] = 0
     keyed = _keyed_device_rows(events)
-    given = _arg_values(events, keyed, r'"dataType":\s*"(?P<v>[^"]*)"', b'"dataType":')
+    uniq, inv = _arg_texts(events, keyed, r'"dataType":\s*"(?P<v>[^"]*)"', b'"dataType":')
     if len(keyed):
-        uniq, inv = np.unique(given.astype(str), return_inverse=True)
-        dtype[keyed] = np.array([code(norm_dtype(u)) if u else 0 for u in uniq])[inv]
+        dtype[keyed] = np.array([code(norm_dtype(u)) if u else 0 for u in uniq], np.int64)[inv]
     return dtype, sorted(at, key=at.__getitem__)
 
 
