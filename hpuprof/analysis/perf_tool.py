@@ -253,14 +253,8 @@ def analyze_perf_tool(trace: Trace, options: AnalysisOptions | None = None) -> P
     windows = step_windows(ev)
     rows = []
     for rank in sorted(int(r) for r in pd.unique(dev["rank"])):
-        in_rank = ev["rank"].to_numpy() == rank
         rows.append(
-            _rank_row(
-                rank,
-                ev[in_rank],
-                dev[dev["rank"].to_numpy() == rank],
-                windows[windows["rank"].to_numpy() == rank],
-            )
+            _rank_row(rank, _of_rank(ev, rank), _of_rank(dev, rank), _of_rank(windows, rank))
         )
     notes = [] if rows else ["no device ops: habana_perf_tool's fields need a device timeline"]
     if device.emulated:
@@ -269,6 +263,13 @@ def analyze_perf_tool(trace: Trace, options: AnalysisOptions | None = None) -> P
         )
     report = PerfToolReport(device.label, tuple(rows), notes=tuple(notes))
     return replace(report, findings=tuple(perf_tool_findings(report, options, device)))
+
+
+def _of_rank(frame: pd.DataFrame, rank: int) -> pd.DataFrame:
+    """The rows of `frame` of `rank`: `frame` itself when it holds no other rank (a
+    one-card trace's events are not copied)."""
+    in_rank = frame["rank"].to_numpy() == rank
+    return frame if in_rank.all() else frame[in_rank]
 
 
 def perf_tool_findings(

@@ -11,11 +11,13 @@
  * scan(buffer, arg_keys, arg_kinds, spans=0) -> None | tuple
  *   arg_keys: tuple of bytes (the args keys the model reads), arg_kinds: bytes, one kind per
  *   key: 'i' int64 id (NO_ID when absent), 'r' raw JSON bytes, 't' tagged text, 'f' flag,
- *   'p' a key prefix (at most one): its column marks (1, else 0) the rows whose args hold a
- *   key with this prefix that is none of the other keys (hpuprof's keys read later).
+ *   'p' a key prefix (at most one): its column marks the rows whose args hold a key with
+ *   this prefix that is none of the other keys (hpuprof's keys read later): n uint64, bit
+ *   key_bucket(key) set for each such key a row holds (0: none), so that the keys no row
+ *   holds are known without a search (a bucket is 64 keys' worth of hash: a superset).
  *   The tuple: (n, ph, ts, dur, name, cat, pid, tid, flow_id, bp, args, *per-key columns)
  *   where ph is n uint8, ts/dur n float64 (NaN when absent or null), id and flag columns are
- *   n int64 / int8 (a prefix's too), args is a pair (offsets: n+1 int64, data: bytes) or, with
+ *   n int64 / int8, args is a pair (offsets: n+1 int64, data: bytes) or, with
  *   `spans`, (starts: n int64, lengths: n int64): where each row's args object lies in
  *   `buffer` (0, 0 for a row without), nothing copied; every other column
  *   is dictionary-encoded as it is scanned: None when no row has a value, else a triple
@@ -590,6 +592,14 @@ static int tagged_value(Cur *c, Buf *out, int allow_int) {
 
 enum { K_PH, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_ID, K_BP, K_ARGS, K_OTHER };
 
+/* The bit a 'p' column sets for a key (all its bytes): (sum of byte * 31^(n-1-i)) mod 64,
+ * fastscan.key_bucket's rule. */
+static inline uint64_t key_bucket(const unsigned char *k, size_t n) {
+    uint32_t h = 0;
+    for (size_t i = 0; i < n; i++) h = h * 31u + k[i];
+    return (uint64_t)1 << (h & 63u);
+}
+
 static int event_key(const unsigned char *k, size_t n) {
     switch (n) {
         case 2:
@@ -624,7 +634,7 @@ typedef struct {
     Py_ssize_t keylen[MAX_KEYS];
     char kinds[MAX_KEYS];
     uint32_t bylen[KEY_LENS + 1]; /* bit k: keys[k] has this length */
-    Buf fixed[MAX_KEYS];    /* 'i' int64, 'f' and 'p' int8 */
+    Buf fixed[MAX_KEYS];    /* 'i' int64, 'f' int8, 'p' uint64 */
     int prefix;             /* the 'p' key, -1 when none */
     DictCol dict[MAX_KEYS]; /* 'r' raw, 't' tagged */
     size_t row; /* the event being scanned */
@@ -728,8 +738,10 @@ static int parse_args(Cur *c, Scan *sc) {
                 int p = sc->prefix;
                 /* a key with the prefix: one byte compared for most keys (no 'h' first) */
                 if (p >= 0 && (Py_ssize_t)klen > sc->keylen[p] && c->s[kstart] == sc->keys[p][0] &&
-                    !memcmp(c->s + kstart, sc->keys[p], (size_t)sc->keylen[p]))
-                    sc->fixed[p].p[sc->fixed[p].len - 1] = 1;
+                    !memcmp(c->s + kstart, sc->keys[p], (size_t)sc->keylen[p])) {
+                    uint64_t *mark = (uint64_t *)(sc->fixed[p].p) + (sc->fixed[p].len / 8 - 1);
+                    *mark |= key_bucket(c->s + kstart, klen);
+                }
                 if (skip_value(c, 1)) return -1;
             } else {
                 if (seen & (1u << which)) return -1; /* a duplicate key */
@@ -795,11 +807,12 @@ static int parse_event(Cur *c, Scan *sc) {
     unsigned char ph = 0;
     double ts = NAN, dur = NAN;
     int64_t no_id = NO_ID;
-    signed char absent_flag = -1, no_prefix = 0;
+    signed char absent_flag = -1;
+    uint64_t no_prefix = 0;
     for (int k = 0; k < sc->nkeys; k++) {
         if (sc->kinds[k] == 'i' && buf_put(&sc->fixed[k], &no_id, 8)) return -1;
         if (sc->kinds[k] == 'f' && buf_put(&sc->fixed[k], &absent_flag, 1)) return -1;
-        if (sc->kinds[k] == 'p' && buf_put(&sc->fixed[k], &no_prefix, 1)) return -1;
+        if (sc->kinds[k] == 'p' && buf_put(&sc->fixed[k], &no_prefix, 8)) return -1;
     }
     size_t id_start = 0, id_end = 0; /* the id value's span, tagged once the phase is known */
     size_t bp_start = 0, bp_end = 0;
@@ -1223,7 +1236,7 @@ static struct PyModuleDef module = {
 
 /* Bump KINETO_SCAN_ABI whenever scan/gather/release change their arguments or results;
    fastscan.py ignores a built module of another ABI (a stale .so from an older checkout). */
-#define KINETO_SCAN_ABI 4
+#define KINETO_SCAN_ABI 5
 
 PyMODINIT_FUNC PyInit__kineto_scan(void) {
     init_plain();

@@ -3,9 +3,10 @@
 The scanner reads `schema.ARG_KEYS` (mode, module, phase, ...) with every event. The other keys
 of `schema.ARGS` (`LATER`: compile causes, sync reasons, cast dtypes, modeled bytes, ...) sit on
 a few rows of traces hpuprof wrote and on none of the others, so they are read here, from the
-rows that hold them only: the scanner marks those rows (`RawColumns.our_keys`), or, for tables
-made another way, a byte search of the args finds them (`our_rows`). Their args are decoded in
-one msgspec pass and each key becomes a column (`schema.ARG_COLUMNS`, and the raw values of
+rows that hold them only: the scanner marks those rows (`RawColumns.our_keys`, with a hash
+bucket of each key a row holds, so that keys no row holds are not searched for: `MarkedRows`),
+or, for tables made another way, a byte search of the args finds them (`our_rows`). Their args
+are decoded in one msgspec pass and each key becomes a column (`schema.ARG_COLUMNS`, and the raw values of
 `flops`, `cause` and `call_site`, which `derive.py` completes).
 
 The keys other profilers write that analyses read (`schema.SOURCE_KEYS`) are read the same
@@ -38,6 +39,7 @@ from numpy.typing import NDArray
 from hpuprof.trace.broadcast_columns import absent_column, absent_text
 from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import take_binary, text
+from hpuprof.trace.fastscan import ALL_BUCKETS, key_bucket
 from hpuprof.trace.schema import (
     ARG_COLUMN_DEFAULTS,
     ARG_KEYS,
@@ -127,14 +129,38 @@ def _later_keys(keys: tuple[str, ...]) -> _Keys:
     return _Keys("_Later", list(keys))
 
 
-def _named_later(taken: Any) -> tuple[ArgKey, ...]:
+_BUCKETS: Final = {arg.key: key_bucket(arg.key) for arg in LATER}
+
+
+@dataclass(frozen=True)
+class MarkedRows:
+    """The rows whose args may hold `LATER` keys, and which keys they may hold: bit
+    `fastscan.key_bucket(key)` of `buckets` is clear when no row holds `key`."""
+
+    rows: NDArray[np.int64]
+    buckets: int = ALL_BUCKETS
+
+
+def marked_rows(marks: NDArray[Any]) -> MarkedRows:
+    """The `MarkedRows` of the scanner's marks per row (`RawColumns.our_keys`: uint64 key
+    buckets, nonzero where a row may hold a key; marks of another dtype: any key)."""
+    rows = np.flatnonzero(marks)
+    if marks.dtype != np.uint64:
+        return MarkedRows(rows)
+    held = np.bitwise_or.reduce(marks[rows]) if len(rows) else 0
+    return MarkedRows(rows, int(held))
+
+
+def _named_later(taken: Any, buckets: int) -> tuple[ArgKey, ...]:
     """The `LATER` keys named anywhere in `taken` (a superset of those its objects hold), so
-    that rows are decoded and columns built only for keys that can have a value."""
+    that rows are decoded and columns built only for keys that can have a value; keys outside
+    `buckets` are held by no row (not searched for: each absent key was a search of all)."""
     data = taken.buffers()[2] if taken is not None else None
     if data is None:
         return ()
-    blob = memoryview(data).tobytes()
-    return tuple(arg for arg in LATER if _QUOTED[arg.key] in blob)  # (a memmem per key)
+    candidates = [arg for arg in LATER if buckets & _BUCKETS[arg.key]]
+    blob = memoryview(data).tobytes() if candidates else b""
+    return tuple(arg for arg in candidates if _QUOTED[arg.key] in blob)  # (a memmem per key)
 
 
 def arrow_args(args: Any) -> pa.Array | pa.ChunkedArray:
@@ -162,23 +188,29 @@ def our_rows(args: Any) -> NDArray[np.int64]:
     return np.flatnonzero(np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool))
 
 
-def read_later_keys(args: Any, rows: NDArray[np.int64] | None, n: int) -> dict[str, Any]:
-    """Every `LATER` key as its column over `n` rows: the values found in the args of `rows`
-    (all rows that may hold one; None: find them with `our_rows`), defaults elsewhere.
+def read_later_keys(
+    args: Any, marked: MarkedRows | NDArray[np.int64] | None, n: int
+) -> dict[str, Any]:
+    """Every `LATER` key as its column over `n` rows: the values found in the args of the
+    `marked` rows (all rows that may hold one, and which keys they may hold; positions
+    alone: any key; None: find them with `our_rows`), defaults elsewhere.
 
     Args:
         args: the events' raw args column.
-        rows: positions whose args may hold the keys, or None.
+        marked: the rows whose args may hold the keys, or None.
         n: the number of events.
 
     Returns:
         column name -> values (dtype per `ArgKey.type`); a `json` key's values as `Found`, for
         `derive.py` to encode.
     """
-    if rows is None:
-        rows = our_rows(args)
+    if marked is None:
+        marked = MarkedRows(our_rows(args))
+    elif not isinstance(marked, MarkedRows):
+        marked = MarkedRows(marked)
+    rows = marked.rows
     taken = take_binary(arrow_args(args), rows) if len(rows) else None
-    named = _named_later(taken)
+    named = _named_later(taken, marked.buckets)
     given = _later_keys(tuple(arg.key for arg in named)).given_taken(taken)
     found = dict(zip(named, given, strict=True))
     nowhere: tuple[NDArray[np.int64], list[Any]] = (np.zeros(0, dtype=np.int64), [])

@@ -155,12 +155,14 @@ class ArgsStore:
         starts[1:] += start
         self._add(starts, lengths, _COPIED)
 
-    def side_bytes(self, starts: Any, lengths: Any, origin: int, row: int) -> bytes:
-        """Row `row` of a chunk whose spans are `starts`/`lengths` (`add_spans`'s)."""
-        start = origin + int(np.frombuffer(starts, dtype=np.int64)[row])
-        length = int(np.frombuffer(lengths, dtype=np.int64)[row])
+    def side_bytes(self, starts: Any, lengths: Any, origin: int, rows: list[int]) -> list[bytes]:
+        """Rows `rows` of a chunk whose spans are `starts`/`lengths` (`add_spans`'s), copied."""
         assert self.mapped is not None
-        return bytes(self.mapped[start : start + length])
+        at = np.asarray(rows, dtype=np.int64)
+        begins = (np.frombuffer(starts, dtype=np.int64)[at] + origin).tolist()
+        ends = np.asarray(begins, dtype=np.int64) + np.frombuffer(lengths, dtype=np.int64)[at]
+        mapped = self.mapped
+        return [mapped[begin:end] for begin, end in zip(begins, ends.tolist(), strict=True)]
 
     def _add(self, starts: NDArray[np.int64], lengths: NDArray[np.int64], source: int) -> None:
         if not len(lengths):

@@ -462,18 +462,20 @@ def narrow_ids(ids: NDArray[np.int64]) -> NDArray[np.signedinteger[Any]]:
     return ids
 
 
-def _our_keys(data: memoryview, lengths: NDArray[np.int64]) -> NDArray[np.int8]:
-    """The chunk's rows (1, else 0) whose args (`data`: each row's `lengths` bytes, one after
-    another) hold a key with hpuprof's prefix: the compiled scanner's 'p' column, except that
-    rows holding only the keys read with the event are marked too (decoded again later, to
-    find nothing more)."""
+def _our_keys(data: memoryview, lengths: NDArray[np.int64]) -> NDArray[np.uint64]:
+    """The chunk's rows (`fastscan.ALL_BUCKETS`, else 0) whose args (`data`: each row's
+    `lengths` bytes, one after another) hold a key with hpuprof's prefix: the compiled
+    scanner's 'p' column, except that each marked row may hold any key (its keys are not
+    told apart) and rows holding only the keys read with the event are marked too (decoded
+    again later, to find nothing more)."""
     if re.search(re.escape(_OUR_KEY), data) is None:
-        return np.zeros(len(lengths), dtype=np.int8)
+        return np.zeros(len(lengths), dtype=np.uint64)
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     rows = _binary_piece(len(lengths), offsets, bytes(data))  # a copy: `data` is written on
     hit = pc.match_substring(rows, _OUR_KEY.decode()).fill_null(False)
-    return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=np.int8)
+    marked = np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
+    return np.where(marked, np.uint64(fastscan.ALL_BUCKETS), np.uint64(0))
 
 
 def _flags(values: Sequence[Any], field: str) -> NDArray[np.int8]:
@@ -595,8 +597,9 @@ class RawColumns:
     hpu_event: Coded
     flush_reason: Coded
     fallback: NDArray[np.int8]
-    our_keys: NDArray[np.int8]
-    """1 on the rows whose args hold hpuprof keys besides those above (read by `arg_columns`)."""
+    our_keys: NDArray[Any]
+    """Nonzero on the rows whose args hold hpuprof keys besides those above (read by
+    `arg_columns`): uint64, the `fastscan.key_bucket` bits of the keys each holds."""
     side_args: Mapping[int, bytes]
     """Raw args of `M` and `C` events by row (decoded as dicts by the normalizer)."""
 
@@ -689,8 +692,8 @@ class ColumnBuilder:
         side_rows = self._rows_with(ph_codes, _SIDE_PHASES).tolist()
         if origin is not None:
             self.args.add_spans(args[0], args[1], origin)
-            for i in side_rows:
-                self.side_args[self.rows + i] = self.args.side_bytes(args[0], args[1], origin, i)
+            side = self.args.side_bytes(args[0], args[1], origin, side_rows)
+            self.side_args.update(zip((self.rows + i for i in side_rows), side, strict=True))
         else:
             offsets = np.frombuffer(args[0], dtype=np.int64)
             self.args.add_copied(offsets, args[1])
@@ -705,7 +708,7 @@ class ColumnBuilder:
                 self.pieces[field].append(self._intern_spans(field, n, column, bytes))
             else:
                 self.pieces[field].append(self._intern_spans(field, n, column, _untag))
-        self.pieces["our_keys"].append(np.frombuffer(our_keys, dtype=np.int8))
+        self.pieces["our_keys"].append(np.frombuffer(our_keys, dtype=np.uint64))
         self.rows += n
 
     def _intern_spans(
@@ -878,7 +881,7 @@ class ColumnBuilder:
                 ("ts", np.float64),
                 ("dur", np.float64),
                 ("fallback", np.int8),
-                ("our_keys", np.int8),
+                ("our_keys", np.uint64),
             )
         )
         coded: dict[str, Coded] = {}

@@ -40,7 +40,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from hpuprof.trace.arg_columns import Found, read_later_keys, read_source_keys, sparse_text
+from hpuprof.trace.arg_columns import (
+    Found,
+    MarkedRows,
+    read_later_keys,
+    read_source_keys,
+    sparse_text,
+)
 from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import take_binary
 from hpuprof.trace.opinfo import (
@@ -74,14 +80,14 @@ def with_derived(
     pool: Executor | None = None,
     late: Mapping[str, Callable[[], Any]] | None = None,
     started: Started | None = None,
-    our_rows: NDArray[np.int64] | None = None,
+    our_rows: MarkedRows | None = None,
 ) -> pd.DataFrame:
     """`events` with the derived columns and those of hpuprof's args keys (re)computed, every
     column in schema order (the parts that read no nesting in `pool` when given, while this
     thread derives the rest; or those `started` already). `late`: columns that `events` lacks
     and no derived column reads, each got by calling its function once the derived columns
     are made (a column still being made in another thread). `our_rows`: the rows whose args
-    hold hpuprof keys (None: found by a byte search of the args)."""
+    hold hpuprof keys and which (None: found by a byte search of the args)."""
     derived = derive(events, pool, started, our_rows)
     derived.update((name, column()) for name, column in (late or {}).items())
     columns = {name: derived[name] if name in derived else events[name] for name in EVENT_COLUMNS}
@@ -96,7 +102,7 @@ _OWN_DTYPE_SOURCES = ("is_device", "engine", "kind", "input_types", "args")
 _ARG_KEY_SOURCES = ("kind", "engine", "name", "args")
 
 
-def _arg_keys(events: pd.DataFrame, our_rows: NDArray[np.int64] | None) -> dict[str, Any]:
+def _arg_keys(events: pd.DataFrame, our_rows: MarkedRows | None) -> dict[str, Any]:
     """The columns of hpuprof's args keys read later and of `schema.SOURCE_KEYS`."""
     keys = read_later_keys(events["args"], our_rows, len(events))
     keys.update(read_source_keys(events))
@@ -143,7 +149,7 @@ def derive(
     events: pd.DataFrame,
     pool: Executor | None = None,
     started: Started | None = None,
-    our_rows: NDArray[np.int64] | None = None,
+    our_rows: MarkedRows | None = None,
 ) -> dict[str, Any]:
     """The derived columns of an events table (its other columns per `schema.EVENT_COLUMNS`)
     and those of hpuprof's args keys; the parts that read no nesting in `pool` when given, or
@@ -411,14 +417,20 @@ def _arg_matches(
     return pa.concat_arrays(parts) if parts else pa.nulls(0, pa.large_string())
 
 
-def _arg_values(
+def _arg_texts(
     events: pd.DataFrame, rows: NDArray[np.int64], pattern: str, literal: bytes
-) -> NDArray[Any]:
-    """The captures of `_arg_matches` as Python strings ("" where absent)."""
+) -> tuple[list[str], NDArray[np.int64]]:
+    """The captures of `_arg_matches`: their distinct texts, sorted ("" where absent), and
+    each row's position among them (dictionary-encoded in Arrow: no Python string per row)."""
     if len(rows) == 0 or "args" not in events.columns:
-        return np.zeros(0, dtype=object)
-    got = _arg_matches(events, rows, pattern, literal)
-    return np.asarray(got.to_pandas().fillna("").to_numpy(dtype=object), dtype=object)
+        return [], np.zeros(0, dtype=np.int64)
+    encoded = pc.dictionary_encode(_arg_matches(events, rows, pattern, literal).fill_null(""))
+    texts: list[str] = encoded.dictionary.to_pylist()
+    order = sorted(range(len(texts)), key=texts.__getitem__)
+    place = np.empty(len(texts), dtype=np.int64)
+    place[order] = np.arange(len(texts), dtype=np.int64)
+    indices = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return [texts[i] for i in order], place[indices]
 
 
 def _arg_floats(events: pd.DataFrame, rows: NDArray[np.int64], key: str) -> NDArray[np.float64]:
@@ -453,10 +465,9 @@ def _own_dtypes(events: pd.DataFrame) -> tuple[NDArray[np.int64], list[str]]:
     dtype = per_cat[np.where(codes_in >= 0, codes_in, len(cats))]
     dtype[~_is(events["kind"], {"cpu_op"})] = 0
     keyed = _keyed_device_rows(events)
-    given = _arg_values(events, keyed, r'"dataType":\s*"(?P<v>[^"]*)"', b'"dataType":')
+    uniq, inv = _arg_texts(events, keyed, r'"dataType":\s*"(?P<v>[^"]*)"', b'"dataType":')
     if len(keyed):
-        uniq, inv = np.unique(given.astype(str), return_inverse=True)
-        dtype[keyed] = np.array([code(norm_dtype(u)) if u else 0 for u in uniq])[inv]
+        dtype[keyed] = np.array([code(norm_dtype(u)) if u else 0 for u in uniq], np.int64)[inv]
     return dtype, sorted(at, key=at.__getitem__)
 
 

@@ -16,11 +16,12 @@ from typing import Any
 
 from hpuprof.trace.schema import ARG_KEYS, ARG_PREFIX
 
-ABI = 4
+ABI = 5
 """The interface version of `_kineto_scan.c` this module speaks (its `KINETO_SCAN_ABI`)."""
 
 SCANNED_ARGS: tuple[tuple[str, bytes, bytes], ...] = (
-    # (column, args key, kind: i int64 id, r raw JSON, t tagged text, f flag, p key prefix)
+    # (column, args key, kind: i int64 id, r raw JSON, t tagged text, f flag, p key prefix:
+    # per row, one bit per `key_bucket` of the other keys with the prefix that it holds)
     ("external_id", b"External id", b"i"),
     ("correlation", b"correlation", b"i"),
     ("stream", b"stream", b"i"),
@@ -56,6 +57,18 @@ def _module() -> Any:
         )
         return None
     return _kineto_scan
+
+
+ALL_BUCKETS = (1 << 64) - 1
+"""The marks of a row that may hold any key with the prefix (its keys not told apart)."""
+
+
+def key_bucket(key: str) -> int:
+    """The bit that the scanner's 'p' column sets for `key` (the C file's `key_bucket`)."""
+    h = 0
+    for byte in key.encode():
+        h = (h * 31 + byte) & 0xFFFFFFFF
+    return 1 << (h & 63)
 
 
 def available() -> bool:

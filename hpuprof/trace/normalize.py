@@ -30,6 +30,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
+from hpuprof.trace.arg_columns import marked_rows
 from hpuprof.trace.categories import categorical, text_categorical
 from hpuprof.trace.columns import (
     BadValue,
@@ -337,6 +338,24 @@ class _Normalizer:
                 self.source, f"event {row}", "args nested less deep (about 1,000 levels)"
             ) from None
 
+    def _side_args_of(self, rows: list[int]) -> list[dict[str, Any]]:
+        """`_side_args` of each of `rows`, decoded in one msgspec pass when each row's args
+        are one line (a trace's counters: thousands of small objects); one by one otherwise,
+        or when any fails to decode (a row that is no JSON object gets {} there)."""
+        raws = [self.raw.side_args.get(row, b"") for row in rows]
+        present = [raw for raw in raws if raw]
+        joined = b"\n".join(present)
+        values: list[Any] | None = None
+        if present and joined.count(b"\n") == len(present) - 1:
+            try:
+                values = _ANY_DECODER.decode_lines(joined)
+            except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+                values = None
+        if values is None or len(values) != len(present):
+            return [self._side_args(row) for row in rows]
+        decoded = iter(values)
+        return [_object(next(decoded)) if raw else {} for raw in raws]
+
     def _sort_index(self, row: int, value: Any) -> int:
         """A `sort_index` as int64; NO_ID when absent or not an integer, and with a warning
         when it is an integer past int64 (only an order of display: dropped, not refused)."""
@@ -441,7 +460,7 @@ class _Normalizer:
         rows, ts, dur = rows[order], ts[order], dur[order]
         del order
         n = len(rows)
-        our_rows = np.flatnonzero(raw.our_keys[rows])  # rows whose args hold more of our keys
+        our_rows = marked_rows(raw.our_keys[rows])  # rows whose args hold more of our keys
         raw.release("our_keys")
         # the nesting first (the longest chain: nesting -> flow correlation -> derived columns)
         pid_codes = raw.pid.codes[rows]  # int32: the int64 lane key is the only wide copy
@@ -738,8 +757,8 @@ class _Normalizer:
         record: dict[str, Any] = {c: [] for c in COUNTER_COLUMNS}
         names: list[Any] = raw.name.values(rows).tolist()
         at: list[int] = []  # the event of each counter value
-        for row, name in zip(rows.tolist(), names, strict=True):
-            args = self._side_args(row)
+        row_list = rows.tolist()
+        for row, name, args in zip(row_list, names, self._side_args_of(row_list), strict=True):
             for series, value in args.items():
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     continue
@@ -857,6 +876,9 @@ def _flow_ints(values: Sequence[str]) -> NDArray[np.int64]:
         return to_int64_ids([v if v != "" else None for v in values])
 
 
+_ANY_DECODER = msgspec.json.Decoder()
+
+
 def _decode_args(raw: bytes) -> dict[str, Any]:
     if not raw:
         return {}
@@ -864,6 +886,11 @@ def _decode_args(raw: bytes) -> dict[str, Any]:
         value = msgspec.json.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError):
         return {}
+    return _object(value)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """An args value as the object it must be ({} when it is another JSON value)."""
     return value if isinstance(value, dict) else {}
 
 

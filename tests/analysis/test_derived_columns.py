@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 import hpuprof
 from hpuprof.analysis import analyze
 from hpuprof.analysis.ops import analyze_ops
-from hpuprof.trace.derive import _first_with_key
+from hpuprof.trace.derive import _arg_texts, _first_with_key
 from hpuprof.trace.model import Trace
 from hpuprof.trace.schema import DERIVED_COLUMNS, EVENT_COLUMNS, NO_ID, SCHEMA_VERSION
 from tests.tracebuild import make_trace
@@ -279,3 +280,14 @@ def test_launch_lookup_takes_the_first_host_row_of_a_correlation(
         np.array(wanted, dtype=np.int64),
     )
     assert got.tolist() == [first.get(key, NO_ID) for key in wanted]
+
+
+def test_arg_texts_are_the_distinct_captures_sorted_with_each_rows_place() -> None:
+    args = [b'{"dataType":"fp32"}', b"{}", b'{"x":1,"dataType": "bf16"}', b'{"dataType":"fp32"}']
+    events = pd.DataFrame({"args": pd.Series(args, dtype=pd.ArrowDtype(pa.large_binary()))})
+    pattern, literal = r'"dataType":\s*"(?P<v>[^"]*)"', b'"dataType":'
+    texts, place = _arg_texts(events, np.array([3, 2, 1, 0]), pattern, literal)
+    assert texts == ["", "bf16", "fp32"]
+    assert [texts[i] for i in place] == ["fp32", "bf16", "", "fp32"]
+    none = _arg_texts(events, np.array([1]), pattern, literal)
+    assert (none[0], none[1].tolist()) == ([""], [0])

@@ -14,7 +14,8 @@ import pyarrow as pa
 import pytest
 
 import hpuprof
-from hpuprof.trace.arg_columns import LATER, our_rows, read_later_keys
+from hpuprof.trace import fastscan
+from hpuprof.trace.arg_columns import LATER, MarkedRows, marked_rows, our_rows, read_later_keys
 from hpuprof.trace.broadcast_columns import holds_values
 from hpuprof.trace.parquet import events_table, load_parquet, save_parquet
 from hpuprof.trace.schema import ARG_COLUMNS, ARGS, EVENT_COLUMNS, NO_ID, ArgKey
@@ -102,3 +103,43 @@ def test_a_value_of_the_wrong_type_loads_as_absent() -> None:
     assert got["graph_ops"].tolist() == [NO_ID]
     assert got["modeled"].tolist() == [False]
     assert list(got["sync_reason"]) == ["3"]
+
+
+@pytest.mark.skipif(not fastscan.available(), reason="_kineto_scan is not built")
+def test_scanner_marks_the_key_buckets_of_the_keys_each_row_holds() -> None:
+    rows = [
+        {"hpuprof.flops": 3, "hpuprof.modeled": True, "other": {"hpuprof.cause": 1}},
+        {"hpuprof.mode": "lazy"},  # read with the event: no mark
+        {"hpuprof.zzz_not_ours": 1, "x": 2},
+        {},
+    ]
+    chunk = b",".join(
+        msgspec.json.encode({"ph": "X", "name": "a", "ts": i, "dur": 1, "args": args})
+        for i, args in enumerate(rows)
+    )
+    scanned = fastscan.scan(chunk)
+    assert scanned is not None
+    marks = np.frombuffer(scanned[-1], dtype=np.uint64).tolist()
+    bucket = fastscan.key_bucket
+    assert marks == [
+        bucket("hpuprof.flops") | bucket("hpuprof.modeled"),  # (nested keys are no args keys)
+        0,
+        bucket("hpuprof.zzz_not_ours"),
+        0,
+    ]
+    marked = marked_rows(np.asarray(marks, dtype=np.uint64))
+    assert marked.rows.tolist() == [0, 2]
+    assert marked.buckets == marks[0] | marks[2]
+
+
+def test_keys_outside_the_marked_buckets_are_not_read() -> None:
+    args = pd.Series(
+        [b'{"hpuprof.flops": 5, "hpuprof.bytes": 7}'], dtype=pd.ArrowDtype(pa.large_binary())
+    )
+    only_flops = MarkedRows(np.array([0]), fastscan.key_bucket("hpuprof.flops"))
+    assert fastscan.key_bucket("hpuprof.flops") != fastscan.key_bucket("hpuprof.bytes")
+    got = read_later_keys(args, only_flops, 1)
+    assert got["flops"].tolist() == [5.0]
+    assert got["bytes_moved"].tolist() == [NO_ID]  # its bucket unmarked: never looked for
+    every = read_later_keys(args, MarkedRows(np.array([0])), 1)
+    assert every["bytes_moved"].tolist() == [7]

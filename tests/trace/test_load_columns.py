@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 import hpuprof.trace.kineto_json as kineto_json
+import hpuprof.trace.normalize as normalize
 from hpuprof.trace import fastscan
 from hpuprof.trace.kineto_json import read_kineto_json, read_raw
 from hpuprof.trace.schema import NO_ID
@@ -148,3 +149,34 @@ def test_codes_and_ids_narrowest_that_holds_them(
     assert raw.correlation.dtype == np.int32
     assert raw.correlation.tolist() == [i * 1000 for i in range(300)] + [NO_ID]
     assert raw.device.dtype == np.int8 and set(raw.device.tolist()) == {NO_ID}
+
+
+@pytest.mark.parametrize("chunk", [300, 1 << 20])
+def test_counters_decoded_at_once_or_one_by_one_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    # counters' args are decoded in one pass when each is one line; an args object written
+    # over several lines (or of another JSON type) sends them one by one: same table
+    def counter(i: int, args: Any) -> dict[str, Any]:
+        return {"ph": "C", "name": f"c{i % 3}", "pid": 1, "tid": 1, "ts": i, "args": args}
+
+    values = [{"bytes": i, "free": 2.5 * i, "flag": True, "text": "x"} for i in range(12)]
+    compact = [counter(i, args) for i, args in enumerate(values)]
+    spread = [orjson.dumps(e, option=orjson.OPT_INDENT_2) for e in compact[:6]]
+    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", chunk)
+    one_by_one: list[bytes] = []
+    decode_one = normalize._decode_args
+    monkeypatch.setattr(
+        normalize, "_decode_args", lambda raw: one_by_one.append(raw) or decode_one(raw)
+    )
+    one_line = read_kineto_json(_write(tmp_path / "compact.json", compact)).counters
+    assert one_by_one == []
+    path = tmp_path / "spread.json"
+    rest = b",".join(orjson.dumps(e) for e in compact[6:])
+    path.write_bytes(b'{"traceEvents": [' + b",".join(spread) + b"," + rest + b"]}")
+    multi_line = read_kineto_json(path).counters
+    assert len(one_by_one) == 12
+    assert one_line["value"].tolist() == [float(v) for i in range(12) for v in (i, 2.5 * i)]
+    assert one_line["series"].astype(str).tolist() == ["bytes", "free"] * 12
+    assert one_line["name"].astype(str).tolist() == [f"c{i % 3}" for i in range(12) for _ in "ab"]
+    assert multi_line.equals(one_line)
