@@ -42,26 +42,52 @@ def summary_path(source: Path, kind: str = "") -> Path:
     return entry.parent / "summaries" / f"{entry.stem}{version}.json"
 
 
-def read_part(source: Path) -> TracePart | None:
-    """The cached summary part of `source`, or None."""
-    try:
-        data = json.loads(summary_path(source).read_bytes())
-        return _part_from_json(data)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+def cached_part(source: Path, make: Callable[[], TracePart | None]) -> TracePart | None:
+    """The cached summary part of `source`, else `make()`, cached when it is not None."""
+    return _cached(source, "", _part_from_json, lambda: _kept_if_made(make()), _part_to_json)
+
+
+def _kept_if_made(part: TracePart | None) -> tuple[TracePart | None, bool]:
+    return part, part is not None
 
 
 def write_part(source: Path, part: TracePart) -> None:
     """Cache `part` as the summary part of `source` (silently skipped when it cannot be)."""
-    _write(source, lambda: _part_to_json(part))
+    with contextlib.suppress(HpuprofError, OSError):
+        _write(summary_path(source), lambda: _part_to_json(part))
 
 
-def _write(source: Path, data: Callable[[], Any], kind: str = "") -> None:
+def _cached(
+    source: Path,
+    kind: str,
+    from_json: Callable[[Any], Made],
+    make: Callable[[], tuple[Made, bool]],
+    to_json: Callable[[Any], Any],
+) -> Made:
+    """The entry of `source` of `kind` read by `from_json`, else the first of `make()`, stored
+    (`to_json`) when its second says to. The entry's name (the file's state) is taken once,
+    before `make` reads the file: a file changed meanwhile is stored under its old state."""
+    try:
+        entry: Path | None = summary_path(source, kind)
+    except (HpuprofError, OSError):
+        entry = None
+    if entry is not None:
+        try:
+            return from_json(json.loads(entry.read_bytes()))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    made, keep = make()
+    if entry is not None and keep:
+        _write(entry, lambda: to_json(made))
+    return made
+
+
+def _write(entry: Path, data: Callable[[], Any]) -> None:
     from hpuprof.trace.atomic_write import atomic_output
 
     with contextlib.suppress(HpuprofError, OSError, ValueError, TypeError):
         text = json.dumps(data())
-        with atomic_output(summary_path(source, kind), durable=False) as handle:
+        with atomic_output(entry, durable=False) as handle:
             handle.write(text.encode())
 
 
@@ -78,15 +104,20 @@ def noting_warnings(make: Callable[[], Made]) -> tuple[Made, bool]:
 def file_summary(source: Path, summarize: Callable[[], TraceSummary], cache: bool) -> TraceSummary:
     """The summary of the trace file `source`: its cached one when `cache` and there is one
     (nothing loaded), else `summarize()`, then cached when it warned of nothing."""
-    if cache:
-        try:
-            return _summary_from_json(json.loads(summary_path(source, "summary").read_bytes()))
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    made, warned = noting_warnings(summarize)
-    if cache and not warned:
-        _write(source, made.to_dict, "summary")
-    return made
+    if not cache:
+        return noting_warnings(summarize)[0]  # (its warnings shown as when cached)
+    return _cached(
+        source,
+        "summary",
+        _summary_from_json,
+        lambda: _kept_unless_warned(summarize),
+        TraceSummary.to_dict,
+    )
+
+
+def _kept_unless_warned(make: Callable[[], Made]) -> tuple[Made, bool]:
+    made, warned = noting_warnings(make)
+    return made, not warned
 
 
 def _summary_from_json(data: dict[str, Any]) -> TraceSummary:
