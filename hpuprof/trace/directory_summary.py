@@ -88,11 +88,10 @@ def _parts(
 
 
 def _loaded_part(path: Path, load_one: Callable[[Path], Trace], cache: bool) -> TracePart:
-    """The summary part of `path` from its full load; cached only when it warned of nothing (a
-    cached part would silence the warning on the next run)."""
-    from hpuprof.trace.summary_cache import noting_warnings, write_part
+    """The summary part of `path` from its full load (or, with `cache`, its cached part; one
+    is cached only when its load warned of nothing)."""
+    from hpuprof.trace.summary_cache import loaded_part, noting_warnings
 
-    part, warned = noting_warnings(lambda: trace_part(load_one(path)))
-    if cache and not warned:
-        write_part(path, part)
-    return part
+    if cache:
+        return loaded_part(path, lambda: trace_part(load_one(path)))
+    return noting_warnings(lambda: trace_part(load_one(path)))[0]

@@ -6,10 +6,10 @@ are. From `POOL_MIN_FILES` files on, the files go to one worker process per usab
 of `FILES_PER_TASK` files; the parts come back in file order, so what is printed does not
 change.
 
-A worker only reads a file's cached part or makes its quick part (`quick_part`, which answers
-None rather than warn) and caches it: it prints nothing. A file it answers None for is loaded
-fully by the caller, in file order, so the warnings of those loads come out as and where they
-did. Workers are forked (Linux; elsewhere the files are read in this process) with SIGINT
+A worker only reads its task's cached parts or makes their quick parts (`quick_part`, which
+answers None rather than warn) and caches them, one entry a task: it prints nothing. A file it
+answers None for is loaded fully by the caller, in file order, so the warnings of those loads
+come out as and where they did. Workers are forked (Linux; elsewhere the files are read in this process) with SIGINT
 blocked, and ignore it: a Ctrl-C interrupts the caller alone, which cancels the tasks not
 started and waits for the few that are (a fraction of a second), so no worker prints a
 traceback, is killed mid-write or outlives the command.
@@ -65,7 +65,11 @@ def _worker_count(files: int) -> int:
 def _pooled(files: Sequence[Path], cache: bool, workers: int) -> Iterator[TracePart | None]:
     pool = worker_pool(workers)
     try:
-        tasks = _submitted(pool, files, cache)
+        try:
+            tasks = _submitted(pool, files, cache)
+        except OSError:  # no worker could be started (a process limit...): read them here
+            yield from (cached_or_quick_part(path, cache) for path in files)
+            return
         for task in tasks:
             yield from task.result()
     finally:  # (also on Ctrl-C, an error or a consumer that stops early)
@@ -99,4 +103,11 @@ def _ignore_interrupts() -> None:
 
 
 def _task(files: Sequence[Path], cache: bool) -> list[TracePart | None]:
-    return [cached_or_quick_part(path, cache) for path in files]
+    """The quick parts of `files`; with `cache`, stored and read as one entry
+    (`summary_cache.cached_parts`)."""
+    from hpuprof.trace.quick_part import quick_part
+    from hpuprof.trace.summary_cache import cached_parts
+
+    if cache:
+        return cached_parts(files, quick_part)
+    return [quick_part(path) for path in files]

@@ -174,7 +174,13 @@ def test_worker_processes_print_what_one_process_prints(
         with pytest.warns(UserWarning, match="share ranks"):
             assert main(["info", str(run)]) == 0
         assert capsys.readouterr().out == alone[1]
-    assert len(os.listdir(cache_dir / "summaries")) == 40  # (not the cut file: it warns)
+    assert len(os.listdir(cache_dir / "summaries")) == 14  # one entry a task of 3 files
+    with pytest.warns(UserWarning, match="share ranks"):
+        events = _info_json(run, capsys)["events"]
+    _write(run / "w039.json", 4, ["a"] * 9, 0)  # (it had no event; in the 14th task)
+    with pytest.warns(UserWarning, match="share ranks"):
+        assert _info_json(run, capsys)["events"] == events + 9
+    assert len(os.listdir(cache_dir / "summaries")) == 15  # only that task's entry is new
 
 
 @pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signals")
@@ -216,3 +222,25 @@ def test_workers_ignore_ctrl_c_which_interrupts_the_command_alone() -> None:
     with worker_pool(1) as pool:
         assert pool.submit(signal.getsignal, signal.SIGINT).result() == signal.SIG_IGN
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # (here: unchanged)
+
+
+def test_files_are_read_here_when_no_worker_can_be_started(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hpuprof.trace.part_workers as workers
+
+    class NoFork:
+        def submit(self, *_args: object) -> None:
+            raise BlockingIOError(11, "Resource temporarily unavailable")  # fork's EAGAIN
+
+        def shutdown(self, **_kwargs: object) -> None:
+            pass
+
+    run = tmp_path / "run"
+    _small_files(run, 6)
+    files = sorted(run.iterdir())
+    monkeypatch.setattr(workers, "worker_pool", lambda _count: NoFork())
+    monkeypatch.setattr(workers, "_worker_count", lambda _files: 2)
+    parts = list(workers.quick_parts(files, cache=False))
+    assert [p is None for p in parts] == [f.name.endswith("cut.json") for f in files]
+    assert [p.events for p in parts if p is not None] == [0, 1, 2, 0, 1, 2]
