@@ -1,6 +1,6 @@
 """The cached or quick summary parts of many small trace files, over worker processes.
 
-`hpuprof info DIR` on 10,000 small rank files spends ~4-5 CPU-ms a file in Python (the scan,
+`hpuprof info DIR` on 10,000 small rank files spends 2-3 CPU-ms a file in Python (the scan,
 the normalizer's steps, the cache entry): one process keeps one core busy, however many there
 are. From `POOL_MIN_FILES` files on, the files go to one worker process per usable CPU, in tasks
 of `FILES_PER_TASK` files; the parts come back in file order, so what is printed does not
@@ -28,12 +28,12 @@ from pathlib import Path
 from hpuprof.trace.summary import TracePart
 
 POOL_MIN_FILES = 256
-"""Fewer files are read in this process: forking and feeding workers cost more than they save
-(~0.1 s)."""
+"""Fewer files (under a CPU-second of work) are read in this process, without forking."""
 FILES_PER_TASK = 32
 """Files a worker reads per task (~0.15 s): few round trips, and a Ctrl-C waits at most for
 the tasks under way."""
 MAX_WORKERS = 8
+"""At most this many workers, however many CPUs the process may use."""
 
 
 def quick_parts(files: Sequence[Path], cache: bool) -> Iterator[TracePart | None]:
