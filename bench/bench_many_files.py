@@ -12,8 +12,10 @@ directory, then times, alternating in each round:
   file scanned and its cache entry written);
 - `info (cached)`: `hpuprof info DIR` again with the cache that run filled.
 
-Prints each median's wall seconds, milliseconds per file and ratio to the baseline. Target
-(issue 27): 10,000 small traces in at most 60 s, with a progress bar (on stderr).
+Prints each median's wall seconds, CPU seconds (user + system of the command and its worker
+processes), milliseconds per file and wall ratio to the baseline, with the load average before
+and after (the machine is shared: compare ratios). Target (issue 27): 10,000 small traces in at
+most 60 s, with a progress bar (on stderr).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -68,13 +71,17 @@ def _hpuprof_argv() -> list[str]:
     return [sys.executable, "-c", "from hpuprof.cli.main import run; run()"]
 
 
-def _timed(argv: list[str], env: dict[str, str]) -> float:
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, with the command's own children) of `argv`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def main() -> None:
@@ -91,24 +98,27 @@ def main() -> None:
         write_traces(traces, args.files, args.events)
         env = {**os.environ, "HPUPROF_CACHE_DIR": str(root / "cache")}
         info = [*_hpuprof_argv(), "info", str(traces)]
-        times: dict[str, list[float]] = {
+        times: dict[str, list[tuple[float, float]]] = {
             "read bytes": [],
             "info (no cache)": [],
             "info (cached)": [],
         }
+        load_before = os.getloadavg()[0]
         for _ in range(args.runs):
             shutil.rmtree(root / "cache", ignore_errors=True)
             times["read bytes"].append(_timed([sys.executable, "-c", _READ_ALL, str(traces)], env))
             times["info (no cache)"].append(_timed(info, env))
             times["info (cached)"].append(_timed(info, env))
 
-    base = statistics.median(times["read bytes"])
+    base = statistics.median(wall for wall, _ in times["read bytes"])
     print(f"{args.files:,} traces of {args.events} events, median of {args.runs} run(s)")
-    print(f"{'':<18}{'wall s':>9}{'ms/file':>9}{'x base':>8}")
+    print(f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after")
+    print(f"{'':<18}{'wall s':>9}{'CPU s':>9}{'ms/file':>9}{'x base':>8}")
     for name, samples in times.items():
-        wall = statistics.median(samples)
+        wall = statistics.median(w for w, _ in samples)
+        cpu = statistics.median(c for _, c in samples)
         per_file = 1000 * wall / args.files
-        print(f"{name:<18}{wall:>9.2f}{per_file:>9.3f}{wall / base:>8.1f}")
+        print(f"{name:<18}{wall:>9.2f}{cpu:>9.2f}{per_file:>9.3f}{wall / base:>8.1f}")
     target = TARGET_S_PER_10K * args.files / 10_000
     print(f"target: at most {target:.1f} s for {args.files:,} files (60 s per 10,000)")
 

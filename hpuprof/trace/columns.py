@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from hpuprof.trace import fastscan
 from hpuprof.trace.arg_spans import ArgSpans, ArgsStore
 from hpuprof.trace.schema import ARG_KEYS, ARG_PREFIX, NO_ID
-from hpuprof.trace.soon import soon
+from hpuprof.trace.soon import soon_here
 
 _INT64_MAX = (1 << 63) - 1
 _UINT64_LIMIT = 1 << 64
@@ -868,15 +868,15 @@ class ColumnBuilder:
             return _int_coded(joined("flow_id", np.int32), flow_ints)
 
         joins = {
-            field: soon(pool, flow_coded)
+            field: soon_here(pool, flow_coded)
             if field == "flow_id" and flow_ints
             # joined in the pool (as the widest of its pieces), coded here
-            else soon(pool, joined, field, None)
+            else soon_here(pool, joined, field, None)
             for field in coded_fields
         }
-        joins.update((f, soon(pool, joined, f, None)) for f in ID_ARGS)  # int32, or int64
+        joins.update((f, soon_here(pool, joined, f, None)) for f in ID_ARGS)  # int32, or int64
         joins.update(
-            (f, soon(pool, joined, f, dtype))
+            (f, soon_here(pool, joined, f, dtype))
             for f, dtype in (
                 ("ts", np.float64),
                 ("dur", np.float64),

@@ -71,33 +71,27 @@ def summarize_files(
 
 
 def _parts(
-    files: Iterable[Path],
+    files: Sequence[Path],
     load_one: Callable[[Path], Trace],
     advance: Callable[[int], None] | None,
     cache: bool,
 ) -> Iterable[TracePart]:
-    for path in files:
-        yield _part(path, load_one, cache)
+    """Each file's part, in file order: cached, else from its raw columns (`quick_part`: small
+    Kineto JSON files; over worker processes when there are many, `part_workers`), else from its
+    full load here, whose warnings are shown in file order."""
+    from hpuprof.trace.part_workers import quick_parts
+
+    for path, quick in zip(files, quick_parts(files, cache), strict=True):
+        yield quick if quick is not None else _loaded_part(path, load_one, cache)
         if advance is not None:
             advance(path.stat().st_size)
 
 
-def _part(path: Path, load_one: Callable[[Path], Trace], cache: bool) -> TracePart:
-    """The summary part of one file: cached, else from its raw columns (`quick_part`: small
-    Kineto JSON files), else from its full load; cached only when it warned of nothing (a
-    cached part would silence the warning on the next run)."""
-    from hpuprof.trace.quick_part import quick_part
-    from hpuprof.trace.summary_cache import noting_warnings, read_part, write_part
+def _loaded_part(path: Path, load_one: Callable[[Path], Trace], cache: bool) -> TracePart:
+    """The summary part of `path` from its full load (or, with `cache`, its cached part; one
+    is cached only when its load warned of nothing)."""
+    from hpuprof.trace.summary_cache import loaded_part, noting_warnings
 
-    cached = read_part(path) if cache else None
-    if cached is not None:
-        return cached
-    quick = quick_part(path)  # (None where it warns: then loaded fully, which warns)
-    if quick is not None:
-        if cache:
-            write_part(path, quick)
-        return quick
-    part, warned = noting_warnings(lambda: trace_part(load_one(path)))
-    if cache and not warned:
-        write_part(path, part)
-    return part
+    if cache:
+        return loaded_part(path, lambda: trace_part(load_one(path)))
+    return noting_warnings(lambda: trace_part(load_one(path)))[0]

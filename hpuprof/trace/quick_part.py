@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from hpuprof.errors import HpuprofError
 from hpuprof.path_text import path_text
 from hpuprof.trace.formats import KINETO_JSON, format_of
+from hpuprof.trace.heap import trimming_paused
 from hpuprof.trace.schema import EVENT_KINDS, NO_ID
 from hpuprof.trace.summary import TracePart
 
@@ -52,7 +53,7 @@ def quick_part(path: Path) -> TracePart | None:
             return None
     except (OSError, HpuprofError):
         return None
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, trimming_paused():
         warnings.simplefilter("always")
         try:
             part = _raw_part(path)

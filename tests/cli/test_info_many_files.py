@@ -6,6 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -133,3 +137,110 @@ def test_quick_summaries_print_what_full_loads_print(
         assert (quick[0] == 0) == (extra is None), quick
         if extra is not None:
             (run / f"zz-{name}.json").unlink()
+
+
+def _small_files(run: Path, count: int) -> None:
+    run.mkdir()
+    for i in range(count):
+        _write(run / f"w{i:03d}.json", i % 7, ["aten::mm", "aten::add"][: i % 3], 10 * i)
+    cut = run / "w050-cut.json"
+    _write(cut, 50, ["aten::mm"] * 4, 0)
+    cut.write_bytes(cut.read_bytes()[:-30])
+
+
+def test_worker_processes_print_what_one_process_prints(
+    tmp_path: Path,
+    cache_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Files read by worker processes (in tasks of 3): the same output, warnings in the same
+    order (a cut file's, loaded here; ranks shared), first and cached, as in this process."""
+    import hpuprof.trace.part_workers as workers
+    import hpuprof.trace.progress
+
+    monkeypatch.setattr(hpuprof.trace.progress, "DELAY_S", 1e9)
+    run = tmp_path / "run"
+    _small_files(run, 40)
+    with monkeypatch.context() as patch:
+        patch.setattr(workers, "POOL_MIN_FILES", 10**9)
+        alone = _info_run(run, capsys)
+    monkeypatch.setattr(workers, "POOL_MIN_FILES", 2)
+    monkeypatch.setattr(workers, "FILES_PER_TASK", 3)
+    assert workers._worker_count(41) == min(len(os.sched_getaffinity(0)), workers.MAX_WORKERS)
+    assert _info_run(run, capsys) == alone
+    assert "truncated" in alone[3][0] and "share ranks" in alone[3][1]
+    for _ in range(2):  # the workers fill the summary cache, then read it
+        with pytest.warns(UserWarning, match="share ranks"):
+            assert main(["info", str(run)]) == 0
+        assert capsys.readouterr().out == alone[1]
+    assert len(os.listdir(cache_dir / "summaries")) == 14  # one entry a task of 3 files
+    with pytest.warns(UserWarning, match="share ranks"):
+        events = _info_json(run, capsys)["events"]
+    _write(run / "w039.json", 4, ["a"] * 9, 0)  # (it had no event; in the 14th task)
+    with pytest.warns(UserWarning, match="share ranks"):
+        assert _info_json(run, capsys)["events"] == events + 9
+    assert len(os.listdir(cache_dir / "summaries")) == 15  # only that task's entry is new
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signals")
+def test_ctrl_c_with_worker_processes_exits_130_and_leaves_nothing(tmp_path: Path) -> None:
+    """SIGINT to the whole process group (a terminal's Ctrl-C) while workers read: one line,
+    exit 130, no worker's traceback, no worker left, no temporary file left in the cache."""
+    run = tmp_path / "run"
+    _small_files(run, 1500)
+    env = {**os.environ, "HPUPROF_CACHE_DIR": str(tmp_path / "cache")}
+    command = [
+        sys.executable,
+        "-c",
+        "import sys; from hpuprof.cli.main import run; sys.exit(run())",
+    ]
+    child = subprocess.Popen(
+        [*command, "info", str(run)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "cache").glob("summaries/*.json")):  # the workers are reading
+        assert child.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    os.killpg(child.pid, signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert out == b"" and b"Traceback" not in err and b"hpuprof: interrupted" in err
+    with pytest.raises(ProcessLookupError):  # no process of its group is left
+        os.killpg(child.pid, 0)
+    assert not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only")
+def test_workers_ignore_ctrl_c_which_interrupts_the_command_alone() -> None:
+    from hpuprof.trace.part_workers import worker_pool
+
+    with worker_pool(1) as pool:
+        assert pool.submit(signal.getsignal, signal.SIGINT).result() == signal.SIG_IGN
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # (here: unchanged)
+
+
+def test_files_are_read_here_when_no_worker_can_be_started(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hpuprof.trace.part_workers as workers
+
+    class NoFork:
+        def submit(self, *_args: object) -> None:
+            raise BlockingIOError(11, "Resource temporarily unavailable")  # fork's EAGAIN
+
+        def shutdown(self, **_kwargs: object) -> None:
+            pass
+
+    run = tmp_path / "run"
+    _small_files(run, 6)
+    files = sorted(run.iterdir())
+    monkeypatch.setattr(workers, "worker_pool", lambda _count: NoFork())
+    monkeypatch.setattr(workers, "_worker_count", lambda _files: 2)
+    parts = list(workers.quick_parts(files, cache=False))
+    assert [p is None for p in parts] == [f.name.endswith("cut.json") for f in files]
+    assert [p.events for p in parts if p is not None] == [0, 1, 2, 0, 1, 2]

@@ -101,3 +101,28 @@ def test_the_command_line_process_threads_share_one_heap() -> None:
 
     assert probe("tuned") == "0"  # every thread's block from the main heap
     assert probe("library") == "1"  # (the probe sees a thread's own heap when there is one)
+
+
+def test_trimming_paused_skips_the_trim_in_its_thread_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    from hpuprof.trace import heap
+
+    trims: list[int] = []
+
+    class CountingLibc:
+        def malloc_trim(self, pad: int) -> None:
+            trims.append(pad)
+
+    monkeypatch.setattr(heap, "_libc", CountingLibc)
+    with heap.trimming_paused():
+        heap.release_free_memory()
+        assert trims == []
+        other = threading.Thread(target=heap.release_free_memory)
+        other.start()
+        other.join()
+        assert trims == [0]  # (another thread's load trims as before)
+    heap.release_free_memory()
+    assert trims == [0, 0]

@@ -68,3 +68,16 @@ def test_after_without_a_pool_runs_at_once() -> None:
 def test_after_with_no_inputs() -> None:
     with ThreadPoolExecutor(1) as pool:
         assert after(pool, [], lambda: 6).result(timeout=5) == 6
+
+
+def test_soon_here_runs_at_once_without_a_pool_and_in_the_pool_with_one() -> None:
+    from hpuprof.trace.soon import Ready, soon_here
+
+    ready = soon_here(None, pow, 2, 5)
+    assert isinstance(ready, Ready) and ready.result() == 32
+    with pytest.raises(ZeroDivisionError):  # raised at once, as `soon` raises it
+        soon_here(None, divmod, 1, 0)
+    with ThreadPoolExecutor(1) as pool:
+        pending = soon_here(pool, threading.current_thread)
+        assert isinstance(pending, Future)
+        assert pending.result() is not threading.current_thread()
