@@ -154,16 +154,19 @@ _HELLO_MNIST_VARIANTS = ((), ("--autocast",), ("--use-torch-compile",))
 _HELLO_MNIST_VARIANTS += (("--autocast", "--use-torch-compile"),)
 
 
-def _hello_world_mnist(extra: tuple[str, ...]) -> PublicScript:
-    """Model-References' hello_world `mnist.py` as its README runs it on one card
+def _hello_world_mnist(extra: tuple[str, ...], cards: int = 1) -> PublicScript:
+    """Model-References' hello_world `mnist.py` as its README runs it
     (`PT_HPU_LAZY_MODE=0 $PYTHON mnist.py --batch-size=64 --epochs=1 --lr=1.0 --gamma=0.7 --hpu`,
-    with `--autocast` and / or `--use-torch-compile`), on a staged small MNIST where its default
-    `--data-path ../data` looks."""
+    with `--autocast` and / or `--use-torch-compile`; on 8 cards with `mpirun -n 8`, here
+    `--cards 2`, whose RANK / WORLD_SIZE its `init_distributed_mode` reads as torchrun's), on a
+    staged small MNIST where its default `--data-path ../data` looks."""
+    where = f", {cards} cards (README: mpirun -n 8)" if cards > 1 else ""
     return PublicScript(
-        f"mr hello_world mnist {' '.join(extra) or '(eager)'}",
+        f"mr hello_world mnist {' '.join(extra) or '(eager)'}{where}",
         _MR,
         f"{_HELLO}/mnist.py",
         ("--batch-size=64", "--epochs=1", "--lr=1.0", "--gamma=0.7", "--hpu", *extra),
+        cards=cards,
         env=(("PT_HPU_LAZY_MODE", "0"),),
         data=("torchvision-mnist-above",),
         needs=("torchvision",),
@@ -291,7 +294,7 @@ SCRIPTS: tuple[PublicScript, ...] = (
         data=("torchvision-mnist", "checkpoints-folder"),
         needs=("torchvision",),
     ),
-    *(_hello_world_mnist(extra) for extra in _HELLO_MNIST_VARIANTS),
+    *(_hello_world_mnist(extra, cards) for cards in (1, 2) for extra in _HELLO_MNIST_VARIANTS),
     *(_gpu_migration_mnist(mode) for mode in ("0", "1")),
     PublicScript(
         "mr DeepSpeed cifar10",

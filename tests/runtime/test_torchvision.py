@@ -38,6 +38,11 @@ SCRIPT = textwrap.dedent(
         opt.step()
         htcore.mark_step()
         print("loss", loss.device, float(loss.cpu()))
+    # a worker started with "spawn" imports torchvision (unpickling the dataset) before any
+    # emulator: the shim's sitecustomize gives it the same import hook
+    spawned = torch.utils.data.DataLoader(data, batch_size=4, num_workers=1,
+                                          multiprocessing_context="spawn")
+    print("spawned", [tuple(images.shape) for images, _ in spawned])
     try:
         torchvision.ops.nms(torch.rand(3, 4), torch.rand(3), 0.5)
     except RuntimeError as error:
@@ -61,6 +66,7 @@ def test_pypis_torchvision_trains_on_the_emulated_device(tmp_path: Path) -> None
     assert str(FOLDER) in version  # the wheel set aside for emulation, not a stand-in
     losses = [line.split() for line in lines if line.startswith("loss ")]
     assert len(losses) == 1 and all(d == "hpu:0" and 0 < float(v) < 20 for _, d, v in losses)
+    assert "spawned [(4, 3, 32, 32)]" in lines
     assert any(line.startswith("nms Couldn't load custom C++ ops") for line in lines), lines
     assert "on path after disable False" in lines
 
@@ -86,3 +92,19 @@ def test_ops_are_declared_only_when_torchvisions_library_does_not_load(tmp_path:
     first, schema = out.stdout.splitlines()[-2:]
     assert first == "True False"  # declared once
     assert schema == "torchvision::nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor"
+
+
+def test_the_shims_sitecustomize_serves_torchvision_and_runs_the_one_it_shadows(
+    tmp_path: Path,
+) -> None:
+    from hpusim.environment import shim_root
+
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.shadowed_ran = True\n")
+    code = (
+        "import sys; print(getattr(sys, 'shadowed_ran', False), "
+        "any(p.endswith('hpusim-torchvision') for p in sys.path), 'torch' in sys.modules)"
+    )
+    env = {"PYTHONPATH": f"{shim_root()}:{tmp_path}", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", str(FOLDER.is_dir()), "False"]  # torch not imported
