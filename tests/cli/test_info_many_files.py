@@ -201,6 +201,9 @@ def test_ctrl_c_with_worker_processes_exits_130_and_leaves_nothing(tmp_path: Pat
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        # with Ctrl-C's default action, as a terminal's job has it (a test run in the
+        # background, `cmd &`, ignores SIGINT, and a child would inherit that)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
     while not list((tmp_path / "cache").glob("summaries/*.json")):  # the workers are reading
@@ -219,9 +222,10 @@ def test_ctrl_c_with_worker_processes_exits_130_and_leaves_nothing(tmp_path: Pat
 def test_workers_ignore_ctrl_c_which_interrupts_the_command_alone() -> None:
     from hpuprof.trace.part_workers import worker_pool
 
+    before = signal.getsignal(signal.SIGINT)
     with worker_pool(1) as pool:
         assert pool.submit(signal.getsignal, signal.SIGINT).result() == signal.SIG_IGN
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # (here: unchanged)
+    assert signal.getsignal(signal.SIGINT) is before  # (here: unchanged)
 
 
 def test_files_are_read_here_when_no_worker_can_be_started(
