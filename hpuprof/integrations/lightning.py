@@ -90,10 +90,12 @@ if _Base is not None:
             filename: str | None = None,
             **profiler_kwargs: Any,
         ) -> None:
-            refuse_beside_habana_profile()
             super().__init__(dirpath=dirpath, filename=filename)
             self._kwargs = profiler_kwargs
             self._capture: _Capture | None = None
+            # after the base's state exists: its __del__ tears down the refused object too
+            # ("Exception ignored in Profiler.__del__: no attribute '_stage'" otherwise)
+            refuse_beside_habana_profile()
 
         def setup(
             self, stage: str, local_rank: int | None = None, log_dir: str | None = None
