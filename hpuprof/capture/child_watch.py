@@ -48,14 +48,27 @@ class Process:
     start: int
 
 
-def start_time(pid: int, proc: Path = PROC) -> int | None:
-    """The start time of `pid` (clock ticks after boot), or None when it is gone."""
+def _stat(pid: int, proc: Path = PROC) -> tuple[bytes, int] | None:
+    """(state, start time in clock ticks after boot) of `pid`, or None when it is gone."""
     try:
         stat = (proc / str(pid) / "stat").read_bytes()
     except OSError:
         return None
     fields = stat.rpartition(b")")[2].split()  # the name (field 2) may hold spaces or ')'
-    return int(fields[19]) if len(fields) > 19 else None
+    return (fields[0], int(fields[19])) if len(fields) > 19 else None
+
+
+def start_time(pid: int, proc: Path = PROC) -> int | None:
+    """The start time of `pid` (clock ticks after boot), or None when it is gone."""
+    stat = _stat(pid, proc)
+    return None if stat is None else stat[1]
+
+
+def _running(p: Process) -> bool:
+    """Whether `p` still runs: the same start time (not a reused pid), not exited (a zombie
+    waiting to be reaped)."""
+    stat = _stat(p.pid)
+    return stat is not None and stat[1] == p.start and stat[0] != b"Z"
 
 
 def children(pid: int, proc: Path = PROC) -> list[int]:
@@ -99,20 +112,11 @@ def end_processes(processes: Iterable[Process], grace_s: float = GRACE_S) -> lis
     left = alive
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
-        left = [p for p in left if start_time(p.pid) == p.start and not _zombie(p.pid)]
+        left = [p for p in left if _running(p)]
     for p in left:
         with contextlib.suppress(OSError):
             os.kill(p.pid, signal.SIGKILL)
     return [p.pid for p in alive]
-
-
-def _zombie(pid: int) -> bool:
-    """Whether `pid` has exited and waits to be reaped (its state is Z)."""
-    try:
-        stat = (PROC / str(pid) / "stat").read_bytes()
-    except OSError:
-        return True
-    return stat.rpartition(b")")[2].split()[:1] == [b"Z"]
 
 
 def watch(parent: int, parent_start: int, done: IO[bytes], poll_s: float = POLL_S) -> list[int]:
@@ -132,7 +136,7 @@ def watch(parent: int, parent_start: int, done: IO[bytes], poll_s: float = POLL_
                 time.sleep(0.05)
         else:
             time.sleep(poll_s)
-        if start_time(parent) != parent_start or _zombie(parent):
+        if not _running(Process(parent, parent_start)):
             # what it last saw, and what those started since (they may have been reparented)
             last = {p.pid: p for p in seen}
             for p in seen:
