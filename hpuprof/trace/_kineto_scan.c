@@ -10,7 +10,8 @@
  *
  * scan(buffer, arg_keys, arg_kinds, spans=0) -> None | tuple
  *   arg_keys: tuple of bytes (the args keys the model reads), arg_kinds: bytes, one kind per
- *   key: 'i' int64 id (NO_ID when absent), 'r' raw JSON bytes, 't' tagged text, 'f' flag,
+ *   key: 'i' int64 id (NO_ID when absent), 'r' raw JSON bytes of an array, 'v' raw JSON
+ *   bytes of any value (null too), 't' tagged text, 'f' flag,
  *   'p' a key prefix (at most one): its column marks the rows whose args hold a key with
  *   this prefix that is none of the other keys (hpuprof's keys read later): n uint64, bit
  *   key_bucket(key) set for each such key a row holds (0: none), so that the keys no row
@@ -636,7 +637,7 @@ typedef struct {
     uint32_t bylen[KEY_LENS + 1]; /* bit k: keys[k] has this length */
     Buf fixed[MAX_KEYS];    /* 'i' int64, 'f' int8, 'p' uint64 */
     int prefix;             /* the 'p' key, -1 when none */
-    DictCol dict[MAX_KEYS]; /* 'r' raw, 't' tagged */
+    DictCol dict[MAX_KEYS]; /* 'r', 'v' raw, 't' tagged */
     size_t row; /* the event being scanned */
 } Scan;
 
@@ -776,10 +777,11 @@ static int parse_args(Cur *c, Scan *sc) {
                         return -1;
                     }
                     sc->fixed[which].p[sc->fixed[which].len - 1] = (char)f;
-                } else if (kind == 'r') {
+                } else if (kind == 'r' || kind == 'v') {
                     size_t vstart = c->i;
-                    /* an array; null and other types: left to msgspec (absent, or an error) */
-                    if (ch != '[' || skip_value(c, 1)) return -1;
+                    /* 'r' an array; null and other types: left to msgspec (absent, or an
+                     * error). 'v' any value, null included, as written */
+                    if ((kind == 'r' && ch != '[') || skip_value(c, 1)) return -1;
                     if (buf_put(&sc->dict[which].data, c->s + vstart, c->i - vstart)) return -1;
                 } else {
                     Buf *data = &sc->dict[which].data;
@@ -914,7 +916,7 @@ static int parse_event(Cur *c, Scan *sc) {
         return -1;
     }
     for (int k = 0; k < sc->nkeys; k++)
-        if ((sc->kinds[k] == 'r' || sc->kinds[k] == 't') && dict_end(&sc->dict[k], row)) return -1;
+        if (strchr("rtv", sc->kinds[k]) && dict_end(&sc->dict[k], row)) return -1;
     return 0;
 }
 
@@ -988,10 +990,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     for (Py_ssize_t k = 0; k < nkeys; k++) {
         PyObject *key = PyTuple_GET_ITEM(keys, k);
         char kind = kinds[k];
-        if (!PyBytes_Check(key) || !strchr("irtfp", kind) || !kind ||
+        if (!PyBytes_Check(key) || !strchr("irtfvp", kind) || !kind ||
             (kind == 'p' && (sc->prefix >= 0 || PyBytes_GET_SIZE(key) == 0))) {
             PyErr_SetString(PyExc_ValueError,
-                            "keys are bytes, kinds one of 'irtfp' (one non-empty prefix 'p')");
+                            "keys are bytes, kinds one of 'irtfvp' (one non-empty prefix 'p')");
             goto done;
         }
         sc->keys[k] = PyBytes_AS_STRING(key);
@@ -1236,7 +1238,7 @@ static struct PyModuleDef module = {
 
 /* Bump KINETO_SCAN_ABI whenever scan/gather/release change their arguments or results;
    fastscan.py ignores a built module of another ABI (a stale .so from an older checkout). */
-#define KINETO_SCAN_ABI 5
+#define KINETO_SCAN_ABI 6
 
 PyMODINIT_FUNC PyInit__kineto_scan(void) {
     init_plain();

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
 from operator import attrgetter
@@ -38,12 +38,14 @@ from numpy.typing import NDArray
 
 from hpuprof.trace.broadcast_columns import absent_column, absent_text
 from hpuprof.trace.categories import categorical
-from hpuprof.trace.columns import take_binary, text
+from hpuprof.trace.columns import Coded, take_binary, text
 from hpuprof.trace.fastscan import ALL_BUCKETS, key_bucket
 from hpuprof.trace.schema import (
+    ARG_BY_KEY,
     ARG_COLUMN_DEFAULTS,
     ARG_KEYS,
     ARG_PREFIX,
+    ARG_VALUE_KEYS,
     ARGS,
     NO_ID,
     SOURCE_KEYS,
@@ -55,6 +57,7 @@ from hpuprof.trace.schema import (
 LATER: Final[tuple[ArgKey, ...]] = tuple(arg for arg in ARGS if arg.column not in ARG_KEYS)
 """The keys read here, from the rows that hold them (the others come with the event)."""
 _OUR_KEY: Final = '"' + ARG_PREFIX
+_ANY_JSON: Final = msgspec.json.Decoder()
 
 
 class _Keys:
@@ -135,30 +138,57 @@ _BUCKETS: Final = {arg.key: key_bucket(arg.key) for arg in LATER}
 @dataclass(frozen=True)
 class MarkedRows:
     """The rows whose args may hold `LATER` keys, and which keys they may hold: bit
-    `fastscan.key_bucket(key)` of `buckets` is clear when no row holds `key`."""
+    `fastscan.key_bucket(key)` of `buckets` is clear when no row holds `key`. `given`: the
+    columns of `LATER` keys read with the events already (`schema.ARG_VALUE_KEYS`, by
+    `value_column`), which the rows' args are not searched for (the scanner marks no row
+    for them)."""
 
     rows: NDArray[np.int64]
     buckets: int = ALL_BUCKETS
+    given: Mapping[str, Any] = field(default_factory=dict)
 
 
-def marked_rows(marks: NDArray[Any]) -> MarkedRows:
+def marked_rows(marks: NDArray[Any], given: Mapping[str, Any] | None = None) -> MarkedRows:
     """The `MarkedRows` of the scanner's marks per row (`RawColumns.our_keys`: uint64 key
     buckets, nonzero where a row may hold a key; marks of another dtype: any key)."""
     rows = np.flatnonzero(marks)
     if marks.dtype != np.uint64:
-        return MarkedRows(rows)
+        return MarkedRows(rows, given=given or {})
     held = np.bitwise_or.reduce(marks[rows]) if len(rows) else 0
-    return MarkedRows(rows, int(held))
+    return MarkedRows(rows, int(held), given or {})
 
 
-def _named_later(taken: Any, buckets: int) -> tuple[ArgKey, ...]:
+def value_column(column: str, coded: Coded, rows: NDArray[np.int64]) -> Any:
+    """The typed column of an `ARG_VALUE_KEYS` key at `rows` from its raw coded column (its
+    values as compact JSON, "" absent): each distinct value typed once, as `read_later_keys`
+    types a value it decodes (so a trace loads alike whichever way the key was read)."""
+    arg = ARG_BY_KEY[ARG_VALUE_KEYS[column]]
+    default = ARG_COLUMN_DEFAULTS.get(arg.column, _ABSENT[arg.type])
+    values = [None if not text else _ANY_JSON.decode(text) for text in coded.categories]
+    typed = np.asarray(
+        _column(arg.type, default, values, np.arange(len(values)), len(values), arg.scale)
+    )
+    codes = coded.codes[rows]
+    absent = typed.dtype.type(default)
+    hit = (
+        typed != absent
+        if not (isinstance(default, float) and math.isnan(default))
+        else ~np.isnan(typed)
+    )
+    if not hit[codes].any():
+        return absent_column(absent, len(rows))
+    return typed[codes]
+
+
+def _named_later(taken: Any, buckets: int, given: Mapping[str, Any]) -> tuple[ArgKey, ...]:
     """The `LATER` keys named anywhere in `taken` (a superset of those its objects hold), so
     that rows are decoded and columns built only for keys that can have a value; keys outside
-    `buckets` are held by no row (not searched for: each absent key was a search of all)."""
+    `buckets` are held by no row (not searched for: each absent key was a search of all), and
+    keys whose columns are `given` are not read."""
     data = taken.buffers()[2] if taken is not None else None
     if data is None:
         return ()
-    candidates = [arg for arg in LATER if buckets & _BUCKETS[arg.key]]
+    candidates = [arg for arg in LATER if buckets & _BUCKETS[arg.key] and arg.column not in given]
     blob = memoryview(data).tobytes() if candidates else b""
     return tuple(arg for arg in candidates if _QUOTED[arg.key] in blob)  # (a memmem per key)
 
@@ -210,12 +240,14 @@ def read_later_keys(
         marked = MarkedRows(marked)
     rows = marked.rows
     taken = take_binary(arrow_args(args), rows) if len(rows) else None
-    named = _named_later(taken, marked.buckets)
+    named = _named_later(taken, marked.buckets, marked.given)
     given = _later_keys(tuple(arg.key for arg in named)).given_taken(taken)
     found = dict(zip(named, given, strict=True))
     nowhere: tuple[NDArray[np.int64], list[Any]] = (np.zeros(0, dtype=np.int64), [])
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = dict(marked.given)
     for arg in LATER:
+        if arg.column in out:
+            continue
         at, values = found.get(arg, nowhere)
         if arg.type == "json":
             out[arg.column] = Found(rows[at], values)

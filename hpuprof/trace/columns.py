@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from hpuprof.trace import fastscan
 from hpuprof.trace.arg_spans import ArgSpans, ArgsStore
-from hpuprof.trace.schema import ARG_KEYS, ARG_PREFIX, NO_ID
+from hpuprof.trace.schema import ARG_KEYS, ARG_PREFIX, ARG_VALUE_KEYS, NO_ID
 from hpuprof.trace.soon import soon_here
 
 _INT64_MAX = (1 << 63) - 1
@@ -61,6 +61,7 @@ class Args(
         "input_types": "Input type",
         "recipe_id": "recipeId",
         **ARG_KEYS,
+        **ARG_VALUE_KEYS,
     },
 ):
     """The args keys the model reads; everything else stays in the raw `args` bytes."""
@@ -79,6 +80,10 @@ class Args(
     hpu_event: Any = None
     flush_reason: Any = None
     fallback: Any = None
+    flops: msgspec.Raw = _EMPTY_RAW  # (`ARG_VALUE_KEYS`: the JSON value as written)
+    bytes_moved: msgspec.Raw = _EMPTY_RAW
+    modeled: msgspec.Raw = _EMPTY_RAW
+    measured_dur_ns: msgspec.Raw = _EMPTY_RAW
 
 
 EVENT_FIELDS: tuple[str, ...] = Event.__struct_fields__
@@ -90,8 +95,11 @@ _ANY_DECODER = msgspec.json.Decoder()
 
 CODED_EVENT = ("ph", "name", "cat", "pid", "tid", "flow_id", "bp")
 RAW_ARGS = ("input_dims", "input_types")
+VALUE_ARGS = tuple(ARG_VALUE_KEYS)
+"""Coded by the JSON value as written (compact JSON categories, "" absent): of any type."""
 CODED_ARGS: tuple[str, ...] = (*RAW_ARGS, "recipe_id", "mode", "module", "phase", "graph_id")
-CODED_ARGS += ("hpu_event", "flush_reason")
+CODED_ARGS += ("hpu_event", "flush_reason", *VALUE_ARGS)
+_RAW_CODED = (*RAW_ARGS, *VALUE_ARGS)
 ID_ARGS = ("external_id", "correlation", "stream", "device")
 _OUR_KEY = b'"' + ARG_PREFIX.encode()
 """What the args of a row holding one of hpuprof's keys contain (`RawColumns.our_keys`)."""
@@ -596,6 +604,12 @@ class RawColumns:
     graph_id: Coded
     hpu_event: Coded
     flush_reason: Coded
+    flops: Coded
+    """`flops`, `bytes_moved`, `modeled`, `measured_dur_ns` (`schema.ARG_VALUE_KEYS`): their
+    values as compact JSON, typed by `arg_columns.value_column`."""
+    bytes_moved: Coded
+    modeled: Coded
+    measured_dur_ns: Coded
     fallback: NDArray[np.int8]
     our_keys: NDArray[Any]
     """Nonzero on the rows whose args hold hpuprof keys besides those above (read by
@@ -623,7 +637,7 @@ class ColumnBuilder:
     def __init__(self, trim: Callable[[], None] = lambda: None, mapped: Any = None) -> None:
         self.trim = trim
         absent: dict[str, Any] = {"flow_id": None, "pid": "", "tid": ""}
-        absent.update({name: b"" for name in RAW_ARGS})
+        absent.update({name: b"" for name in _RAW_CODED})
         self.interners = {
             name: Interner(absent.get(name, "" if name in CODED_EVENT else None))
             for name in CODED_EVENT + CODED_ARGS
@@ -704,7 +718,7 @@ class ColumnBuilder:
                 self.pieces[field].append(narrow_ids(np.frombuffer(column, dtype=np.int64)))
             elif field == "fallback":
                 self.pieces[field].append(np.frombuffer(column, dtype=np.int8))
-            elif field in RAW_ARGS:
+            elif field in _RAW_CODED:
                 self.pieces[field].append(self._intern_spans(field, n, column, bytes))
             else:
                 self.pieces[field].append(self._intern_spans(field, n, column, _untag))
@@ -794,7 +808,7 @@ class ColumnBuilder:
             raise msgspec.ValidationError("an args object on each line")
         columns = zip(*map(astuple, parsed), strict=True) if parsed else [()] * len(ARG_FIELDS)
         for field, values in zip(ARG_FIELDS, columns, strict=True):
-            absent = _EMPTY_RAW if field in RAW_ARGS else None
+            absent = _EMPTY_RAW if field in _RAW_CODED else None
             full = _absent_column(field, n)
             if values.count(absent) == len(values):
                 self.pieces[field].append(full)
@@ -820,6 +834,8 @@ class ColumnBuilder:
             interner = self.interners[field]
             if field in RAW_ARGS:
                 codes = interner.raw_codes(_raw_arrays(values, name))
+            elif field in VALUE_ARGS:
+                codes = interner.raw_codes(values)
             else:
                 check_scalars(values, name)
                 codes = interner.codes(values)
@@ -886,7 +902,7 @@ class ColumnBuilder:
         )
         coded: dict[str, Coded] = {}
         for i, field in enumerate(coded_fields):
-            convert = compact_json if field in RAW_ARGS else text
+            convert = compact_json if field in _RAW_CODED else text
             done = joins[field].result()
             if isinstance(done, Coded):  # the flow ids coded in the pool
                 coded[field] = done

@@ -14,14 +14,15 @@ import warnings
 from functools import cache
 from typing import Any
 
-from hpuprof.trace.schema import ARG_KEYS, ARG_PREFIX
+from hpuprof.trace.schema import ARG_KEYS, ARG_PREFIX, ARG_VALUE_KEYS
 
-ABI = 5
+ABI = 6
 """The interface version of `_kineto_scan.c` this module speaks (its `KINETO_SCAN_ABI`)."""
 
 SCANNED_ARGS: tuple[tuple[str, bytes, bytes], ...] = (
-    # (column, args key, kind: i int64 id, r raw JSON, t tagged text, f flag, p key prefix:
-    # per row, one bit per `key_bucket` of the other keys with the prefix that it holds)
+    # (column, args key, kind: i int64 id, r raw JSON array, v raw JSON value, t tagged text,
+    # f flag, p key prefix: per row, one bit per `key_bucket` of the other keys with the
+    # prefix that it holds)
     ("external_id", b"External id", b"i"),
     ("correlation", b"correlation", b"i"),
     ("stream", b"stream", b"i"),
@@ -33,6 +34,7 @@ SCANNED_ARGS: tuple[tuple[str, bytes, bytes], ...] = (
         (field, key.encode(), b"f" if field == "fallback" else b"t")
         for field, key in ARG_KEYS.items()
     ),
+    *((field, key.encode(), b"v") for field, key in ARG_VALUE_KEYS.items()),
     # rows holding hpuprof keys besides these: their args are decoded later (arg_columns.py)
     ("our_keys", ARG_PREFIX.encode(), b"p"),
 )

@@ -30,9 +30,10 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from hpuprof.errors import TraceFormatError
-from hpuprof.trace.arg_columns import marked_rows
+from hpuprof.trace.arg_columns import marked_rows, value_column
 from hpuprof.trace.categories import categorical, text_categorical
 from hpuprof.trace.columns import (
+    VALUE_ARGS,
     BadValue,
     Coded,
     RawColumns,
@@ -460,8 +461,11 @@ class _Normalizer:
         rows, ts, dur = rows[order], ts[order], dur[order]
         del order
         n = len(rows)
-        our_rows = marked_rows(raw.our_keys[rows])  # rows whose args hold more of our keys
-        raw.release("our_keys")
+        # rows whose args hold more of our keys, and the columns of those read with the event
+        values = {name: value_column(name, getattr(raw, name), rows) for name in VALUE_ARGS}
+        our_rows = marked_rows(raw.our_keys[rows], values)
+        del values
+        raw.release("our_keys", *VALUE_ARGS)
         # the nesting first (the longest chain: nesting -> flow correlation -> derived columns)
         pid_codes = raw.pid.codes[rows]  # int32: the int64 lane key is the only wide copy
         tid_codes = raw.tid.codes[rows]

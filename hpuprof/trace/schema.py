@@ -583,6 +583,15 @@ ARG_KEYS: Final[dict[str, str]] = {
 """Event column -> args key of the keys the scanner reads with the event itself (`columns.py`,
 `fastscan.py`); the others are read from the rows that hold them (`derive.py`)."""
 
+ARG_VALUE_KEYS: Final[dict[str, str]] = {
+    arg.column: arg.key for arg in (ARG_FLOPS, ARG_BYTES, ARG_MODELED, ARG_MEASURED_US)
+}
+"""Event column -> args key of the number and flag keys that sit on most rows of the traces
+hpuprof writes (every device op: flops, bytes, modeled; every host op of a projected timeline:
+its measured time): the scanner reads them with the event too, as the JSON value written
+(`columns.py`), and `arg_columns.py` makes them their typed columns, as it does for the keys
+read later."""
+
 # --- other profilers' args keys that analyses read -------------------------------------------
 
 

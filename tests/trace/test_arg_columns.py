@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import hpuprof
-from hpuprof.trace import fastscan
+from hpuprof.trace import fastscan, schema
 from hpuprof.trace.arg_columns import LATER, MarkedRows, marked_rows, our_rows, read_later_keys
 from hpuprof.trace.broadcast_columns import holds_values
 from hpuprof.trace.parquet import events_table, load_parquet, save_parquet
@@ -108,8 +108,9 @@ def test_a_value_of_the_wrong_type_loads_as_absent() -> None:
 @pytest.mark.skipif(not fastscan.available(), reason="_kineto_scan is not built")
 def test_scanner_marks_the_key_buckets_of_the_keys_each_row_holds() -> None:
     rows = [
-        {"hpuprof.flops": 3, "hpuprof.modeled": True, "other": {"hpuprof.cause": 1}},
-        {"hpuprof.mode": "lazy"},  # read with the event: no mark
+        {"hpuprof.sync_reason": "x", "hpuprof.cache": "hit", "other": {"hpuprof.cause": 1}},
+        {"hpuprof.mode": "lazy", "hpuprof.flops": 3, "hpuprof.modeled": True},  # read with
+        # the event (`ARG_KEYS`, `ARG_VALUE_KEYS`): no mark
         {"hpuprof.zzz_not_ours": 1, "x": 2},
         {},
     ]
@@ -122,7 +123,7 @@ def test_scanner_marks_the_key_buckets_of_the_keys_each_row_holds() -> None:
     marks = np.frombuffer(scanned[-1], dtype=np.uint64).tolist()
     bucket = fastscan.key_bucket
     assert marks == [
-        bucket("hpuprof.flops") | bucket("hpuprof.modeled"),  # (nested keys are no args keys)
+        bucket("hpuprof.sync_reason") | bucket("hpuprof.cache"),  # (nested: no args keys)
         0,
         bucket("hpuprof.zzz_not_ours"),
         0,
@@ -143,3 +144,36 @@ def test_keys_outside_the_marked_buckets_are_not_read() -> None:
     assert got["bytes_moved"].tolist() == [NO_ID]  # its bucket unmarked: never looked for
     every = read_later_keys(args, MarkedRows(np.array([0])), 1)
     assert every["bytes_moved"].tolist() == [7]
+
+
+_ODD_VALUES: list[Any] = [8, 8.5, 1e30, -3, "12", None, True, False, {"a": 1}, [1, 2], 2**70]
+_ODD_VALUES += [1.5e-7, 0, 12345678901234567, 2**62]
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_keys_read_with_the_event_are_typed_as_when_read_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pure: bool
+) -> None:
+    """`ARG_VALUE_KEYS` come with the event (compiled scanner or msgspec path), typed by
+    `value_column`: every value, of any type, loads as `read_later_keys` types it from the
+    args (the way they were read before, and still are for tables made another way)."""
+    if pure:
+        monkeypatch.setenv("HPUPROF_PURE_PYTHON", "1")
+        monkeypatch.setattr(fastscan, "scan", lambda chunk, **options: None)
+    events = [
+        {"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": i, "dur": 1,
+         "args": {key: value, "correlation": i}}
+        for i, value in enumerate(_ODD_VALUES)
+        for key in schema.ARG_VALUE_KEYS.values()
+    ]  # fmt: skip
+    device = {"name": "/device:HPU:0"}  # (device rows: `flops` is the key's value there)
+    events.append({"ph": "M", "name": "process_name", "pid": 0, "args": device})
+    path = tmp_path / "odd.json"
+    path.write_bytes(msgspec.json.encode({"traceEvents": events}))
+    loaded = hpuprof.load(path, cache=False).events
+    later = read_later_keys(loaded["args"], None, len(loaded))
+    for column in schema.ARG_VALUE_KEYS:
+        got, want = loaded[column].to_numpy(), np.asarray(later[column])
+        assert got.dtype == want.dtype, column
+        assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f"), column
+        assert len(set(got.tolist())) >= 2, column  # (not a comparison of absent values)

@@ -126,6 +126,10 @@ _args = st.fixed_dictionaries(
         "hpuprof.mode": st.sampled_from(["lazy", "eager", "compile"]),
         "hpuprof.module": _names,
         "hpuprof.fallback": st.one_of(st.booleans(), st.none()),
+        "hpuprof.flops": _nested,  # (`ARG_VALUE_KEYS`: any JSON value, typed after the scan)
+        "hpuprof.bytes": _nested,
+        "hpuprof.modeled": _scalar,
+        "hpuprof.measured_us": _scalar,
         "other": _nested,
     },
 )
