@@ -55,7 +55,8 @@ def cat_test(values: pd.Series, fn: Callable[[str], bool]) -> np.ndarray:
     """`fn` applied once per distinct value of a categorical column, as a bool array."""
     if isinstance(values.dtype, pd.CategoricalDtype):
         cats = values.cat.categories
-        hit = np.array([bool(fn(str(c))) for c in cats] + [bool(fn(""))], dtype=bool)
+        # (tolist: iterating the Index makes one scalar object a category, half of this)
+        hit = np.array([bool(fn(str(c))) for c in cats.tolist()] + [bool(fn(""))], dtype=bool)
         codes = values.cat.codes.to_numpy()
         return np.asarray(hit[np.where(codes >= 0, codes, len(cats))], dtype=bool)
     return np.array([bool(fn(str(v))) for v in values.tolist()], dtype=bool)

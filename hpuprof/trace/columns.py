@@ -62,6 +62,7 @@ class Args(
         "recipe_id": "recipeId",
         **ARG_KEYS,
         **ARG_VALUE_KEYS,
+        "data_type": "dataType",
     },
 ):
     """The args keys the model reads; everything else stays in the raw `args` bytes."""
@@ -84,6 +85,7 @@ class Args(
     bytes_moved: msgspec.Raw = _EMPTY_RAW
     modeled: msgspec.Raw = _EMPTY_RAW
     measured_dur_ns: msgspec.Raw = _EMPTY_RAW
+    data_type: msgspec.Raw = _EMPTY_RAW
 
 
 EVENT_FIELDS: tuple[str, ...] = Event.__struct_fields__
@@ -95,7 +97,7 @@ _ANY_DECODER = msgspec.json.Decoder()
 
 CODED_EVENT = ("ph", "name", "cat", "pid", "tid", "flow_id", "bp")
 RAW_ARGS = ("input_dims", "input_types")
-VALUE_ARGS = tuple(ARG_VALUE_KEYS)
+VALUE_ARGS = (*ARG_VALUE_KEYS, "data_type")
 """Coded by the JSON value as written (compact JSON categories, "" absent): of any type."""
 CODED_ARGS: tuple[str, ...] = (*RAW_ARGS, "recipe_id", "mode", "module", "phase", "graph_id")
 CODED_ARGS += ("hpu_event", "flush_reason", *VALUE_ARGS)
@@ -610,6 +612,8 @@ class RawColumns:
     bytes_moved: Coded
     modeled: Coded
     measured_dur_ns: Coded
+    data_type: Coded
+    """The bridge's `dataType` arg of device ops, as compact JSON (`normalize.data_types`)."""
     fallback: NDArray[np.int8]
     our_keys: NDArray[Any]
     """Nonzero on the rows whose args hold hpuprof keys besides those above (read by

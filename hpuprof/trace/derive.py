@@ -81,14 +81,16 @@ def with_derived(
     late: Mapping[str, Callable[[], Any]] | None = None,
     started: Started | None = None,
     our_rows: MarkedRows | None = None,
+    data_types: DataTypes | None = None,
 ) -> pd.DataFrame:
     """`events` with the derived columns and those of hpuprof's args keys (re)computed, every
     column in schema order (the parts that read no nesting in `pool` when given, while this
     thread derives the rest; or those `started` already). `late`: columns that `events` lacks
     and no derived column reads, each got by calling its function once the derived columns
     are made (a column still being made in another thread). `our_rows`: the rows whose args
-    hold hpuprof keys and which (None: found by a byte search of the args)."""
-    derived = derive(events, pool, started, our_rows)
+    hold hpuprof keys and which (None: found by a byte search of the args). `data_types`:
+    the rows' `dataType` args as read with the events (None: found in the args)."""
+    derived = derive(events, pool, started, our_rows, data_types)
     derived.update((name, column()) for name, column in (late or {}).items())
     columns = {name: derived[name] if name in derived else events[name] for name in EVENT_COLUMNS}
     return pd.DataFrame(columns, index=events.index, copy=False)
@@ -107,6 +109,15 @@ def _arg_keys(events: pd.DataFrame, our_rows: MarkedRows | None) -> dict[str, An
     keys = read_later_keys(events["args"], our_rows, len(events))
     keys.update(read_source_keys(events))
     return keys
+
+
+@dataclass(frozen=True)
+class DataTypes:
+    """Each row's `dataType` arg (the Gaudi bridge's, the emulator's) as the loader read it
+    with the event: codes into `texts`, "" where absent or not a text."""
+
+    codes: NDArray[np.signedinteger[Any]]
+    texts: list[str]
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,9 @@ def start(pool: Executor, sources: Future[Mapping[str, Any]]) -> Started:
     def arg_keys(columns: Mapping[str, Any]) -> dict[str, Any]:
         return _arg_keys(frame(columns, _ARG_KEY_SOURCES), columns.get("our_rows"))
 
+    def own_dtypes(columns: Mapping[str, Any]) -> tuple[NDArray[np.int64], list[str]]:
+        return _own_dtypes(frame(columns, _OWN_DTYPE_SOURCES), columns.get("data_types"))
+
     keys = after(pool, [sources], arg_keys)
 
     def flops(columns: Mapping[str, Any], keys: dict[str, Any]) -> NDArray[np.float64]:
@@ -139,9 +153,7 @@ def start(pool: Executor, sources: Future[Mapping[str, Any]]) -> Started:
     return Started(
         arg_keys=keys,
         flops=after(pool, [sources, keys], flops),
-        own_dtypes=after(
-            pool, [sources], lambda columns: _own_dtypes(frame(columns, _OWN_DTYPE_SOURCES))
-        ),
+        own_dtypes=after(pool, [sources], own_dtypes),
     )
 
 
@@ -150,6 +162,7 @@ def derive(
     pool: Executor | None = None,
     started: Started | None = None,
     our_rows: MarkedRows | None = None,
+    data_types: DataTypes | None = None,
 ) -> dict[str, Any]:
     """The derived columns of an events table (its other columns per `schema.EVENT_COLUMNS`)
     and those of hpuprof's args keys; the parts that read no nesting in `pool` when given, or
@@ -158,12 +171,13 @@ def derive(
     if started is None and pool is not None and set(PARALLEL_SOURCES) <= set(events.columns):
         sources: dict[str, Any] = {name: events[name].array for name in PARALLEL_SOURCES}
         sources["our_rows"] = our_rows
+        sources["data_types"] = data_types
         started = start(pool, soon(None, dict, sources))
     parent = _parent_positions(events)
     op_pos = _op_positions(events, parent)
     if started is None:
         keys = _arg_keys(events, our_rows)
-        dtype = _dtypes(events, op_pos, _own_dtypes(events))
+        dtype = _dtypes(events, op_pos, _own_dtypes(events, data_types))
         flops = _flops(events, keys[ARG_FLOPS.column])
     else:
         keys = started.arg_keys.result()
@@ -398,10 +412,15 @@ def _arg_matches(
         return pc.struct_field(pc.extract_regex(text, pattern), "v")
     # the loader's (gathered in C, one exact-size buffer): nothing is copied when no row's args
     # hold `literal`, else the rows are matched a slice at a time (their copy at once was the
-    # load's peak: a third of a large trace's args)
+    # load's peak: a third of a large trace's args). The search of every row's args is left
+    # out for a few rows (the matmuls of a 200 MB Gaudi trace: it took 0.1 s, their copies
+    # and searches a slice at a time less)
     found = re.compile(re.escape(literal))
     chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
-    if not any(c.buffers()[2] and found.search(memoryview(c.buffers()[2])) for c in chunks):
+    few = len(rows) * 8 < len(arr)
+    if not few and not any(
+        c.buffers()[2] and found.search(memoryview(c.buffers()[2])) for c in chunks
+    ):
         return pa.nulls(len(rows), pa.large_string())
     parts = []
     for first in range(0, len(rows), _MATCH_ROWS):
@@ -451,9 +470,12 @@ def _keyed_device_rows(events: pd.DataFrame) -> NDArray[np.int64]:
     return np.flatnonzero(is_dev & ~_is(events["engine"], {"GPU"}))
 
 
-def _own_dtypes(events: pd.DataFrame) -> tuple[NDArray[np.int64], list[str]]:
+def _own_dtypes(
+    events: pd.DataFrame, data_types: DataTypes | None = None
+) -> tuple[NDArray[np.int64], list[str]]:
     """Each row's own dtype as codes into a vocabulary ("" first: none): host ops their first
-    floating input type, device rows their `dataType` arg."""
+    floating input type, device rows their `dataType` arg (`data_types`, else found in the
+    args)."""
     at: dict[str, int] = {"": 0}
 
     def code(dtype: str) -> int:
@@ -464,7 +486,10 @@ def _own_dtypes(events: pd.DataFrame) -> tuple[NDArray[np.int64], list[str]]:
     dtype = per_cat[np.where(codes_in >= 0, codes_in, len(cats))]
     dtype[~_is(events["kind"], {"cpu_op"})] = 0
     keyed = _keyed_device_rows(events)
-    uniq, inv = _arg_texts(events, keyed, r'"dataType":\s*"(?P<v>[^"]*)"', b'"dataType":')
+    if data_types is not None:
+        uniq, inv = data_types.texts, np.asarray(data_types.codes[keyed], dtype=np.int64)
+    else:
+        uniq, inv = _arg_texts(events, keyed, r'"dataType":\s*"(?P<v>[^"]*)"', b'"dataType":')
     if len(keyed):
         dtype[keyed] = np.array([code(norm_dtype(u)) if u else 0 for u in uniq], np.int64)[inv]
     return dtype, sorted(at, key=at.__getitem__)

@@ -35,6 +35,7 @@ SCANNED_ARGS: tuple[tuple[str, bytes, bytes], ...] = (
         for field, key in ARG_KEYS.items()
     ),
     *((field, key.encode(), b"v") for field, key in ARG_VALUE_KEYS.items()),
+    ("data_type", b"dataType", b"v"),
     # rows holding hpuprof keys besides these: their args are decoded later (arg_columns.py)
     ("our_keys", ARG_PREFIX.encode(), b"p"),
 )

@@ -40,12 +40,13 @@ from hpuprof.trace.columns import (
     take_binary,
     to_int64_ids,
 )
-from hpuprof.trace.derive import with_derived
+from hpuprof.trace.derive import DataTypes, with_derived
 from hpuprof.trace.heap import release_free_memory
 from hpuprof.trace.memory_limit import threads_within_limit
 from hpuprof.trace.model import Trace
 from hpuprof.trace.nesting import enclosing, lane_bounds, lane_order, nest, time_order
 from hpuprof.trace.schema import (
+    ARG_VALUE_KEYS,
     COUNTER_COLUMNS,
     DEVICE_KINDS,
     ENGINE_KINDS,
@@ -462,8 +463,9 @@ class _Normalizer:
         del order
         n = len(rows)
         # rows whose args hold more of our keys, and the columns of those read with the event
-        values = {name: value_column(name, getattr(raw, name), rows) for name in VALUE_ARGS}
+        values = {name: value_column(name, getattr(raw, name), rows) for name in ARG_VALUE_KEYS}
         our_rows = marked_rows(raw.our_keys[rows], values)
+        types = data_types(raw.data_type, rows)
         del values
         raw.release("our_keys", *VALUE_ARGS)
         # the nesting first (the longest chain: nesting -> flow correlation -> derived columns)
@@ -553,7 +555,7 @@ class _Normalizer:
         )
         # the steps (no derived column reads them) are taken once the derived columns are made
         late = {"step": lambda: step.result().astype(np.int32)}
-        return with_derived(frame, self.pool, late, None, our_rows)
+        return with_derived(frame, self.pool, late, None, our_rows, types)
 
     def _graph_ids(self, rows: NDArray[np.int64]) -> pd.Categorical:
         raw = self.raw
@@ -818,6 +820,21 @@ def _device_frame_columns(
 def _args_column(taken: pa.LargeBinaryArray) -> pd.api.extensions.ExtensionArray:
     """The events' raw args as the `args` column (Arrow binary, not copied)."""
     return pd.arrays.ArrowExtensionArray(pa.chunked_array([taken]))
+
+
+def data_types(coded: Coded, rows: NDArray[np.int64]) -> DataTypes:
+    """The `dataType` args of `rows` from their raw coded column (compact JSON): the texts
+    ("" for a value of another type, as the args' search for a quoted value finds none)."""
+    texts = [_json_text(category) for category in coded.categories]
+    vocabulary = sorted(set(texts))  # (in order: the dtype column's categories follow it)
+    place = {text: i for i, text in enumerate(vocabulary)}
+    remap = np.array([place[text] for text in texts], dtype=np.int64)
+    return DataTypes(remap[coded.codes[rows]], vocabulary)
+
+
+def _json_text(value: str) -> str:
+    decoded = _ANY_DECODER.decode(value) if value else None
+    return decoded if isinstance(decoded, str) else ""
 
 
 def _categorical_at(coded: Coded, rows: NDArray[np.int64]) -> pd.Categorical:

@@ -17,6 +17,7 @@ import hpuprof
 from hpuprof.trace import fastscan, schema
 from hpuprof.trace.arg_columns import LATER, MarkedRows, marked_rows, our_rows, read_later_keys
 from hpuprof.trace.broadcast_columns import holds_values
+from hpuprof.trace.opinfo import norm_dtype
 from hpuprof.trace.parquet import events_table, load_parquet, save_parquet
 from hpuprof.trace.schema import ARG_COLUMNS, ARGS, EVENT_COLUMNS, NO_ID, ArgKey
 
@@ -177,3 +178,26 @@ def test_keys_read_with_the_event_are_typed_as_when_read_later(
         assert got.dtype == want.dtype, column
         assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f"), column
         assert len(set(got.tolist())) >= 2, column  # (not a comparison of absent values)
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_device_data_types_read_with_the_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pure: bool
+) -> None:
+    """The bridge's `dataType` of device ops comes with the event: a text is the row's dtype,
+    a value of another type none (as the args' search for a quoted value found none)."""
+    if pure:
+        monkeypatch.setattr(fastscan, "scan", lambda chunk, **options: None)
+    values: list[Any] = ["bf16", "fp32", 5, None, True, {"a": "bf16"}, "f8_e4m3", "bf16"]
+    events: list[dict[str, Any]] = [
+        {"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": i, "dur": 1,
+         "args": {"dataType": value}}
+        for i, value in enumerate(values)
+    ]  # fmt: skip
+    events.append({"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "/device:HPU:0"}})
+    path = tmp_path / "types.json"
+    path.write_bytes(msgspec.json.encode({"traceEvents": events}))
+    loaded = hpuprof.load(path, cache=False).events.sort_values("ts_ns")
+    want = [norm_dtype(v) if isinstance(v, str) else "" for v in values]
+    assert loaded["dtype"].astype(str).tolist() == want
+    assert want[0] != "" and want[0] != want[1]

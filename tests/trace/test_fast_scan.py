@@ -130,6 +130,7 @@ _args = st.fixed_dictionaries(
         "hpuprof.bytes": _nested,
         "hpuprof.modeled": _scalar,
         "hpuprof.measured_us": _scalar,
+        "dataType": _nested,
         "other": _nested,
     },
 )
