@@ -27,6 +27,7 @@ import hpusim.state as state
 from hpusim.accounting import _nbytes
 from hpusim.device_model import COMPUTE_ENGINES, ENGINE_NIC
 from hpusim.predict_ddp import DdpSettings, settings_of
+from hpusim.predict_world import World
 from hpusim.prediction import (
     MemoryFacts,
     Prediction,
@@ -76,6 +77,7 @@ class StepLedger:
         self._grad_keys: dict[int, int] = {}  # id(param) -> its key in the what-if log
         self.book = StepBook(rt.timeline.at(perf_counter_ns()))
         self.ddp: DdpSettings | None = None  # the script's DDP (predict_ddp), once called
+        self.world: World | None = None  # the script's process group (predict_world)
         self.issued: dict[tuple[str, str], list[int]] = {}  # script's collectives: count, bytes
         self._issued_in_step = 0
 
@@ -91,12 +93,14 @@ class StepLedger:
         )
 
         import hpusim.predict_ddp as predict_ddp
+        import hpusim.predict_world as predict_world
 
         self.rt.attach_ledger(self)
         self.rt.timeline.listener = self.book.on_device
         if self.log is not None:
             self.log.attach(self.rt.timeline, self.book.origin_ns)
         predict_ddp.install()
+        self.world = predict_world.install(self.rt.config.cards)
         self._handles = [
             register_module_forward_pre_hook(self._fwd_pre),
             register_module_forward_hook(self._fwd_post, always_call=True),
@@ -108,10 +112,12 @@ class StepLedger:
         """Close the run (a step the optimizer left pending, the end of the run), then stop
         watching."""
         import hpusim.predict_ddp as predict_ddp
+        import hpusim.predict_world as predict_world
 
         if self.rt.ledger is self and self.book.end_ns is None:
             self._close_run()
         predict_ddp.uninstall()
+        predict_world.uninstall()
         while self._handles:
             self._handles.pop().remove()
         if self.rt.ledger is self:
@@ -349,6 +355,7 @@ class StepLedger:
             standins=standins,
             exit_code=exit_code,
             ddp=self.ddp,
+            process_group=self.world.describe() if self.world is not None else "",
             issued=tuple(
                 (op, dtype, n, nbytes) for (op, dtype), (n, nbytes) in sorted(self.issued.items())
             ),

@@ -112,6 +112,9 @@ class RunFacts:
     """The script's DistributedDataParallel settings (hpusim.predict_ddp), if it made one."""
     issued: tuple[tuple[str, str, int, int], ...] = ()
     """The collectives the script issued itself: (op, dtype, count, bytes)."""
+    process_group: str = ""
+    """How the script's torch.distributed process group was stood for (hpusim.predict_world),
+    "" when it made none."""
 
 
 class StepBook:
@@ -307,6 +310,8 @@ def project(
     ]
     if cards > 1:
         assumptions.append(_data_parallel_assumption(facts, cards))
+    if facts.process_group:
+        assumptions.append(facts.process_group)
     if facts.tokens_per_step is not None:
         assumptions.append(f"tokens per step given: {facts.tokens_per_step}")
     elif facts.tokens_seen:

@@ -1,0 +1,82 @@
+"""A script launched as on a Gaudi server (`torchrun`, `mpirun`: `init_process_group("hccl")`
+from the launcher's environment) runs under `hpuprof predict`: one process stands for every
+card (`hpusim.predict_world`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+LAUNCHED = textwrap.dedent(
+    """
+    import json, os, sys
+    import torch
+    import torch.distributed as dist
+    import habana_frameworks.torch.core as htcore
+    import habana_frameworks.torch.distributed.hccl  # noqa: F401
+    from torch.utils.data import DistributedSampler
+
+    dist.init_process_group(backend="hccl")  # env://, as torchrun / mpirun launch it
+    seen = {
+        "rank": dist.get_rank(),
+        "world": dist.get_world_size(),
+        "env": [os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE")],
+        "replicas": DistributedSampler(range(64)).num_replicas,
+        "local_rank": int(os.environ["LOCAL_RANK"]),
+    }
+    model = torch.nn.Linear(256, 256).to("hpu")
+    model = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        model(torch.randn(32, 256, device="hpu")).sum().backward()
+        htcore.mark_step()
+        opt.step()
+        opt.zero_grad()
+        htcore.mark_step()
+    flat = torch.ones(1024, device="hpu")
+    dist.all_reduce(flat)
+    htcore.mark_step()
+    dist.destroy_process_group()
+    open(sys.argv[1], "w").write(json.dumps(seen))
+    """
+)
+
+
+@pytest.mark.timeout(300)  # (the env:// rendezvous waited for 7 more ranks forever)
+@pytest.mark.parametrize("world_size", [None, "8", "4"])
+def test_a_launched_script_is_rank_0_of_the_predicted_cards(
+    tmp_path: Path,
+    run_predict: Callable[..., tuple[int, str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+    world_size: str | None,
+) -> None:
+    """Without the launcher's RANK (it raised) and with WORLD_SIZE=8 (it waited for the other
+    ranks), the script runs as rank 0 of the `--cards` it is predicted for: its world size,
+    sampler and environment say 8; the assumptions say how, and when the script asked for
+    another world size. torch.distributed and the environment are as before afterwards."""
+    import torch.distributed as dist
+
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    if world_size is not None:
+        monkeypatch.setenv("WORLD_SIZE", world_size)
+    before = (dist.init_process_group, dist.get_world_size)
+    script, seen_at = tmp_path / "launched.py", tmp_path / "seen.json"
+    script.write_text(LAUNCHED)
+    code, out, err = run_predict(str(script), str(seen_at), options=("--cards", "8"))
+    assert code == 0, err
+    seen = json.loads(seen_at.read_text())
+    assert (seen["rank"], seen["world"], seen["replicas"], seen["local_rank"]) == (0, 8, 8, 0)
+    assert seen["env"] == ["0", "0", world_size or "8"]
+    said = [a for a in json.loads(out)["assumptions"] if a.startswith("torch.distributed")]
+    assert len(said) == 1 and "rank 0 of 8 card(s)" in said[0], said
+    assert ("asked for a world of 4" in said[0]) == (world_size == "4"), said
+    assert (dist.init_process_group, dist.get_world_size) == before
+    assert os.environ.get("WORLD_SIZE") == world_size and "RANK" not in os.environ
