@@ -8,17 +8,20 @@ no other rank to meet: the env:// rendezvous raises without `RANK`, or waits for
 other ranks when `WORLD_SIZE` is above 1.
 
 While installed (`install`, by the prediction's ledger):
-- `init_process_group` makes a one-process group (this process, rank 0, over an in-memory
-  store), whatever init method, rank and world size the script or its environment asks for,
-  which are noted (`World.asked`);
-- `get_world_size()` of the default group answers the predicted card count, as the launcher
-  would have (a `DistributedSampler` shards the data set per card, a script scales its learning
-  rate); the group's collectives are modeled over the cards (`StepLedger.on_collective`);
+- `init_process_group` makes the group of the predicted cards with this process as its rank 0,
+  whatever init method, rank and world size the script or its environment asks for (noted:
+  `World.asked`): torch's fake process group (`torch.testing._internal.distributed.fake_pg`,
+  the one torch's own tools trace distributed code with), whose collectives communicate
+  nothing and complete at once, as a prediction's fake tensors hold nothing to send. So the
+  group's size is the card count for everything that reads it: a `DistributedSampler` shards
+  the data set per card, FSDP shards the parameters, gradients and optimizer states and
+  all-gathers / reduce-scatters them (their sizes on the card's modeled allocator), and every
+  collective is modeled over the cards (`hpusim.distributed.collective_on_device`);
 - the launcher's variables a script reads itself (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`) are set
   for rank 0 where the environment lacks them, and removed again at `uninstall`.
 
-Not modeled: FSDP and other sharding that reads the group's size (the one-process group holds
-the whole model), the other ranks' differences (every card is rank 0).
+Not modeled: the other ranks' differences (every card runs as rank 0), a backend the script
+checks for by name (the group's backend is "fake", not "hccl").
 """
 
 from __future__ import annotations
@@ -46,8 +49,9 @@ class World:
             return ""
         text = (
             "torch.distributed: the script's process group is one process standing for rank 0 "
-            f"of {self.cards} card(s) (init_process_group made a one-process group; "
-            f"get_world_size() answered {self.cards}; every card runs as rank 0)"
+            f"of {self.cards} card(s) (init_process_group made torch's fake process group of "
+            f"{self.cards}: no communication, the collectives modeled; every card runs as "
+            "rank 0)"
         )
         if self.asked is not None and self.asked > 1 and self.asked != self.cards:
             text += (
@@ -65,8 +69,10 @@ def install(cards: int) -> World:
     world = World(cards)
     if not dist.is_available() or "init" in _saved:
         return world
-    init, size = dist.init_process_group, dist.get_world_size
-    _saved.update(init=init, size=size, env={k: os.environ.get(k) for k in _LAUNCHER_ENV})
+    from torch.testing._internal.distributed.fake_pg import FakeStore  # (registers "fake")
+
+    init = dist.init_process_group
+    _saved.update(init=init, env={k: os.environ.get(k) for k in _LAUNCHER_ENV}, world=world)
     for name, value in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", cards)):
         os.environ.setdefault(name, str(value))
 
@@ -76,32 +82,26 @@ def install(cards: int) -> World:
             kwargs.setdefault("timeout", args[2])
         for name in ("init_method", "world_size", "rank", "store"):
             kwargs.pop(name, None)
-        backend = args[0] if args else kwargs.pop("backend", None)
-        result = init(backend, store=dist.HashStore(), rank=0, world_size=1, **kwargs)
+        kwargs.pop("backend", None)
+        result = init("fake", store=FakeStore(), rank=0, world_size=world.cards, **kwargs)
         world.made = True
         return result
 
-    def get_world_size(group: Any = None) -> int:
-        default = group is None or group is dist.GroupMember.WORLD
-        if default and world.made and dist.is_initialized():
-            return world.cards
-        answered: int = size(group)
-        return answered
-
-    setattr(dist, "init_process_group", init_process_group)  # noqa: B010 (module functions)
-    setattr(dist, "get_world_size", get_world_size)  # noqa: B010
+    setattr(dist, "init_process_group", init_process_group)  # noqa: B010 (a module function)
     return world
 
 
 def uninstall() -> None:
-    """Undo `install`: torch.distributed's own functions and the environment as they were (a
-    process group the script made stays, as the script left it)."""
+    """Undo `install`: torch.distributed's `init_process_group` and the environment as they
+    were, and the script's fake process group gone if it left it (the next run in this
+    process, a what-if's or `--max-batch`'s, starts as a new process would)."""
     import torch.distributed as dist
 
     if "init" not in _saved:
         return
+    if _saved.pop("world").made and dist.is_initialized():
+        dist.destroy_process_group()
     setattr(dist, "init_process_group", _saved.pop("init"))  # noqa: B010
-    setattr(dist, "get_world_size", _saved.pop("size"))  # noqa: B010
     for name, value in _saved.pop("env").items():
         if value is None:
             os.environ.pop(name, None)

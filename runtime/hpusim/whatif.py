@@ -396,6 +396,12 @@ def replay(
     ]
     if log.fixed:
         notes.append(f"{log.fixed} device op(s) of unknown pricing kept at the run's durations")
+    if facts.issued and combo.cards != run.cards:
+        notes.append(
+            f"the collectives the script issued itself (explicit, FSDP's) are the run's: their "
+            f"sizes and cards as at {run.cards} cards (a sharded model's shards and memory too); "
+            f"predict --cards {combo.cards} alone to model them at {combo.cards}"
+        )
     return project(book, facts, profile, combo.cards, memory, tuple(notes))
 
 

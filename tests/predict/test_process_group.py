@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -67,7 +68,7 @@ def test_a_launched_script_is_rank_0_of_the_predicted_cards(
         monkeypatch.delenv(name, raising=False)
     if world_size is not None:
         monkeypatch.setenv("WORLD_SIZE", world_size)
-    before = (dist.init_process_group, dist.get_world_size)
+    before = dist.init_process_group
     script, seen_at = tmp_path / "launched.py", tmp_path / "seen.json"
     script.write_text(LAUNCHED)
     code, out, err = run_predict(str(script), str(seen_at), options=("--cards", "8"))
@@ -78,5 +79,63 @@ def test_a_launched_script_is_rank_0_of_the_predicted_cards(
     said = [a for a in json.loads(out)["assumptions"] if a.startswith("torch.distributed")]
     assert len(said) == 1 and "rank 0 of 8 card(s)" in said[0], said
     assert ("asked for a world of 4" in said[0]) == (world_size == "4"), said
-    assert (dist.init_process_group, dist.get_world_size) == before
+    assert dist.init_process_group is before
     assert os.environ.get("WORLD_SIZE") == world_size and "RANK" not in os.environ
+
+
+FSDP = textwrap.dedent(
+    """
+    import torch
+    import torch.distributed as dist
+    import habana_frameworks.torch.core as htcore
+    import habana_frameworks.torch.distributed.hccl  # noqa: F401
+
+    dist.init_process_group(backend="hccl")
+    model = torch.nn.Sequential(
+        torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)
+    ).to("hpu")
+    if "FSDP2":
+        from torch.distributed.fsdp import fully_shard
+        for layer in (model[0], model[2]):
+            fully_shard(layer)
+        fully_shard(model)
+    else:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        model = FullyShardedDataParallel(model, device_id=torch.device("hpu"))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for step in range(4):
+        model(torch.randn(64, 1024, device="hpu")).sum().backward()
+        htcore.mark_step()
+        opt.step()
+        opt.zero_grad()
+        htcore.mark_step()
+    """
+)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("version", ["FSDP1", "FSDP2"])
+def test_fsdp_shards_over_the_predicted_cards(
+    tmp_path: Path,
+    run_predict: Callable[..., tuple[int, str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+    version: str,
+) -> None:
+    """FSDP (FSDP1's FullyShardedDataParallel, FSDP2's fully_shard) shards over the predicted
+    cards: over 8 it all-gathers parameter shards of an eighth of its 16.8 MB layers (FSDP2:
+    per layer; FSDP1: one flat parameter of both) and reduce-scatters the gradients, modeled
+    over 8 cards (FSDP1 ran as NO_SHARD over the one-process group before, all-reducing whole
+    gradients)."""
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    script = tmp_path / "fsdp.py"
+    script.write_text(FSDP.replace('if "FSDP2":', f"if {version == 'FSDP2'}:"))
+    code, out, err = run_predict(str(script), options=("--cards", "8", "--steps", "3"))
+    assert code == 0, err
+    said = " ".join(json.loads(out)["assumptions"])
+    gathers = re.findall(r"(\d+) allgather_base of float32 \(([\d.]+) MB each\)", said)
+    assert len(gathers) == 1 and "reduce_scatter_base of float32" in said, said
+    layer_mb = (1024 * 4096 + 4096) * 4 / 2**20
+    shard_mb = float(gathers[0][1]) / (2 if version == "FSDP1" else 1)
+    assert layer_mb / 8 * 0.95 <= shard_mb <= layer_mb / 8 * 1.05, said
+    assert "allreduce" not in said, said
