@@ -15,6 +15,24 @@ import pytest
 
 pytest.importorskip("torch")
 
+TRAIN = """
+    def train(steps, batch, width):
+        for step in range(steps):
+            model(torch.randn(batch, width, device="hpu")).sum().backward()
+            htcore.mark_step()
+            opt.step()
+            opt.zero_grad()
+            htcore.mark_step()
+"""
+
+
+def _with_train(script: str) -> str:
+    """`script` (dedented) with `TRAIN(steps, batch, width)` as a call of the training loop
+    defined just before it."""
+    head, tail = script.split("TRAIN(", 1)
+    return head + textwrap.dedent(TRAIN) + "train(" + tail
+
+
 LAUNCHED = textwrap.dedent(
     """
     import json, os, sys
@@ -35,12 +53,7 @@ LAUNCHED = textwrap.dedent(
     model = torch.nn.Linear(256, 256).to("hpu")
     model = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for step in range(3):
-        model(torch.randn(32, 256, device="hpu")).sum().backward()
-        htcore.mark_step()
-        opt.step()
-        opt.zero_grad()
-        htcore.mark_step()
+    TRAIN(3, 32, 256)
     flat = torch.ones(1024, device="hpu")
     dist.all_reduce(flat)
     htcore.mark_step()
@@ -70,7 +83,7 @@ def test_a_launched_script_is_rank_0_of_the_predicted_cards(
         monkeypatch.setenv("WORLD_SIZE", world_size)
     before = dist.init_process_group
     script, seen_at = tmp_path / "launched.py", tmp_path / "seen.json"
-    script.write_text(LAUNCHED)
+    script.write_text(_with_train(LAUNCHED))
     code, out, err = run_predict(str(script), str(seen_at), options=("--cards", "8"))
     assert code == 0, err
     seen = json.loads(seen_at.read_text())
@@ -103,12 +116,7 @@ FSDP = textwrap.dedent(
         from torch.distributed.fsdp import FullyShardedDataParallel
         model = FullyShardedDataParallel(model, device_id=torch.device("hpu"))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    for step in range(4):
-        model(torch.randn(64, 1024, device="hpu")).sum().backward()
-        htcore.mark_step()
-        opt.step()
-        opt.zero_grad()
-        htcore.mark_step()
+    TRAIN(4, 64, 1024)
     """
 )
 
@@ -129,7 +137,7 @@ def test_fsdp_shards_over_the_predicted_cards(
     for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
         monkeypatch.delenv(name, raising=False)
     script = tmp_path / "fsdp.py"
-    script.write_text(FSDP.replace('if "FSDP2":', f"if {version == 'FSDP2'}:"))
+    script.write_text(_with_train(FSDP.replace('if "FSDP2":', f"if {version == 'FSDP2'}:")))
     code, out, err = run_predict(str(script), options=("--cards", "8", "--steps", "3"))
     assert code == 0, err
     said = " ".join(json.loads(out)["assumptions"])
