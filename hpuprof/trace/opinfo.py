@@ -160,6 +160,15 @@ def op_key(name: str) -> str:
     return name.split("::", 1)[-1].split(".", 1)[0].strip("_")
 
 
+FUSED_PREFIX = "fused("
+"""The emulator's kernel of a fused TPC chain: `fused(gelu_f32+native_layer_norm_f32)`
+(`hpusim.recorder.fused_name`)."""
+
+
 def kernel_key(name: str) -> str:
-    """The same key from a device op's name: `mul_f32` -> `mul`, `_to_copy_bf16` -> `to_copy`."""
+    """The same key from a device op's name: `mul_f32` -> `mul`, `_to_copy_bf16` -> `to_copy`;
+    a fused chain's kernel that of its first op (its time goes to that op, as a kernel's to the
+    one op that launched it)."""
+    if name.startswith(FUSED_PREFIX):
+        name = name[len(FUSED_PREFIX) :].split("+", 1)[0].removesuffix(")")
     return kernel_base(name).strip("_")

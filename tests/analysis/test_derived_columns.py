@@ -155,6 +155,36 @@ def test_lazy_graph_device_ops_go_to_the_graph_ops_of_the_same_name_in_order() -
     assert kernels["op_row"].tolist() == [first_mm, _row(t, "aten::add_"), second_mm, late_mm]
 
 
+def test_a_fused_chains_kernel_goes_to_the_chains_first_op() -> None:
+    """The emulator's graph compiler fuses a run of TPC ops into one kernel named after them
+    (`fused(gelu_f32+native_layer_norm_f32)`): its time goes to the chain's first op, the k-th
+    fused kernel of a launch to the k-th such op of its window (it had no op: 100 us of a
+    small lazy run's device time was unattributed)."""
+    host = {"pid": "10", "tid": "10"}
+    window = {"kind": "hpu_runtime", "cat": "hpuprof", "graph_id": "1"}
+    rows = [
+        {**window, "name": "graph_build", "hpu_event": "graph_build", "ts_ns": 0,
+         "dur_ns": 100_000},
+        {"name": "aten::gelu", "ts_ns": 10_000, "dur_ns": 10_000},
+        {"name": "aten::native_layer_norm", "ts_ns": 30_000, "dur_ns": 10_000},
+        {"name": "aten::gelu", "ts_ns": 50_000, "dur_ns": 10_000},
+        {**window, "name": "launch graph_recipe_1", "hpu_event": "launch", "ts_ns": 110_000,
+         "dur_ns": 5_000, "correlation": 9},
+    ]  # fmt: skip
+    dev = {"kind": "kernel", "cat": "kernel", "engine": "TPC", "graph_id": "1", "pid": "0"}
+    rows = [{**host, **r} for r in rows] + [
+        {**dev, "tid": "7000", "name": name, "ts_ns": ts, "dur_ns": 5_000, "correlation": 9}
+        for name, ts in (
+            ("fused(gelu_f32+native_layer_norm_f32)", 200_000),
+            ("fused(gelu_bf16)", 210_000),
+        )
+    ]
+    t = make_trace(rows)
+    kernels = t.events[t.events["is_device"].to_numpy()]
+    assert kernels["op_row"].tolist() == [_row(t, "aten::gelu", 0), _row(t, "aten::gelu", 1)]
+    assert analyze_ops(t).unattributed_device_ns == 0
+
+
 def test_ops_report_self_and_total_device_time() -> None:
     rep = analyze_ops(cuda_like())
     by = {o.name: o for o in rep.ops}
