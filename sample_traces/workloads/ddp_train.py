@@ -21,12 +21,14 @@ def main() -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     device = torch.device("hpu")
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 8))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 8)
+    )
     model = model.to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     gen = torch.Generator().manual_seed(100 + rank)
     for step in range(STEPS):
-        x = torch.randn(8, 32, generator=gen).to(device)
+        x = torch.randn(64, 256, generator=gen).to(device)
         loss = model(x).pow(2).mean()
         loss.backward()
         for p in model.parameters():

@@ -11,6 +11,9 @@ import argparse
 import torch
 
 SEQ_LENS = (16, 24, 16, 32, 24, 16)
+WIDTH = 256
+"""Input features: the first layer's GEMMs (up to 128 x 256 x 1024) are large enough that the
+device model runs them on the MME (GEMMs too small for it run on the TPCs)."""
 
 
 def main() -> None:
@@ -26,14 +29,17 @@ def main() -> None:
     torch.manual_seed(0)
     device = torch.device("hpu")
     model = torch.nn.Sequential(
-        torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.LayerNorm(64), torch.nn.Linear(64, 8)
+        torch.nn.Linear(WIDTH, 1024),
+        torch.nn.GELU(),
+        torch.nn.LayerNorm(1024),
+        torch.nn.Linear(1024, 8),
     ).to(device)
     if args.hpu_graph_infer:
         from habana_frameworks.torch.hpu import wrap_in_hpu_graph
 
         model.eval()
         model = wrap_in_hpu_graph(model)
-        x = torch.randn(4, 16, 32).to(device)
+        x = torch.randn(4, 16, WIDTH).to(device)
         with torch.no_grad():
             for _ in range(args.steps):
                 model(x).cpu()
@@ -42,7 +48,7 @@ def main() -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     for step in range(args.steps):
         seq = SEQ_LENS[step % len(SEQ_LENS)]
-        x = torch.randn(4, seq, 32).to(device)
+        x = torch.randn(4, seq, WIDTH).to(device)
         with torch.autocast(device_type="hpu", dtype=torch.bfloat16, enabled=args.bf16):
             loss = step_fn(x).float().pow(2).mean()
         loss.backward()

@@ -70,7 +70,7 @@ def test_device_of_real_traces(shared_kineto_dir: Path, relative: str, kind: str
 
 
 @pytest.mark.skipif(not SAMPLE_TRACES.is_dir(), reason="sample_traces/ not present")
-def test_emulated_samples_are_emulated_gaudis_on_the_measured_timeline() -> None:
+def test_emulated_samples_are_emulated_gaudis_on_the_projected_timeline() -> None:
     device = trace_device(hpuprof.load(SAMPLE_TRACES / "emulated_gaudi3_lazy"))
-    assert (device.kind, device.emulated, device.timeline) == ("hpu", True, "measured")
+    assert (device.kind, device.emulated, device.timeline) == ("hpu", True, "projected")
     assert device.label == "Gaudi 3 (emulated)"
