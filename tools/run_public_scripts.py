@@ -104,6 +104,19 @@ _CLM = (  # the README's command, on the staged model and text, 8 steps
     *("--use_hpu_graphs_for_inference", "--throughput_warmup_steps", "3"),
 )
 _HELLO = "PyTorch/examples/computer_vision/hello_world"
+_MLM = (  # the README's command (roberta-base), on the staged BERT and text, line by line
+    *("--model_name_or_path", "./tiny-bert", "--train_file", "./data/train.txt", "--do_train"),
+    *("--line_by_line", "--pad_to_max_length", "--max_seq_length", "64"),
+    *("--per_device_train_batch_size", "4", "--max_steps", "8", "--bf16"),
+    *("--output_dir", "./out", "--overwrite_output_dir", "--report_to", "none"),
+    *("--gaudi_config_name", "./gaudi_config.json", "--use_habana", "--use_lazy_mode"),
+    *("--use_hpu_graphs_for_inference", "--throughput_warmup_steps", "3"),
+)
+_FEATURE_EXTRACTION = (  # the README's command, its sentences, on the staged BERT (gte-small's kind)
+    *("--model_name_or_path", "./tiny-bert", "--source_sentence", "w1 w2 w3 w4"),
+    *("--input_texts", "w5 w6 w7", "w8 w9 w10 w11 w12", "w13 w14"),
+    *("--use_hpu_graphs", "--sdp_on_bf16", "--bf16"),
+)
 
 
 def _mnist_example(name: str, path: str, args: tuple[str, ...]) -> PublicScript:
@@ -116,12 +129,15 @@ _LANGUAGE_MODEL_STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO
 
 
 def _optimum_example(
-    name: str, path: str, args: tuple[str, ...], needs: tuple[str, ...] = ()
+    name: str,
+    path: str,
+    args: tuple[str, ...],
+    needs: tuple[str, ...] = (),
+    data: tuple[str, ...] = ("tiny-causal-lms",),
 ) -> PublicScript:
-    """An optimum-habana example on the staged tiny GPT-2 / LLaMA, with the Hub offline."""
-    return PublicScript(
-        name, _OH, path, args, env=_HF_OFFLINE, data=("tiny-causal-lms",), needs=needs
-    )
+    """An optimum-habana example on staged tiny random models (GPT-2 / LLaMA, or BERT), with the
+    Hub offline."""
+    return PublicScript(name, _OH, path, args, env=_HF_OFFLINE, data=data, needs=needs)
 
 
 def _language_model(strategy: str) -> PublicScript:
@@ -194,6 +210,64 @@ def _deepspeed_cifar10(cards: int, compiled: bool) -> PublicScript:
         needs=("deepspeed",),
         equivalent="tools/equivalents/cifar10_deepspeed.py",
         launched=True,
+    )
+
+
+_CLASSIFICATION = "PyTorch/computer_vision/classification/torchvision/train.py"
+_CLASSIFICATION_ARGS = (
+    *("--data-path=./imagenet", "--model=resnet18", "--device=hpu", "--batch-size=4"),
+    *("--epochs=1", "--workers=0", "--print-freq=1", "--output-dir=.", "--seed=123"),
+    *("--dl-time-exclude=False", "--dl-worker-type=HABANA"),
+)
+_CLASSIFICATION_RUNS = (
+    ("lazy, HPU graphs", "1", ()),
+    (
+        "eager, torch.compile, autocast",
+        "0",
+        ("--autocast", "--run-lazy-mode=False", "--use_torch_compile"),
+    ),
+)
+
+
+def _torchvision_classification(how: str, lazy: str, extra: tuple[str, ...]) -> PublicScript:
+    """Model-References' ImageNet classification `train.py` as its README runs ResNet50 (here
+    its default model, resnet18, which its help lists first; 1 epoch of batch 4, no workers) on a
+    staged small ImageNet folder: `habana_dataloader` (`--dl-worker-type=HABANA`) falls back to
+    torch's DataLoader without a media pipe, as on a Gaudi without one; lazy mode wraps the
+    model in its ModuleCacher (`--hpu_graphs` defaults to True), eager mode compiles it."""
+    return PublicScript(
+        f"mr torchvision classification resnet18 ({how})",
+        _MR,
+        _CLASSIFICATION,
+        (*_CLASSIFICATION_ARGS, *extra),
+        env=(("PT_HPU_LAZY_MODE", lazy),),
+        data=("imagenet-folder",),
+        needs=("torchvision",),
+    )
+
+
+_MIGRATED_CLASSIFICATION = (
+    "PyTorch/examples/gpu_migration/computer_vision/classification/torchvision/train.py"
+)
+
+
+def _gpu_migration_classification() -> PublicScript:
+    """Model-References' GPU-migration copy of torchvision's classification reference, CUDA code
+    run on the HPU by the GPU Migration Toolkit as its README runs it
+    (`PT_HPU_GPU_MIGRATION=1 PT_HPU_CONVERT_FP16_TO_BF16_FOR_MIGRATION=1 PT_HPU_LAZY_MODE=0
+    train.py --device=cuda --opt=sgd --amp --use-torch-compile`), resnet18 (its default), 1
+    epoch of batch 4, on the staged small ImageNet folder."""
+    env = (("PT_HPU_GPU_MIGRATION", "1"), ("PT_HPU_CONVERT_FP16_TO_BF16_FOR_MIGRATION", "1"))
+    args = ("--batch-size=4", "--model=resnet18", "--device=cuda", "--data-path=./imagenet")
+    args += ("--workers=0", "--epochs=1", "--opt=sgd", "--amp", "--use-torch-compile")
+    return PublicScript(
+        "mr gpu_migration torchvision classification resnet18 (eager, amp, torch.compile)",
+        _MR,
+        _MIGRATED_CLASSIFICATION,
+        args,
+        env=(*env, ("GPU_MIGRATION_LOG_LEVEL", "1"), ("PT_HPU_LAZY_MODE", "0")),
+        data=("imagenet-folder",),
+        needs=("torchvision",),
     )
 
 
@@ -274,6 +348,19 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "examples/text-generation/run_generation.py",
         (*_LLAMA_GENERATION, "--use_hpu_graphs", *_LLAMA_FAST),
     ),
+    _optimum_example(
+        "oh run_mlm: train a BERT line by line (lazy, bf16, padded to max length)",
+        "examples/language-modeling/run_mlm.py",
+        _MLM,
+        needs=("datasets", "evaluate"),
+        data=("tiny-bert",),
+    ),
+    _optimum_example(
+        "oh run_feature_extraction: BERT embeddings (bf16, HPU graphs)",
+        "examples/text-feature-extraction/run_feature_extraction.py",
+        _FEATURE_EXTRACTION,
+        data=("tiny-bert",),
+    ),
     PublicScript(
         "oh test_habana_profiler_unit",
         _OH,
@@ -313,12 +400,8 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "PyTorch/examples/custom_op/pt2_custom_op_API/hpu_custom_op_topk_test.py",
         excluded="a TPC kernel built against Synapse's headers and libraries (a Gaudi SDK build)",
     ),
-    PublicScript(
-        "mr torchvision classification",
-        _MR,
-        "PyTorch/computer_vision/classification/torchvision/train.py",
-        excluded="reads ImageNet (a local copy of 150 GB; its loaders are not staged small yet)",
-    ),
+    *(_torchvision_classification(*run) for run in _CLASSIFICATION_RUNS),
+    _gpu_migration_classification(),
 )
 
 
@@ -357,11 +440,10 @@ def _wikitext2(root: Path) -> None:
 def _tiny_causal_lms(root: Path) -> None:
     """What optimum-habana's examples would download from the Hub, small and random:
     - ./tiny-gpt2: GPT-2 of 2 layers x 64 (GPT-2's vocabulary size and context: the examples pad
-      with its eos id 50256) with a byte-level BPE tokenizer trained on ./data/train.txt (lines
-      of words drawn from 500);
+      with its eos id 50256) with a byte-level BPE tokenizer trained on `_hub_text`'s lines;
     - ./tiny-llama: LLaMA of 2 layers x 64, 4 heads over 2 KV heads (grouped-query attention,
       RMSNorm, rotary embeddings: the fused kernels optimum-habana uses on Gaudi), same tokenizer;
-    - ./gaudi_config.json: fused AdamW and clip norm, torch autocast (as the Hub's Habana/gpt2)."""
+    - `_hub_text`'s ./data/train.txt and ./gaudi_config.json."""
     import torch
     from tokenizers import ByteLevelBPETokenizer
     from transformers import (
@@ -373,11 +455,7 @@ def _tiny_causal_lms(root: Path) -> None:
         PreTrainedTokenizerFast,
     )
 
-    rng = random.Random(0)
-    vocabulary = [f"w{i}" for i in range(500)]
-    lines = [" ".join(rng.choices(vocabulary, k=rng.randint(5, 40))) for _ in range(2_000)]
-    (root / "data").mkdir(parents=True, exist_ok=True)
-    (root / "data" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
+    lines = _hub_text(root)
     gpt2, llama = root / "tiny-gpt2", root / "tiny-llama"
     gpt2.mkdir()
     bpe = ByteLevelBPETokenizer()
@@ -400,8 +478,43 @@ def _tiny_causal_lms(root: Path) -> None:
     heads = {"num_attention_heads": 4, "num_key_value_heads": 2}
     config = LlamaConfig(vocab_size=32000, bos_token_id=0, eos_token_id=0, **shape, **heads)
     LlamaForCausalLM(config).save_pretrained(llama)
+
+
+_WORDS = [f"w{i}" for i in range(500)]
+"""The vocabulary of the staged text: the tiny models' tokenizers are built on it."""
+
+
+def _hub_text(root: Path) -> list[str]:
+    """What the optimum-habana examples' staged models share: ./data/train.txt (2,000 lines of
+    words drawn from `_WORDS`, returned) and ./gaudi_config.json (fused AdamW and clip norm,
+    torch autocast: as the Hub's Habana/gpt2 and Habana/bert-base-uncased)."""
+    rng = random.Random(0)
+    lines = [" ".join(rng.choices(_WORDS, k=rng.randint(5, 40))) for _ in range(2_000)]
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    (root / "data" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
     gaudi = {"use_fused_adam": True, "use_fused_clip_norm": True, "use_torch_autocast": True}
     (root / "gaudi_config.json").write_text(json.dumps(gaudi))
+    return lines
+
+
+def _tiny_bert(root: Path) -> None:
+    """A BERT encoder as the Hub's bert-base-uncased / gte-small would give it, small and
+    random: ./tiny-bert, 2 layers x 64, 4 heads, with its masked-LM head (`AutoModel` loads the
+    encoder alone) and a WordPiece tokenizer whose vocabulary is BERT's special tokens and
+    `_WORDS`; plus `_hub_text`."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    _hub_text(root)
+    bert = root / "tiny-bert"
+    bert.mkdir()
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *_WORDS]
+    (bert / "vocab.txt").write_text("\n".join(vocabulary) + "\n", encoding="utf8")
+    BertTokenizerFast(vocab_file=str(bert / "vocab.txt")).save_pretrained(bert)
+    torch.manual_seed(0)
+    shape = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2}
+    config = BertConfig(vocab_size=len(vocabulary), num_attention_heads=4, **shape)
+    BertForMaskedLM(config).save_pretrained(bert)
 
 
 def _idx_file(path: Path, kind: int, data: bytes, *dims: int) -> None:
@@ -427,7 +540,27 @@ def _torchvision_mnist(datasets: Path) -> None:
         _idx_file(raw / f"{prefix}-labels-idx1-ubyte", 1, labels, count)
 
 
+def _image_folder(root: Path, classes: int = 8, train: int = 2, val: int = 1) -> None:
+    """ImageNet's layout as `torchvision.datasets.ImageFolder` reads it (the one Model-References'
+    classification scripts take as `--data-path`): `root`/train/<wnid>/<name>.JPEG and
+    `root`/val/<wnid>/..., `classes` folders named like ImageNet's WordNet ids, `train` and `val`
+    RGB JPEGs each of 64 x 48 pixels (the scripts' crops upscale them to 224); random pixels."""
+    from PIL import Image
+
+    rng = random.Random(0)
+    for split, count in (("train", train), ("val", val)):
+        for label in range(classes):
+            wnid = f"n{1_440_764 + label:08d}"
+            folder = root / split / wnid
+            folder.mkdir(parents=True, exist_ok=True)
+            for index in range(count):
+                pixels = rng.randbytes(64 * 48 * 3)
+                image = Image.frombytes("RGB", (64, 48), pixels)
+                image.save(folder / f"{wnid}_{index}.JPEG", quality=90)
+
+
 DATA: dict[str, Callable[[Path], None]] = {
+    "imagenet-folder": lambda root: _image_folder(root / "imagenet"),  # --data-path=./imagenet
     "torchvision-mnist": lambda root: _torchvision_mnist(root / "data"),  # ./data
     "torchvision-mnist-above": lambda root: _torchvision_mnist(root.parent / "data"),  # ../data
     # lightning-habana's fabric example: <repository>/Datasets
@@ -439,6 +572,7 @@ DATA: dict[str, Callable[[Path], None]] = {
     "lightning-mnist": _lightning_mnist,
     "wikitext-2": _wikitext2,
     "tiny-causal-lms": _tiny_causal_lms,
+    "tiny-bert": _tiny_bert,
 }
 
 
