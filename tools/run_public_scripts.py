@@ -69,6 +69,12 @@ class PublicScript:
     needs: tuple[str, ...] = ()  # modules of pyproject's `examples` (or `deepspeed`) extra
     equivalent: str = ""  # a script of this repository run in the public one's folder instead
     launched: bool = False  # started by a launcher (deepspeed, torchrun) even on one card
+    extract: str = ""  # the folder to extract, when the script imports from above its own
+
+
+def _extracted_folder(script: PublicScript) -> str:
+    """The folder of the repository a run needs: the script's own, or the one it imports from."""
+    return script.extract or str(Path(script.path).parent)
 
 
 _LH = "lightning-habana"
@@ -219,27 +225,43 @@ _CLASSIFICATION_ARGS = (
     *("--epochs=1", "--workers=0", "--print-freq=1", "--output-dir=.", "--seed=123"),
     *("--dl-time-exclude=False", "--dl-worker-type=HABANA"),
 )
-_CLASSIFICATION_RUNS = (
-    ("lazy, HPU graphs", "1", ()),
-    (
-        "eager, torch.compile, autocast",
+_EAGER = "--run-lazy-mode=False"  # the README passes it in eager mode (deprecated, no effect)
+_CLASSIFICATION_RUNS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
+    ("lazy, HPU graphs", "1", (), 1),
+    ("eager, torch.compile, autocast", "0", ("--autocast", _EAGER, "--use_torch_compile"), 1),
+    (  # the README's 8-card eager command: FusedLars over FusedResourceApplyMomentum, DDP
+        "eager, autocast, LARS, 2 cards (README: mpirun -n 8)",
         "0",
-        ("--autocast", "--run-lazy-mode=False", "--use_torch_compile"),
+        (
+            "--autocast",
+            "--optimizer=lars",
+            "-eoe",
+            "3",
+            "-ebe",
+            "4",
+            "--label-smoothing=0.1",
+            _EAGER,
+        ),
+        2,
     ),
 )
 
 
-def _torchvision_classification(how: str, lazy: str, extra: tuple[str, ...]) -> PublicScript:
+def _torchvision_classification(
+    how: str, lazy: str, extra: tuple[str, ...], cards: int
+) -> PublicScript:
     """Model-References' ImageNet classification `train.py` as its README runs ResNet50 (here
     its default model, resnet18, which its help lists first; 1 epoch of batch 4, no workers) on a
     staged small ImageNet folder: `habana_dataloader` (`--dl-worker-type=HABANA`) falls back to
     torch's DataLoader without a media pipe, as on a Gaudi without one; lazy mode wraps the
-    model in its ModuleCacher (`--hpu_graphs` defaults to True), eager mode compiles it."""
+    model in its ModuleCacher (`--hpu_graphs` defaults to True), eager mode compiles it or
+    (on 2 cards, its `init_distributed_mode` reading torchrun's variables) trains with LARS."""
     return PublicScript(
         f"mr torchvision classification resnet18 ({how})",
         _MR,
         _CLASSIFICATION,
         (*_CLASSIFICATION_ARGS, *extra),
+        cards=cards,
         env=(("PT_HPU_LAZY_MODE", lazy),),
         data=("imagenet-folder",),
         needs=("torchvision",),
@@ -360,6 +382,18 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "examples/text-feature-extraction/run_feature_extraction.py",
         _FEATURE_EXTRACTION,
         data=("tiny-bert",),
+    ),
+    PublicScript(
+        "oh run_pipeline: LLaMA text-generation pipeline (sampling, KV cache, HPU graphs)",
+        _OH,
+        "examples/text-generation/text-generation-pipeline/run_pipeline.py",
+        (  # the README's first command, on the staged LLaMA, 20 new tokens
+            *("--model_name_or_path", "./tiny-llama", "--use_hpu_graphs", "--use_kv_cache"),
+            *("--max_new_tokens", "20", "--do_sample", "--prompt", "Here is my prompt"),
+        ),
+        env=_HF_OFFLINE,
+        data=("tiny-causal-lms",),
+        extract="examples/text-generation",  # it imports run_generation and utils from there
     ),
     PublicScript(
         "oh test_habana_profiler_unit",
@@ -649,7 +683,8 @@ def run_one(
         return Outcome(script.name, "not installed", detail=why)
     with tempfile.TemporaryDirectory(prefix="public-script-") as tmp_name:
         tmp = Path(tmp_name)
-        folder = extract_suite(checkout, tmp, str(Path(script.path).parent), ref)
+        extract_suite(checkout, tmp, _extracted_folder(script), ref)
+        folder = tmp / Path(script.path).parent
         for key in script.data:
             DATA[key](folder)
         if script.equivalent:
