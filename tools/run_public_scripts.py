@@ -13,14 +13,18 @@ documentation runs it, under `hpuprof record --emulate` (scripts) or under pytes
 first on `PYTHONPATH` (test files).
 
 The lightning-habana commands are those its CI runs on Gaudi (`.azure/hpu-tests.yml`), one
-entry per command or documented option. Scripts that download a dataset get a synthetic one of the same format and shapes, written where
-the download would have put it (`DATA`), so they run without the internet; nothing else is
-changed. Scripts that need what cannot exist here are listed with the reason and not run:
-`torchvision` (PyPI's wheel is a CUDA build that does not import beside this CPU torch), a
-compiled TPC kernel, a dataset of real images. Where a script of this repository follows such a
-script step for step without what is missing (`tools/equivalents/`: DeepSpeed's CIFAR-10 without
-torchvision), it runs in the public script's folder, named as such in the table. Prints one
-line per script and the tally;
+entry per command or documented option. Scripts that download a dataset or a Hub model get a
+synthetic one of the same format and shapes (MNIST, WikiText-2, an ImageNet folder of small
+JPEGs; tiny random GPT-2, LLaMA, BERT and DDPM models), written where the download would have
+put it or where the documented argument points (`DATA`), so they run without the internet;
+nothing else is changed. torchvision is PyPI's, served while emulating
+(`hpusim.torchvision_ops`); the optimum-habana examples need the `[examples]` extra. Scripts
+that need what cannot exist here are listed with the reason and not run (a compiled TPC kernel,
+CIFAR-10's md5-checked download, a lightning-habana option that fails the same way on a
+Gaudi). Where a script of this repository follows such a script step for step without what is
+missing (`tools/equivalents/`: DeepSpeed's CIFAR-10 on random CIFAR-shaped data), it runs in
+the public script's folder, named as such in the table. 45 entries: 42 run, 3 listed with
+their reason. Prints one line per script and the tally;
 `--before REF` runs each script a second time on the emulator (hpusim and shim) of this
 repository's commit REF, extracted with `git archive`: the baseline, measured in the same run.
 """
@@ -395,6 +399,19 @@ SCRIPTS: tuple[PublicScript, ...] = (
         data=("tiny-causal-lms",),
         extract="examples/text-generation",  # it imports run_generation and utils from there
     ),
+    PublicScript(  # the README's command until 1.19 (google/ddpm-ema-celebahq-256, batch 16)
+        "oh unconditional_image_generation: DDPM, Gaudi DDIM scheduler, HPU graphs, bf16",
+        _OH,
+        "examples/stable-diffusion/unconditional_image_generation.py",
+        (
+            *("--model_name_or_path", "./tiny-ddpm", "--batch_size", "2"),
+            *("--num_inference_steps", "10", "--use_habana", "--use_gaudi_ddim_scheduler"),
+            *("--use_hpu_graphs", "--sdp_on_bf16", "--bf16", "--save_outputs"),
+            *("--output_dir", "./"),
+        ),
+        env=_HF_OFFLINE,
+        data=("tiny-ddpm",),
+    ),
     PublicScript(
         "oh test_habana_profiler_unit",
         _OH,
@@ -551,6 +568,28 @@ def _tiny_bert(root: Path) -> None:
     BertForMaskedLM(config).save_pretrained(bert)
 
 
+def _tiny_ddpm(root: Path) -> None:
+    """What `DDPMPipeline.from_pretrained("google/ddpm-ema-celebahq-256")` would download, small
+    and random: ./tiny-ddpm with a UNet2DModel of 32 x 32 RGB samples (two resolutions of 32 and
+    64 channels, attention at the lower), DDPM's 1,000-step scheduler in scheduler/ and, as in
+    that Hub repository, its scheduler config at the top (where the example loads it from)."""
+    import torch
+    from diffusers import DDPMPipeline, DDPMScheduler, UNet2DModel
+
+    torch.manual_seed(0)
+    unet = UNet2DModel(
+        sample_size=32,
+        layers_per_block=1,
+        block_out_channels=(32, 64),
+        down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+        up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+        norm_num_groups=8,
+    )
+    scheduler = DDPMScheduler(num_train_timesteps=1000)
+    DDPMPipeline(unet=unet, scheduler=scheduler).save_pretrained(root / "tiny-ddpm")
+    scheduler.save_config(root / "tiny-ddpm")
+
+
 def _idx_file(path: Path, kind: int, data: bytes, *dims: int) -> None:
     """An MNIST file in its IDX format: magic (0x08 = uint8, `kind` = number of dimensions),
     the dimensions as big-endian int32, then the bytes."""
@@ -607,6 +646,7 @@ DATA: dict[str, Callable[[Path], None]] = {
     "wikitext-2": _wikitext2,
     "tiny-causal-lms": _tiny_causal_lms,
     "tiny-bert": _tiny_bert,
+    "tiny-ddpm": _tiny_ddpm,
 }
 
 
