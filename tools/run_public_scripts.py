@@ -13,14 +13,20 @@ documentation runs it, under `hpuprof record --emulate` (scripts) or under pytes
 first on `PYTHONPATH` (test files).
 
 The lightning-habana commands are those its CI runs on Gaudi (`.azure/hpu-tests.yml`), one
-entry per command or documented option. Scripts that download a dataset get a synthetic one of the same format and shapes, written where
-the download would have put it (`DATA`), so they run without the internet; nothing else is
-changed. Scripts that need what cannot exist here are listed with the reason and not run:
-`torchvision` (PyPI's wheel is a CUDA build that does not import beside this CPU torch), a
-compiled TPC kernel, a dataset of real images. Where a script of this repository follows such a
-script step for step without what is missing (`tools/equivalents/`: DeepSpeed's CIFAR-10 without
-torchvision), it runs in the public script's folder, named as such in the table. Prints one
-line per script and the tally;
+entry per command or documented option. Scripts that download a dataset or a Hub model get a
+synthetic one of the same format and shapes (MNIST, WikiText-2, an ImageNet folder of small
+JPEGs; tiny random GPT-2, LLaMA, BERT and DDPM models), written where the download would have
+put it or where the documented argument points (`DATA`), so they run without the internet;
+nothing else is changed. torchvision is PyPI's, served while emulating
+(`hpusim.torchvision_ops`); the optimum-habana examples need the `[examples]` extra. Scripts
+that need what cannot exist here are listed with the reason and not run (a compiled TPC kernel,
+CIFAR-10's md5-checked download, a lightning-habana option that fails the same way on a
+Gaudi). Where a script of this repository follows such a script step for step without what is
+missing (`tools/equivalents/`: DeepSpeed's CIFAR-10 on random CIFAR-shaped data), it runs in
+the public script's folder, named as such in the table. 45 entries: 42 run, 3 listed with
+their reason; all 42 complete, in 50 minutes on 2 shared cores (the four 2-card hello_world
+mnist runs take 4-7 minutes each: that script starts 12 spawned DataLoader workers per loader
+and rank). Prints one line per script and the tally;
 `--before REF` runs each script a second time on the emulator (hpusim and shim) of this
 repository's commit REF, extracted with `git archive`: the baseline, measured in the same run.
 """
@@ -69,6 +75,12 @@ class PublicScript:
     needs: tuple[str, ...] = ()  # modules of pyproject's `examples` (or `deepspeed`) extra
     equivalent: str = ""  # a script of this repository run in the public one's folder instead
     launched: bool = False  # started by a launcher (deepspeed, torchrun) even on one card
+    extract: str = ""  # the folder to extract, when the script imports from above its own
+
+
+def _extracted_folder(script: PublicScript) -> str:
+    """The folder of the repository a run needs: the script's own, or the one it imports from."""
+    return script.extract or str(Path(script.path).parent)
 
 
 _LH = "lightning-habana"
@@ -104,6 +116,19 @@ _CLM = (  # the README's command, on the staged model and text, 8 steps
     *("--use_hpu_graphs_for_inference", "--throughput_warmup_steps", "3"),
 )
 _HELLO = "PyTorch/examples/computer_vision/hello_world"
+_MLM = (  # the README's command (roberta-base), on the staged BERT and text, line by line
+    *("--model_name_or_path", "./tiny-bert", "--train_file", "./data/train.txt", "--do_train"),
+    *("--line_by_line", "--pad_to_max_length", "--max_seq_length", "64"),
+    *("--per_device_train_batch_size", "4", "--max_steps", "8", "--bf16"),
+    *("--output_dir", "./out", "--overwrite_output_dir", "--report_to", "none"),
+    *("--gaudi_config_name", "./gaudi_config.json", "--use_habana", "--use_lazy_mode"),
+    *("--use_hpu_graphs_for_inference", "--throughput_warmup_steps", "3"),
+)
+_FEATURE_EXTRACTION = (  # the README's command, its sentences, on the staged BERT (gte-small's kind)
+    *("--model_name_or_path", "./tiny-bert", "--source_sentence", "w1 w2 w3 w4"),
+    *("--input_texts", "w5 w6 w7", "w8 w9 w10 w11 w12", "w13 w14"),
+    *("--use_hpu_graphs", "--sdp_on_bf16", "--bf16"),
+)
 
 
 def _mnist_example(name: str, path: str, args: tuple[str, ...]) -> PublicScript:
@@ -116,12 +141,15 @@ _LANGUAGE_MODEL_STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO
 
 
 def _optimum_example(
-    name: str, path: str, args: tuple[str, ...], needs: tuple[str, ...] = ()
+    name: str,
+    path: str,
+    args: tuple[str, ...],
+    needs: tuple[str, ...] = (),
+    data: tuple[str, ...] = ("tiny-causal-lms",),
 ) -> PublicScript:
-    """An optimum-habana example on the staged tiny GPT-2 / LLaMA, with the Hub offline."""
-    return PublicScript(
-        name, _OH, path, args, env=_HF_OFFLINE, data=("tiny-causal-lms",), needs=needs
-    )
+    """An optimum-habana example on staged tiny random models (GPT-2 / LLaMA, or BERT), with the
+    Hub offline."""
+    return PublicScript(name, _OH, path, args, env=_HF_OFFLINE, data=data, needs=needs)
 
 
 def _language_model(strategy: str) -> PublicScript:
@@ -194,6 +222,80 @@ def _deepspeed_cifar10(cards: int, compiled: bool) -> PublicScript:
         needs=("deepspeed",),
         equivalent="tools/equivalents/cifar10_deepspeed.py",
         launched=True,
+    )
+
+
+_CLASSIFICATION = "PyTorch/computer_vision/classification/torchvision/train.py"
+_CLASSIFICATION_ARGS = (
+    *("--data-path=./imagenet", "--model=resnet18", "--device=hpu", "--batch-size=4"),
+    *("--epochs=1", "--workers=0", "--print-freq=1", "--output-dir=.", "--seed=123"),
+    *("--dl-time-exclude=False", "--dl-worker-type=HABANA"),
+)
+_EAGER = "--run-lazy-mode=False"  # the README passes it in eager mode (deprecated, no effect)
+_CLASSIFICATION_RUNS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
+    ("lazy, HPU graphs", "1", (), 1),
+    ("eager, torch.compile, autocast", "0", ("--autocast", _EAGER, "--use_torch_compile"), 1),
+    (  # the README's 8-card eager command: FusedLars over FusedResourceApplyMomentum, DDP
+        "eager, autocast, LARS, 2 cards (README: mpirun -n 8)",
+        "0",
+        (
+            "--autocast",
+            "--optimizer=lars",
+            "-eoe",
+            "3",
+            "-ebe",
+            "4",
+            "--label-smoothing=0.1",
+            _EAGER,
+        ),
+        2,
+    ),
+)
+
+
+def _torchvision_classification(
+    how: str, lazy: str, extra: tuple[str, ...], cards: int
+) -> PublicScript:
+    """Model-References' ImageNet classification `train.py` as its README runs ResNet50 (here
+    its default model, resnet18, which its help lists first; 1 epoch of batch 4, no workers) on a
+    staged small ImageNet folder: `habana_dataloader` (`--dl-worker-type=HABANA`) falls back to
+    torch's DataLoader without a media pipe, as on a Gaudi without one; lazy mode wraps the
+    model in its ModuleCacher (`--hpu_graphs` defaults to True), eager mode compiles it or
+    (on 2 cards, its `init_distributed_mode` reading torchrun's variables) trains with LARS."""
+    return PublicScript(
+        f"mr torchvision classification resnet18 ({how})",
+        _MR,
+        _CLASSIFICATION,
+        (*_CLASSIFICATION_ARGS, *extra),
+        cards=cards,
+        env=(("PT_HPU_LAZY_MODE", lazy),),
+        data=("imagenet-folder",),
+        needs=("torchvision",),
+    )
+
+
+_MIGRATED_CLASSIFICATION = (
+    "PyTorch/examples/gpu_migration/computer_vision/classification/torchvision/train.py"
+)
+
+
+def _gpu_migration_classification() -> PublicScript:
+    """Model-References' GPU-migration copy of torchvision's classification reference, CUDA code
+    run on the HPU by the GPU Migration Toolkit as its README runs it
+    (`PT_HPU_GPU_MIGRATION=1 PT_HPU_CONVERT_FP16_TO_BF16_FOR_MIGRATION=1 PT_HPU_LAZY_MODE=0
+    train.py --device=cuda --opt=sgd --amp --use-torch-compile`), resnet18 (its default), 1
+    epoch of batch 4, on the staged small ImageNet folder."""
+    env = (("PT_HPU_GPU_MIGRATION", "1"), ("PT_HPU_CONVERT_FP16_TO_BF16_FOR_MIGRATION", "1"))
+    args = ("--batch-size=4", "--model=resnet18", "--device=cuda", "--data-path=./imagenet")
+    args += ("--workers=0", "--epochs=1", "--opt=sgd", "--amp", "--use-torch-compile")
+    return PublicScript(
+        "mr gpu_migration torchvision classification resnet18 (eager, amp, torch.compile)",
+        _MR,
+        _MIGRATED_CLASSIFICATION,
+        args,
+        env=(*env, ("GPU_MIGRATION_LOG_LEVEL", "1"), ("PT_HPU_LAZY_MODE", "0")),
+        data=("imagenet-folder",),
+        needs=("torchvision",),
     )
 
 
@@ -274,6 +376,44 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "examples/text-generation/run_generation.py",
         (*_LLAMA_GENERATION, "--use_hpu_graphs", *_LLAMA_FAST),
     ),
+    _optimum_example(
+        "oh run_mlm: train a BERT line by line (lazy, bf16, padded to max length)",
+        "examples/language-modeling/run_mlm.py",
+        _MLM,
+        needs=("datasets", "evaluate"),
+        data=("tiny-bert",),
+    ),
+    _optimum_example(
+        "oh run_feature_extraction: BERT embeddings (bf16, HPU graphs)",
+        "examples/text-feature-extraction/run_feature_extraction.py",
+        _FEATURE_EXTRACTION,
+        data=("tiny-bert",),
+    ),
+    PublicScript(
+        "oh run_pipeline: LLaMA text-generation pipeline (sampling, KV cache, HPU graphs)",
+        _OH,
+        "examples/text-generation/text-generation-pipeline/run_pipeline.py",
+        (  # the README's first command, on the staged LLaMA, 20 new tokens
+            *("--model_name_or_path", "./tiny-llama", "--use_hpu_graphs", "--use_kv_cache"),
+            *("--max_new_tokens", "20", "--do_sample", "--prompt", "Here is my prompt"),
+        ),
+        env=_HF_OFFLINE,
+        data=("tiny-causal-lms",),
+        extract="examples/text-generation",  # it imports run_generation and utils from there
+    ),
+    PublicScript(  # the README's command until 1.19 (google/ddpm-ema-celebahq-256, batch 16)
+        "oh unconditional_image_generation: DDPM, Gaudi DDIM scheduler, HPU graphs, bf16",
+        _OH,
+        "examples/stable-diffusion/unconditional_image_generation.py",
+        (
+            *("--model_name_or_path", "./tiny-ddpm", "--batch_size", "2"),
+            *("--num_inference_steps", "10", "--use_habana", "--use_gaudi_ddim_scheduler"),
+            *("--use_hpu_graphs", "--sdp_on_bf16", "--bf16", "--save_outputs"),
+            *("--output_dir", "./"),
+        ),
+        env=_HF_OFFLINE,
+        data=("tiny-ddpm",),
+    ),
     PublicScript(
         "oh test_habana_profiler_unit",
         _OH,
@@ -313,12 +453,8 @@ SCRIPTS: tuple[PublicScript, ...] = (
         "PyTorch/examples/custom_op/pt2_custom_op_API/hpu_custom_op_topk_test.py",
         excluded="a TPC kernel built against Synapse's headers and libraries (a Gaudi SDK build)",
     ),
-    PublicScript(
-        "mr torchvision classification",
-        _MR,
-        "PyTorch/computer_vision/classification/torchvision/train.py",
-        excluded="reads ImageNet (a local copy of 150 GB; its loaders are not staged small yet)",
-    ),
+    *(_torchvision_classification(*run) for run in _CLASSIFICATION_RUNS),
+    _gpu_migration_classification(),
 )
 
 
@@ -357,11 +493,10 @@ def _wikitext2(root: Path) -> None:
 def _tiny_causal_lms(root: Path) -> None:
     """What optimum-habana's examples would download from the Hub, small and random:
     - ./tiny-gpt2: GPT-2 of 2 layers x 64 (GPT-2's vocabulary size and context: the examples pad
-      with its eos id 50256) with a byte-level BPE tokenizer trained on ./data/train.txt (lines
-      of words drawn from 500);
+      with its eos id 50256) with a byte-level BPE tokenizer trained on `_hub_text`'s lines;
     - ./tiny-llama: LLaMA of 2 layers x 64, 4 heads over 2 KV heads (grouped-query attention,
       RMSNorm, rotary embeddings: the fused kernels optimum-habana uses on Gaudi), same tokenizer;
-    - ./gaudi_config.json: fused AdamW and clip norm, torch autocast (as the Hub's Habana/gpt2)."""
+    - `_hub_text`'s ./data/train.txt and ./gaudi_config.json."""
     import torch
     from tokenizers import ByteLevelBPETokenizer
     from transformers import (
@@ -373,11 +508,7 @@ def _tiny_causal_lms(root: Path) -> None:
         PreTrainedTokenizerFast,
     )
 
-    rng = random.Random(0)
-    vocabulary = [f"w{i}" for i in range(500)]
-    lines = [" ".join(rng.choices(vocabulary, k=rng.randint(5, 40))) for _ in range(2_000)]
-    (root / "data").mkdir(parents=True, exist_ok=True)
-    (root / "data" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
+    lines = _hub_text(root)
     gpt2, llama = root / "tiny-gpt2", root / "tiny-llama"
     gpt2.mkdir()
     bpe = ByteLevelBPETokenizer()
@@ -400,8 +531,65 @@ def _tiny_causal_lms(root: Path) -> None:
     heads = {"num_attention_heads": 4, "num_key_value_heads": 2}
     config = LlamaConfig(vocab_size=32000, bos_token_id=0, eos_token_id=0, **shape, **heads)
     LlamaForCausalLM(config).save_pretrained(llama)
+
+
+_WORDS = [f"w{i}" for i in range(500)]
+"""The vocabulary of the staged text: the tiny models' tokenizers are built on it."""
+
+
+def _hub_text(root: Path) -> list[str]:
+    """What the optimum-habana examples' staged models share: ./data/train.txt (2,000 lines of
+    words drawn from `_WORDS`, returned) and ./gaudi_config.json (fused AdamW and clip norm,
+    torch autocast: as the Hub's Habana/gpt2 and Habana/bert-base-uncased)."""
+    rng = random.Random(0)
+    lines = [" ".join(rng.choices(_WORDS, k=rng.randint(5, 40))) for _ in range(2_000)]
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    (root / "data" / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
     gaudi = {"use_fused_adam": True, "use_fused_clip_norm": True, "use_torch_autocast": True}
     (root / "gaudi_config.json").write_text(json.dumps(gaudi))
+    return lines
+
+
+def _tiny_bert(root: Path) -> None:
+    """A BERT encoder as the Hub's bert-base-uncased / gte-small would give it, small and
+    random: ./tiny-bert, 2 layers x 64, 4 heads, with its masked-LM head (`AutoModel` loads the
+    encoder alone) and a WordPiece tokenizer whose vocabulary is BERT's special tokens and
+    `_WORDS`; plus `_hub_text`."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    _hub_text(root)
+    bert = root / "tiny-bert"
+    bert.mkdir()
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *_WORDS]
+    (bert / "vocab.txt").write_text("\n".join(vocabulary) + "\n", encoding="utf8")
+    BertTokenizerFast(vocab_file=str(bert / "vocab.txt")).save_pretrained(bert)
+    torch.manual_seed(0)
+    shape = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2}
+    config = BertConfig(vocab_size=len(vocabulary), num_attention_heads=4, **shape)
+    BertForMaskedLM(config).save_pretrained(bert)
+
+
+def _tiny_ddpm(root: Path) -> None:
+    """What `DDPMPipeline.from_pretrained("google/ddpm-ema-celebahq-256")` would download, small
+    and random: ./tiny-ddpm with a UNet2DModel of 32 x 32 RGB samples (two resolutions of 32 and
+    64 channels, attention at the lower), DDPM's 1,000-step scheduler in scheduler/ and, as in
+    that Hub repository, its scheduler config at the top (where the example loads it from)."""
+    import torch
+    from diffusers import DDPMPipeline, DDPMScheduler, UNet2DModel
+
+    torch.manual_seed(0)
+    unet = UNet2DModel(
+        sample_size=32,
+        layers_per_block=1,
+        block_out_channels=(32, 64),
+        down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+        up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+        norm_num_groups=8,
+    )
+    scheduler = DDPMScheduler(num_train_timesteps=1000)
+    DDPMPipeline(unet=unet, scheduler=scheduler).save_pretrained(root / "tiny-ddpm")
+    scheduler.save_config(root / "tiny-ddpm")
 
 
 def _idx_file(path: Path, kind: int, data: bytes, *dims: int) -> None:
@@ -427,7 +615,27 @@ def _torchvision_mnist(datasets: Path) -> None:
         _idx_file(raw / f"{prefix}-labels-idx1-ubyte", 1, labels, count)
 
 
+def _image_folder(root: Path, classes: int = 8, train: int = 2, val: int = 1) -> None:
+    """ImageNet's layout as `torchvision.datasets.ImageFolder` reads it (the one Model-References'
+    classification scripts take as `--data-path`): `root`/train/<wnid>/<name>.JPEG and
+    `root`/val/<wnid>/..., `classes` folders named like ImageNet's WordNet ids, `train` and `val`
+    RGB JPEGs each of 64 x 48 pixels (the scripts' crops upscale them to 224); random pixels."""
+    from PIL import Image
+
+    rng = random.Random(0)
+    for split, count in (("train", train), ("val", val)):
+        for label in range(classes):
+            wnid = f"n{1_440_764 + label:08d}"
+            folder = root / split / wnid
+            folder.mkdir(parents=True, exist_ok=True)
+            for index in range(count):
+                pixels = rng.randbytes(64 * 48 * 3)
+                image = Image.frombytes("RGB", (64, 48), pixels)
+                image.save(folder / f"{wnid}_{index}.JPEG", quality=90)
+
+
 DATA: dict[str, Callable[[Path], None]] = {
+    "imagenet-folder": lambda root: _image_folder(root / "imagenet"),  # --data-path=./imagenet
     "torchvision-mnist": lambda root: _torchvision_mnist(root / "data"),  # ./data
     "torchvision-mnist-above": lambda root: _torchvision_mnist(root.parent / "data"),  # ../data
     # lightning-habana's fabric example: <repository>/Datasets
@@ -439,6 +647,8 @@ DATA: dict[str, Callable[[Path], None]] = {
     "lightning-mnist": _lightning_mnist,
     "wikitext-2": _wikitext2,
     "tiny-causal-lms": _tiny_causal_lms,
+    "tiny-bert": _tiny_bert,
+    "tiny-ddpm": _tiny_ddpm,
 }
 
 
@@ -515,7 +725,8 @@ def run_one(
         return Outcome(script.name, "not installed", detail=why)
     with tempfile.TemporaryDirectory(prefix="public-script-") as tmp_name:
         tmp = Path(tmp_name)
-        folder = extract_suite(checkout, tmp, str(Path(script.path).parent), ref)
+        extract_suite(checkout, tmp, _extracted_folder(script), ref)
+        folder = tmp / Path(script.path).parent
         for key in script.data:
             DATA[key](folder)
         if script.equivalent:

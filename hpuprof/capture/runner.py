@@ -1,7 +1,10 @@
 """Run a user's script unchanged, in this process, under a started profiler (`hpuprof record`).
 
-The script runs with `runpy` as `__main__`, with `sys.argv` set to its own argv and its
-directory first on `sys.path`, exactly like `python script.py args...`. In-process (rather than
+The script runs with `runpy` as `__main__`, with `sys.argv` set to its own argv, its
+directory first on `sys.path` and its `__file__` absolute (as Python 3.9+ sets it for a script
+named on the command line: scripts that import from `Path(__file__).parent.parent` rely on it),
+like `python script.py args...` (one difference: `sys.argv[0]` is that absolute path too, where
+python leaves it as typed; runpy sets it to the path it runs). In-process (rather than
 a child with a bootstrap) keeps one process to profile and lets the emulator, enabled before
 the script starts, serve its `import habana_frameworks...` unchanged. `python -m pkg.mod`
 works too. Returns the exit status `python` would have returned.
@@ -55,6 +58,7 @@ def run_script(command: list[str]) -> ScriptOutcome:
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = argv
     if kind == "script":
+        target = str(Path(target).absolute())
         sys.path.insert(0, str(Path(target).resolve().parent))
     try:
         if kind == "module":

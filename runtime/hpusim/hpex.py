@@ -756,9 +756,12 @@ class FusedLamb(Optimizer):
         return loss
 
 
-class FusedLars:
+class FusedLars(Optimizer):
     """`hpex.optimizers.FusedLars(optimizer, skip_mask, eeta=0.001, eps=1e-8)`: wraps an SGD
-    optimizer; `hpu::optimizer_lars` rescales the gradients by the trust ratio first."""
+    optimizer; `hpu::optimizer_lars` rescales the gradients by the trust ratio first. An
+    `Optimizer` over the wrapped one's param groups and state, as the bridge's is (LR schedulers
+    take it: Model-References' ResNet LARS schedule wraps it in one); the wrapped optimizer's
+    defaults gain `skip_mask`, `eeta` and `eps`, as there."""
 
     def __init__(
         self, optimizer: Optimizer, skip_mask: list[int], eeta: float = 0.001, eps: float = 1e-8
@@ -767,13 +770,15 @@ class FusedLars:
         self.skip_mask = list(skip_mask)
         self.eeta = eeta
         self.eps = eps
-        self.param_groups = optimizer.param_groups
+        defaults = optimizer.defaults
+        defaults.update({"skip_mask": skip_mask, "eeta": eeta, "eps": eps})
+        super().__init__(optimizer.param_groups, defaults)
         self.state = optimizer.state
 
     def __getstate__(self) -> Any:
         return self.optim.__getstate__()
 
-    def zero_grad(self, set_to_none: bool = True) -> None:
+    def zero_grad(self, set_to_none: bool = False) -> None:
         self.optim.zero_grad(set_to_none=set_to_none)
 
     def state_dict(self) -> dict[str, Any]:

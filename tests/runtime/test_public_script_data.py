@@ -1,0 +1,66 @@
+"""The table of `tools/run_public_scripts.py` and the stand-ins it stages for downloads: every
+entry names data the tool can write, and the staged ImageNet folder and tiny BERT are what the
+scripts that read them need (the scripts themselves run in the tool, minutes each)."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+
+
+@pytest.fixture
+def tool(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(TOOLS))
+    return importlib.import_module("run_public_scripts")
+
+
+def test_every_entry_is_named_once_and_stages_known_data_inside_its_folder(
+    tool: ModuleType,
+) -> None:
+    names = [script.name for script in tool.SCRIPTS]
+    assert len(names) == len(set(names))
+    for script in tool.SCRIPTS:
+        assert set(script.data) <= set(tool.DATA), script.name
+        assert script.repo in tool.REPOS, script.name
+        folder = tool._extracted_folder(script)
+        assert Path(script.path).is_relative_to(folder), script.name
+    runnable = [script for script in tool.SCRIPTS if not script.excluded]
+    assert len(runnable) >= 40  # issue 24's target: at least 40 public scripts and test files
+
+
+def test_the_imagenet_folder_is_what_imagefolder_and_top5_accuracy_need(
+    tool: ModuleType, tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    tool.DATA["imagenet-folder"](tmp_path)
+    root = tmp_path / "imagenet"
+    train = sorted(p.name for p in (root / "train").iterdir())
+    val = sorted(p.name for p in (root / "val").iterdir())
+    # torchvision's reference sizes its head by the classes found and takes the top 5
+    assert train == val and len(train) >= 5
+    images = sorted(root.rglob("*.JPEG"))
+    assert {p.parent.name for p in images} == set(train)
+    for path in images:
+        with Image.open(path) as image:
+            assert (image.format, image.mode) == ("JPEG", "RGB")
+
+
+def test_the_tiny_bert_tokenizes_the_staged_text_without_unknown_words(
+    tool: ModuleType, tmp_path: Path
+) -> None:
+    pytest.importorskip("transformers")
+    from transformers import AutoTokenizer
+
+    tool.DATA["tiny-bert"](tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "tiny-bert")
+    line = (tmp_path / "data" / "train.txt").read_text().splitlines()[0]
+    ids = tokenizer(line)["input_ids"]
+    assert ids[0] == tokenizer.cls_token_id and ids[-1] == tokenizer.sep_token_id
+    assert tokenizer.unk_token_id not in ids
+    assert len(ids) == len(line.split()) + 2  # one WordPiece per staged word
