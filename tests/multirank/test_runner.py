@@ -71,8 +71,11 @@ def test_ranks_and_key_figures_rank_by_rank_equal_the_in_memory_report(tmp_path:
         report, _ = analyze_files(files, list(combined.meta["reports"]), workers=1)
         assert as_plain(report.sections["ranks"]) == as_plain(combined.sections["ranks"])
         assert report.meta["key_figures"] == combined.meta["key_figures"]
-    # the sample's two ranks differ by about 2%: each is compared with the median of both
-    assert sorted(round(r.vs_median_pct, 1) for r in report.sections["ranks"].ranks) == [-0.9, 0.9]
+    # the sample's two ranks differ (host times are measured, so by how much changes with each
+    # regeneration of the sample): each is compared with the median of both, so their
+    # deviations are opposite, not each rank's 0 against itself
+    low, high = sorted(r.vs_median_pct for r in report.sections["ranks"].ranks)
+    assert high > 0 and low == pytest.approx(-high)
 
 
 @pytest.mark.parametrize("fmt", ["text", "html", "json", "csv"])
