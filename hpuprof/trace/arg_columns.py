@@ -170,12 +170,7 @@ def value_column(column: str, coded: Coded, rows: NDArray[np.int64]) -> Any:
     )
     codes = coded.codes[rows]
     absent = typed.dtype.type(default)
-    hit = (
-        typed != absent
-        if not (isinstance(default, float) and math.isnan(default))
-        else ~np.isnan(typed)
-    )
-    if not hit[codes].any():
+    if not _present(typed, absent)[codes].any():
         return absent_column(absent, len(rows))
     return typed[codes]
 
@@ -410,14 +405,16 @@ def _numbers(
     return numbers
 
 
+def _present(values: NDArray[Any], absent: Any) -> NDArray[np.bool_]:
+    """Where `values` hold something other than the column's `absent` value (NaN too)."""
+    if isinstance(absent, float) and math.isnan(absent):
+        return ~np.isnan(values)
+    return np.asarray(values != absent, dtype=bool)
+
+
 def _scattered(n: int, rows: NDArray[np.int64], values: NDArray[Any], absent: Any) -> NDArray[Any]:
     """`values` at `rows` and `absent` elsewhere; one broadcast value when every one is absent."""
-    hit = (
-        values != absent
-        if not (isinstance(absent, float) and math.isnan(absent))
-        else ~np.isnan(values)
-    )
-    if not hit.any():
+    if not _present(values, absent).any():
         return absent_column(absent, n)
     out = np.full(n, absent, dtype=values.dtype)
     out[rows] = values

@@ -8,9 +8,10 @@ Analyses read these columns; none of them looks into the raw args for these fact
     is one), as torch.profiler attributes a kernel's time to the op that launched it;
   * launched as part of a graph (a lazy-mode graph `launch`, an HPU-graph `graph_replay`): one
     of the graph's own host ops with the same name (`opinfo.kernel_key(kernel) ==
-    opinfo.op_key(op)`; a fused chain's kernel takes its first op's name), the k-th device op of a name to the k-th host op of that name (modulo
-    their count), the ops taken from the graph's window on the launching thread (the
-    `graph_build` of that graph id before the launch; the `graph_capture` for a replay);
+    opinfo.op_key(op)`; a fused chain's kernel takes its first op's name), the k-th device op
+    of a name to the k-th host op of that name (modulo their count), the ops taken from the
+    graph's window on the launching thread (the `graph_build` of that graph id before the
+    launch; the `graph_capture` for a replay);
   * NO_ID when the trace does not say (no correlation, no op of that name in the graph).
 - `dtype`: host ops: their first floating input type; device rows: the `dataType` arg (Gaudi
   bridge, emulator), else the dtype of their op.
