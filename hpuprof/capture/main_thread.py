@@ -177,10 +177,9 @@ class MainThreadTicker:
             return False
         _TICKERS[self._key] = self
         self._add = add
-        self._thread = threading.Thread(
-            target=self._loop, name="hpuprof-window-ticker", daemon=True
-        )
-        self._thread.start()
+        thread = threading.Thread(target=self._loop, name="hpuprof-window-ticker", daemon=True)
+        thread.start()
+        self._thread = thread  # only once started: a Ctrl-C before leaves nothing to join
         return True
 
     def stop(self) -> None:

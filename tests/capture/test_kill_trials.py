@@ -100,6 +100,15 @@ def _leftovers(run: Path) -> list[str]:
     )
 
 
+def _stderr_tail(trial_dir: Path) -> str:
+    """The last lines the trial's `hpuprof record` wrote to stderr (what a failure was)."""
+    try:
+        lines = (trial_dir / "stderr.txt").read_text(errors="replace").splitlines()
+    except OSError as error:
+        return f"(no stderr: {error})"
+    return " | ".join(lines[-4:])
+
+
 def _check(trial: dict[str, Any]) -> str | None:
     """What is wrong with one trial, or None."""
     mode, run = trial["mode"], Path(trial["run_dir"])
@@ -109,7 +118,7 @@ def _check(trial: dict[str, Any]) -> str | None:
     # nothing: exit 0 is right then, if the run was whole and says completed (checked below)
     late = mode in ("SIGINT", "SIGTERM") and trial["status"] == 0 and trial["finished"]
     if trial["status"] not in EXPECTED_STATUS[mode] and not late:
-        return f"exit status {trial['status']}"
+        return f"exit status {trial['status']}; stderr ends: {_stderr_tail(run.parent)!r}"
     if not (run / "run.json").is_file():
         # only a signal before the profiler started leaves no run (and no step had run)
         if mode.startswith("SIG") and not trial["done"]:

@@ -1,0 +1,111 @@
+"""A Ctrl-C at any moment of the profiler's start leaves a profiler that stops cleanly: the
+KeyboardInterrupt is the only exception the script sees (never one of ours, which
+`hpuprof record` reports as an internal error, exit 70), and what was started is given back.
+
+Found by the kill trials: a SIGINT while `MainThreadTicker.start` waited for its new thread to
+come up left a thread object that `stop` then tried to join ("cannot join thread before it is
+started").
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+import hpuprof
+from hpuprof.capture.main_thread import MainThreadTicker
+from hpuprof.capture.profiler import HPUProfiler
+from hpuprof.capture.run_end import from_exception
+from hpuprof.capture.signals import SignalGuard
+
+pytest.importorskip("torch")
+
+PACKAGE = str(Path(hpuprof.__file__).resolve().parent)
+
+
+@pytest.mark.parametrize("thread_up", [False, True], ids=["before-thread-up", "after"])
+def test_ticker_interrupted_while_its_thread_starts_stops_cleanly(
+    monkeypatch: pytest.MonkeyPatch, thread_up: bool
+) -> None:
+    real_start = threading.Thread.start
+
+    def interrupted_start(self: threading.Thread) -> None:
+        if thread_up:
+            real_start(self)
+        raise KeyboardInterrupt  # as Python's SIGINT handler in `Thread.start`'s wait
+
+    ticker = MainThreadTicker(0.01, lambda: False, lambda: None, SignalGuard())
+    monkeypatch.setattr(threading.Thread, "start", interrupted_start)
+    with pytest.raises(KeyboardInterrupt):
+        ticker.start()
+    monkeypatch.undo()
+    ticker.stop()  # raised RuntimeError ("cannot join thread before it is started") before
+    alive = [t for t in threading.enumerate() if t.name == "hpuprof-window-ticker"]
+    for thread in alive:
+        thread.join(timeout=5)
+    assert not any(t.is_alive() for t in alive), "the ticker's thread did not end"
+
+
+class _InterruptAtLine:
+    """A trace function that raises KeyboardInterrupt at the `n`th line hpuprof runs (as
+    Python's SIGINT handler would there); `where` says which line that was."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.seen, self.where = n, 0, ""
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if not frame.f_code.co_filename.startswith(PACKAGE):
+            return None
+        if event == "line":
+            self.seen += 1
+            if self.seen == self.n:
+                sys.settrace(None)
+                self.where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+                raise KeyboardInterrupt
+        return self
+
+
+def _start_interrupted(run: Path, n: int) -> tuple[str, str | None]:
+    """Start a CPU-backend profiler with a Ctrl-C at hpuprof's `n`th line, then stop it as
+    `hpuprof record` does; (where it landed or "" when start has fewer lines, the problem)."""
+    prof = HPUProfiler(run, filename="t", backend="cpu", window_steps=1, if_busy="raise")
+    inject = _InterruptAtLine(n)
+    sys.settrace(inject)
+    try:
+        prof.start()
+    except KeyboardInterrupt as error:
+        try:
+            prof.stop(end=from_exception(error, signal_seen=prof.signal_seen))
+        except BaseException as stop_error:
+            return inject.where, f"stop raised {type(stop_error).__name__}: {stop_error}"
+        return inject.where, None
+    except BaseException as other:
+        return inject.where, f"start raised {type(other).__name__}: {other}"
+    finally:
+        sys.settrace(None)
+    prof.stop()
+    return "", None
+
+
+def test_ctrl_c_at_every_line_of_start(tmp_path: Path) -> None:
+    problems: list[str] = []
+    n = 1
+    while n < 20_000:  # a guard: the start runs ~900 lines of ours
+        where, problem = _start_interrupted(tmp_path / f"run{n}", n)
+        if not where:
+            break
+        if problem is not None:
+            problems.append(f"line {n} ({where}): {problem}")
+        n += 1
+    assert n > 100, "the start ran too few lines of hpuprof for this test to mean anything"
+    assert not problems, "\n".join(problems[:20])
+    # what each interrupted start took is given back: the next profiler in the directory starts
+    prof = HPUProfiler(tmp_path / "run1", filename="t", backend="cpu", if_busy="raise")
+    prof.start()
+    prof.stop()
+    assert (tmp_path / "run1" / "run.json").is_file()
