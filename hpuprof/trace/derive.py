@@ -203,9 +203,12 @@ def derive(
 # --- helpers over categorical columns ---------------------------------------------------------
 
 
-def _codes(col: pd.Series) -> tuple[NDArray[np.int64], list[str]]:
+def _codes(col: pd.Series) -> tuple[NDArray[np.integer[Any]], list[str]]:
+    """The column's codes (-1: none) and texts; a categorical's codes at their own width (an
+    int64 copy of every row's code was 8 bytes a row of the load's peak, several times over):
+    index tables with them (-1 picks a table's last entry), widen a subset before arithmetic."""
     if isinstance(col.dtype, pd.CategoricalDtype):
-        return col.cat.codes.to_numpy().astype(np.int64), [str(c) for c in col.cat.categories]
+        return col.cat.codes.to_numpy(), [str(c) for c in col.cat.categories]
     codes, uniques = pd.factorize(col.astype(str).to_numpy(dtype=object))
     return codes.astype(np.int64), [str(u) for u in uniques]
 
@@ -246,7 +249,7 @@ def _launch_positions(
     host = host[np.argsort(~is_cpu_op[host], kind="stable")]
     if len(dev) == 0 or len(host) == 0:
         return dev, np.full(len(dev), NO_ID, dtype=np.int64)
-    rank = events["rank"].to_numpy(dtype=np.int64)
+    rank = events["rank"].to_numpy()
     if rank[0] == rank[-1] and (rank == rank[0]).all():  # one rank: the correlation is the key
         return dev, _first_with_key(corr[host], host, corr[dev])
     lookup = pd.Series(host, index=pd.MultiIndex.from_arrays([rank[host], corr[host]]))
@@ -340,7 +343,7 @@ def _graph_ops(
     events: pd.DataFrame,
     dev: NDArray[np.int64],
     launch: NDArray[np.int64],
-    hpu_event: tuple[NDArray[np.int64], list[str]],
+    hpu_event: tuple[NDArray[np.integer[Any]], list[str]],
     is_cpu_op: NDArray[np.bool_],
 ) -> NDArray[np.int64]:
     """The host op of each device row launched as part of a graph (see the module docstring);
@@ -383,7 +386,7 @@ def _graph_ops(
 
 
 def _name_keys(
-    codes: NDArray[np.int64], texts: list[str], key_of: Any, keys: dict[str, int]
+    codes: NDArray[np.integer[Any]], texts: list[str], key_of: Any, keys: dict[str, int]
 ) -> NDArray[np.int64]:
     """The key number (in `keys`, which grows) of each row's name, given as name codes: one
     key per distinct name (code -1, no name, is the table's last entry)."""
@@ -484,7 +487,7 @@ def _own_dtypes(
 
     codes_in, cats = _codes(events["input_types"])
     per_cat = np.array([code(first_float_dtype(c)) for c in cats] + [0], dtype=np.int64)
-    dtype = per_cat[np.where(codes_in >= 0, codes_in, len(cats))]
+    dtype = per_cat[codes_in]  # (code -1, no input types: the table's last entry)
     dtype[~_is(events["kind"], {"cpu_op"})] = 0
     keyed = _keyed_device_rows(events)
     if data_types is not None:
@@ -520,13 +523,11 @@ def _flops(events: pd.DataFrame, ours: NDArray[np.float64]) -> NDArray[np.float6
         flops[keyed] = ours[keyed]
     ncodes, names = _codes(events["name"])
     mm_name = np.array([short_op(x) in MATMUL_CONV for x in names] + [False], dtype=bool)
-    mm = np.flatnonzero(
-        mm_name[np.where(ncodes >= 0, ncodes, len(names))] & _is(events["kind"], {"cpu_op"})
-    )
+    mm = np.flatnonzero(mm_name[ncodes] & _is(events["kind"], {"cpu_op"}))  # (-1: the last)
     if len(mm) == 0:
         return flops
     dcodes, dims = _codes(events["input_dims"])
-    pair = ncodes[mm] * (len(dims) + 1) + dcodes[mm]
+    pair = ncodes[mm].astype(np.int64) * (len(dims) + 1) + dcodes[mm]
     uniq, inv = np.unique(pair, return_inverse=True)
     width = len(dims) + 1
     by_shape = np.array(
