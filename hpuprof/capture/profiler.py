@@ -289,9 +289,9 @@ class HPUProfiler:
         if self.session.phase != "idle":
             raise UsageError("an HPUProfiler records once; create a new one for another run")
         self.paths.prepare()
-        if not self._take_lock():
-            return
-        try:
+        try:  # (the lock too: a Ctrl-C just after it is taken must give it back)
+            if not self._take_lock():
+                return
             self._open_and_begin()
         except BaseException:
             if not self.running:  # failed before the run went live: _finish did not run
@@ -326,8 +326,8 @@ class HPUProfiler:
                 base_ns=session.base_ns,
             )
         )
-        session.go_live()
-        try:
+        try:  # (a Ctrl-C between going live and the try would leave a live run nobody ends)
+            session.go_live()
             self._begin(str(meta.get("mode", "")), str(meta.get("device_profile", "")))
         except BaseException as error:  # the run directory is left whole, saying why
             self._finish(from_exception(error, signal_seen=self.signal_seen))

@@ -41,19 +41,20 @@ class RankLock:
     def acquire(self) -> None:
         """Take the lock now, or raise `RunDirectoryBusyError` naming the holder's pid (never
         waits). The directory must exist; an OSError of the file system propagates."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        # kept before the flock: a Ctrl-C from here on finds a lock that `release` gives back
+        # (an unlock of a lock not taken does nothing)
+        self._fd = fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _pid_in(fd)
-            os.close(fd)
+            self.release()
             raise RunDirectoryBusyError(self.root, self.rank, holder) from None
-        except OSError:
-            os.close(fd)
+        except BaseException:
+            self.release()
             raise
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
 
     def release(self) -> None:
         """Give the lock back (the file stays: removing it would race with the next taker)."""

@@ -95,10 +95,13 @@ class SignalGuard:
                 previous = signal.getsignal(sig)
                 if previous is None or previous == signal.SIG_IGN:
                     continue
+                # noted first: a Ctrl-C just after `signal.signal` finds ours to uninstall
+                self._installed[int(sig)] = self._chain[int(sig)] = previous
                 signal.signal(sig, self._handle)
             except (ValueError, OSError):  # pragma: no cover - embedded interpreters
+                self._installed.pop(int(sig), None)
+                self._chain.pop(int(sig), None)
                 continue
-            self._installed[int(sig)] = self._chain[int(sig)] = previous
         return self.installed
 
     def uninstall(self) -> None:

@@ -1,6 +1,8 @@
 """A Ctrl-C at any moment of the profiler's start leaves a profiler that stops cleanly: the
 KeyboardInterrupt is the only exception the script sees (never one of ours, which
-`hpuprof record` reports as an internal error, exit 70), and what was started is given back.
+`hpuprof record` reports as an internal error, exit 70), and what was started is given back
+(the signal handlers, the window ticker, the run directory's lock: in a notebook, an
+interrupted start must not leave the directory "being recorded by" the kernel itself).
 
 Found by the kill trials: a SIGINT while `MainThreadTicker.start` waited for its new thread to
 come up left a thread object that `stop` then tried to join ("cannot join thread before it is
@@ -9,6 +11,7 @@ started").
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -21,6 +24,7 @@ import hpuprof
 from hpuprof.capture.main_thread import MainThreadTicker
 from hpuprof.capture.profiler import HPUProfiler
 from hpuprof.capture.run_end import from_exception
+from hpuprof.capture.run_lock import RankLock, RunDirectoryBusyError
 from hpuprof.capture.signals import SignalGuard
 
 pytest.importorskip("torch")
@@ -70,9 +74,31 @@ class _InterruptAtLine:
         return self
 
 
+def _left_behind(run: Path, handlers: dict[int, Any]) -> list[str]:
+    """What a profiler that is no longer running still holds: signal handlers of ours, its
+    window ticker's thread, the run directory's lock."""
+    found = []
+    if {sig: signal.getsignal(sig) for sig in handlers} != handlers:
+        found.append("signal handlers not restored")
+    if any(t.name == "hpuprof-window-ticker" for t in threading.enumerate()):
+        found.append("window ticker still running")
+    if not run.is_dir():  # interrupted before the directory was made: no lock either
+        return found
+    lock = RankLock(run, 0)
+    try:
+        lock.acquire()
+    except RunDirectoryBusyError:
+        found.append("run directory still locked")
+    else:
+        lock.release()
+    return found
+
+
 def _start_interrupted(run: Path, n: int) -> tuple[str, str | None]:
-    """Start a CPU-backend profiler with a Ctrl-C at hpuprof's `n`th line, then stop it as
-    `hpuprof record` does; (where it landed or "" when start has fewer lines, the problem)."""
+    """Start a CPU-backend profiler with a Ctrl-C at hpuprof's `n`th line, stop it as
+    `hpuprof record` does when it went live, and see what is left; (where it landed, or ""
+    when the start has fewer lines, and the problem)."""
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     prof = HPUProfiler(run, filename="t", backend="cpu", window_steps=1, if_busy="raise")
     inject = _InterruptAtLine(n)
     sys.settrace(inject)
@@ -83,7 +109,8 @@ def _start_interrupted(run: Path, n: int) -> tuple[str, str | None]:
             prof.stop(end=from_exception(error, signal_seen=prof.signal_seen))
         except BaseException as stop_error:
             return inject.where, f"stop raised {type(stop_error).__name__}: {stop_error}"
-        return inject.where, None
+        left = _left_behind(run, handlers)
+        return inject.where, ", ".join(left) if left else None
     except BaseException as other:
         return inject.where, f"start raised {type(other).__name__}: {other}"
     finally:
