@@ -166,16 +166,25 @@ def host_bound_advice(device: TraceDevice, graph_replays: int, compiled_regions:
         return None
     cuts: list[str] = []
     done: list[str] = []
-    for topic, already, words in (
-        ("host_bound_graphs", graph_replays, f"replays graphs ({graph_replays:,} replays)"),
-        ("host_bound_compile", compiled_regions, "uses torch.compile"),
+    around: list[str] = []
+    for topic, already, words, what in (
+        (
+            "host_bound_graphs",
+            graph_replays,
+            f"replays graphs ({graph_replays:,} replays)",
+            "the graph replays",
+        ),
+        ("host_bound_compile", compiled_regions, "uses torch.compile", "the compiled regions"),
     ):
         text = advise(topic, device)
         if text is not None:
             (done if already else cuts).append(words if already else text)
+            if already:
+                around.append(what)
     head = f"{' or '.join(cuts)} to cut per-op host overhead; " if cuts else ""
     note = (
-        f"the run already {' and '.join(done)}: cut the host work left around them; "
+        f"the run already {' and '.join(done)}: cut the host work left around "
+        f"{' and '.join(around)}; "
         if done
         else ""
     )

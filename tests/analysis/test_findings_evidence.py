@@ -84,6 +84,7 @@ def test_host_bound_does_not_advise_what_the_run_already_does() -> None:
     assert replaying.evidence["graph_replays"] == STEPS
     assert "wrap_in_hpu_graph" not in replaying.advice, replaying.advice
     assert f"already replays graphs ({STEPS} replays)" in replaying.advice
+    assert "host work left around the graph replays;" in replaying.advice  # (said what)
     assert "torch.compile(backend='hpu_backend')" in replaying.advice  # not done yet: advised
 
 
@@ -94,6 +95,7 @@ def test_a_compiled_run_is_not_told_to_compile() -> None:
     found = [f for f in analyze(trace, "bottleneck").findings if f.metric == "device_idle_pct"]
     assert found, "the compile sample's steps are ~100% device idle over 6 steps"
     assert all("already uses torch.compile" in f.advice for f in found)
+    assert all("left around the compiled regions;" in f.advice for f in found)
     assert not any("torch.compile(backend" in f.advice for f in found)
 
 
