@@ -227,3 +227,37 @@ def test_generated_scalars_go_through_the_scanner(
     path = tmp_path / "t.json"
     path.write_bytes(_dump(events, True, True))
     _compare(path, monkeypatch)
+
+
+# a special byte at every place of the scanner's 8-byte words: its word-at-a-time search jumps
+# to the first one it flags, which must be the first special byte, whatever follows it
+_SPECIALS = {
+    "escaped quote": '\\"',
+    "escaped backslash": "\\\\",
+    "escaped newline": "\\n",
+    "unicode escape": "\\u00e9",
+    "surrogate pair": "\\ud83d\\ude00",
+    "two-byte UTF-8": "é",
+    "four-byte UTF-8": "😀",
+    "raw tab": "\t",  # a control byte: not JSON, both paths refuse it
+    "quote then backslash": '\\"\\\\',
+}
+
+
+@pytest.mark.parametrize("special", list(_SPECIALS), ids=list(_SPECIALS))
+def test_a_special_byte_at_every_place_of_a_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, special: str
+) -> None:
+    text = _SPECIALS[special]
+    events = ",".join(
+        f'{{"ph":"X","name":"{"a" * place}{text}{"b" * 9}","cat":"c{"d" * place}","pid":1,'
+        f'"tid":1,"ts":{place},"dur":1,"args":{{"k{"x" * place}":"{text}{"y" * place}"}}}}'
+        for place in range(18)
+    )
+    path = tmp_path / "specials.json"
+    path.write_text(f'{{"traceEvents":[{events}]}}', encoding="utf-8")
+    fast, _ = _load(path, True, monkeypatch)
+    _compare(path, monkeypatch, must_scan=special != "raw tab")
+    if special != "raw tab":
+        names = fast[0].events["name"].astype(str).tolist()
+        assert len(names) == 18 and all(n.endswith("b" * 9) for n in names), names
