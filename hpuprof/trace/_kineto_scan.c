@@ -180,7 +180,7 @@ static int dict_intern(DictCol *d, int32_t *out) {
 }
 
 /* Close row `row` (0-based) of the column. */
-static int dict_end(DictCol *d, size_t row) {
+static inline int dict_end(DictCol *d, size_t row) {
     int32_t k;
     if (!d->started) {
         if (d->data.len == d->base) return 0; /* no value yet in any row */
@@ -226,14 +226,11 @@ typedef struct {
 } Cur;
 
 static inline void skip_ws(Cur *c) {
-    while (c->i < c->n) {
-        unsigned char ch = c->s[c->i];
-        if (ch > ' ') break; /* (compact JSON: the one test made for most calls) */
-        if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
-            c->i++;
-        else
-            break;
-    }
+    size_t i = c->i, n = c->n;
+    const unsigned char *s = c->s;
+    if (i < n && s[i] > ' ') return; /* (compact JSON: the one test made for most calls) */
+    while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) i++;
+    c->i = i;
 }
 
 /* Bytes a string copies as they are: not '"', '\\', a control character or non-ASCII. */
