@@ -299,6 +299,26 @@ def test_fused_rms_norm_and_rotary_embedding_match_their_formulas(hpu: Any) -> N
     torch.testing.assert_close(got.cpu(), q * c + half * s)
 
 
+def test_rotary_embedding_v1_offset_selects_the_table_columns_after_it(hpu: Any) -> None:
+    """GPT-NeoX <= 4.27.4 (RotaryPosEmbeddingHelperV1): tables wider than the input by
+    `offset` give `cos[..., offset : offset + dim]`, as the bridge's documented formula; the
+    backward is the formula's gradient."""
+    hpu("lazy")
+    from habana_frameworks.torch.hpex.kernels import RotaryPosEmbeddingHelperV1
+
+    torch.manual_seed(4)
+    p = torch.randn(8, 2, 32, 8, requires_grad=True)
+    cos, sin = torch.randn(8, 1, 1, 10), torch.randn(8, 1, 1, 10)
+    c, s = cos[..., 2:10], sin[..., 2:10]
+    ref = p * c + torch.cat((-p[..., 4:], p[..., :4]), dim=-1) * s
+    ref.sum().backward()
+    ph = p.detach().to("hpu").requires_grad_()
+    got = RotaryPosEmbeddingHelperV1.apply(ph, cos.to("hpu"), sin.to("hpu"), 2)
+    got.sum().backward()
+    torch.testing.assert_close(got.cpu(), ref)
+    torch.testing.assert_close(ph.grad.cpu(), p.grad)
+
+
 def _mlp() -> Any:
     torch.manual_seed(3)
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
