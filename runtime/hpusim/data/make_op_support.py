@@ -21,8 +21,10 @@ re-extracts from the 1.19 source:
   1.16 table stays in use.
 - `bridge_bool_cast_ops.txt`: the ops whose shared-layer validator casts a bool input on the
   device before its kernel (`if (dtype == c10::ScalarType::Bool) BoolCastSharedMeta(...)` in
-  the validator or a function it returns, e.g. `AminAmaxSharedMeta` for amax/amin/aminmax):
-  bool is supported there whatever the 1.16 table says.
+  the validator or a function it returns, e.g. `AminAmaxSharedMeta` for amax/amin/aminmax), or
+  runs the identity kernel for every integral input, bool included (`isIntegralType(dtype,
+  true) ? "identity"`: `RoundingSharedMeta` for trunc / floor / ceil): bool is supported there
+  whatever the 1.16 table says.
 - `bridge_op_guids.json`: the TPC kernel (`guid:`) each `hpu_op.yaml` entry runs, by the name
   the 1.16 table uses (`sub.Tensor` -> `sub`). A kernel's dtypes do not depend on which op
   launches it, so ops of the 1.16 table that run the same kernel get the union of the dtypes the
@@ -264,6 +266,9 @@ def extract_guids(bridge: Path) -> dict[str, str]:
 _FUNCTION = re.compile(r"^SharedMetaDataVector (\w+)\(.*?^}", re.M | re.S)
 _BOOL_CAST = re.compile(
     r"==\s*(?:c10::ScalarType::Bool|at::kBool)\s*\)\s*\{?\s*[^;]*?BoolCastSharedMeta"
+    # an integral input, bool included, runs the identity kernel (RoundingSharedMeta:
+    # trunc / floor / ceil of an integer is the integer)
+    r"|isIntegralType\(\s*\w+\s*,\s*true\s*\)\s*\?\s*\"identity\""
 )
 
 
