@@ -20,6 +20,7 @@ import hpusim.op_dtypes as op_dtypes
 import hpusim.state as state
 from hpusim.accounting import after_op, gap_mode
 from hpusim.attribution import _UNKNOWN, module_and_phase, phase_code
+from hpusim.device_kernels import KERNELS as DEVICE_KERNELS
 from hpusim.device_model import ENGINE_DMA, engine_of
 from hpusim.dtype_rules import (
     COMPLEX_DTYPES,
@@ -32,7 +33,6 @@ from hpusim.fake import run as run_fake
 from hpusim.fused_costs import FUSED_OPS, FusedOpCost, fused_op_cost
 from hpusim.lazy import flush, host_sync
 from hpusim.metrics import EventId, publish
-from hpusim.quant_ops import KERNELS as DEVICE_KERNELS
 from hpusim.recorder import input_json
 from hpusim.sink import MODE_EAGER
 from hpusim.tensor import HpuTensor

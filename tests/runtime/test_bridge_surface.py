@@ -540,3 +540,23 @@ def test_lightning_habana_imports_with_a_synapse_version(hpu: Any) -> None:
 
     get_hpu_synapse_version.cache_clear()
     assert get_hpu_synapse_version() == "1.19.0"  # read from the emulated hl-smi -v
+
+
+def test_convolution_overrideable_is_the_bridge_convolution(hpu: Any) -> None:
+    """The bridge registers its convolution on torch's out-of-tree hook; CPU torch has none."""
+    hpu("lazy")
+    torch.manual_seed(5)
+    x = torch.randn(2, 3, 7, 6, requires_grad=True)
+    w = torch.randn(4, 3, 2, 2, requires_grad=True)
+    b = torch.randn(4, requires_grad=True)
+    conv = (b, [1, 1], [1, 0], [1, 1], False, [0, 0], 1)
+    with pytest.raises(NotImplementedError, match="convolution_overrideable not implemented"):
+        torch.ops.aten.convolution_overrideable(x, w, *conv)
+    ref = torch.nn.functional.conv2d(x, w, b, padding=(1, 0))
+    ref.pow(2).sum().backward()
+    xh, wh, bh = (t.detach().to("hpu").requires_grad_() for t in (x, w, b))
+    got = torch.ops.aten.convolution_overrideable(xh, wh, bh, *conv[1:])
+    got.pow(2).sum().backward()
+    torch.testing.assert_close(got.cpu(), ref)
+    for mine, theirs in ((xh, x), (wh, w), (bh, b)):
+        torch.testing.assert_close(mine.grad.cpu(), theirs.grad)
