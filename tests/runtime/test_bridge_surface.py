@@ -560,3 +560,34 @@ def test_convolution_overrideable_is_the_bridge_convolution(hpu: Any) -> None:
     torch.testing.assert_close(got.cpu(), ref)
     for mine, theirs in ((xh, x), (wh, w), (bh, b)):
         torch.testing.assert_close(mine.grad.cpu(), theirs.grad)
+
+
+@pytest.mark.parametrize("mode", ["eager", "lazy"])
+def test_distributed_fused_adamw_steps_on_the_gradients_it_is_given(hpu: Any, mode: str) -> None:
+    """`hpex.optimizers.distributed.FusedAdamW`: the bridge's functional AdamW (`step(grads)`,
+    one parameter group, not sharded), one `optimizer_adamw` per step, torch's AdamW values."""
+    from hpusim.sink import get_sink
+
+    hpu(mode)
+    import habana_frameworks.torch.core as htcore
+    from habana_frameworks.torch.hpex.optimizers.distributed import FusedAdamW
+
+    torch.manual_seed(6)
+    ref = [torch.randn(3, 4, requires_grad=True), torch.randn(5, requires_grad=True)]
+    on_card = [p.detach().to("hpu") for p in ref]
+    opt = FusedAdamW(on_card, lr=0.1, betas=(0.9, 0.99), eps=1e-6, weight_decay=0.1)
+    torch_opt = torch.optim.AdamW(ref, lr=0.1, betas=(0.9, 0.99), eps=1e-6, weight_decay=0.1)
+    for _ in range(2):
+        grads = [torch.randn_like(p) for p in ref]
+        for p, g in zip(ref, grads, strict=True):
+            p.grad = g
+        torch_opt.step()
+        get_sink().drain()
+        opt.step([g.to("hpu") for g in grads])
+        htcore.mark_step()  # lazy: the step's graph runs here
+        assert _device_ops(get_sink().drain()).count("optimizer_adamw_f32") == 1
+    for mine, theirs in zip(on_card, ref, strict=True):
+        torch.testing.assert_close(mine.cpu(), theirs.detach(), atol=1e-5, rtol=1e-4)
+    assert float(opt.state[on_card[0]]["step"]) == 2.0
+    with pytest.raises(ValueError, match="does not equal to the size of the parameters"):
+        opt.step([None])
