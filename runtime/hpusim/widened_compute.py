@@ -8,7 +8,7 @@ its low-precision tensor arguments widened to fp32 (exact) and gives the results
 op has for the original inputs (its meta kernel's, else the first low-precision argument's for
 floating results), rounding to nearest; in-place and `out=` arguments get their new values
 written back. Ops whose device kernel has the dtype and CPU torch none (trunc / floor / ceil
-of bool, the identity on a Gaudi; uniform_ of int32) run a composite in that dtype instead
+of bool, the identity on a Gaudi; uniform_ and lerp of int32) run a composite in that dtype instead
 (`_IN_DTYPE`). Only the emulator's CPU run changes: the op stays one device op on its tensors.
 An op that falls back to the CPU on a Gaudi too is not widened (CPU torch fails there the same
 way).
@@ -30,6 +30,7 @@ _MISSING: Final = re.compile(
     r"|take\(\): Expected a long tensor for index, but got Int"
     r"|\"(trunc|floor|ceil)_vml_cpu\" not implemented for 'Bool'"
     r"|\"check_uniform_bounds\" not implemented for '(Int|Short)'"
+    r"|\"lerp_kernel_(tensor|scalar)\" not implemented for '(Int|Short|Char|Byte|Long)'"
 )
 
 
@@ -106,6 +107,17 @@ def _uniform_integers(
     return self.copy_(drawn)
 
 
+def _lerp_integers(
+    start: torch.Tensor, end: torch.Tensor, weight: Any, *, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """lerp of integer tensors: the device's sub, mult and add in the tensors' dtype, a scalar
+    weight made a constant of that dtype (the bridge's CommonLerp); CPU torch has no kernel."""
+    if not isinstance(weight, torch.Tensor):
+        weight = int(weight)
+    result = start + weight * (end - start)
+    return result if out is None else out.copy_(result)
+
+
 _ROUNDING: Final = ("aten::trunc", "aten::floor", "aten::ceil")
 
 _IN_DTYPE: Final[dict[str, Any]] = {
@@ -113,6 +125,11 @@ _IN_DTYPE: Final[dict[str, Any]] = {
     **{f"{name}.out": _rounded_integers for name in _ROUNDING},
     **{f"{name}_": lambda self: self for name in _ROUNDING},
     "aten::uniform_": _uniform_integers,
+    **{f"aten::lerp.{w}": _lerp_integers for w in ("Tensor", "Scalar", "Tensor_out", "Scalar_out")},
+    **{
+        f"aten::lerp_.{w}": lambda s, *a: s.copy_(_lerp_integers(s, *a))
+        for w in ("Tensor", "Scalar")
+    },
     # int32 indices (the bridge's test_hpu_take runs them in eager and lazy): CPU wants int64
     "aten::take": lambda self, index: torch.take(self, index.long()),
     "aten::_add_relu.Tensor": _add_relu,

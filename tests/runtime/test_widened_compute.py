@@ -133,3 +133,21 @@ def test_uniform_of_an_int32_tensor_draws_integers_in_its_range(hpu: Any) -> Non
     assert first.dtype == torch.int32
     assert int(first.min()) >= 20 and int(first.max()) <= 120 and len(first.unique()) > 20
     assert int(second.min()) >= -50 and int(second.max()) <= 10
+
+
+def test_lerp_of_int32_tensors_runs_in_int32(hpu: Any) -> None:
+    # the bridge's lerp is sub, mult and add in the input's dtype (int32 listed for it); a
+    # scalar weight becomes an int32 constant. CPU torch has no integer lerp kernel
+    hpu("lazy")
+    start = torch.tensor([0, 3, 10, 7], dtype=torch.int32)
+    end = torch.tensor([4, 1, 10, 9], dtype=torch.int32)
+    weight = torch.tensor([2, 3, 0, 5], dtype=torch.int32)
+    with pytest.raises(NotImplementedError, match="lerp_kernel_tensor"):
+        torch.lerp(start, end, weight)
+    got = torch.lerp(start.to("hpu"), end.to("hpu"), weight.to("hpu"))
+    assert got.dtype == torch.int32
+    assert got.cpu().tolist() == [8, -3, 10, 17]
+    assert torch.lerp(start.to("hpu"), end.to("hpu"), 5).cpu().tolist() == [20, -7, 10, 17]
+    in_place = start.to("hpu")
+    in_place.lerp_(end.to("hpu"), 2)
+    assert in_place.cpu().tolist() == [8, -1, 10, 11]
