@@ -188,3 +188,18 @@ def test_bool_reductions_the_validator_casts_stay_on_the_device(hpu: Any) -> Non
     assert not {"aminmax", "aminmax.default", "amin", "amax"} & {
         op.removeprefix("aten::") for op in _fallbacks()
     }
+
+
+def test_integer_xlogy_stays_on_the_device_as_its_validator_promotes_it(hpu: Any) -> None:
+    """The 1.16 table gives xlogy no integer dtype; the 1.19 validator (`XlogYSharedMeta`)
+    checks its kernels at `get_compute_dtype(..., kPromoteIntToFloat)`, so integer xlogy is a
+    device op in float (under PT_HPU_PLACE_ON_CPU=none, as the bridge's own tests run it, the
+    emulator refused it as a CPU fallback)."""
+    assert {"xlogy", "xlogy_"} <= set(_data()["int_to_float_on_device"])
+    hpu(PT_HPU_PLACE_ON_CPU="none")
+    a = torch.tensor([[0, 2], [3, 1]], dtype=torch.int32)
+    b = torch.tensor([[5, 1], [2, 7]], dtype=torch.int64)
+    got = torch.xlogy(a.to("hpu"), b.to("hpu"))
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.cpu(), torch.xlogy(a, b))
+    assert "aten::xlogy.Tensor" not in _fallbacks()
