@@ -13,6 +13,8 @@ import threading
 from collections.abc import Mapping
 from datetime import datetime
 
+from hpusim.env import place_on_cpu
+
 _BANNER_FLAGS = (
     ("PT_HPU_LAZY_MODE", None),
     ("PT_RECIPE_CACHE_PATH", ""),
@@ -68,6 +70,17 @@ class BridgeLog:
         self.log_dir = log_dir
         self.fallback_counts: dict[str, int] = {}
         """CPU fallbacks per op since the device was acquired (`count_fallback`)."""
+        self._placed_on_cpu: list[frozenset[str] | None] = []
+
+    def placed_on_cpu(self) -> frozenset[str] | None:
+        """The `PT_HPU_PLACE_ON_CPU` allow-list (None: every op may fall back), read from the
+        environment at the first fallback and kept, as the bridge's HpuFallbackHelper
+        singleton reads it when first used (`fallback_helper.h`), not at import: the bridge's
+        own conftest sets `none` in pytest_configure, after its test_utils imported
+        habana_frameworks.torch."""
+        if not self._placed_on_cpu:
+            self._placed_on_cpu.append(place_on_cpu(os.environ.get("PT_HPU_PLACE_ON_CPU", "")))
+        return self._placed_on_cpu[0]
 
     def line(self, logger: str, level: str, message: str) -> None:
         now = datetime.now().strftime("%H:%M:%S.%f")

@@ -20,6 +20,7 @@ import hpusim.op_dtypes as op_dtypes
 import hpusim.state as state
 from hpusim.accounting import after_op, gap_mode
 from hpusim.attribution import _UNKNOWN, module_and_phase, phase_code
+from hpusim.device_kernels import KERNELS as DEVICE_KERNELS
 from hpusim.device_model import ENGINE_DMA, engine_of
 from hpusim.dtype_rules import (
     COMPLEX_DTYPES,
@@ -165,6 +166,8 @@ class OpInfo:
         self.call = func._op if type(func) is torch._ops.OpOverload else func
         self.label: str = schema.name  # "aten::add" (the Kineto cpu_op name)
         self.overload = fb.overload_name(func)
+        # ops whose HPU kernel the bridge registers in place of torch's composite
+        self.call = DEVICE_KERNELS.get(self.overload, self.call)
         self.name_id = name_id
         self.base = fb.base_name(func)
         self.engine = engine_of(schema.name.split("::", 1)[-1])
@@ -880,7 +883,7 @@ def _first_dtype(sig: tuple[Any, ...]) -> torch.dtype:
 
 def _before_fallback(info: OpInfo, rt: state.Runtime) -> None:
     """Refuse an op outside the `PT_HPU_PLACE_ON_CPU` allow-list; flush the lazy graph first."""
-    allow = rt.flags.place_on_cpu
+    allow = rt.log.placed_on_cpu()
     if allow is not None and info.overload not in allow:  # the bridge's exact operator_name
         raise RuntimeError(f"{info.overload} is not yet supported on HPU.")
     if rt.lazy:

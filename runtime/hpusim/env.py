@@ -149,8 +149,6 @@ class EnvFlags:
 
     Args:
         lazy: PT_HPU_LAZY_MODE != "0" (unset: lazy).
-        place_on_cpu: PT_HPU_PLACE_ON_CPU allow-list of exact `aten::op.overload` names (None
-            when unset or empty: every op may fall back; empty after a `none` entry).
         int64_support: PT_ENABLE_INT64_SUPPORT.
         max_compound_op_size: PT_HPU_MAX_COMPOUND_OP_SIZE (ops per lazy graph).
         metrics_file: PT_HPU_METRICS_FILE (HABANA_PT_METRICS_FILE) or None.
@@ -167,7 +165,6 @@ class EnvFlags:
     """
 
     lazy: bool
-    place_on_cpu: frozenset[str] | None
     int64_support: bool
     max_compound_op_size: int
     metrics_file: str | None
@@ -213,7 +210,6 @@ def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
             errors.append(str(err))
             return False
 
-    place_set = place_on_cpu(e.get("PT_HPU_PLACE_ON_CPU", ""))
     level = _level(e, "LOG_LEVEL_PT_FALLBACK")
     mod_mask = _int(e.get("PT_HPU_LOG_MOD_MASK"), 0)
     type_mask = _int(e.get("PT_HPU_LOG_TYPE_MASK"), 1)
@@ -227,7 +223,6 @@ def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
         disk_cache = RecipeCacheConfig("", False, 1024)
     return EnvFlags(
         lazy=e.get("PT_HPU_LAZY_MODE", "1") != "0",
-        place_on_cpu=place_set,
         int64_support=boolean("PT_ENABLE_INT64_SUPPORT"),
         max_compound_op_size=numeric(
             "PT_HPU_MAX_COMPOUND_OP_SIZE", INT64_MAX, INT64_MIN, INT64_MAX

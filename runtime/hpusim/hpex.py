@@ -449,21 +449,11 @@ class FusedAdamW(Optimizer):
         self.modified_wd_list: list[Tensor] = []
         self.is_lazy = is_lazy()
         self.moments_dtype = moments_dtype
-        fp8 = (torch.float8_e4m3fn, torch.float8_e5m2)
-        dts = moments_dtype if isinstance(moments_dtype, tuple) else (moments_dtype,)
-        self.moments_in_fp8 = any(d in fp8 for d in dts)
-        if self.moments_in_fp8:
-            raise NotImplementedError(
-                "FusedAdamW(moments_dtype=fp8) is not available under the hpusim emulator: "
-                "fp8 moments with per-tensor scales need the device's fp8 kernels"
-            )
+        self.moments_in_fp8 = False
+        _refuse_fp8_moments("FusedAdamW", moments_dtype)
 
     def get_moment_dtypes(self, param_dtype: torch.dtype) -> tuple[Any, Any]:
-        if self.moments_dtype is None:
-            return param_dtype, param_dtype
-        if isinstance(self.moments_dtype, tuple):
-            return self.moments_dtype
-        return self.moments_dtype, self.moments_dtype
+        return _moment_dtypes(self.moments_dtype, param_dtype)
 
     @staticmethod
     def is_bias_correction(group: dict[str, Any]) -> bool:
@@ -511,19 +501,133 @@ class FusedAdamW(Optimizer):
             neg_step_t = _device_scalar(-step_size, weights[0].dtype, weights[0].device)
             self.neg_step_list.append(neg_step_t)
             modified_wd = 1.0 - group["weight_decay"] * group["lr"]
-            if self.is_lazy:
-                _ops().optimizer_adamw(
-                    grads, weights, avgs, avg_sqs, neg_step_t, beta1, beta2, group["eps"],
-                    modified_wd,
-                )  # fmt: skip
-            else:
-                wd_t = _device_scalar(modified_wd, weights[0].dtype, weights[0].device)
-                self.modified_wd_list.append(wd_t)
-                _ops().optimizer_adamw(
-                    grads, weights, avgs, avg_sqs, neg_step_t, beta1, beta2, group["eps"], wd_t,
-                    modified_wd != 1.0,
-                )  # fmt: skip
+            _launch_adamw(
+                self.is_lazy, (grads, weights, avgs, avg_sqs), neg_step_t, (beta1, beta2),
+                group["eps"], modified_wd, weights[0].dtype, self.modified_wd_list,
+            )  # fmt: skip
         return loss
+
+
+def _launch_adamw(
+    lazy: bool, lists: tuple[list[Tensor], ...], neg_step_t: Tensor, betas: tuple[float, float],
+    eps: float, modified_wd: float, wd_dtype: torch.dtype, wd_list: list[Tensor],
+) -> None:  # fmt: skip
+    """One `hpu::optimizer_adamw` over (grads, weights, exp_avgs, exp_avg_sqs): the decay a
+    float in lazy mode, a device tensor (kept in `wd_list`) in eager mode, as the bridge's."""
+    if lazy:
+        _ops().optimizer_adamw(*lists, neg_step_t, *betas, eps, modified_wd)
+        return
+    wd_t = _device_scalar(modified_wd, wd_dtype, lists[1][0].device)
+    wd_list.append(wd_t)
+    _ops().optimizer_adamw(*lists, neg_step_t, *betas, eps, wd_t, modified_wd != 1.0)
+
+
+def _moment_dtypes(moments_dtype: Any, param_dtype: torch.dtype) -> tuple[Any, Any]:
+    """(exp_avg, exp_avg_sq) dtypes: the parameter's, one given dtype, or a given pair."""
+    if moments_dtype is None:
+        return param_dtype, param_dtype
+    if isinstance(moments_dtype, tuple):
+        return moments_dtype
+    return moments_dtype, moments_dtype
+
+
+def _refuse_fp8_moments(api: str, moments_dtype: Any) -> None:
+    fp8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+    dts = moments_dtype if isinstance(moments_dtype, tuple) else (moments_dtype,)
+    if any(d in fp8 for d in dts):
+        raise NotImplementedError(
+            f"{api}(moments_dtype=fp8) is not available under the hpusim emulator: "
+            "fp8 moments with per-tensor scales need the device's fp8 kernels"
+        )
+
+
+class GradientsFusedAdamW:
+    """`hpex.optimizers.distributed.FusedAdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6,
+    weight_decay=0.0, moments_dtype=None)`: the functional form (not a torch Optimizer, one
+    parameter group, not sharded): `step(gradients)` takes the gradients, one per parameter
+    (None skips it), and runs one `hpu::optimizer_adamw` over those with a gradient. The step
+    count is the first updated parameter's; the step size a float32 device tensor."""
+
+    def __init__(
+        self,
+        params: list[Tensor],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-6,
+        weight_decay: float = 0.0,
+        _allow_empty_param_list: bool = False,
+        moments_dtype: Any = None,
+    ) -> None:
+        checks = (
+            (lr >= 0.0, f"Invalid learning rate: {lr}"),
+            (eps >= 0.0, f"Invalid epsilon value: {eps}"),
+            (0.0 <= betas[0] < 1.0, f"Invalid beta parameter at index 0: {betas[0]}"),
+            (0.0 <= betas[1] < 1.0, f"Invalid beta parameter at index 1: {betas[1]}"),
+            (weight_decay >= 0.0, f"Invalid weight_decay value: {weight_decay}"),
+        )
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+        if len(params) == 0 and not _allow_empty_param_list:
+            raise ValueError("optimizer got an empty parameter list")
+        _refuse_fp8_moments("hpex.optimizers.distributed.FusedAdamW", moments_dtype)
+        self.defaults = {
+            "lr": lr, "eps": eps, "beta1": betas[0], "beta2": betas[1],
+            "weight_decay": weight_decay,
+        }  # fmt: skip
+        self.state: dict[Tensor, dict[str, Tensor]] = {}
+        self.param_group = {"params": params}
+        self.neg_step_list: list[Tensor] = []
+        self.modified_wd_list: list[Tensor] = []
+        self.is_lazy = is_lazy()
+        self.moments_dtype = moments_dtype
+
+    def get_moment_dtypes(self, param_dtype: torch.dtype) -> tuple[Any, Any]:
+        return _moment_dtypes(self.moments_dtype, param_dtype)
+
+    def _state_of(self, param: Tensor) -> dict[str, Tensor]:
+        if param not in self.state:
+            d1, d2 = self.get_moment_dtypes(param.dtype)
+            self.state[param] = {
+                "step": torch.tensor(0.0),
+                "exp_avg": torch.zeros_like(param, dtype=d1),
+                "exp_avg_sq": torch.zeros_like(param, dtype=d2),
+            }
+        return self.state[param]
+
+    def step(self, gradients: list[Tensor | None]) -> None:
+        params = self.param_group["params"]
+        if len(params) != len(gradients):
+            raise ValueError(
+                "the gradients passed in does not equal to the size of the parameters!"
+                f"Params length: {len(params)}. Gradients length: {len(gradients)}"
+            )
+        self.neg_step_list.clear()
+        self.modified_wd_list.clear()
+        grads, weights, avgs, avg_sqs, steps = [], [], [], [], []
+        for param, grad in zip(params, gradients, strict=True):
+            if grad is None:
+                continue
+            state = self._state_of(param)
+            state["step"] += 1
+            steps.append(state["step"].item())
+            grads.append(grad)
+            weights.append(param)
+            avgs.append(state["exp_avg"])
+            avg_sqs.append(state["exp_avg_sq"])
+        if not weights:
+            return
+        beta1, beta2 = self.defaults["beta1"], self.defaults["beta2"]
+        bc1, bc2 = 1.0 - beta1 ** steps[0], 1.0 - beta2 ** steps[0]
+        step_size = self.defaults["lr"] * math.sqrt(bc2) / bc1
+        neg_step_t = _device_scalar(-step_size, torch.float32, weights[0].device)
+        self.neg_step_list.append(neg_step_t)
+        modified_wd = 1.0 - self.defaults["weight_decay"] * self.defaults["lr"]
+        with torch.no_grad():
+            _launch_adamw(
+                self.is_lazy, (grads, weights, avgs, avg_sqs), neg_step_t, (beta1, beta2),
+                self.defaults["eps"], modified_wd, torch.float32, self.modified_wd_list,
+            )  # fmt: skip
 
 
 def _require_non_negative(**values: float) -> None:

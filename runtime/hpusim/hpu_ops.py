@@ -284,7 +284,10 @@ def _rope_tables(
     p: Tensor, sin: Tensor, cos: Tensor, position_ids: Tensor | None, offset: int
 ) -> tuple[Tensor, Tensor]:
     """sin / cos for each position of `p` ([..., seq, dim]): gathered by `position_ids`
-    ([batch, seq] -> [batch, 1, seq, dim]), else sliced from `offset` along the seq axis."""
+    ([batch, seq] -> [batch, 1, seq, dim]); else, where the tables are wider than `p`, the
+    `dim` columns from `offset` on (the bridge's documented BLOCKWISE formula,
+    `cos[..., offset : offset + n]`: GPT-NeoX <= 4.27.4 keeps a prefix before the table), else
+    sliced from `offset` along the seq axis."""
     if position_ids is not None:
         dim = cos.shape[-1]
         c = cos.reshape(-1, dim)[position_ids]
@@ -292,6 +295,9 @@ def _rope_tables(
         if p.dim() == 4 and c.dim() == 3:
             c, s = c.unsqueeze(1), s.unsqueeze(1)
         return s, c
+    dim = p.shape[-1]
+    if cos.shape[-1] > dim:
+        return sin[..., offset : offset + dim], cos[..., offset : offset + dim]
     seq = p.shape[-2] if p.dim() >= 2 else 1
     if cos.dim() >= 2 and cos.shape[-2] > seq:
         cos = cos[..., offset : offset + seq, :]

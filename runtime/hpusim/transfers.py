@@ -70,12 +70,21 @@ def _record_transfer(
         )  # fmt: skip
 
 
+def byte_copy(t: torch.Tensor) -> torch.Tensor:
+    """A copy of `t`'s bytes, as a DMA makes it. CPU torch's copy of a bool tensor writes
+    0 / 1 whatever byte it holds, so a bool view of other data (`x.view(torch.bool)`) lost its
+    bytes on the way to the emulated device and back; the bridge's copies keep them."""
+    if t.dtype is torch.bool:
+        return t.view(torch.uint8).clone().view(torch.bool)
+    return t.clone()
+
+
 class _H2D(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
         rt = state.require_runtime()
         t0 = perf_counter_ns()
-        elem = on_device(rt, x.detach().clone()) if rt.fake is None else to_fake(rt, x)
+        elem = on_device(rt, byte_copy(x.detach())) if rt.fake is None else to_fake(rt, x)
         acquire(rt)
         on_device_dtype(rt, elem.dtype, "aten::_to_copy")
         out = HpuTensor(elem)
@@ -95,7 +104,7 @@ class _D2H(torch.autograd.Function):
         t0 = perf_counter_ns()
         host_sync(rt, "d2h_maybe_eval", t0)
         elem = x._elem  # type: ignore[attr-defined]
-        out = elem.detach().clone() if rt.fake is None else host_copy(rt, elem, ".cpu()")
+        out = byte_copy(elem.detach()) if rt.fake is None else host_copy(rt, elem, ".cpu()")
         _record_transfer(rt, "aten::_to_copy", "d2h", elem, t0, perf_counter_ns())
         return out
 

@@ -7,7 +7,9 @@ bridge recomputes the op in fp32 on the device); CPU torch raises `"max_values_c
 its low-precision tensor arguments widened to fp32 (exact) and gives the results the dtypes the
 op has for the original inputs (its meta kernel's, else the first low-precision argument's for
 floating results), rounding to nearest; in-place and `out=` arguments get their new values
-written back. Only the emulator's CPU run changes: the op stays one device op on its tensors.
+written back. Ops whose device kernel has the dtype and CPU torch none (trunc / floor / ceil
+of bool, the identity on a Gaudi; uniform_ and lerp of int32) run a composite in that dtype instead
+(`_IN_DTYPE`). Only the emulator's CPU run changes: the op stays one device op on its tensors.
 An op that falls back to the CPU on a Gaudi too is not widened (CPU torch fails there the same
 way).
 """
@@ -26,6 +28,9 @@ _MISSING: Final = re.compile(
     r"not implemented for '(Float8_e[45]m[23](fn)?|BFloat16|Half)'"
     r"|Unsupported datatype for \w+:c10::(BFloat16|Half)"
     r"|take\(\): Expected a long tensor for index, but got Int"
+    r"|\"(trunc|floor|ceil)_vml_cpu\" not implemented for 'Bool'"
+    r"|\"check_uniform_bounds\" not implemented for '(Int|Short)'"
+    r"|\"lerp_kernel_(tensor|scalar)\" not implemented for '(Int|Short|Char|Byte|Long)'"
 )
 
 
@@ -86,7 +91,45 @@ def _add_relu(self: torch.Tensor, other: Any, alpha: Any = 1) -> torch.Tensor:
     return torch.relu(self + other * alpha)
 
 
+def _rounded_integers(self: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
+    """trunc / floor / ceil of a bool (or integer) tensor: the device runs the identity kernel
+    for every integral dtype (the bridge's RoundingSharedMeta); CPU torch has no bool kernel."""
+    return self.clone() if out is None else out.copy_(self)
+
+
+def _uniform_integers(
+    self: torch.Tensor, low: float = 0.0, high: float = 1.0, *, generator: Any = None
+) -> torch.Tensor:
+    """uniform_ of an int32 / int16 tensor: the device's philox_random_uniform draws integers
+    between int(low) and int(high) (the bridge's FillPhiloxUniformParams); CPU torch has no
+    integer uniform_."""
+    drawn = torch.randint(int(low), int(high), self.shape, generator=generator)
+    return self.copy_(drawn)
+
+
+def _lerp_integers(
+    start: torch.Tensor, end: torch.Tensor, weight: Any, *, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """lerp of integer tensors: the device's sub, mult and add in the tensors' dtype, a scalar
+    weight made a constant of that dtype (the bridge's CommonLerp); CPU torch has no kernel."""
+    if not isinstance(weight, torch.Tensor):
+        weight = int(weight)
+    result = start + weight * (end - start)
+    return result if out is None else out.copy_(result)
+
+
+_ROUNDING: Final = ("aten::trunc", "aten::floor", "aten::ceil")
+
 _IN_DTYPE: Final[dict[str, Any]] = {
+    **{name: _rounded_integers for name in _ROUNDING},
+    **{f"{name}.out": _rounded_integers for name in _ROUNDING},
+    **{f"{name}_": lambda self: self for name in _ROUNDING},
+    "aten::uniform_": _uniform_integers,
+    **{f"aten::lerp.{w}": _lerp_integers for w in ("Tensor", "Scalar", "Tensor_out", "Scalar_out")},
+    **{
+        f"aten::lerp_.{w}": lambda s, *a: s.copy_(_lerp_integers(s, *a))
+        for w in ("Tensor", "Scalar")
+    },
     # int32 indices (the bridge's test_hpu_take runs them in eager and lazy): CPU wants int64
     "aten::take": lambda self, index: torch.take(self, index.long()),
     "aten::_add_relu.Tensor": _add_relu,

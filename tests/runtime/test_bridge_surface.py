@@ -299,6 +299,26 @@ def test_fused_rms_norm_and_rotary_embedding_match_their_formulas(hpu: Any) -> N
     torch.testing.assert_close(got.cpu(), q * c + half * s)
 
 
+def test_rotary_embedding_v1_offset_selects_the_table_columns_after_it(hpu: Any) -> None:
+    """GPT-NeoX <= 4.27.4 (RotaryPosEmbeddingHelperV1): tables wider than the input by
+    `offset` give `cos[..., offset : offset + dim]`, as the bridge's documented formula; the
+    backward is the formula's gradient."""
+    hpu("lazy")
+    from habana_frameworks.torch.hpex.kernels import RotaryPosEmbeddingHelperV1
+
+    torch.manual_seed(4)
+    p = torch.randn(8, 2, 32, 8, requires_grad=True)
+    cos, sin = torch.randn(8, 1, 1, 10), torch.randn(8, 1, 1, 10)
+    c, s = cos[..., 2:10], sin[..., 2:10]
+    ref = p * c + torch.cat((-p[..., 4:], p[..., :4]), dim=-1) * s
+    ref.sum().backward()
+    ph = p.detach().to("hpu").requires_grad_()
+    got = RotaryPosEmbeddingHelperV1.apply(ph, cos.to("hpu"), sin.to("hpu"), 2)
+    got.sum().backward()
+    torch.testing.assert_close(got.cpu(), ref)
+    torch.testing.assert_close(ph.grad.cpu(), p.grad)
+
+
 def _mlp() -> Any:
     torch.manual_seed(3)
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
@@ -520,3 +540,54 @@ def test_lightning_habana_imports_with_a_synapse_version(hpu: Any) -> None:
 
     get_hpu_synapse_version.cache_clear()
     assert get_hpu_synapse_version() == "1.19.0"  # read from the emulated hl-smi -v
+
+
+def test_convolution_overrideable_is_the_bridge_convolution(hpu: Any) -> None:
+    """The bridge registers its convolution on torch's out-of-tree hook; CPU torch has none."""
+    hpu("lazy")
+    torch.manual_seed(5)
+    x = torch.randn(2, 3, 7, 6, requires_grad=True)
+    w = torch.randn(4, 3, 2, 2, requires_grad=True)
+    b = torch.randn(4, requires_grad=True)
+    conv = (b, [1, 1], [1, 0], [1, 1], False, [0, 0], 1)
+    with pytest.raises(NotImplementedError, match="convolution_overrideable not implemented"):
+        torch.ops.aten.convolution_overrideable(x, w, *conv)
+    ref = torch.nn.functional.conv2d(x, w, b, padding=(1, 0))
+    ref.pow(2).sum().backward()
+    xh, wh, bh = (t.detach().to("hpu").requires_grad_() for t in (x, w, b))
+    got = torch.ops.aten.convolution_overrideable(xh, wh, bh, *conv[1:])
+    got.pow(2).sum().backward()
+    torch.testing.assert_close(got.cpu(), ref)
+    for mine, theirs in ((xh, x), (wh, w), (bh, b)):
+        torch.testing.assert_close(mine.grad.cpu(), theirs.grad)
+
+
+@pytest.mark.parametrize("mode", ["eager", "lazy"])
+def test_distributed_fused_adamw_steps_on_the_gradients_it_is_given(hpu: Any, mode: str) -> None:
+    """`hpex.optimizers.distributed.FusedAdamW`: the bridge's functional AdamW (`step(grads)`,
+    one parameter group, not sharded), one `optimizer_adamw` per step, torch's AdamW values."""
+    from hpusim.sink import get_sink
+
+    hpu(mode)
+    import habana_frameworks.torch.core as htcore
+    from habana_frameworks.torch.hpex.optimizers.distributed import FusedAdamW
+
+    torch.manual_seed(6)
+    ref = [torch.randn(3, 4, requires_grad=True), torch.randn(5, requires_grad=True)]
+    on_card = [p.detach().to("hpu") for p in ref]
+    opt = FusedAdamW(on_card, lr=0.1, betas=(0.9, 0.99), eps=1e-6, weight_decay=0.1)
+    torch_opt = torch.optim.AdamW(ref, lr=0.1, betas=(0.9, 0.99), eps=1e-6, weight_decay=0.1)
+    for _ in range(2):
+        grads = [torch.randn_like(p) for p in ref]
+        for p, g in zip(ref, grads, strict=True):
+            p.grad = g
+        torch_opt.step()
+        get_sink().drain()
+        opt.step([g.to("hpu") for g in grads])
+        htcore.mark_step()  # lazy: the step's graph runs here
+        assert _device_ops(get_sink().drain()).count("optimizer_adamw_f32") == 1
+    for mine, theirs in zip(on_card, ref, strict=True):
+        torch.testing.assert_close(mine.cpu(), theirs.detach(), atol=1e-5, rtol=1e-4)
+    assert float(opt.state[on_card[0]]["step"]) == 2.0
+    with pytest.raises(ValueError, match="does not equal to the size of the parameters"):
+        opt.step([None])

@@ -66,6 +66,23 @@ def test_place_on_cpu_none_forbids_every_fallback(hpu: Any) -> None:
         torch.digamma(torch.rand(3, device="hpu"))
 
 
+def test_place_on_cpu_is_read_at_the_first_fallback_not_at_import(
+    hpu: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bridge's HpuFallbackHelper reads PT_HPU_PLACE_ON_CPU when first used and keeps it:
+    its own test suite sets `none` in pytest_configure, after importing habana_frameworks
+    (the emulator read it at enable: fallbacks the bridge refuses went through in a run of one
+    process, and were refused under xdist, whose workers start with the variable set)."""
+    hpu()
+    monkeypatch.setenv("PT_HPU_PLACE_ON_CPU", "none")
+    x = torch.rand(3, device="hpu")
+    with pytest.raises(RuntimeError, match=r"aten::digamma is not yet supported on HPU\."):
+        torch.digamma(x)
+    monkeypatch.delenv("PT_HPU_PLACE_ON_CPU")  # read once: still refused
+    with pytest.raises(RuntimeError, match="is not yet supported on HPU"):
+        torch.digamma(x)
+
+
 def test_fallback_log_lines_and_exit_summary(hpu: Any, capsys: pytest.CaptureFixture[str]) -> None:
     import hpusim
 

@@ -145,3 +145,16 @@ def test_tensor_packer_round_trip(dev: Any) -> None:
     assert unpacked[0]["y"] is y and unpacked[1] is z
     nested, meta = packer.pack([1, [x], "s"])
     assert str(meta) == "[1, [#0], 's']" and packer.unpack(nested, meta)[1][0] is x
+
+
+def test_copies_keep_the_bytes_of_a_bool_view(hpu: Any) -> None:
+    """A bool view of float data (the bridge's test_multilevel_view_dtype): a DMA copies bytes,
+    CPU torch's bool copy writes 0 / 1, so the floats came back as 2.37e-38."""
+    hpu(mode="lazy")
+    floats = torch.tensor([0.5, -1.25, 3.0, 1e-3])
+    as_bool = floats.view(torch.bool)
+    assert not torch.equal(as_bool.clone().view(torch.float32), floats)  # CPU torch's copy
+    on_device = as_bool.to("hpu")
+    assert torch.equal(on_device.view(torch.float32).cpu(), floats)
+    assert torch.equal(on_device.cpu().view(torch.float32), floats)
+    assert torch.equal(on_device.cpu(), as_bool)  # the values as bools are unchanged

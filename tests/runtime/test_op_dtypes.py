@@ -160,10 +160,15 @@ def test_ops_running_one_kernel_share_its_dtypes(hpu: Any) -> None:
     assert guids["sub"] == guids["add"]
     assert data["widened_by_kernel"]["sub"] == ["INT64", "INT32"]
     groups: dict[str, set[tuple[str, ...]]] = {}
-    cast = set(data["bool_cast_on_device"])  # bool from the validator, not from the kernel
+    # dtypes the validator adds (casts, promotions), not the kernel's
+    from_validator = {op: {"BOOL"} for op in data["bool_cast_on_device"]}
+    for op in data["small_int_as_int32_on_device"]:
+        from_validator.setdefault(op, set()).update({"INT8", "BOOL"})
+    for op in data["int_to_float_on_device"]:
+        from_validator.setdefault(op, set()).update({"INT64", "INT32", "INT16", "INT8", "BOOL"})
     for op, supported in data["dtypes"].items():
         if op in guids:
-            kernel_dtypes = tuple(c for c in supported if not (op in cast and c == "BOOL"))
+            kernel_dtypes = tuple(c for c in supported if c not in from_validator.get(op, ()))
             groups.setdefault(guids[op], set()).add(kernel_dtypes)
     assert all(len(kinds) == 1 for kinds in groups.values())  # one dtype list per kernel
     hpu()
@@ -188,3 +193,29 @@ def test_bool_reductions_the_validator_casts_stay_on_the_device(hpu: Any) -> Non
     assert not {"aminmax", "aminmax.default", "amin", "amax"} & {
         op.removeprefix("aten::") for op in _fallbacks()
     }
+
+
+def test_integer_xlogy_stays_on_the_device_as_its_validator_promotes_it(hpu: Any) -> None:
+    """The 1.16 table gives xlogy no integer dtype; the 1.19 validator (`XlogYSharedMeta`)
+    checks its kernels at `get_compute_dtype(..., kPromoteIntToFloat)`, so integer xlogy is a
+    device op in float (under PT_HPU_PLACE_ON_CPU=none, as the bridge's own tests run it, the
+    emulator refused it as a CPU fallback)."""
+    assert {"xlogy", "xlogy_"} <= set(_data()["int_to_float_on_device"])
+    hpu(PT_HPU_PLACE_ON_CPU="none")
+    a = torch.tensor([[0, 2], [3, 1]], dtype=torch.int32)
+    b = torch.tensor([[5, 1], [2, 7]], dtype=torch.int64)
+    got = torch.xlogy(a.to("hpu"), b.to("hpu"))
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.cpu(), torch.xlogy(a, b))
+    assert "aten::xlogy.Tensor" not in _fallbacks()
+
+
+def test_int8_cumsum_stays_on_the_device_as_its_validator_reads_it_as_int32(hpu: Any) -> None:
+    """The 1.16 table gives cumsum no int8; the 1.19 validator (`FillCumSumProdSharedMeta`)
+    checks Bool / Char / Byte inputs as Int, so int8 cumsum is a device op."""
+    assert {"cumsum", "isnan"} <= set(_data()["small_int_as_int32_on_device"])
+    hpu(PT_HPU_PLACE_ON_CPU="none")
+    a = torch.tensor([[1, -2, 3], [4, 5, -6]], dtype=torch.int8)
+    got = torch.cumsum(a.to("hpu"), dim=1)
+    assert torch.equal(got.cpu(), torch.cumsum(a, dim=1))
+    assert "aten::cumsum" not in _fallbacks()

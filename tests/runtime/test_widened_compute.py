@@ -98,3 +98,56 @@ def test_take_with_int32_indices_as_on_the_device(hpu: Any) -> None:
         torch.take(x, index)
     got = torch.take(x.to("hpu"), index.to("hpu"))
     assert torch.equal(got.cpu(), torch.tensor([0.0, 5.0, 11.0]))
+
+
+@pytest.mark.parametrize("op", ["trunc", "floor", "ceil"])
+def test_rounding_a_bool_tensor_is_the_identity_kernel_on_the_device(hpu: Any, op: str) -> None:
+    # the bridge's RoundingSharedMeta runs `identity` for every integral dtype, bool included;
+    # CPU torch has no bool kernel for them
+    hpu("lazy")
+    x = torch.tensor([True, False, True])
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        getattr(torch, op)(x)
+    got = getattr(torch, op)(x.to("hpu"))
+    assert got.dtype == torch.bool and torch.equal(got.cpu(), x)
+    out = torch.zeros(3, dtype=torch.bool, device="hpu")
+    getattr(torch, op)(x.to("hpu"), out=out)
+    assert torch.equal(out.cpu(), x)
+    in_place = x.to("hpu")
+    assert getattr(in_place, f"{op}_")() is in_place
+    assert torch.equal(in_place.cpu(), x)
+    from hpusim.metrics import metric_global
+
+    assert not dict(metric_global("cpu_fallback").stats())["FallbackOps"]  # device ops
+
+
+def test_uniform_of_an_int32_tensor_draws_integers_in_its_range(hpu: Any) -> None:
+    # the device's philox_random_uniform takes integer bounds for int32; CPU torch refuses
+    hpu("lazy")
+    with pytest.raises(NotImplementedError, match="check_uniform_bounds"):
+        torch.empty(4, dtype=torch.int32).uniform_(20, 120)
+    x = torch.empty(500, dtype=torch.int32, device="hpu")
+    assert x.uniform_(20, 120) is x
+    first = x.cpu()
+    second = x.uniform_(-50, 10).cpu()
+    assert first.dtype == torch.int32
+    assert int(first.min()) >= 20 and int(first.max()) <= 120 and len(first.unique()) > 20
+    assert int(second.min()) >= -50 and int(second.max()) <= 10
+
+
+def test_lerp_of_int32_tensors_runs_in_int32(hpu: Any) -> None:
+    # the bridge's lerp is sub, mult and add in the input's dtype (int32 listed for it); a
+    # scalar weight becomes an int32 constant. CPU torch has no integer lerp kernel
+    hpu("lazy")
+    start = torch.tensor([0, 3, 10, 7], dtype=torch.int32)
+    end = torch.tensor([4, 1, 10, 9], dtype=torch.int32)
+    weight = torch.tensor([2, 3, 0, 5], dtype=torch.int32)
+    with pytest.raises(NotImplementedError, match="lerp_kernel_tensor"):
+        torch.lerp(start, end, weight)
+    got = torch.lerp(start.to("hpu"), end.to("hpu"), weight.to("hpu"))
+    assert got.dtype == torch.int32
+    assert got.cpu().tolist() == [8, -3, 10, 17]
+    assert torch.lerp(start.to("hpu"), end.to("hpu"), 5).cpu().tolist() == [20, -7, 10, 17]
+    in_place = start.to("hpu")
+    in_place.lerp_(end.to("hpu"), 2)
+    assert in_place.cpu().tolist() == [8, -1, 10, 11]

@@ -21,8 +21,15 @@ re-extracts from the 1.19 source:
   1.16 table stays in use.
 - `bridge_bool_cast_ops.txt`: the ops whose shared-layer validator casts a bool input on the
   device before its kernel (`if (dtype == c10::ScalarType::Bool) BoolCastSharedMeta(...)` in
-  the validator or a function it returns, e.g. `AminAmaxSharedMeta` for amax/amin/aminmax):
-  bool is supported there whatever the 1.16 table says.
+  the validator or a function it returns, e.g. `AminAmaxSharedMeta` for amax/amin/aminmax), or
+  runs the identity kernel for every integral input, bool included (`isIntegralType(dtype,
+  true) ? "identity"`: `RoundingSharedMeta` for trunc / floor / ceil): bool is supported there
+  whatever the 1.16 table says.
+- `bridge_int_to_float_ops.txt`: the ops whose shared-layer validator checks its kernels at
+  the compute dtype of integers promoted to float (`get_compute_dtype(...,
+  kPromoteIntToFloat)`, e.g. `XlogYSharedMeta`): integer and bool inputs are supported there.
+- `bridge_small_int_ops.txt`: the ops whose validator checks int8 / bool inputs as int32
+  (`FillCumSumProdSharedMeta`, `IsFiniteInfNanSharedMeta`): int8 and bool are supported there.
 - `bridge_op_guids.json`: the TPC kernel (`guid:`) each `hpu_op.yaml` entry runs, by the name
   the 1.16 table uses (`sub.Tensor` -> `sub`). A kernel's dtypes do not depend on which op
   launches it, so ops of the 1.16 table that run the same kernel get the union of the dtypes the
@@ -51,8 +58,11 @@ REGISTERED = "bridge_registered_ops.txt"
 BRIDGE_DTYPES = "bridge_op_dtypes.json"
 BRIDGE_GUIDS = "bridge_op_guids.json"
 BRIDGE_BOOL_CAST = "bridge_bool_cast_ops.txt"
+BRIDGE_INT_TO_FLOAT = "bridge_int_to_float_ops.txt"
+BRIDGE_SMALL_INT = "bridge_small_int_ops.txt"
 
 DTYPE_COLUMNS = ("FP32", "BF16", "FP16", "FP8", "INT64", "INT32", "INT16", "INT8", "BOOL")
+INTEGRAL_COLUMNS = ("INT64", "INT32", "INT16", "INT8", "BOOL")
 
 # the bridge's at::ScalarType spellings -> torch dtype names
 SCALAR_TYPES = {
@@ -264,17 +274,45 @@ def extract_guids(bridge: Path) -> dict[str, str]:
 _FUNCTION = re.compile(r"^SharedMetaDataVector (\w+)\(.*?^}", re.M | re.S)
 _BOOL_CAST = re.compile(
     r"==\s*(?:c10::ScalarType::Bool|at::kBool)\s*\)\s*\{?\s*[^;]*?BoolCastSharedMeta"
+    # an integral input, bool included, runs the identity kernel (RoundingSharedMeta:
+    # trunc / floor / ceil of an integer is the integer)
+    r"|isIntegralType\(\s*\w+\s*,\s*true\s*\)\s*\?\s*\"identity\""
+)
+
+
+_INT_TO_FLOAT = re.compile(r"get_compute_dtype\([^;]*kPromoteIntToFloat")
+_SMALL_INT_TO_INT32 = re.compile(
+    r"(?:ScalarType::Char|isIntegralType\(\s*\w+\s*,\s*true\s*\))[^;{]*\)\s*\{?\s*"
+    r"\w+\s*=\s*(?:c10|at)::ScalarType::Int\s*;"
 )
 
 
 def extract_bool_cast_ops(bridge: Path) -> list[str]:
     """Ops (by the 1.16 table's names) whose validator casts a bool input on the device."""
+    return _ops_whose_validator_matches(bridge, _BOOL_CAST)
+
+
+def extract_int_to_float_ops(bridge: Path) -> list[str]:
+    """Ops (by the 1.16 table's names) whose validator checks its kernels at the compute dtype
+    of integers promoted to float (`get_compute_dtype(..., kPromoteIntToFloat)`, e.g.
+    `XlogYSharedMeta`): integer and bool inputs run on the device as floats."""
+    return _ops_whose_validator_matches(bridge, _INT_TO_FLOAT)
+
+
+def extract_small_int_ops(bridge: Path) -> list[str]:
+    """Ops (by the 1.16 table's names) whose validator checks int8 and bool inputs as int32
+    (`FillCumSumProdSharedMeta`: Bool / Char / Byte -> Int; `IsFiniteInfNanSharedMeta`):
+    int8 and bool inputs run on the device."""
+    return _ops_whose_validator_matches(bridge, _SMALL_INT_TO_INT32)
+
+
+def _ops_whose_validator_matches(bridge: Path, pattern: re.Pattern[str]) -> list[str]:
     import yaml
 
     git = _git(bridge)
     sources = git("show", *(f"HEAD:{p}" for p in _validator_sources(git)))
     bodies = {m.group(1): m.group(0) for m in _FUNCTION.finditer(sources)}
-    casting = {name for name, body in bodies.items() if _BOOL_CAST.search(body)}
+    casting = {name for name, body in bodies.items() if pattern.search(body)}
     casting |= {
         name
         for name, body in bodies.items()
@@ -349,6 +387,14 @@ def build(ref: Path) -> dict[str, Any]:
     for op in bool_cast:
         if op in dtypes and "BOOL" not in dtypes[op]:
             dtypes[op] = sorted([*dtypes[op], "BOOL"], key=DTYPE_COLUMNS.index)
+    small_ints = sorted(_read_lines(here / BRIDGE_SMALL_INT))
+    for op in small_ints:
+        if op in dtypes:
+            dtypes[op] = sorted({*dtypes[op], "INT8", "BOOL"}, key=DTYPE_COLUMNS.index)
+    int_to_float = sorted(_read_lines(here / BRIDGE_INT_TO_FLOAT))
+    for op in int_to_float:
+        if op in dtypes:
+            dtypes[op] = sorted({*dtypes[op], *INTEGRAL_COLUMNS}, key=DTYPE_COLUMNS.index)
     return {
         "source": (
             "gaudi-op-support.csv + gaudi-ops-missing-on-hpu.txt (bridge 1.16) less the ops the "
@@ -356,10 +402,15 @@ def build(ref: Path) -> dict[str, Any]:
             "checks the 1.19 source states (bridge_op_dtypes.json), which win over the 1.16 "
             "dtypes where present; ops of the 1.16 table that run the same TPC kernel "
             "(bridge_op_guids.json) share the union of their dtypes (widened_by_kernel); ops "
-            "whose validator casts bool on the device accept bool (bool_cast_on_device)"
+            "whose validator casts bool on the device accept bool (bool_cast_on_device); ops "
+            "whose validator promotes integers to float accept them (int_to_float_on_device); "
+            "ops whose validator checks int8 / bool as int32 accept them "
+            "(small_int_as_int32_on_device)"
         ),
         "widened_by_kernel": widened,
         "bool_cast_on_device": bool_cast,
+        "int_to_float_on_device": int_to_float,
+        "small_int_as_int32_on_device": small_ints,
         "missing": missing,
         "dtypes": dict(sorted(dtypes.items())),
         "dtypes_1_19": bridge_dtypes,
@@ -421,6 +472,10 @@ def main(argv: list[str]) -> int:
         (here / BRIDGE_DTYPES).write_text(json.dumps(extract_dtypes(bridge), indent=1) + "\n")
         (here / BRIDGE_GUIDS).write_text(json.dumps(extract_guids(bridge), indent=1) + "\n")
         (here / BRIDGE_BOOL_CAST).write_text("\n".join(extract_bool_cast_ops(bridge)) + "\n")
+        int_to_float = extract_int_to_float_ops(bridge)
+        (here / BRIDGE_INT_TO_FLOAT).write_text("\n".join(int_to_float) + "\n")
+        small_ints = extract_small_int_ops(bridge)
+        (here / BRIDGE_SMALL_INT).write_text("\n".join(small_ints) + "\n")
         argv = argv[:i] + argv[i + 2 :]
     ref = Path(argv[0]) if argv else here.parents[2].parent / "shared" / "reference"
     data = build(ref)

@@ -1,8 +1,6 @@
-"""`hpex.optimizers.distributed` (emulated): the ZeRO-sharded FusedAdamW is not emulated."""
+"""`hpex.optimizers.distributed` (emulated): FusedAdamW in the functional form, whose `step`
+takes the gradients (`hpusim.hpex.GradientsFusedAdamW`; the bridge's is not sharded either)."""
 
-from hpusim.hpex import unavailable
+from hpusim.hpex import GradientsFusedAdamW as FusedAdamW
 
-FusedAdamW = unavailable(
-    "habana_frameworks.torch.hpex.optimizers.distributed.FusedAdamW",
-    "the sharded optimizer relies on HCCL reduce-scatter buffers of the real bridge",
-)
+__all__ = ["FusedAdamW"]
