@@ -88,6 +88,14 @@ NOT_COMPUTED = (
     "MME term), which hardware-profiler CSV rows do not carry (Intel's table leaves them "
     "empty too)."
 )
+NOT_COMPUTED_KINETO = (
+    "MME Compute Utilization (%) and MME expected vs actual (%) are left out: they need the "
+    "MME's own compute-cycle counters and the node's operand shapes (for the device model's "
+    "MME term); a torch.profiler trace's device rows carry neither (operand shapes are on "
+    "host ops, and a lazy-mode kernel belongs to its graph's launch, not to an op)."
+)
+HARDWARE_FORMATS = ("gaudi-hw-profiler-csv", "gaudi-hltv")
+"""Trace formats of the hardware profiler (`Trace.format`'s first part)."""
 MODELED = (
     "Device times here are the emulator's device model's own: MME expected vs actual would "
     "compare the model with itself, so it is left out."
@@ -105,7 +113,8 @@ def analyze_nodes(trace: Trace, options: AnalysisOptions | None = None) -> Nodes
     full = without_args(trace.events)
     dev = device_events(full)
     dev = dev[isin(dev["engine"], NODE_ENGINES)]
-    notes = [NOT_COMPUTED]
+    hardware = trace.format.split("+", 1)[0] in HARDWARE_FORMATS
+    notes = [NOT_COMPUTED if hardware else NOT_COMPUTED_KINETO]
     if trace.device_time == "modeled" or trace_device(trace).emulated:
         notes.append(MODELED)
     spans = _node_spans(full)

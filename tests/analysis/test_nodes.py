@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 import hpuprof
-from hpuprof.analysis.nodes import MODELED, ONE_ROW_PER_NAME, NodeRow, NodesReport, analyze_nodes
+from hpuprof.analysis.nodes import (
+    MODELED,
+    NOT_COMPUTED,
+    NOT_COMPUTED_KINETO,
+    ONE_ROW_PER_NAME,
+    NodeRow,
+    NodesReport,
+    analyze_nodes,
+)
 from hpuprof.trace.model import Trace
 
 GAUDI = Path(__file__).resolve().parents[3] / "shared" / "traces" / "gaudi"
@@ -178,12 +186,15 @@ def test_modeled_device_times_say_why_expected_vs_actual_is_left_out(tmp_path: P
     modeled = dataclasses.replace(trace, device_time="modeled")
     assert MODELED in analyze_nodes(modeled).notes
     assert MODELED not in analyze_nodes(trace).notes
+    assert NOT_COMPUTED in analyze_nodes(trace).notes  # (a hardware CSV: the CSV's reason)
 
 
 def test_an_emulated_run_has_rows_and_says_its_times_are_modeled() -> None:
     sample = Path(__file__).resolve().parents[2] / "sample_traces" / "emulated_lazy" / "traces"
     report = analyze_nodes(hpuprof.load(sample / "gaudi_train-rank0.pt.trace.json", cache=False))
     assert MODELED in report.notes
+    # a torch.profiler trace: its own reason for the MME columns, not the hardware CSV's
+    assert NOT_COMPUTED_KINETO in report.notes and NOT_COMPUTED not in report.notes
     units = {row.unit for row in report.nodes}
     assert {"MME", "TPC"} <= units
     for row in report.nodes:
