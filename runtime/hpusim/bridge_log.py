@@ -7,6 +7,7 @@ bridge's `[time][LOGGER][level]` layout; the message texts are the bridge's (gau
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -70,17 +71,15 @@ class BridgeLog:
         self.log_dir = log_dir
         self.fallback_counts: dict[str, int] = {}
         """CPU fallbacks per op since the device was acquired (`count_fallback`)."""
-        self._placed_on_cpu: list[frozenset[str] | None] = []
 
+    @functools.cached_property
     def placed_on_cpu(self) -> frozenset[str] | None:
         """The `PT_HPU_PLACE_ON_CPU` allow-list (None: every op may fall back), read from the
         environment at the first fallback and kept, as the bridge's HpuFallbackHelper
         singleton reads it when first used (`fallback_helper.h`), not at import: the bridge's
         own conftest sets `none` in pytest_configure, after its test_utils imported
         habana_frameworks.torch."""
-        if not self._placed_on_cpu:
-            self._placed_on_cpu.append(place_on_cpu(os.environ.get("PT_HPU_PLACE_ON_CPU", "")))
-        return self._placed_on_cpu[0]
+        return place_on_cpu(os.environ.get("PT_HPU_PLACE_ON_CPU", ""))
 
     def line(self, logger: str, level: str, message: str) -> None:
         now = datetime.now().strftime("%H:%M:%S.%f")

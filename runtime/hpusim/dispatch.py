@@ -883,7 +883,7 @@ def _first_dtype(sig: tuple[Any, ...]) -> torch.dtype:
 
 def _before_fallback(info: OpInfo, rt: state.Runtime) -> None:
     """Refuse an op outside the `PT_HPU_PLACE_ON_CPU` allow-list; flush the lazy graph first."""
-    allow = rt.log.placed_on_cpu()
+    allow = rt.log.placed_on_cpu
     if allow is not None and info.overload not in allow:  # the bridge's exact operator_name
         raise RuntimeError(f"{info.overload} is not yet supported on HPU.")
     if rt.lazy:
