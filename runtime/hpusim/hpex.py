@@ -495,9 +495,7 @@ class FusedAdamW(Optimizer):
             group["step"] = group.get("step", 0) + 1
             step_size = group["lr"]
             if self.is_bias_correction(group):
-                bc1 = 1.0 - beta1 ** group["step"]
-                bc2 = 1.0 - beta2 ** group["step"]
-                step_size = step_size * math.sqrt(bc2) / bc1
+                step_size = _corrected_step_size(step_size, beta1, beta2, group["step"])
             neg_step_t = _device_scalar(-step_size, weights[0].dtype, weights[0].device)
             self.neg_step_list.append(neg_step_t)
             modified_wd = 1.0 - group["weight_decay"] * group["lr"]
@@ -506,6 +504,11 @@ class FusedAdamW(Optimizer):
                 group["eps"], modified_wd, weights[0].dtype, self.modified_wd_list,
             )  # fmt: skip
         return loss
+
+
+def _corrected_step_size(lr: float, beta1: float, beta2: float, step: float) -> float:
+    """AdamW's bias-corrected step size at `step` (the bridge's, computed on the host)."""
+    return lr * math.sqrt(1.0 - beta2**step) / (1.0 - beta1**step)
 
 
 def _launch_adamw(
@@ -558,16 +561,11 @@ class GradientsFusedAdamW:
         _allow_empty_param_list: bool = False,
         moments_dtype: Any = None,
     ) -> None:
-        checks = (
-            (lr >= 0.0, f"Invalid learning rate: {lr}"),
-            (eps >= 0.0, f"Invalid epsilon value: {eps}"),
-            (0.0 <= betas[0] < 1.0, f"Invalid beta parameter at index 0: {betas[0]}"),
-            (0.0 <= betas[1] < 1.0, f"Invalid beta parameter at index 1: {betas[1]}"),
-            (weight_decay >= 0.0, f"Invalid weight_decay value: {weight_decay}"),
-        )
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        _require_non_negative(lr=lr, epsilon=eps)
+        for i in (0, 1):
+            if not 0.0 <= betas[i] < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+        _require_non_negative(weight_decay=weight_decay)
         if len(params) == 0 and not _allow_empty_param_list:
             raise ValueError("optimizer got an empty parameter list")
         _refuse_fp8_moments("hpex.optimizers.distributed.FusedAdamW", moments_dtype)
@@ -618,8 +616,7 @@ class GradientsFusedAdamW:
         if not weights:
             return
         beta1, beta2 = self.defaults["beta1"], self.defaults["beta2"]
-        bc1, bc2 = 1.0 - beta1 ** steps[0], 1.0 - beta2 ** steps[0]
-        step_size = self.defaults["lr"] * math.sqrt(bc2) / bc1
+        step_size = _corrected_step_size(self.defaults["lr"], beta1, beta2, steps[0])
         neg_step_t = _device_scalar(-step_size, torch.float32, weights[0].device)
         self.neg_step_list.append(neg_step_t)
         modified_wd = 1.0 - self.defaults["weight_decay"] * self.defaults["lr"]
