@@ -29,8 +29,6 @@ decode per hit).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +48,7 @@ from hpuprof.trace.arg_columns import (
 )
 from hpuprof.trace.categories import categorical
 from hpuprof.trace.columns import take_binary
+from hpuprof.trace.heap import release_free_memory
 from hpuprof.trace.opinfo import (
     MATMUL_CONV,
     first_float_dtype,
@@ -68,7 +67,6 @@ from hpuprof.trace.schema import (
     NO_ID,
     stored_event_columns,
 )
-from hpuprof.trace.soon import after, soon
 from hpuprof.trace.sorted_groups import group_keys, last_at_or_before, nth_of_group, rank_in_group
 
 GRAPH_LAUNCHES = {"launch": "graph_build", "graph_replay": "graph_capture"}
@@ -78,31 +76,22 @@ _MAX_CLIMB = 256
 
 def with_derived(
     events: pd.DataFrame,
-    pool: Executor | None = None,
-    late: Mapping[str, Callable[[], Any]] | None = None,
-    started: Started | None = None,
     our_rows: MarkedRows | None = None,
     data_types: DataTypes | None = None,
 ) -> pd.DataFrame:
     """`events` with the derived columns and those of hpuprof's args keys (re)computed, every
-    column in schema order (the parts that read no nesting in `pool` when given, while this
-    thread derives the rest; or those `started` already). `late`: columns that `events` lacks
-    and no derived column reads, each got by calling its function once the derived columns
-    are made (a column still being made in another thread). `our_rows`: the rows whose args
-    hold hpuprof keys and which (None: found by a byte search of the args). `data_types`:
-    the rows' `dataType` args as read with the events (None: found in the args)."""
-    derived = derive(events, pool, started, our_rows, data_types)
-    derived.update((name, column()) for name, column in (late or {}).items())
+    column in schema order. `our_rows`: the rows whose args hold hpuprof keys and which (None:
+    found by a byte search of the args). `data_types`: the rows' `dataType` args as read with
+    the events (None: found in the args).
+
+    One thread derives them all. Parts of it ran in a pool beside the nesting until a same-run
+    A/B (2-thread loads, 5 alternated runs each, median): 260 MB synthetic trace 0.86-0.98 ->
+    0.68-0.75 s and peak RSS 393-396 -> 381-382 MB; 200 MB Gaudi trace 1.03 -> 0.81 s and
+    485 -> 440 MB. The parts are mostly Python and numpy over column-long arrays: in threads
+    they contended for the GIL and the one heap, and their temporaries coexisted."""
+    derived = derive(events, our_rows, data_types)
     columns = {name: derived[name] if name in derived else events[name] for name in EVENT_COLUMNS}
     return pd.DataFrame(columns, index=events.index, copy=False)
-
-
-PARALLEL_SOURCES = ("is_device", "engine", "name", "kind", "input_dims", "input_types", "args")
-"""The columns that the flops, hpuprof's args keys and the rows' own dtypes read: nothing from
-the nesting (with `our_rows`, see `start`)."""
-_FLOPS_SOURCES = ("is_device", "engine", "name", "kind", "input_dims", "args")
-_OWN_DTYPE_SOURCES = ("is_device", "engine", "kind", "input_types", "args")
-_ARG_KEY_SOURCES = ("kind", "engine", "name", "args")
 
 
 def _arg_keys(events: pd.DataFrame, our_rows: MarkedRows | None) -> dict[str, Any]:
@@ -121,76 +110,24 @@ class DataTypes:
     texts: list[str]
 
 
-@dataclass(frozen=True)
-class Started:
-    """The derived columns made in other threads (see `start`)."""
-
-    arg_keys: Future[dict[str, Any]]
-    flops: Future[NDArray[np.float64]]
-    own_dtypes: Future[tuple[NDArray[np.int64], list[str]]]
-
-
-def start(pool: Executor, sources: Future[Mapping[str, Any]]) -> Started:
-    """Make hpuprof's args keys, the flops and the rows' own dtypes (mostly Arrow work without
-    the GIL) in `pool`, each in a frame of its own, as soon as `sources` holds their columns
-    (`PARALLEL_SOURCES`, as arrays, and `our_rows`: the rows whose args hold hpuprof keys, or
-    None; each part makes its own frame and Series over them, so no frame or Series, whose
-    caches are filled as they are read, is read by two threads)."""
-
-    def frame(columns: Mapping[str, Any], names: Sequence[str]) -> pd.DataFrame:
-        return pd.DataFrame({name: columns[name] for name in names}, copy=False)
-
-    def arg_keys(columns: Mapping[str, Any]) -> dict[str, Any]:
-        return _arg_keys(frame(columns, _ARG_KEY_SOURCES), columns.get("our_rows"))
-
-    def own_dtypes(columns: Mapping[str, Any]) -> tuple[NDArray[np.int64], list[str]]:
-        return _own_dtypes(frame(columns, _OWN_DTYPE_SOURCES), columns.get("data_types"))
-
-    keys = after(pool, [sources], arg_keys)
-
-    def flops(columns: Mapping[str, Any], keys: dict[str, Any]) -> NDArray[np.float64]:
-        return _flops(frame(columns, _FLOPS_SOURCES), keys[ARG_FLOPS.column])
-
-    return Started(
-        arg_keys=keys,
-        flops=after(pool, [sources, keys], flops),
-        own_dtypes=after(pool, [sources], own_dtypes),
-    )
-
-
 def derive(
     events: pd.DataFrame,
-    pool: Executor | None = None,
-    started: Started | None = None,
     our_rows: MarkedRows | None = None,
     data_types: DataTypes | None = None,
 ) -> dict[str, Any]:
     """The derived columns of an events table (its other columns per `schema.EVENT_COLUMNS`)
-    and those of hpuprof's args keys; the parts that read no nesting in `pool` when given, or
-    those `started` already. `our_rows`: see `with_derived`."""
+    and those of hpuprof's args keys. `our_rows`: see `with_derived`."""
     n = len(events)
-    if started is None and pool is not None and set(PARALLEL_SOURCES) <= set(events.columns):
-        sources: dict[str, Any] = {name: events[name].array for name in PARALLEL_SOURCES}
-        sources["our_rows"] = our_rows
-        sources["data_types"] = data_types
-        started = start(pool, soon(None, dict, sources))
     parent = _parent_positions(events)
     op_pos = _op_positions(events, parent)
-    if started is None:
-        keys = _arg_keys(events, our_rows)
-        dtype = _dtypes(events, op_pos, _own_dtypes(events, data_types))
-        flops = _flops(events, keys[ARG_FLOPS.column])
-    else:
-        keys = started.arg_keys.result()
-        dtype = _dtypes(events, op_pos, started.own_dtypes.result())
-        flops = started.flops.result()
+    # its column-long temporaries are gone: their heap pages go back before the other parts'
+    release_free_memory()
+    keys = _arg_keys(events, our_rows)
+    dtype = _dtypes(events, op_pos, _own_dtypes(events, data_types))
+    flops = _flops(events, keys[ARG_FLOPS.column])
     cause_kind, cause = _causes(keys[ARG_CAUSE.column], n)
-    labels = events.index.to_numpy()
-    op_row = np.full(n, NO_ID, dtype=np.int64)
-    known = op_pos >= 0
-    op_row[known] = labels[op_pos[known]]
     return {
-        "op_row": op_row,
+        "op_row": _labels_at(events.index, op_pos),
         "dtype": dtype,
         "flops": flops,
         "call_site": keys[ARG_CALL_SITE.column],
@@ -235,6 +172,20 @@ def _parent_positions(events: pd.DataFrame) -> NDArray[np.int64]:
 
 
 # --- op_row ---------------------------------------------------------------------------------------
+
+
+def _labels_at(index: pd.Index, positions: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The index labels at `positions` (NO_ID where a position is negative): `positions`
+    itself under the default index, which a loaded table has (no column-long copies of the
+    labels at the load's peak)."""
+    if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
+        return (
+            np.where(positions >= 0, positions, NO_ID) if (positions < NO_ID).any() else positions
+        )
+    labels = np.full(len(positions), NO_ID, dtype=np.int64)
+    known = positions >= 0
+    labels[known] = index.to_numpy()[positions[known]]
+    return labels
 
 
 def _launch_positions(
@@ -476,7 +427,7 @@ def _keyed_device_rows(events: pd.DataFrame) -> NDArray[np.int64]:
 
 def _own_dtypes(
     events: pd.DataFrame, data_types: DataTypes | None = None
-) -> tuple[NDArray[np.int64], list[str]]:
+) -> tuple[NDArray[np.int32], list[str]]:
     """Each row's own dtype as codes into a vocabulary ("" first: none): host ops their first
     floating input type, device rows their `dataType` arg (`data_types`, else found in the
     args)."""
@@ -486,8 +437,9 @@ def _own_dtypes(
         return at.setdefault(dtype, len(at))
 
     codes_in, cats = _codes(events["input_types"])
-    per_cat = np.array([code(first_float_dtype(c)) for c in cats] + [0], dtype=np.int64)
-    dtype = per_cat[codes_in]  # (code -1, no input types: the table's last entry)
+    per_cat = np.array([code(first_float_dtype(c)) for c in cats] + [0], dtype=np.int32)
+    dtype = per_cat[codes_in]  # (code -1, no input types: the table's last entry; int32: a
+    # column-long temporary of the load's peak, at half the width of int64)
     dtype[~_is(events["kind"], {"cpu_op"})] = 0
     keyed = _keyed_device_rows(events)
     if data_types is not None:
@@ -495,14 +447,14 @@ def _own_dtypes(
     else:
         uniq, inv = _arg_texts(events, keyed, r'"dataType":\s*"(?P<v>[^"]*)"', b'"dataType":')
     if len(keyed):
-        dtype[keyed] = np.array([code(norm_dtype(u)) if u else 0 for u in uniq], np.int64)[inv]
+        dtype[keyed] = np.array([code(norm_dtype(u)) if u else 0 for u in uniq], np.int32)[inv]
     return dtype, sorted(at, key=at.__getitem__)
 
 
 def _dtypes(
     events: pd.DataFrame,
     op_pos: NDArray[np.int64],
-    own: tuple[NDArray[np.int64], list[str]],
+    own: tuple[NDArray[np.int32], list[str]],
 ) -> pd.Categorical:
     """The `dtype` column: each row's own dtype (`_own_dtypes`), else for a device row the
     dtype of its op."""

@@ -37,6 +37,7 @@ from hpuprof.trace.columns import (
     BadValue,
     Coded,
     RawColumns,
+    code_width,
     take_binary,
     to_int64_ids,
 )
@@ -102,11 +103,11 @@ def build_trace(
     """Normalize the raw columns of one file into a `Trace` (rank detected unless given).
 
     With `threads` > 1, the parts that do not depend on one another (the durations, the
-    flows table, the nesting, the device columns, the categorical columns, the steps, the
-    flops and runtime keys) are built in other threads while this one follows the chain
-    nesting -> flow correlation -> derived columns: the same tables, sooner (most of that work
-    runs in numpy, Arrow or C without the GIL). The events' args are copied last in either
-    case, once the other raw columns are gone (the load's peak: both args buffers).
+    flows table, the nesting, the device columns, the categorical columns, the steps) are
+    built in other threads while this one follows the chain nesting -> flow correlation: the
+    same tables, sooner (most of that work runs in numpy, Arrow or C without the GIL). The
+    events' args are copied once the other raw columns are gone, and the derived columns are
+    made after them, in this thread (`derive.with_derived`).
     """
     normalizer = _Normalizer(raw, metadata, source)
     if threads_within_limit(threads) <= 1:
@@ -256,10 +257,14 @@ class _Normalizer:
         raw.release("ts_us", "dur_us")
         del timed
         counters = self._counters(np.flatnonzero(_code_mask(ph, {"C"})), ts_ns, rank)
-        ts, dur, flow_ts = ts_ns[rows], dur_ns[rows], ts_ns[flow_rows]
-        del ts_ns, dur_ns  # file-length arrays: gone before the events' temporaries exist
+        # final order: (ts, -dur, file order); the lane order adds (pid, tid) in front
+        order = time_order(ts_ns[rows], dur_ns[rows])  # rows ascend: ties keep the file order
+        rows = rows[order]
+        del order
+        given = [rows, ts_ns[rows], dur_ns[rows], flow_rows, ts_ns[flow_rows]]
+        del rows, flow_rows, ts_ns, dur_ns  # (file-length: gone before the events' temporaries)
         raw.release("bp", "side_args")
-        events = self._events(rows, ts, dur, rank, processes, threads, flow_rows, flow_ts)
+        events = self._events(given, rank, processes, threads)
         return Trace(
             events=events,
             counters=counters,
@@ -446,21 +451,18 @@ class _Normalizer:
 
     def _events(
         self,
-        rows: NDArray[np.int64],
-        ts: NDArray[np.int64],
-        dur: NDArray[np.int64],
+        given: list[NDArray[np.int64]],
         rank: int,
         processes: pd.DataFrame,
         threads: pd.DataFrame,
-        flow_rows: NDArray[np.int64],
-        flow_ts: NDArray[np.int64],
     ) -> pd.DataFrame:
-        """The events table; `ts`, `dur` are those of `rows`, `flow_ts` those of `flow_rows`."""
+        """The events table from `given`: [rows (in the table's order), their ts and dur, the
+        flow rows, their ts]. The list is emptied here, so that each array is freed as soon as
+        this is done with it (the caller's names would keep column-long arrays alive through
+        the load's peak: 24 MB on the 260 MB synthetic trace)."""
         raw = self.raw
-        # final order: (ts, -dur, file order); the lane order adds (pid, tid) in front
-        order = time_order(ts, dur)  # rows ascend: ties keep the file order
-        rows, ts, dur = rows[order], ts[order], dur[order]
-        del order
+        rows, ts, dur, flow_rows, flow_ts = given
+        given.clear()
         n = len(rows)
         # rows whose args hold more of our keys, and the columns of those read with the event
         values = {name: value_column(name, getattr(raw, name), rows) for name in ARG_VALUE_KEYS}
@@ -516,6 +518,7 @@ class _Normalizer:
             device_columns.result()  # its error first, as when it runs before (no pool)
             raise
         del lanes, by_lane, depth_l, parent_l, has_parent, pid_codes, tid_codes, flow_ts
+        del flow_rows
         kind = device_columns.result()[0]
         del device_columns
         raw.release("correlation", "flow_id", "stream", "device")
@@ -542,20 +545,21 @@ class _Normalizer:
         del taken
         # last, when every other raw column is gone: the args, into a buffer of their exact size
         # (the heap's free pages go back first: the load peaks here, with both args buffers).
-        # Also with a pool: taken there beside the nesting (and the flops and runtime keys read
-        # from them meanwhile), both args buffers coexisted with the raw columns: 260 MB
-        # synthetic trace, 2 threads, same-run A/B: peak RSS 2.47x -> 2.09x the JSON size,
-        # 54.7 -> 58.8 MB/s (loaded machine); `with_derived` starts those parts in the pool
+        # Also with a pool: taken there beside the nesting, both args buffers coexisted with
+        # the raw columns: 260 MB synthetic trace, 2 threads, same-run A/B: peak RSS 2.47x ->
+        # 2.09x the JSON size, 54.7 -> 58.8 MB/s (loaded machine). The steps are done first:
+        # their column-long temporaries (20 MB on that trace) would add to the gather's peak.
+        columns["step"] = step.result()
+        del step
         release_free_memory()
         columns["args"] = _args_column(take_binary(raw.args, rows))
         raw.release("args")
+        del rows
         release_free_memory()  # (the derived columns' temporaries come next)
         frame = pd.DataFrame(
             {name: columns.pop(name) for name in EVENT_COLUMNS if name in columns}, copy=False
         )
-        # the steps (no derived column reads them) are taken once the derived columns are made
-        late = {"step": lambda: step.result().astype(np.int32)}
-        return with_derived(frame, self.pool, late, None, our_rows, types)
+        return with_derived(frame, our_rows, types)
 
     def _graph_ids(self, rows: NDArray[np.int64]) -> pd.Categorical:
         raw = self.raw
@@ -708,9 +712,10 @@ class _Normalizer:
         dur: NDArray[np.int64],
         is_device: NDArray[np.bool_],
         correlation: NDArray[np.int64],
-    ) -> NDArray[np.int64]:
+    ) -> NDArray[np.int32]:
+        """Each row's step number (int32: numbers past it are refused), NO_ID outside steps."""
         n = len(rows)
-        step = np.full(n, NO_ID, dtype=np.int64)
+        step = np.full(n, NO_ID, dtype=np.int32)
         if n == 0:
             return step
         ours = _code_mask(hpu_event, {"step"}, rows)
@@ -733,7 +738,7 @@ class _Normalizer:
                 f"event {row}",
                 f"a step number within int32 (found {name.categories[marker_codes[too_big[0]]]!r})",
             )
-        numbers = np.array(found, dtype=np.int64)
+        numbers = np.array(found, dtype=np.int32)
         positions, numbers = positions[numbers >= 0], numbers[numbers >= 0]
         if len(positions) == 0:
             return step
@@ -751,7 +756,7 @@ class _Normalizer:
             mapped = by_corr.reindex(correlation[device_corr]).to_numpy()
             known = ~np.isnan(mapped)
             target = np.flatnonzero(device_corr)[known]
-            step[target] = mapped[known].astype(np.int64)
+            step[target] = mapped[known].astype(np.int32)
         return step
 
     # --- counters and flows ------------------------------------------------------------------
@@ -828,7 +833,7 @@ def data_types(coded: Coded, rows: NDArray[np.int64]) -> DataTypes:
     texts = [_json_text(category) for category in coded.categories]
     vocabulary = sorted(set(texts))  # (in order: the dtype column's categories follow it)
     place = {text: i for i, text in enumerate(vocabulary)}
-    remap = np.array([place[text] for text in texts], dtype=np.int64)
+    remap = np.array([place[text] for text in texts], dtype=code_width(len(vocabulary)))
     return DataTypes(remap[coded.codes[rows]], vocabulary)
 
 
@@ -870,7 +875,7 @@ def _flows(
         "ts_ns": ts,
         "binding": column("bp"),
     }
-    return pd.DataFrame(columns)
+    return pd.DataFrame(columns, copy=False)  # (a copy of each would coexist with it)
 
 
 def gaudi_engine(thread_name: str) -> str:
