@@ -75,6 +75,19 @@ def tune_process() -> None:
         libc.mallopt(_M_ARENA_MAX, ARENA_MAX)
 
 
+def arrow_on_heap() -> None:
+    """In a process that called `tune_process`, Arrow allocates from glibc's heap (pyarrow's
+    system pool) rather than its bundled mimalloc, so that the heap's tuning and
+    `release_free_memory` govern its buffers too: mimalloc kept the pages of the args that the
+    derived columns copy and match a slice at a time. 260 MB synthetic trace, 2-thread load,
+    median of 7: peak RSS 389 -> 382 MB, as fast (0.69 s both). Elsewhere, a no-op."""
+    if _TUNED:
+        import pyarrow as pa
+
+        if pa.default_memory_pool().backend_name != "system":
+            pa.set_memory_pool(pa.system_memory_pool())
+
+
 def tuned() -> bool:
     """Whether this process opted in to the heap tuning (`tune_process`)."""
     return _TUNED

@@ -41,6 +41,7 @@ from hpuprof.trace.heap import (
     DECODE_MMAP_THRESHOLD,
     DECODE_TRIM_THRESHOLD,
     MMAP_THRESHOLD,
+    arrow_on_heap,
     gc_paused,
     release_free_memory,
     set_mmap_threshold,
@@ -658,6 +659,7 @@ def read_kineto_json(
     from hpuprof.trace.normalize import build_trace
 
     path = Path(path)
+    arrow_on_heap()
     release_free_memory()
     with small_pages():
         decoded = read_raw(path, progress, threads)
