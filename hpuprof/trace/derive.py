@@ -84,11 +84,11 @@ def with_derived(
     found by a byte search of the args). `data_types`: the rows' `dataType` args as read with
     the events (None: found in the args).
 
-    One thread derives them all. Parts of it ran in a pool beside the nesting until a same-run
-    A/B (2-thread loads, 5 alternated runs each, median): 260 MB synthetic trace 0.86-0.98 ->
-    0.68-0.75 s and peak RSS 393-396 -> 381-382 MB; 200 MB Gaudi trace 1.03 -> 0.81 s and
-    485 -> 440 MB. The parts are mostly Python and numpy over column-long arrays: in threads
-    they contended for the GIL and the one heap, and their temporaries coexisted."""
+    One thread derives them all. Parts of it ran in a pool beside this thread's, their
+    column-long temporaries at once: 2-thread loads, alternated runs, median peak RSS 393-396
+    -> 381-382 MB (260 MB synthetic trace), 485 -> 440 MB (200 MB Gaudi trace). Not slower:
+    with the other changes of that commit, `bench/bench_load.py --threads 2 --against` gave
+    0.98x the wall-clock speed and 1.05x the CPU-time speed (4 alternated rounds)."""
     derived = derive(events, our_rows, data_types)
     columns = {name: derived[name] if name in derived else events[name] for name in EVENT_COLUMNS}
     return pd.DataFrame(columns, index=events.index, copy=False)
