@@ -198,3 +198,45 @@ def test_cast_to_fp8_hybrid_gives_both_formats_and_the_amax(hpu: Any) -> None:
     assert float(amax.cpu()) == 100.0
     _, _, none = torch.ops.hpu.cast_to_fp8_hybrid(x.to("hpu"))
     assert none.numel() == 0
+
+
+def test_te_linear_scales_by_its_amax_history_one_step_late(hpu: Any) -> None:
+    """Delayed scaling (Intel's transformer_engine, which the bridge re-exports): step 1 casts
+    with scale 1 and records the amaxes; step 2's scale is 2**floor(log2(fp8_max / amax)) of the
+    history; `save_fp8_meta` / `load_fp8_meta` restore it; a forced-off measurement records
+    nothing."""
+    hpu("eager")
+    import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+    from habana_frameworks.torch.hpex.experimental.transformer_engine.fp8 import (
+        FP8GlobalStateManager,
+    )
+
+    fmt = te.recipe.Format.E5M2
+    recipe = te.recipe.DelayedScaling(
+        fp8_format=fmt, amax_history_len=2, amax_compute_algo="max", reduce_amax=False
+    )
+    linear = te.Linear(4, 3, bias=False, params_dtype=torch.float32)
+    x = torch.full((2, 4), 1000.0, device="hpu", requires_grad=True)
+
+    def step(inp: torch.Tensor, **kw: Any) -> None:
+        with te.fp8_autocast(enabled=True, fp8_recipe=recipe, **kw):
+            linear(inp).sum().backward()
+
+    step(x)
+    fwd = linear.fp8_meta["scaling_fwd"]
+    assert torch.equal(fwd.scale.cpu(), torch.ones(2))  # step 1: the initial scale
+    w_amax = linear.weight.detach().abs().max().cpu()
+    assert torch.equal(fwd.amax_history[0].cpu(), torch.stack([torch.tensor(1000.0), w_amax]))
+    saved = linear.save_fp8_meta()
+    step(x)
+    want = torch.pow(2.0, torch.floor(torch.log2(fmt.value.max_fwd / torch.tensor(1000.0))))
+    assert fwd.scale[0].cpu() == want == 32.0  # from step 1's amax
+    assert int(fwd.amax_history_index.cpu()) == 1  # step 2 wrote the history's second row
+    linear.load_fp8_meta(saved)
+    assert torch.equal(linear.fp8_meta["scaling_fwd"].scale.cpu(), torch.ones(2))
+    before = linear.fp8_meta["scaling_fwd"].amax_history.clone()
+    step(x * 2, force_measurement=False)  # measurement forced off: the history stays
+    assert torch.equal(linear.fp8_meta["scaling_fwd"].amax_history, before)
+    assert FP8GlobalStateManager.get_manual_measurement_mode() is False
+    FP8GlobalStateManager.set_measurement_mode(False)
+    assert FP8GlobalStateManager.get_manual_measurement_mode() is None

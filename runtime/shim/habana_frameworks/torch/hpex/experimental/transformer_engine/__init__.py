@@ -1,29 +1,31 @@
 """`habana_frameworks.torch.hpex.experimental.transformer_engine` (emulated).
 
-`Linear` under `fp8_autocast` runs in FP8 (`hpusim.transformer_engine`: E4M3/E5M2 casts with
-amax scales and the bridge's `hpu::fp8_gemm_v2`, at the MME's FP8 rate on the modeled device;
-numerics emulated as dequantize-then-matmul). The rest of the fp8 surface that needs the
-device's fp8 scaling hardware (`LayerNormLinear`, `FP8ContextWrapper`, `fp8_model_init`, the
-cast kernels) raises NotImplementedError on use. The recipe configuration objects
-(`recipe.DelayedScaling`, `recipe.Format`) exist, so clients that only import them
-(lightning-habana, optimum-habana) work."""
+In the bridge this re-exports Intel's `intel_transformer_engine`; here `hpusim.transformer_engine`
+emulates it: `Linear` under `fp8_autocast` runs in FP8 with delayed scaling (per-module
+`fp8_meta`: scales, amax histories, measurement intervals, `save_fp8_meta` / `load_fp8_meta`,
+the extra state in `state_dict`) over the bridge's emulated FP8 casts and GEMM. The rest of the
+fp8 surface that Intel's package builds on fused device kernels (`LayerNormLinear`,
+`FP8ContextWrapper`, `FusedAttention`, `fp8_model_init`) raises NotImplementedError on use."""
 
 from hpusim.hpex import unavailable, unavailable_function
 from hpusim.transformer_engine import Linear, fp8_autocast, is_fp8_enabled
 
-from . import distributed, fp8, recipe
+from . import cpp_extensions, distributed, fp8, recipe, utils
 from .fp8 import is_fp8_available
 
 _API = "habana_frameworks.torch.hpex.experimental.transformer_engine"
-_WHY = "fp8 scaling kernels need the device's fp8 hardware (te.Linear is emulated)"
+_WHY = "fp8 modules beyond te.Linear need the device's fused fp8 kernels"
 LayerNormLinear = unavailable(f"{_API}.LayerNormLinear", _WHY)
 FP8ContextWrapper = unavailable(f"{_API}.FP8ContextWrapper", _WHY)
+FusedAttention = unavailable(f"{_API}.FusedAttention", _WHY)
 fp8_model_init = unavailable_function(f"{_API}.fp8_model_init", _WHY)
 
 __all__ = [
     "FP8ContextWrapper",
+    "FusedAttention",
     "LayerNormLinear",
     "Linear",
+    "cpp_extensions",
     "distributed",
     "fp8",
     "fp8_autocast",
@@ -31,4 +33,5 @@ __all__ = [
     "is_fp8_available",
     "is_fp8_enabled",
     "recipe",
+    "utils",
 ]

@@ -1,9 +1,6 @@
-"""`transformer_engine.cpp_extensions` (emulated): fp8 casts need the device's fp8 hardware."""
+"""`transformer_engine.cpp_extensions` (emulated): the FP8 casts by an `FP8TensorMeta`'s scales
+(recording amaxes in its history) and the TN-layout FP8 GEMM, over the bridge's emulated ops."""
 
-from hpusim.hpex import unavailable_function
+from hpusim.transformer_engine import cast_from_fp8, cast_to_fp8, cast_to_fp8_hybrid, fp8_gemm
 
-from .fp8 import REASON
-
-cast_to_fp8 = unavailable_function("transformer_engine.cpp_extensions.cast_to_fp8", REASON)
-cast_from_fp8 = unavailable_function("transformer_engine.cpp_extensions.cast_from_fp8", REASON)
-fp8_gemm = unavailable_function("transformer_engine.cpp_extensions.fp8_gemm", REASON)
+__all__ = ["cast_from_fp8", "cast_to_fp8", "cast_to_fp8_hybrid", "fp8_gemm"]

@@ -5,5 +5,5 @@ from hpusim.hpex import unavailable_function
 activation_checkpointing = unavailable_function(
     "habana_frameworks.torch.hpex.experimental.transformer_engine.distributed."
     "activation_checkpointing",
-    "fp8 training needs the device's fp8 hardware",
+    "fp8 activation recompute is not emulated",
 )
