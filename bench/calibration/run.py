@@ -85,6 +85,14 @@ def run_case(case: Case) -> dict[str, object]:
     }
 
 
+def _run_or_report(case: Case) -> dict[str, object] | str:
+    """`run_case(case)`, or the text of its failure."""
+    try:
+        return run_case(case)
+    except RuntimeError as error:
+        return f"FAILED {error}"
+
+
 DOC = HERE.parent.parent / "docs" / "device-model.md"
 BEGIN, END = "<!-- calibration-table:begin -->", "<!-- calibration-table:end -->"
 """The part of docs/device-model.md that `--update-docs` rewrites with this script's output."""
@@ -192,10 +200,18 @@ def main(argv: list[str] | None = None) -> int:
         for row in rows:
             _print_row(row)
     cases = [] if args.from_json else [c for c in CASES if c.id.startswith(args.only)]
+    failed: list[str] = []
     with ThreadPoolExecutor(max(args.jobs, 1)) as pool:  # each case is its own processes
-        for row in pool.map(run_case, cases):
+        for row in pool.map(_run_or_report, cases):
+            if isinstance(row, str):  # (one failed case does not stop the others)
+                failed.append(row)
+                print(row, flush=True)
+                continue
             rows.append(row)
             _print_row(row)
+    if failed:
+        print(f"\n{len(failed)} of {len(cases)} cases failed; no table is written", file=sys.stderr)
+        return 1
     if not rows:
         print(f"no case id starts with {args.only!r}", file=sys.stderr)
         return 2

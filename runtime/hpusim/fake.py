@@ -121,6 +121,12 @@ _DYNAMIC: Final = frozenset(
 def _to_meta(a: Any) -> Any:
     if type(a) is torch.Tensor and a.device.type != "meta" and a.dim() != 0:
         return to_fake(None, a)
+    if type(a) is torch.device and a.type == "cpu":
+        # a device op's `device=` (the CPU once unwrapped, dispatch._unwrap_kwargs): its
+        # outputs are meta, as its inputs are (torch's Python references of factory-like ops,
+        # `new_zeros` in an index backward, call torch.full with it: on the CPU, a large one
+        # became a fake host tensor, host_fake.py, mixed into the op's meta inputs)
+        return torch.device(META)
     if type(a) is list or type(a) is tuple:
         return type(a)(_to_meta(x) for x in a)
     return a

@@ -161,3 +161,17 @@ def test_a_hugging_face_model_from_config_on_the_host(tmp_path: Path, run_predic
     data = _prediction(run_predict, str(script))
     assert data["steps"] == 2 and data["model_flops_per_step"] > 0
     assert data["samples_per_step"] == 2 and data["tokens_per_step"] == 2 * 64  # by keyword
+
+
+def test_a_device_op_that_makes_its_output_with_a_factory_stays_on_the_device(
+    fake_runtime: Any,
+) -> None:
+    """The backward of advanced indexing makes its gradient with `new_zeros`, whose reference
+    implementation calls `torch.full`: on a large tensor that call must not become a fake host
+    tensor mixed into the device op's inputs (MLPerf BERT's masked-position gather failed with
+    'Mismatching aten.index_put.default device between self (cpu) and values (meta)')."""
+    x = torch.randn(1024, 512, device="hpu", requires_grad=True)  # 2 MiB: past the host limit
+    picked = x[torch.arange(0, 1024, 8, device="hpu")]
+    picked.sum().backward()
+    assert x.grad is not None and x.grad.device.type == "hpu"
+    assert tuple(x.grad.shape) == (1024, 512)
