@@ -16,14 +16,18 @@ deterministic stand-in and warning as a fake hpu tensor (fake.py); `.numpy()` of
 torch's error for tensor subclasses (a fake tensor has no data to share), which `hpuprof
 predict` explains (`no_data_hint`). A large `.cpu()` copy of a fake hpu tensor is a fake host
 tensor too. Tensors the script builds from its own data (`torch.tensor(list)`,
-`torch.from_numpy`) or loads (`torch.load`) are real, and so is everything while another fake
-mode is active (dynamo tracing makes its own).
+`torch.from_numpy`: already in its memory) are real, and so is everything while another fake
+mode is active (dynamo tracing makes its own). A checkpoint that `torch.load` reads is mapped
+(`mmap=True`, unless the script says): its tensors are real but cost memory only for the
+values read, and a model loaded from one and moved to the device reads none.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import os
+import zipfile
 from typing import Any, Final
 
 import torch
@@ -161,8 +165,29 @@ def no_data_hint(error: BaseException) -> str | None:
     )
 
 
+def _mapped_load(original: Any) -> Any:
+    """`torch.load` that maps a checkpoint file instead of reading it (`mmap=True`) unless the
+    script says otherwise: its tensors are real (their values read on demand from the file's
+    pages) and cost no memory until read, and under fake compute `.to("hpu")` reads none of
+    them. A file torch cannot map (the legacy format, a stream) loads as the script asked."""
+
+    @functools.wraps(original)
+    def load(f: Any, *args: Any, **kwargs: Any) -> Any:
+        if "mmap" in kwargs or not isinstance(f, (str, os.PathLike)):
+            return original(f, *args, **kwargs)
+        try:
+            if not zipfile.is_zipfile(f):
+                return original(f, *args, **kwargs)
+        except OSError:
+            return original(f, *args, **kwargs)  # (torch's own error for a missing file)
+        return original(f, *args, mmap=True, **kwargs)
+
+    return load
+
+
 def install() -> None:
-    """Fake large host tensors from now on (idempotent)."""
+    """Fake large host tensors from now on, and map checkpoints that `torch.load` reads
+    (idempotent)."""
     if _orig:
         return
     # `with torch.device(d)` gives `d` to the factories in a set torch builds once per
@@ -172,6 +197,8 @@ def install() -> None:
     for name in FACTORIES:
         _orig[name] = getattr(torch, name)
         setattr(torch, name, _faking(_orig[name], name))
+    _orig["load"] = torch.load
+    torch.load = _mapped_load(torch.load)
 
 
 def uninstall() -> None:

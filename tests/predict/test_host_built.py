@@ -175,3 +175,38 @@ def test_a_device_op_that_makes_its_output_with_a_factory_stays_on_the_device(
     picked.sum().backward()
     assert x.grad is not None and x.grad.device.type == "hpu"
     assert tuple(x.grad.shape) == (1024, 512)
+
+
+def test_a_checkpoint_is_mapped_not_read_and_a_model_loaded_from_it_moves_for_free(
+    tmp_path: Path,
+) -> None:
+    """Under fake compute `torch.load` maps a checkpoint (`mmap=True` unless the script says):
+    its values are real and read on demand; loading it into a model and moving that to the
+    device costs no host memory for the 128 MiB of weights."""
+    import hpusim
+
+    weights = torch.arange(4096 * 8192, dtype=torch.float32).reshape(8192, 4096)
+    path = tmp_path / "ckpt.pt"
+    torch.save({"weight": weights, "bias": torch.zeros(8192)}, path)
+    del weights
+    torch_load = torch.load
+    hpusim.enable("lazy", compute="fake")
+    try:
+        before = _rss_now()
+        state = torch.load(path)
+        model = torch.nn.Linear(4096, 8192)  # fake: 128 MiB, past the host limit
+        model.load_state_dict(state, assign=True)
+        model.to("hpu")
+        grown_mib = (_rss_now() - before) / 2**20
+        assert float(state["weight"][3, 5]) == 3 * 4096 + 5  # real values, read on demand
+        assert model.weight.device.type == "hpu"
+        assert grown_mib < 32, grown_mib
+    finally:
+        hpusim.disable()
+    assert torch.load is torch_load  # (disable restores torch's own)
+
+
+def _rss_now() -> int:
+    """This process's resident set now (bytes)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * resource.getpagesize()
