@@ -12,7 +12,8 @@ Memory figures come from the emulator's allocator bookkeeping (bytes and counts 
 tensors it created: factories, H2D copies, op outputs with new storage). MODELED: no caching
 allocator, fragmentation or workspace memory; `Limit` is the device profile's HBM size.
 Events measure MODELED device time (the timeline's clock when the work queued before them ends).
-Streams are placeholders of the one modeled stream. The RNG of hpu tensors is the CPU generator.
+Streams are placeholders of the one modeled stream. The RNG functions act on the device's own
+generator (`hpusim.rng`, the bridge's `hpu/random.py`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import torch
 
 import hpusim.hpex as hpex
 import hpusim.metrics as metrics
+import hpusim.rng as rng
 import hpusim.state as state
 from hpusim.env import DRIVER_VERSION
 from hpusim.lazy import DEVICE_SYNC, EVENT_SYNC, STREAM_SYNC, device_wait, flush, host_sync
@@ -591,9 +593,9 @@ def record_stream(tensor: torch.Tensor, stream: Stream) -> None:
     return None  # one modeled stream: nothing to keep alive across streams
 
 
-# --- random (the CPU generator drives hpu tensors' RNG) -------------------------------------
+# --- random (the device's own generator, hpusim.rng; the bridge's hpu/random.py) ------------
 
-default_generators: Final[list[torch.Generator]] = [torch.default_generator]
+default_generators: Final[list[torch.Generator]] = [rng.DEVICE_GENERATOR]
 
 
 def _check_zero(device: Any, what: str) -> None:
@@ -875,9 +877,11 @@ def install() -> None:
         if parent is not None:
             parent.hpu = mod  # type: ignore[attr-defined]
     _current[0] = _DEFAULT_STREAM
+    rng.install()
 
 
 def uninstall() -> None:
+    rng.uninstall()
     if hasattr(torch, "hpu"):
         delattr(torch, "hpu")
     sys.modules.pop("torch.hpu", None)

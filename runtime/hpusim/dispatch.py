@@ -17,6 +17,7 @@ import torch
 
 import hpusim.fallback as fb
 import hpusim.op_dtypes as op_dtypes
+import hpusim.rng as rng
 import hpusim.state as state
 from hpusim.accounting import after_op, gap_mode
 from hpusim.attribution import _UNKNOWN, module_and_phase, phase_code
@@ -168,6 +169,8 @@ class OpInfo:
         self.overload = fb.overload_name(func)
         # ops whose HPU kernel the bridge registers in place of torch's composite
         self.call = DEVICE_KERNELS.get(self.overload, self.call)
+        # a random op draws its seed from the device's generator (hpusim.rng)
+        self.call = rng.device_call(func, self.call)
         self.name_id = name_id
         self.base = fb.base_name(func)
         self.engine = engine_of(schema.name.split("::", 1)[-1])

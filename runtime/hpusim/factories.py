@@ -19,6 +19,7 @@ from hpusim.dispatch import unwrap
 from hpusim.dtype_rules import on_device_dtype
 from hpusim.fake import factory_device
 from hpusim.recorder import input_json
+from hpusim.rng import device_call
 from hpusim.tensor import HpuTensor
 from hpusim.transfers import acquire, on_device
 
@@ -65,7 +66,7 @@ def _run(op: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     clock.enter(t0)  # projected timeline: the bridge's cost of a factory, not the emulator's
     try:
         # compute="fake": a meta tensor under the hpu tensor
-        raw = op(*args, **_cpu_kwargs(kwargs, factory_device(rt)))
+        raw = device_call(op)(*args, **_cpu_kwargs(kwargs, factory_device(rt)))
         if isinstance(raw, torch.Tensor) and rt.fake is None:
             on_device(rt, raw)
         out = _wrap(raw)

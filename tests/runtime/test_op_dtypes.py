@@ -219,3 +219,23 @@ def test_int8_cumsum_stays_on_the_device_as_its_validator_reads_it_as_int32(hpu:
     got = torch.cumsum(a.to("hpu"), dim=1)
     assert torch.equal(got.cpu(), torch.cumsum(a, dim=1))
     assert "aten::cumsum" not in _fallbacks()
+
+
+def test_dtypes_the_bridges_own_tests_run_on_the_device_stay_there(hpu: Any) -> None:
+    """The 1.16 table gives `ge` no int8 and the shifts no int16; the 1.19 bridge's
+    tests/pytest_working (CPU fallback forbidden) runs them on the device."""
+    assert _data()["tested_on_device"] == {
+        "bitwise_left_shift": ["INT16"],
+        "bitwise_right_shift": ["INT16"],
+        "ge": ["INT8"],
+    }
+    hpu("lazy", PT_HPU_PLACE_ON_CPU="none")
+    a = torch.tensor([[-3, 0, 5], [7, -1, 2]], dtype=torch.int8)
+    out = torch.empty(2, 3, dtype=torch.int8, device="hpu")
+    torch.ge(a.to("hpu"), 0, out=out)
+    assert torch.equal(out.cpu(), torch.ge(a, 0).to(torch.int8))
+    assert torch.equal(a.to("hpu").ge_(2).cpu(), a.clone().ge_(2))
+    s = torch.tensor([1, 2, 3], dtype=torch.int16)
+    assert torch.equal(torch.bitwise_left_shift(s.to("hpu"), s.to("hpu")).cpu(), s << s)
+    assert torch.equal(torch.bitwise_right_shift(s.to("hpu"), 1).cpu(), s >> 1)
+    assert not _fallbacks()

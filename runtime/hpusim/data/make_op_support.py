@@ -36,9 +36,15 @@ re-extracts from the 1.19 source:
   table gives any of them: the table says `sub` has no int32 while `add` (the same
   `binary_with_alpha_fwd`, whose params the bridge fills for integral inputs) has it.
 
+- `bridge_tested_dtypes.txt` (kept by hand, each line citing its test): dtypes the 1.19
+  bridge's own `tests/pytest_working` run on the device with CPU fallback forbidden (its
+  conftest sets `PT_HPU_PLACE_ON_CPU=none`) for ops whose shared-layer validator leaves the
+  dtype to the TPC kernel library, where the 1.16 table lacks them (`ge` on int8).
+
 Output: {"source", "missing": [overload names], "dtypes": {op: [1.16 dtype columns]},
 "widened_by_kernel": {op: [columns added from its kernel's other ops]},
 "bool_cast_on_device": [ops whose validator casts bool inputs],
+"tested_on_device": {op: [columns the bridge's tests run on the device]},
 "dtypes_1_19": {overload: check}}. `--compare` prints how many op/dtype pairs 1.19 decides
 differently from 1.16.
 """
@@ -60,6 +66,7 @@ BRIDGE_GUIDS = "bridge_op_guids.json"
 BRIDGE_BOOL_CAST = "bridge_bool_cast_ops.txt"
 BRIDGE_INT_TO_FLOAT = "bridge_int_to_float_ops.txt"
 BRIDGE_SMALL_INT = "bridge_small_int_ops.txt"
+BRIDGE_TESTED = "bridge_tested_dtypes.txt"
 
 DTYPE_COLUMNS = ("FP32", "BF16", "FP16", "FP8", "INT64", "INT32", "INT16", "INT8", "BOOL")
 INTEGRAL_COLUMNS = ("INT64", "INT32", "INT16", "INT8", "BOOL")
@@ -356,6 +363,17 @@ def _read_lines(path: Path) -> set[str]:
     return {line.strip() for line in path.read_text().splitlines() if line.strip()}
 
 
+def _read_tested(path: Path) -> dict[str, list[str]]:
+    """op -> the dtype columns `bridge_tested_dtypes.txt` gives it (tab-separated: op, column,
+    the test)."""
+    tested: dict[str, list[str]] = {}
+    for line in _read_lines(path):
+        if not line.startswith("#"):
+            op, column = line.split("\t")[:2]
+            tested.setdefault(op, []).append(column)
+    return {op: sorted(cols, key=DTYPE_COLUMNS.index) for op, cols in sorted(tested.items())}
+
+
 def build(ref: Path) -> dict[str, Any]:
     here = Path(__file__).resolve().parent
     registered = _read_lines(here / REGISTERED)
@@ -382,6 +400,10 @@ def build(ref: Path) -> dict[str, Any]:
             dtypes[op] = sorted(set(dtypes.get(op, [])) | set(supported), key=DTYPE_COLUMNS.index)
     guids_file = here / BRIDGE_GUIDS
     guids = json.loads(guids_file.read_text()) if guids_file.is_file() else {}
+    tested = _read_tested(here / BRIDGE_TESTED)  # the kernel's dtypes: before the widening
+    for op, columns in tested.items():
+        if op in dtypes:
+            dtypes[op] = sorted({*dtypes[op], *columns}, key=DTYPE_COLUMNS.index)
     widened = widen_by_kernel(dtypes, guids)
     bool_cast = sorted(_read_lines(here / BRIDGE_BOOL_CAST))
     for op in bool_cast:
@@ -405,12 +427,14 @@ def build(ref: Path) -> dict[str, Any]:
             "whose validator casts bool on the device accept bool (bool_cast_on_device); ops "
             "whose validator promotes integers to float accept them (int_to_float_on_device); "
             "ops whose validator checks int8 / bool as int32 accept them "
-            "(small_int_as_int32_on_device)"
+            "(small_int_as_int32_on_device); dtypes the 1.19 bridge's own tests run on the "
+            "device with CPU fallback forbidden are supported (tested_on_device)"
         ),
         "widened_by_kernel": widened,
         "bool_cast_on_device": bool_cast,
         "int_to_float_on_device": int_to_float,
         "small_int_as_int32_on_device": small_ints,
+        "tested_on_device": tested,
         "missing": missing,
         "dtypes": dict(sorted(dtypes.items())),
         "dtypes_1_19": bridge_dtypes,

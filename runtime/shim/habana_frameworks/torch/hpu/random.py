@@ -1,4 +1,4 @@
-"""`habana_frameworks.torch.hpu.random` (emulated): the RNG of hpu tensors (the CPU generator)."""
+"""`habana_frameworks.torch.hpu.random` (emulated): the device's own generator (hpusim.rng)."""
 
 from hpusim.device_module import (
     default_generators,
