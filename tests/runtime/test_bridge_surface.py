@@ -224,6 +224,68 @@ def test_rng_state_round_trip(hpu: Any) -> None:
         htrandom.get_rng_state(1)
 
 
+def test_the_bridge_submodules_are_attributes_of_the_hpu_module(hpu: Any) -> None:
+    """The bridge's `hpu/__init__.py` imports `events`, `memory`, `metrics`, `random` and
+    `streams` (`from .random import *`...), which binds each submodule as an attribute of the
+    package: DeepSpeed's HPU accelerator seeds through `hpu.random.manual_seed` without importing
+    `habana_frameworks.torch.hpu.random` itself."""
+    hpu("eager")
+    hthpu = torch.hpu
+    for name in ("events", "memory", "metrics", "random", "streams"):
+        assert getattr(hthpu, name) is sys.modules[f"habana_frameworks.torch.hpu.{name}"], name
+    hthpu.random.manual_seed(7)
+    a = torch.randn(3, device="hpu").cpu()
+    hthpu.random.manual_seed(7)
+    assert torch.equal(torch.randn(3, device="hpu").cpu(), a) and hthpu.random.initial_seed() == 7
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        _ = hthpu.no_such_name
+    hpu("lazy")  # `from .graphs import *` in lazy mode only
+    assert hthpu.graphs.wrap_in_hpu_graph is hthpu.wrap_in_hpu_graph
+
+
+def test_lightning_habana_deepspeed_pin_is_waived_only_when_asked(
+    hpu: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lightning-habana 1.6.0 accepts only Habana's DeepSpeed fork (a `RequirementCache` of
+    `deepspeed==0.14.0+hpu.synapse.v1.16.0`): with PyPI's it refuses, under emulation as on a
+    Gaudi, until `accept_pypi_deepspeed()` waives the pin; then the strategy builds its ZeRO
+    config and the bf16 precision plugin constructs."""
+    for module in ("deepspeed", "lightning_habana"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed (the deepspeed and clients extras)")
+    hpu("lazy")
+    from lightning.pytorch.utilities.exceptions import MisconfigurationException
+    from lightning_habana.pytorch.plugins import HPUDeepSpeedPrecisionPlugin
+    from lightning_habana.pytorch.strategies import HPUDeepSpeedStrategy
+
+    from hpuprof.integrations.deepspeed import PROBE, PROBING_MODULES, accept_pypi_deepspeed
+
+    modules = [importlib.import_module(name) for name in PROBING_MODULES]
+    for module in modules:  # restored at teardown, as are the variables the strategy sets
+        monkeypatch.setattr(module, PROBE, getattr(module, PROBE))
+        monkeypatch.setattr(module, "deepspeed", None, raising=False)
+    for var in (
+        "DEEPSPEED_USE_HPU",
+        "PT_HPU_LAZY_ACC_PAR_MODE",
+        "PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    if any(getattr(m, PROBE) for m in modules):
+        pytest.skip("Habana's DeepSpeed fork is installed: no pin to waive")
+    with pytest.raises(MisconfigurationException, match="must have hpu DeepSpeed installed"):
+        HPUDeepSpeedStrategy(stage=2)
+    with pytest.raises(MisconfigurationException, match="must have hpu DeepSpeed installed"):
+        HPUDeepSpeedPrecisionPlugin(precision="bf16-mixed")
+    import deepspeed
+
+    assert accept_pypi_deepspeed() == deepspeed.__version__
+    strategy = HPUDeepSpeedStrategy(stage=2, offload_optimizer=True)
+    zero = strategy.config["zero_optimization"]
+    assert zero["stage"] == 2 and zero["offload_optimizer"]["device"] == "cpu"
+    assert HPUDeepSpeedPrecisionPlugin(precision="bf16-mixed").precision == "bf16-mixed"
+    assert modules[1].deepspeed is deepspeed  # its `deepspeed.init_inference` resolves
+
+
 def _device_ops(batch: Any) -> list[str]:
     from hpusim.sink import KIND_DEVICE
 
