@@ -243,47 +243,51 @@ def test_the_bridge_submodules_are_attributes_of_the_hpu_module(hpu: Any) -> Non
     assert hthpu.graphs.wrap_in_hpu_graph is hthpu.wrap_in_hpu_graph
 
 
-def test_lightning_habana_deepspeed_pin_is_waived_only_when_asked(
-    hpu: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+PIN_WAIVER_CHECK = """
+import os
+import habana_frameworks.torch  # the emulator, as on a Gaudi: DeepSpeed picks its HPU accelerator
+import deepspeed
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
+from lightning_habana.pytorch.plugins import HPUDeepSpeedPrecisionPlugin
+from lightning_habana.pytorch.plugins import deepspeed_precision
+from lightning_habana.pytorch.strategies import HPUDeepSpeedStrategy
+from hpuprof.integrations.deepspeed import accept_pypi_deepspeed
+
+for make in (lambda: HPUDeepSpeedStrategy(stage=2), lambda: HPUDeepSpeedPrecisionPlugin("bf16-mixed")):
+    try:
+        make()
+        raise SystemExit("accepted PyPI's DeepSpeed before the waiver")
+    except MisconfigurationException as exc:
+        assert "must have hpu DeepSpeed installed" in str(exc), exc
+assert accept_pypi_deepspeed() == deepspeed.__version__
+zero = HPUDeepSpeedStrategy(stage=2, offload_optimizer=True).config["zero_optimization"]
+assert zero["stage"] == 2 and zero["offload_optimizer"]["device"] == "cpu", zero
+assert HPUDeepSpeedPrecisionPlugin(precision="bf16-mixed").precision == "bf16-mixed"
+assert deepspeed_precision.deepspeed is deepspeed  # its `deepspeed.init_inference` resolves
+print("waived", deepspeed.__version__)
+"""
+
+
+def test_lightning_habana_deepspeed_pin_is_waived_only_when_asked(tmp_path: Path) -> None:
     """lightning-habana 1.6.0 accepts only Habana's DeepSpeed fork (a `RequirementCache` of
     `deepspeed==0.14.0+hpu.synapse.v1.16.0`): with PyPI's it refuses, under emulation as on a
     Gaudi, until `accept_pypi_deepspeed()` waives the pin; then the strategy builds its ZeRO
-    config and the bf16 precision plugin constructs."""
+    config and the bf16 precision plugin constructs. In a process of its own: DeepSpeed picks its
+    accelerator once per process, and lightning imports PyPI's torchvision."""
     for module in ("deepspeed", "lightning_habana"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed (the deepspeed and clients extras)")
-    hpu("lazy")
-    from lightning.pytorch.utilities.exceptions import MisconfigurationException
-    from lightning_habana.pytorch.plugins import HPUDeepSpeedPrecisionPlugin
-    from lightning_habana.pytorch.strategies import HPUDeepSpeedStrategy
-
-    from hpuprof.integrations.deepspeed import PROBE, PROBING_MODULES, accept_pypi_deepspeed
-
-    modules = [importlib.import_module(name) for name in PROBING_MODULES]
-    for module in modules:  # restored at teardown, as are the variables the strategy sets
-        monkeypatch.setattr(module, PROBE, getattr(module, PROBE))
-        monkeypatch.setattr(module, "deepspeed", None, raising=False)
-    for var in (
-        "DEEPSPEED_USE_HPU",
-        "PT_HPU_LAZY_ACC_PAR_MODE",
-        "PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    if any(getattr(m, PROBE) for m in modules):
-        pytest.skip("Habana's DeepSpeed fork is installed: no pin to waive")
-    with pytest.raises(MisconfigurationException, match="must have hpu DeepSpeed installed"):
-        HPUDeepSpeedStrategy(stage=2)
-    with pytest.raises(MisconfigurationException, match="must have hpu DeepSpeed installed"):
-        HPUDeepSpeedPrecisionPlugin(precision="bf16-mixed")
-    import deepspeed
-
-    assert accept_pypi_deepspeed() == deepspeed.__version__
-    strategy = HPUDeepSpeedStrategy(stage=2, offload_optimizer=True)
-    zero = strategy.config["zero_optimization"]
-    assert zero["stage"] == 2 and zero["offload_optimizer"]["device"] == "cpu"
-    assert HPUDeepSpeedPrecisionPlugin(precision="bf16-mixed").precision == "bf16-mixed"
-    assert modules[1].deepspeed is deepspeed  # its `deepspeed.init_inference` resolves
+    repo = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join([str(repo / "runtime" / "shim"), str(repo / "runtime"), str(repo)])
+    env = {**os.environ, "PYTHONPATH": path, "HABANA_LOGS": str(tmp_path)}
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "PT_HPU_LAZY_MODE"):
+        env.pop(var, None)
+    done = subprocess.run(
+        [sys.executable, "-c", PIN_WAIVER_CHECK], env=env, capture_output=True, text=True,
+        timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "waived" in done.stdout
 
 
 def _device_ops(batch: Any) -> list[str]:
