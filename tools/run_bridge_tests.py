@@ -57,11 +57,13 @@ def extract_suite(repo: Path, into: Path, subdir: str = SUITE, ref: str = "HEAD"
     if work_tree.is_dir() and ref == "HEAD":
         shutil.copytree(work_tree, into / subdir)
         return into / subdir
-    git_dir = repo if (repo / "HEAD").is_file() else repo / ".git"
-    if not (git_dir / "HEAD").is_file():
+    # a bare git dir, or a checkout: its `.git` is a folder, or a file in a linked worktree
+    bare = (repo / "HEAD").is_file()
+    if not bare and not (repo / ".git").exists():
         raise SystemExit(f"{repo}: not a checkout holding {subdir} (no such folder, no git dir)")
+    git = ["git", f"--git-dir={repo}"] if bare else ["git", "-C", str(repo)]
     archive = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "archive", ref, subdir],
+        [*git, "archive", ref, subdir],
         capture_output=True,
         check=False,
     )

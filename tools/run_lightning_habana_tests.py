@@ -12,11 +12,17 @@ extracted into a temporary folder and run there with `runtime/shim` first on `PY
 `--before REF` runs the same tests a second time with the shim and emulator of this repository's
 commit REF (extracted with `git archive`, placed before the installed hpusim on `PYTHONPATH`), and
 prints both tallies: the baseline measured in the same run.
+
+`--pypi-deepspeed` waives lightning-habana's pin on Habana's DeepSpeed fork for the run
+(`tools/lightning_habana_pypi_deepspeed.py`, a pytest plugin calling
+`hpuprof.integrations.deepspeed.accept_pypi_deepspeed`), so `tests/test_pytorch/test_deepspeed.py`
+runs on PyPI's DeepSpeed (the `[deepspeed]` extra) instead of stopping at the pin.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -40,9 +46,24 @@ DEFAULT_FILES = (
 )
 
 
-def run_suite(suite_root: Path, files: list[str], env: dict[str, str], timeout: int) -> Tally:
+TOOLS = Path(__file__).resolve().parent
+PYPI_DEEPSPEED_PLUGIN = "lightning_habana_pypi_deepspeed"
+"""The pytest plugin (a module beside this tool) that `--pypi-deepspeed` loads."""
+
+
+def with_pypi_deepspeed(env: dict[str, str]) -> dict[str, str]:
+    """`env` with this tool's folder on PYTHONPATH, where the suite's pytest finds the plugin."""
+    rest = env.get("PYTHONPATH", "")
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in (rest, str(TOOLS)) if p)}
+
+
+def run_suite(
+    suite_root: Path, files: list[str], env: dict[str, str], timeout: int, plugins: list[str]
+) -> Tally:
     junit = suite_root / f"junit-{time.monotonic_ns()}.xml"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
+    for plugin in plugins:
+        cmd += ["-p", plugin]
     cmd += ["--junitxml", str(junit), "-o", "junit_family=xunit1", "--timeout", str(timeout)]
     cmd += files
     subprocess.run(cmd, cwd=suite_root, env=env, check=False, stdout=subprocess.DEVNULL)
@@ -77,21 +98,30 @@ def main() -> int:
     p.add_argument("--files", default=",".join(DEFAULT_FILES), help="test files, comma-separated")
     p.add_argument("--before", default="", help="also run with this repository's commit REF")
     p.add_argument("--timeout", type=int, default=300, help="seconds per test")
+    p.add_argument(
+        "--pypi-deepspeed",
+        action="store_true",
+        help="waive lightning-habana's pin on Habana's DeepSpeed fork (PyPI's runs instead)",
+    )
     args = p.parse_args()
     files = [f for f in args.files.split(",") if f]
+    plugins = [PYPI_DEEPSPEED_PLUGIN] if args.pypi_deepspeed else []
     with tempfile.TemporaryDirectory(prefix="lightning-habana-tests-") as tmp:
         tmp_path = Path(tmp)
         extract_suite(Path(args.repo).expanduser(), tmp_path, "tests", args.ref)
         env = emulator_env(tmp_path)
+        if args.pypi_deepspeed:
+            env = with_pypi_deepspeed(env)
         print(f"lightning-habana {args.ref} tests under hpusim ({len(files)} files)")
         started = time.monotonic()
-        now = run_suite(tmp_path, files, env, args.timeout)
+        now = run_suite(tmp_path, files, env, args.timeout, plugins)
         print(f"  ran in {time.monotonic() - started:.0f} s")
         describe("now", now)
         if args.before:
             old_root = tmp_path / "before"
             old_root.mkdir()
-            old = run_suite(tmp_path, files, before_env(args.before, old_root, env), args.timeout)
+            old_env = before_env(args.before, old_root, env)
+            old = run_suite(tmp_path, files, old_env, args.timeout, plugins)
             describe(f"before ({args.before})", old)
     return 0
 

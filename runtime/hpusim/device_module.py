@@ -19,6 +19,7 @@ generator (`hpusim.rng`, the bridge's `hpu/random.py`).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 import types
@@ -830,6 +831,21 @@ def shim_dir() -> Path:
     return shim_path() / "habana_frameworks" / "torch" / "hpu"
 
 
+_SUBMODULES: Final = ("events", "memory", "metrics", "random", "streams")
+"""The submodules the bridge's `hpu/__init__.py` imports (`from .events import *` ... `from
+.streams import *`, python_packages/habana_frameworks/torch/hpu/__init__.py:39-43), which binds
+each as an attribute of the package: DeepSpeed's HPU accelerator calls `hpu.random.manual_seed`
+(deepspeed/accelerator/hpu_accelerator.py). `graphs` joins them in lazy mode only (:45-46)."""
+
+
+def _submodule(name: str) -> types.ModuleType:
+    """The module's `__getattr__`: a bridge submodule, imported on first access (importing them
+    while the module is built would re-enter the shim's half-imported `habana_frameworks`)."""
+    if name in _SUBMODULES or (name == "graphs" and hpex.is_lazy()):
+        return importlib.import_module(f"{MODULE_NAME}.{name}")
+    raise AttributeError(f"module {MODULE_NAME!r} has no attribute {name!r}")
+
+
 def build_module() -> types.ModuleType:
     """A fresh `hpu` module object (the bridge's public names plus registered extras)."""
     mod = types.ModuleType(MODULE_NAME, "The HPU runtime module (hpusim emulation).")
@@ -847,6 +863,7 @@ def build_module() -> types.ModuleType:
     mod._get_device_index = _get_device_index  # type: ignore[attr-defined]
     mod.hpu = mod  # type: ignore[attr-defined]  # `from .memory import *` brings the module itself
     mod.torch = torch  # type: ignore[attr-defined]
+    mod.__getattr__ = _submodule  # type: ignore[method-assign]
     for name, value in _extra.items():
         setattr(mod, name, value)
     return mod

@@ -1,18 +1,20 @@
 """DeepSpeed from PyPI (pyproject's `deepspeed` extra) on emulated Gaudi cards: `deepspeed.initialize`
 and bf16 ZeRO-1/2/3 training steps under `hpuprof record --emulate --cards N`, with the
-collectives each ZeRO stage issues on every card's NIC lane, matched across ranks.
+collectives each ZeRO stage issues on every card's NIC lane, matched across ranks; and
+lightning-habana's `HPUDeepSpeedStrategy` (ZeRO-2) on 2 cards.
 
 Skipped when DeepSpeed is not installed (`pip install -e .[deepspeed]`)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.multirank.test_cards import SCRIPTS, _distributed_report, _record
+from tests.multirank.test_cards import REPO, SCRIPTS, _distributed_report, _record
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
@@ -100,3 +102,20 @@ def test_zero_2_with_the_optimizer_offloaded_to_the_host(tmp_path: Path) -> None
         _, stdout = _record(folder, 1, SCRIPT, "--stage", "2", "--steps", str(STEPS), *offload)
         weights[bool(offload)] = _weights(stdout)[0]
     assert weights[True] == pytest.approx(weights[False], abs=0.01), weights
+
+
+def test_lightning_habana_deepspeed_strategy_zero_2_on_two_cards(tmp_path: Path) -> None:
+    """lightning-habana's `HPUDeepSpeedStrategy(stage=2)` with its bf16 precision plugin, as its
+    docs use them, on PyPI's DeepSpeed (its pin on Habana's fork waived) and 2 emulated cards:
+    one epoch of 2 steps per card (64 samples, batches of 16, Lightning's DistributedSampler),
+    after which the whole weights agree across cards; each card's NIC lane holds the same
+    collectives: one all-gather of the updated partitions per step, gradient all-reduces."""
+    if importlib.util.find_spec("lightning_habana") is None:
+        pytest.skip("lightning-habana is not installed (the clients extra)")
+    script = REPO / "tests" / "runtime" / "clients" / "lightning_deepspeed.py"
+    run, stdout = _record(tmp_path, 2, script, "2")
+    per_rank = _weights(stdout)
+    assert set(per_rank) == {0, 1} and per_rank[0] == per_rank[1], stdout[-2000:]
+    nic = _nic_collectives(run)
+    assert set(nic) == {0, 1} and nic[0] == nic[1], nic
+    assert nic[0]["hccl_allgather_base"] == 2 and nic[0]["hccl_allreduce"] >= 2, nic

@@ -224,6 +224,72 @@ def test_rng_state_round_trip(hpu: Any) -> None:
         htrandom.get_rng_state(1)
 
 
+def test_the_bridge_submodules_are_attributes_of_the_hpu_module(hpu: Any) -> None:
+    """The bridge's `hpu/__init__.py` imports `events`, `memory`, `metrics`, `random` and
+    `streams` (`from .random import *`...), which binds each submodule as an attribute of the
+    package: DeepSpeed's HPU accelerator seeds through `hpu.random.manual_seed` without importing
+    `habana_frameworks.torch.hpu.random` itself."""
+    hpu("eager")
+    hthpu = torch.hpu
+    for name in ("events", "memory", "metrics", "random", "streams"):
+        assert getattr(hthpu, name) is sys.modules[f"habana_frameworks.torch.hpu.{name}"], name
+    hthpu.random.manual_seed(7)
+    a = torch.randn(3, device="hpu").cpu()
+    hthpu.random.manual_seed(7)
+    assert torch.equal(torch.randn(3, device="hpu").cpu(), a) and hthpu.random.initial_seed() == 7
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        _ = hthpu.no_such_name
+    hpu("lazy")  # `from .graphs import *` in lazy mode only
+    assert hthpu.graphs.wrap_in_hpu_graph is hthpu.wrap_in_hpu_graph
+
+
+PIN_WAIVER_CHECK = """
+import os
+import habana_frameworks.torch  # the emulator, as on a Gaudi: DeepSpeed picks its HPU accelerator
+import deepspeed
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
+from lightning_habana.pytorch.plugins import HPUDeepSpeedPrecisionPlugin
+from lightning_habana.pytorch.plugins import deepspeed_precision
+from lightning_habana.pytorch.strategies import HPUDeepSpeedStrategy
+from hpuprof.integrations.deepspeed import accept_pypi_deepspeed
+
+for make in (lambda: HPUDeepSpeedStrategy(stage=2), lambda: HPUDeepSpeedPrecisionPlugin("bf16-mixed")):
+    try:
+        make()
+        raise SystemExit("accepted PyPI's DeepSpeed before the waiver")
+    except MisconfigurationException as exc:
+        assert "must have hpu DeepSpeed installed" in str(exc), exc
+assert accept_pypi_deepspeed() == deepspeed.__version__
+zero = HPUDeepSpeedStrategy(stage=2, offload_optimizer=True).config["zero_optimization"]
+assert zero["stage"] == 2 and zero["offload_optimizer"]["device"] == "cpu", zero
+assert HPUDeepSpeedPrecisionPlugin(precision="bf16-mixed").precision == "bf16-mixed"
+assert deepspeed_precision.deepspeed is deepspeed  # its `deepspeed.init_inference` resolves
+print("waived", deepspeed.__version__)
+"""
+
+
+def test_lightning_habana_deepspeed_pin_is_waived_only_when_asked(tmp_path: Path) -> None:
+    """lightning-habana 1.6.0 accepts only Habana's DeepSpeed fork (a `RequirementCache` of
+    `deepspeed==0.14.0+hpu.synapse.v1.16.0`): with PyPI's it refuses, under emulation as on a
+    Gaudi, until `accept_pypi_deepspeed()` waives the pin; then the strategy builds its ZeRO
+    config and the bf16 precision plugin constructs. In a process of its own: DeepSpeed picks its
+    accelerator once per process, and lightning imports PyPI's torchvision."""
+    for module in ("deepspeed", "lightning_habana"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed (the deepspeed and clients extras)")
+    repo = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join([str(repo / "runtime" / "shim"), str(repo / "runtime"), str(repo)])
+    env = {**os.environ, "PYTHONPATH": path, "HABANA_LOGS": str(tmp_path)}
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "PT_HPU_LAZY_MODE"):
+        env.pop(var, None)
+    done = subprocess.run(
+        [sys.executable, "-c", PIN_WAIVER_CHECK], env=env, capture_output=True, text=True,
+        timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "waived" in done.stdout
+
+
 def _device_ops(batch: Any) -> list[str]:
     from hpusim.sink import KIND_DEVICE
 

@@ -22,19 +22,25 @@ from torch.distributed.fsdp import FullyShardedDataParallel
 from lightning_stages import LitClassifier, loader
 
 
-def main():
-    fsdp = sys.argv[1] == "fsdp"
-    torch.manual_seed(0)
-    trainer = Trainer(
+def two_card_trainer(strategy, plugins=()):
+    """One epoch on 2 cards with `strategy` (and precision `plugins`), nothing logged or saved."""
+    return Trainer(
         accelerator=HPUAccelerator(),
         devices=2,
-        strategy=HPUFSDPStrategy() if fsdp else HPUDDPStrategy(),
+        strategy=strategy,
+        plugins=list(plugins),
         max_epochs=1,
         limit_val_batches=2,
         enable_progress_bar=False,
         enable_checkpointing=False,
         logger=False,
     )
+
+
+def main():
+    fsdp = sys.argv[1] == "fsdp"
+    torch.manual_seed(0)
+    trainer = two_card_trainer(HPUFSDPStrategy() if fsdp else HPUDDPStrategy())
     model = LitClassifier()
     trainer.fit(model, loader(), loader())
     whole = (
