@@ -178,8 +178,8 @@ class MainThreadTicker:
         _TICKERS[self._key] = self
         self._add = add
         thread = threading.Thread(target=self._loop, name="hpuprof-window-ticker", daemon=True)
+        self._thread = thread  # before it starts: a Ctrl-C just after would leave it unjoined
         thread.start()
-        self._thread = thread  # only once started: a Ctrl-C before leaves nothing to join
         return True
 
     def stop(self) -> None:
@@ -191,7 +191,10 @@ class MainThreadTicker:
             self._wake.release()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=5)
+            # a Ctrl-C inside `start` may have left it not started (join refuses it); if it
+            # comes up later, it finds the stop set and ends at once
+            with contextlib.suppress(RuntimeError):
+                thread.join(timeout=5)
         self._thread = None
         self._send_kept()
 
