@@ -129,11 +129,20 @@ def address_space_cap(fraction: float) -> Callable[[], None]:
     return cap
 
 
+def node_id(case: ET.Element) -> str:
+    """The pytest node id of a junit (xunit1) testcase, that pytest takes back to run it alone:
+    `file::Class::name` (the classname is the module's dotted path, then the class if any)."""
+    classname, name = case.get("classname", ""), case.get("name", "")
+    file = case.get("file") or classname.replace(".", "/") + ".py"
+    module = file.removesuffix(".py").replace("/", ".")
+    cls = classname.removeprefix(module).lstrip(".") if classname.startswith(module) else ""
+    return "::".join(part for part in (file, cls, name) if part)
+
+
 def parse_junit(path: Path) -> Tally:
     tally = Tally()
     for case in ET.parse(path).getroot().iter("testcase"):
-        classname = case.get("classname", "")
-        test_id = f"{classname.replace('.', '/')}.py::{case.get('name')}"
+        test_id = node_id(case)
         outcome = "passed"
         for child in case:
             if child.tag in ("failure", "error"):

@@ -60,3 +60,16 @@ except OSError:
         [sys.executable, "-c", code], preexec_fn=tool.address_space_cap(0.5), check=False
     )
     assert capped.returncode == 7
+
+
+def test_junit_cases_give_back_the_node_ids_pytest_runs(tool: ModuleType) -> None:
+    cases = tool.ET.fromstring(
+        '<testsuite><testcase classname="eager.test_eager_index_put.TestHpuIndexPutSelect"'
+        ' name="test_index_put[bfloat16]" file="eager/test_eager_index_put.py"/>'
+        '<testcase classname="any_mode.test_hpu_abs" name="test_hpu_abs[int32-shape0]"'
+        ' file="any_mode/test_hpu_abs.py"/></testsuite>'
+    )
+    assert [tool.node_id(case) for case in cases] == [
+        "eager/test_eager_index_put.py::TestHpuIndexPutSelect::test_index_put[bfloat16]",
+        "any_mode/test_hpu_abs.py::test_hpu_abs[int32-shape0]",
+    ]
