@@ -2,6 +2,7 @@
 
     python tools/run_bridge_tests.py --bridge PATH [--mode lazy] [--dirs lazy,any_mode]
         [--sample 10] [--workers 2] [--timeout 120] [--junit out.xml] [-k EXPR]
+        [--memory-fraction 0.5]
 
 PATH is a checkout of HabanaAI/gaudi-pytorch-bridge (a work tree, or a bare git directory whose
 HEAD is exported with `git archive`). Nothing of the bridge is copied into this repository: its
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -30,6 +32,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,14 +105,44 @@ def collect(
     if keyword:
         cmd += ["-k", keyword]
     out = subprocess.run(cmd, cwd=suite, env=env, capture_output=True, text=True, check=False)
-    return [line for line in out.stdout.splitlines() if "::" in line and not line.startswith(" ")]
+    return collected_ids(out.stdout)
+
+
+def collected_ids(stdout: str) -> list[str]:
+    """The test ids of `pytest -q --collect-only`'s output: its first block. The ERRORS section
+    after the blank line holds "::" too (`test_x.py::test_y: in "parametrize" ...`), and taken
+    for an id it made the run end at collection."""
+    ids = stdout.split("\n\n", 1)[0].splitlines()
+    return [line for line in ids if "::" in line and not line.startswith(" ")]
+
+
+def address_space_cap(fraction: float) -> Callable[[], None]:
+    """A `preexec_fn` capping the test process's address space at `fraction` of the host's RAM:
+    a test that allocates past it (any_mode/test_huge_tensor.py: three 8 GiB tensors, skipped
+    only on Habana's simulator) fails with torch's "can't allocate memory" instead of the kernel
+    killing the whole run (and, on a shared machine, maybe someone else's process)."""
+    limit = int(fraction * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return cap
+
+
+def node_id(case: ET.Element) -> str:
+    """The pytest node id of a junit (xunit1) testcase, that pytest takes back to run it alone:
+    `file::Class::name` (the classname is the module's dotted path, then the class if any)."""
+    classname, name = case.get("classname", ""), case.get("name", "")
+    file = case.get("file") or classname.replace(".", "/") + ".py"
+    module = file.removesuffix(".py").replace("/", ".")
+    cls = classname.removeprefix(module).lstrip(".") if classname.startswith(module) else ""
+    return "::".join(part for part in (file, cls, name) if part)
 
 
 def parse_junit(path: Path) -> Tally:
     tally = Tally()
     for case in ET.parse(path).getroot().iter("testcase"):
-        classname = case.get("classname", "")
-        test_id = f"{classname.replace('.', '/')}.py::{case.get('name')}"
+        test_id = node_id(case)
         outcome = "passed"
         for child in case:
             if child.tag in ("failure", "error"):
@@ -149,8 +182,17 @@ def run(args: argparse.Namespace) -> int:
             cmd += ["-n", str(args.workers)]
         cmd += [f"@{listing}"]
         started = time.monotonic()
-        subprocess.run(cmd, cwd=suite, env=env, check=False, stdout=subprocess.DEVNULL)
+        done = subprocess.run(
+            cmd,
+            cwd=suite,
+            env=env,
+            check=False,
+            stdout=subprocess.DEVNULL,
+            preexec_fn=address_space_cap(args.memory_fraction),
+        )
         elapsed = time.monotonic() - started
+        if done.returncode < 0 or done.returncode > 5:
+            print(f"pytest ended with {done.returncode}: killed? (no junit if it was)")
         tally = parse_junit(junit) if junit.is_file() else Tally()
     return report(tally, len(ids), len(selected), elapsed, dirs, args)
 
@@ -198,6 +240,12 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--timeout", type=int, default=120, help="seconds per test")
     p.add_argument("--junit", default="", help="keep the junit XML here")
+    p.add_argument(
+        "--memory-fraction",
+        type=float,
+        default=0.5,
+        help="cap each test process's address space at this part of the host's RAM",
+    )
     p.add_argument("--reasons", type=int, default=15, help="failure reasons to list")
     p.add_argument("-k", default="", help="pytest -k expression")
     return run(p.parse_args())
