@@ -978,8 +978,13 @@ def test_timeline_names_search_and_kernel_to_launch(browser: Browser) -> None:
         "(n) => document.querySelector('#timeline-search-status').innerText.startsWith(n + ' of')",
         arg=int(found[1]) + 1,
     )
-    # a device op's details: its launch, and a button that shows it
+    # a device op's details: its launch, and a button that shows it (the figure of the next
+    # match is drawn by its own callback, after the status: waited for, bounded, not read once;
+    # a clean-clone CI run on a loaded machine read the one before and found no device slice)
     b.page.wait_for_function(SETTLED)
+    b.page.wait_for_function(
+        f"() => {FIGURE}.data.some(d => d.name === 'device slice')", timeout=20_000
+    )
     row = b.page.evaluate(
         f"() => {{ const t = {FIGURE}.data.find(d => d.name === 'device slice'); return t ? t.customdata[0][1] : null; }}"
     )
