@@ -14,8 +14,12 @@ pytestmark = pytest.mark.torch
 
 
 def test_self_cpu_time_matches_key_averages(tmp_path: Path) -> None:
-    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 8))
-    data = torch.randn(32, 64)
+    # ops of tens of us and more, so that at least 5 pass the 20 us bar on a fast machine too
+    # (at 32 x 64 -> 128 -> 8 a clean-clone CI run found 4)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 64)
+    )
+    data = torch.randn(256, 256)
     path = tmp_path / "fresh.pt.trace.json"
     with torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU],
