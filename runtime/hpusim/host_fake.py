@@ -173,14 +173,10 @@ def _mapped_load(original: Any) -> Any:
 
     @functools.wraps(original)
     def load(f: Any, *args: Any, **kwargs: Any) -> Any:
-        if "mmap" in kwargs or not isinstance(f, (str, os.PathLike)):
-            return original(f, *args, **kwargs)
-        try:
-            if not zipfile.is_zipfile(f):
-                return original(f, *args, **kwargs)
-        except OSError:
-            return original(f, *args, **kwargs)  # (torch's own error for a missing file)
-        return original(f, *args, mmap=True, **kwargs)
+        # (`is_zipfile` answers False for a file it cannot open: torch then says why)
+        if "mmap" not in kwargs and isinstance(f, (str, os.PathLike)) and zipfile.is_zipfile(f):
+            kwargs["mmap"] = True
+        return original(f, *args, **kwargs)
 
     return load
 
