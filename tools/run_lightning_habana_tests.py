@@ -17,6 +17,14 @@ prints both tallies: the baseline measured in the same run.
 (`tools/lightning_habana_pypi_deepspeed.py`, a pytest plugin calling
 `hpuprof.integrations.deepspeed.accept_pypi_deepspeed`), so `tests/test_pytorch/test_deepspeed.py`
 runs on PyPI's DeepSpeed (the `[deepspeed]` extra) instead of stopping at the pin.
+
+`--cards N` emulates a server of N cards: the emulator counts N devices (`LOCAL_WORLD_SIZE`, as
+`hpuprof record --emulate --cards N` sets it), so the tests marked "requires multiple HPU devices"
+run instead of skipping. `--hpus N` is the suite's own option (how many of them a test's Trainer
+uses). lightning-habana's CI runs `test_deepspeed.py` on an 8-card server with `--hpus 1`
+(`.azure/hpu-tests.yml`): `--cards 8 --hpus 1` is that run. A Trainer with more than one device
+starts one process per card with Lightning's own launcher (it runs the same pytest command again
+with `LOCAL_RANK` set) and the cards' collectives go through the emulator's HCCL.
 """
 
 from __future__ import annotations
@@ -57,15 +65,25 @@ def with_pypi_deepspeed(env: dict[str, str]) -> dict[str, str]:
     return {**env, "PYTHONPATH": os.pathsep.join(p for p in (rest, str(TOOLS)) if p)}
 
 
+def on_cards(env: dict[str, str], cards: int) -> dict[str, str]:
+    """`env` in which the emulator counts `cards` devices (its `device_count`)."""
+    return {**env, "LOCAL_WORLD_SIZE": str(cards)} if cards > 1 else env
+
+
 def run_suite(
-    suite_root: Path, files: list[str], env: dict[str, str], timeout: int, plugins: list[str]
+    suite_root: Path,
+    files: list[str],
+    env: dict[str, str],
+    timeout: int,
+    plugins: list[str],
+    hpus: int = 1,
 ) -> Tally:
     junit = suite_root / f"junit-{time.monotonic_ns()}.xml"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
     for plugin in plugins:
         cmd += ["-p", plugin]
     cmd += ["--junitxml", str(junit), "-o", "junit_family=xunit1", "--timeout", str(timeout)]
-    cmd += files
+    cmd += ["--hpus", str(hpus), *files]
     subprocess.run(cmd, cwd=suite_root, env=env, check=False, stdout=subprocess.DEVNULL)
     return parse_junit(junit) if junit.is_file() else Tally()
 
@@ -103,25 +121,34 @@ def main() -> int:
         action="store_true",
         help="waive lightning-habana's pin on Habana's DeepSpeed fork (PyPI's runs instead)",
     )
+    p.add_argument("--cards", type=int, default=1, help="the emulated server's cards (1-8)")
+    p.add_argument("--hpus", type=int, default=1, help="the suite's --hpus: cards a test uses")
     args = p.parse_args()
+    if not 1 <= args.cards <= 8:
+        p.error(f"--cards {args.cards}: a Gaudi server has 1 to 8 cards")
+    if not 1 <= args.hpus <= args.cards:
+        p.error(f"--hpus {args.hpus}: a test can use 1 to --cards ({args.cards}) cards")
     files = [f for f in args.files.split(",") if f]
     plugins = [PYPI_DEEPSPEED_PLUGIN] if args.pypi_deepspeed else []
     with tempfile.TemporaryDirectory(prefix="lightning-habana-tests-") as tmp:
         tmp_path = Path(tmp)
         extract_suite(Path(args.repo).expanduser(), tmp_path, "tests", args.ref)
-        env = emulator_env(tmp_path)
+        env = on_cards(emulator_env(tmp_path), args.cards)
         if args.pypi_deepspeed:
             env = with_pypi_deepspeed(env)
-        print(f"lightning-habana {args.ref} tests under hpusim ({len(files)} files)")
+        print(
+            f"lightning-habana {args.ref} tests under hpusim ({len(files)} files, "
+            f"{args.cards} cards, --hpus {args.hpus})"
+        )
         started = time.monotonic()
-        now = run_suite(tmp_path, files, env, args.timeout, plugins)
+        now = run_suite(tmp_path, files, env, args.timeout, plugins, args.hpus)
         print(f"  ran in {time.monotonic() - started:.0f} s")
         describe("now", now)
         if args.before:
             old_root = tmp_path / "before"
             old_root.mkdir()
             old_env = before_env(args.before, old_root, env)
-            old = run_suite(tmp_path, files, old_env, args.timeout, plugins)
+            old = run_suite(tmp_path, files, old_env, args.timeout, plugins, args.hpus)
             describe(f"before ({args.before})", old)
     return 0
 
