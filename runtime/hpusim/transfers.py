@@ -3,8 +3,8 @@
 `Tensor.to`, `Tensor.hpu`, `torch.tensor`, `torch.as_tensor`, `torch.asarray`,
 `torch.utils.dlpack.to_dlpack`, the `*_like` / `Tensor.new_*` factories, `Tensor.pin_memory`,
 `Tensor.is_pinned`,
-`torch._has_compatible_shallow_copy_type` and `torch.utils.swap_tensors` are patched while
-emulation is on. H2D and D2H are
+`torch._has_compatible_shallow_copy_type`, `torch.utils.swap_tensors` and the restore location
+of a loaded hpu tensor (`torch._utils._get_restore_location`) are patched while emulation is on. H2D and D2H are
 autograd Functions, so gradients cross devices. A D2H is a host sync: in lazy mode it flushes
 the pending graph with reason `d2h_maybe_eval`.
 """
@@ -424,10 +424,36 @@ def _patched_swap_tensors(t1: torch.Tensor, t2: torch.Tensor) -> None:
         _orig["swap_tensors"](t1, t2)
 
 
+def _restore_location(original: Any) -> Any:
+    """torch's restore location of a loaded device tensor, taking a callable `map_location` too.
+
+    On the bridge an hpu tensor is saved with its storage, and `torch.load` hands a callable
+    `map_location` that storage (read onto the host) with its location, `hpu:0`: the tensor lands
+    where the returned storage is, or at the location when it returns None
+    (`torch/serialization.py` `_get_restore_location` / `default_restore_location`). DeepSpeed's
+    and Megatron's loaders pass `lambda storage, loc: storage` and get host tensors. An emulated
+    hpu tensor is saved as its host copy (`HpuTensor.__reduce_ex__`, the xla/mtia scheme), whose
+    rebuild knows no callable: the callable is asked with an empty host storage and the location,
+    and the device of what it returns is the restore location. Differs: the callable is also
+    asked about the host copy's own storage (location `cpu`) before."""
+
+    @functools.wraps(original)
+    def restore_location(device: Any) -> Any:
+        map_location: Any = torch.serialization._serialization_tls.map_location
+        if map_location is None or isinstance(map_location, (dict, str, torch.device)):
+            return original(device)
+        placed = map_location(torch.UntypedStorage(0), str(device))
+        return device if placed is None else placed.device
+
+    return restore_location
+
+
 def install() -> None:
     """Apply the patches (idempotent)."""
     if _orig:
         return
+    _orig["restore_location"] = torch._utils._get_restore_location
+    torch._utils._get_restore_location = _restore_location(_orig["restore_location"])
     _orig["swap_tensors"] = torch.utils.swap_tensors
     _orig["swap_keeping_weakrefs"] = _swap_keeping_weakrefs(torch.utils.swap_tensors)
     torch.utils.swap_tensors = _patched_swap_tensors
@@ -474,6 +500,7 @@ def uninstall() -> None:
     _PINNED.clear()
     torch._has_compatible_shallow_copy_type = _orig["shallow"]
     torch.utils.swap_tensors = _orig["swap_tensors"]
+    torch._utils._get_restore_location = _orig["restore_location"]
     if hasattr(torch.Tensor, "hpu"):
         del torch.Tensor.hpu  # type: ignore[attr-defined]
     _orig.clear()

@@ -197,6 +197,41 @@ def test_model_state_dict_save_load_deepcopy(hpu: Any) -> None:
     assert on_cpu.weight.device.type == "cpu" and type(on_cpu.weight) is torch.nn.Parameter
 
 
+def test_a_callable_map_location_places_loaded_hpu_tensors(hpu: Any) -> None:
+    """torch.load hands a callable map_location the host storage and `hpu:0`: the tensor goes
+    where the storage it returns is (DeepSpeed's checkpoint loader passes
+    `lambda storage, loc: storage` and gets host tensors; it raised "Callable map_location not
+    supported" here); None keeps the saved device. The patch is gone after the emulator."""
+    hpu()
+    saved = {"w": torch.arange(6.0).to("hpu")}
+    buf = io.BytesIO()
+    torch.save(saved, buf)
+    seen: list[str] = []
+
+    def keep_on_host(storage: Any, loc: str) -> Any:
+        seen.append(loc)
+        return storage
+
+    buf.seek(0)
+    on_host = torch.load(buf, map_location=keep_on_host, weights_only=False)["w"]
+    assert on_host.device.type == "cpu" and on_host.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    # asked with the tensor's location (the emulator saves a host copy, whose storage torch asks
+    # about too, as "cpu": the bridge's real hpu storage is asked once, as "hpu:0")
+    assert seen == ["cpu", "hpu:0"]
+    buf.seek(0)
+    kept = torch.load(buf, map_location=lambda storage, loc: None, weights_only=False)["w"]
+    assert kept.device.type == "hpu" and kept.cpu().tolist() == on_host.tolist()
+
+
+def test_the_restore_location_patch_ends_with_the_emulator(hpu: Any) -> None:
+    import hpusim
+
+    hpu()
+    original = torch._utils._get_restore_location.__wrapped__
+    hpusim.disable()
+    assert torch._utils._get_restore_location is original
+
+
 def test_in_place_and_views_alias_like_cpu(hpu: Any) -> None:
     hpu()
     x = torch.arange(6.0).to("hpu")
