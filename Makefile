@@ -87,7 +87,7 @@ samples: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run_all.py
 
-# the device model against published Gaudi 2 / Gaudi 3 results (docs/device-model.md), ~20 min
+# the device model against published Gaudi 2 / Gaudi 3 results (docs/device-model.md), 5-9 min on 2 shared cores
 calibrate: $(STAMP)
 	$(PY) bench/calibration/run.py --json bench/calibration/results.json --update-docs
 

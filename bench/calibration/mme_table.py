@@ -16,13 +16,14 @@ class MmeRow:
     chip: str
     shape: MmeShape
     ours_us: float
-    """The emulator's MME compute time at the cost model's (bf16) cycle rate."""
+    """The emulator's MME compute time at the cost model's clock (its cycles)."""
     oracle_us: float
     geometry: str
     utilization: float
     dtype_rate: float
-    """The published matrix rate of the shape's dtype over BF16's, which the emulator applies
-    on top and the cost model has not."""
+    """What the emulator applies on top of the cost model's cycles, which the cost model has
+    not: the published matrix rate of BF16 over the shape's dtype's, over the share of the
+    clock the MMEs sustain (`device_model.mme_sustained_share`)."""
 
     @property
     def error_pct(self) -> float:
@@ -45,7 +46,7 @@ def rows(chips: tuple[str, ...] = CHIPS) -> list[MmeRow]:
                 x, w = (batch, c, hw, hw), (k_out, c, r, r)
                 b, m, n, k = conv_gemm(s.kind, x, w, conv_output(x, w, (stride,), (pad,)))  # type: ignore[arg-type]
             got = mme_cycles(arch, b, m, n, k, s.precision, s.kind)  # type: ignore[arg-type]
-            rate = tl._mme_ns[s.precision] / tl._mme_ns["bf16"]
+            rate = tl._mme_ns[s.precision] * arch.clock_mhz / 1e3  # per cycle at its clock
             ours = tl.mme_ns([(s.kind, b, m, n, k)], s.precision) / rate / 1e3  # type: ignore[list-item]
             oracle = expected_us(chip, s.kind, *shape_problem(s.kind, s.dims), s.precision)
             out.append(MmeRow(chip, s, ours, oracle, got.geometry, got.utilization, rate))

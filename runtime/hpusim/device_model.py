@@ -158,6 +158,10 @@ class DeviceProfile:
     mme_bf16_tflops: float
     mme_fp8_tflops: float
     mme_fp32_tflops: float
+    mme_bf16_sustained_tflops: float
+    mme_fp8_sustained_tflops: float
+    mme_sustained_shapes: dict[str, list[int]]
+    """Precision -> the M x N x K GEMM at which the sustained TFLOPs were measured."""
     vector_bf16_tflops: float
     vector_fp32_tflops: float
     mme_engines: int
@@ -243,7 +247,7 @@ def load_profile(name: str) -> DeviceProfile:
     known = {f.name for f in fields(DeviceProfile)} - {"mme", "tpc", "name"}
     values = {k: v for k, v in data[name].items() if k in known}
     for key, value in _overrides().items():
-        if key not in known:
+        if key not in known or not isinstance(values[key], (int, float)):
             raise ValueError(f"{OVERRIDES_ENV}: {key!r} is not a numeric profile field")
         values[key] = type(values[key])(value)
     values["name"] = data[name]["name"]
@@ -304,6 +308,32 @@ def _precision(dtypes: Sequence[Any]) -> str:
     return "fp32"
 
 
+def _dtype_rates(p: DeviceProfile) -> dict[str, float]:
+    """Precision -> the published matrix rate of BF16 over that precision's (ns per cycle
+    relative to BF16's)."""
+    return {
+        "bf16": 1.0,
+        "fp8": p.mme_bf16_tflops / p.mme_fp8_tflops,
+        "fp32": p.mme_bf16_tflops / p.mme_fp32_tflops,
+    }
+
+
+def mme_sustained_share(p: DeviceProfile, precision: str) -> float:
+    """The share of the MME cost model's clock that the MMEs sustain at `precision` (at most 1):
+    the measured TFLOPs of a large GEMM (`mme_<dtype>_sustained_tflops`, at the shape
+    `mme_sustained_shapes` names) over the cost model's TFLOPs for that same GEMM. The cost
+    model counts cycles at the HAL's clock; under a sustained matmul load the chip lowers its
+    clock (power and thermal limits), and a published matmul benchmark measures what is left.
+    FP32 takes BF16's share (ASSUMPTION: no FP32 figure is published)."""
+    measured = p.mme_fp8_sustained_tflops if precision == "fp8" else p.mme_bf16_sustained_tflops
+    key = "fp8" if precision == "fp8" else "bf16"
+    m, n, k = p.mme_sustained_shapes[key]
+    cycles = mme_cycles(p.mme, 1, m, n, k, key).cycles
+    ns = cycles * 1e3 / p.mme.clock_mhz * _dtype_rates(p)[key]
+    model_tflops = 2 * m * n * k / ns / 1e3
+    return min(1.0, measured / model_tflops)
+
+
 class DeviceTimeline:
     """The modeled device: per-engine availability on the device clock, op and graph costs.
 
@@ -334,14 +364,13 @@ class DeviceTimeline:
         self._hbm = p.hbm_bytes_per_ns
         self._h2d = p.h2d_gbytes_per_s  # bytes/ns
         # ns per MME cycle at each precision: the cost model's cycles are a bf16 MAC array's;
-        # FP8 and FP32 run at their published matrix rate relative to BF16's
-        cycle = 1e3 / p.mme.clock_mhz
+        # FP8 and FP32 run at their published matrix rate relative to BF16's, and every
+        # precision at the clock the MMEs sustain under load (`mme_sustained_share`)
         self._mme_ns = {
-            "bf16": cycle,
-            "fp8": cycle * p.mme_bf16_tflops / p.mme_fp8_tflops,
-            "fp32": cycle * p.mme_bf16_tflops / p.mme_fp32_tflops,
+            prec: 1e3 / p.mme.clock_mhz * rate / mme_sustained_share(p, prec)
+            for prec, rate in _dtype_rates(p).items()
         }
-        self._mme_peak = p.mme.macs_per_cycle * 2 / cycle  # bf16 FLOPs per ns
+        self._mme_peak = p.mme.macs_per_cycle * 2 / self._mme_ns["bf16"]  # bf16 FLOPs per ns
 
     def attach_memory(self, alloc: Any) -> None:
         """Give the allocator the card's block alignment and each launched graph's workspace

@@ -157,6 +157,23 @@ def test_the_image_loader_is_fitted_leave_one_out_and_bounds_the_step() -> None:
         cases.loader_s_per_image("gaudi1", "x")
 
 
+def test_mrpc_counts_samples_as_the_trainer_does() -> None:
+    """MRPC's 3,668 examples pad to 15 steps of 256 an epoch on one card; the Trainer counts
+    3,668 x 3 less 3 warmup steps of 256 over the 42 steps after them. A data set of whole
+    batches counts what it trains; the 8-card rows are not scaled."""
+    import cases
+
+    assert cases.counted_share(3668, 3, 256) == pytest.approx((11004 - 768) / (42 * 256))
+    assert cases.counted_share(256 * 10, 2, 256) == pytest.approx(1.0)
+    mrpc = [c for c in CASES if "mrpc" in c.id]
+    assert {c.device for c in mrpc} == {"gaudi2", "gaudi3"}
+    for case in mrpc:
+        got = case.predict({"train": {"step_time_s": 0.1}})
+        assert got == pytest.approx(2560 * (11004 - 768) / (42 * 256))
+    squad8 = next(c for c in CASES if c.id == "g2-ft-roberta-large-squad-8")
+    assert squad8.predict({"train": {"step_time_s": 0.1}}) == pytest.approx(8 * 32 / 0.1)
+
+
 def test_mpt_attention_is_llm_foundrys_alibi_path() -> None:
     """MPT's attention (LLM Foundry's attn_impl torch) equals causal SDPA with the ALiBi bias
     as an additive mask; its slopes are 2^(-8 h / heads) per head."""
