@@ -24,9 +24,9 @@ CIFAR-10's md5-checked download, a lightning-habana option that fails the same w
 Gaudi). Where a script of this repository follows such a script step for step without what is
 missing (`tools/equivalents/`: DeepSpeed's CIFAR-10 on random CIFAR-shaped data), it runs in
 the public script's folder, named as such in the table. 45 entries: 42 run, 3 listed with
-their reason; all 42 complete, in 50 minutes on 2 shared cores (the four 2-card hello_world
-mnist runs take 4-7 minutes each: that script starts 12 spawned DataLoader workers per loader
-and rank). Prints one line per script and the tally;
+their reason; all 42 complete, in 42 minutes on 2 shared cores (2026-11-29; the four 2-card
+hello_world mnist runs take 4-6 minutes each: that script starts 12 spawned DataLoader workers
+per loader and rank). The table of the last run is in runtime/hpusim/README.md. Prints one line per script and the tally;
 `--before REF` runs each script a second time on the emulator (hpusim and shim) of this
 repository's commit REF, extracted with `git archive`: the baseline, measured in the same run.
 """

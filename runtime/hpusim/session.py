@@ -19,6 +19,7 @@ import hpusim.hltv_profile as hltv_profile
 import hpusim.host_fake as host_fake
 import hpusim.hpu_ops as hpu_ops
 import hpusim.metrics as metrics
+import hpusim.module_names as module_names
 import hpusim.state as state
 import hpusim.tensor as tensor
 import hpusim.transfers as transfers
@@ -125,6 +126,8 @@ def enable(
         host_fake.install()  # a model built on the host costs no memory either
     composites.install()
     attribution.install()
+    if rt.lazy:
+        module_names.install()  # the bridge's, in lazy mode only (torch_overwrites.py:182,281)
     distributed.install_data_parallel()
     state.RT = rt
     shim = str(shim_path())
@@ -148,6 +151,7 @@ def disable() -> None:
         rt.saver.process_exit()
         rt.saver.close()
     attribution.uninstall()
+    module_names.uninstall()
     distributed.uninstall_data_parallel()
     composites.uninstall()
     transfers.uninstall()

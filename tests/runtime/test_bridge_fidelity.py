@@ -438,3 +438,92 @@ def test_functional_collectives_are_the_c10d_collectives_on_the_nic(hpu: Any) ->
         assert out.device.type == "hpu" and out.cpu().tolist() == [1.0] * 4
     finally:
         dist.destroy_process_group()
+
+
+def test_lazy_mode_names_each_child_module_with_hooks_once(hpu: Any) -> None:
+    """core/torch_overwrites.py:162-183, 259-282 (lazy mode only): a module assigned to another
+    (or added by `add_module`) gets `custom_name` and the name hooks, once; its forward hook
+    registers one gradient hook on each output that requires grad, once per tensor (lines
+    84-106): a returned parameter holds one hook after three steps (the bridge's
+    `test_hpu_hooks::test_fun`). The stack holds the parent's path during a child's forward
+    and is empty after a forward whose pre-hook raised (`always_call=True`)."""
+    hpu("lazy")
+    from habana_frameworks.torch.core.torch_overwrites import _name_stack
+
+    seen: list[list[str]] = []
+
+    class Inner(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.par = torch.nn.Parameter(torch.tensor(1.0))
+
+        def forward(self, x: Any) -> Any:
+            seen.append(list(_name_stack))
+            return x + 1, self.par
+
+    class Outer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = Inner()
+
+        def forward(self, x: Any) -> Any:
+            return self.inner(x)[0] * 2
+
+    model = Outer().to("hpu")
+    model.add_module("extra", torch.nn.Identity())
+    x = torch.tensor(1.0, device="hpu", requires_grad=True)
+    for _ in range(3):
+        model(x).sum().backward()
+    assert model.inner.custom_name == "inner" and model.extra.custom_name == "extra"
+    assert not hasattr(model, "custom_name")  # the root is assigned to nothing
+    assert len(model.inner.par._backward_hooks) == 1
+    assert len(model.inner._forward_pre_hooks) == len(model.inner._forward_hooks) == 1
+    assert seen == [["inner"]] * 3
+    assert x.grad.cpu().item() == 6.0  # 3 x d(2(x + 1))/dx: the gradient hooks change nothing
+
+    def refuse(module: Any, args: Any) -> None:
+        raise RuntimeError("pre-hook")
+
+    model.extra.register_forward_pre_hook(refuse)
+    with pytest.raises(RuntimeError, match="pre-hook"):
+        model.extra(x)
+    assert not _name_stack
+
+
+def test_inference_mode_numbers_relu_children_per_parent(
+    hpu: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """core/torch_overwrites.py:59-66: with PT_HPU_INFERENCE_MODE set, the second `relu` child
+    run under a parent is `parent/relu.1`; the count is dropped when the parent returns."""
+    hpu("lazy")
+    from habana_frameworks.torch.core.torch_overwrites import _name_stack
+
+    paths: list[str] = []
+
+    class Probe(torch.nn.ReLU):
+        def forward(self, x: Any) -> Any:
+            paths.append(_name_stack[-1])
+            return super().forward(x)
+
+    monkeypatch.setenv("PT_HPU_INFERENCE_MODE", "1")
+    block = torch.nn.Sequential()
+    block.add_module("relu", Probe())
+    block.add_module("relu_b", Probe())
+    model = torch.nn.Module()
+    model.block = block
+    for _ in range(2):
+        model.block(torch.ones(2, device="hpu"))
+    assert paths == ["block/relu", "block/relu_b.1"] * 2
+
+
+def test_eager_mode_and_disable_leave_module_setattr_alone(hpu: Any) -> None:
+    """The bridge wraps `Module.__setattr__` and `add_module` only in lazy mode
+    (torch_overwrites.py:182, 281); disable restores torch's own."""
+    setattr_of_torch = torch.nn.Module.__setattr__
+    hpu("lazy")
+    assert torch.nn.Module.__setattr__ is not setattr_of_torch
+    hpu("eager")
+    assert torch.nn.Module.__setattr__ is setattr_of_torch
+    model = torch.nn.Module()
+    model.child = torch.nn.Linear(2, 2)
+    assert not hasattr(model.child, "custom_name")

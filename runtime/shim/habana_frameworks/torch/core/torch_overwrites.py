@@ -1,10 +1,12 @@
 """`habana_frameworks.torch.core.torch_overwrites` (emulated): `_name_stack`, the module-name
-stack the bridge keeps with forward hooks (the emulator attributes modules itself, so it stays
-empty between forwards, as the bridge's test expects)."""
+stack the bridge's lazy-mode forward hooks keep (`hpusim.module_names`, installed with a lazy
+session; empty between forwards, as the bridge's test expects). The wraps of torch that the
+bridge's `overwrite_torch_functions()` makes at import are made by `enable()` here
+(`hpusim.rng`, `hpusim.module_names`), so the functions do nothing."""
 
-from collections import deque
+from hpusim.module_names import NAME_STACK as _name_stack
 
-_name_stack: deque[str] = deque()
+__all__ = ["_name_stack"]
 
 
 def overwrite_torch_functions() -> None:
