@@ -18,6 +18,9 @@ prints both tallies: the baseline measured in the same run.
 `hpuprof.integrations.deepspeed.accept_pypi_deepspeed`), so `tests/test_pytorch/test_deepspeed.py`
 runs on PyPI's DeepSpeed (the `[deepspeed]` extra) instead of stopping at the pin.
 
+lightning's demo `MNISTDataModule` (`test_hpu_graphs.py`) finds MNIST's files in `./data` as
+torchvision would download them: random stand-ins at MNIST's sizes (`run_public_scripts`).
+
 `--cards N` emulates a server of N cards: the emulator counts N devices (`LOCAL_WORLD_SIZE`, as
 `hpuprof record --emulate --cards N` sets it), so the tests marked "requires multiple HPU devices"
 run instead of skipping. `--hpus N` is the suite's own option (how many of them a test's Trainer
@@ -46,6 +49,7 @@ from run_bridge_tests import (
     parse_junit,
     with_emulator_of,
 )
+from run_public_scripts import torchvision_mnist_files
 
 DEFAULT_FILES = (
     "tests/test_pytorch/test_accelerator.py",
@@ -133,6 +137,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="lightning-habana-tests-") as tmp:
         tmp_path = Path(tmp)
         extract_suite(Path(args.repo).expanduser(), tmp_path, "tests", args.ref)
+        # what lightning's demo MNISTDataModule downloads with torchvision into ./data (the
+        # suite's cwd), at MNIST's sizes: it holds 5,000 training images out for validation
+        torchvision_mnist_files(tmp_path / "data", train=60_000, test=10_000)
         env = on_cards(emulator_env(tmp_path), args.cards)
         if args.pypi_deepspeed:
             env = with_pypi_deepspeed(env)

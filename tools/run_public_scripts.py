@@ -599,20 +599,21 @@ def _idx_file(path: Path, kind: int, data: bytes, *dims: int) -> None:
     path.write_bytes(head + data)
 
 
-def _torchvision_mnist(datasets: Path) -> None:
+def torchvision_mnist_files(datasets: Path, train: int = 256, test: int = 256) -> None:
     """What `torchvision.datasets.MNIST(datasets, download=True)` would download, unpacked into
-    `datasets`/MNIST/raw (it then skips the download): 256 training and 256 test images of
-    28 x 28 uint8 pixels, about 19% lit (MNIST's sparsity), with labels 0-9; random."""
-    rng = random.Random(0)
+    `datasets`/MNIST/raw (it then skips the download): `train` training and `test` test images
+    of 28 x 28 uint8 pixels, about 19% lit (MNIST's sparsity), with labels 0-9; random."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
     raw = datasets / "MNIST" / "raw"
     raw.mkdir(parents=True, exist_ok=True)
-    for prefix, count in (("train", 256), ("t10k", 256)):
-        pixels = bytes(
-            rng.randrange(1, 256) if rng.random() < 0.19 else 0 for _ in range(count * 784)
-        )
-        labels = bytes(rng.randrange(10) for _ in range(count))
-        _idx_file(raw / f"{prefix}-images-idx3-ubyte", 3, pixels, count, 28, 28)
-        _idx_file(raw / f"{prefix}-labels-idx1-ubyte", 1, labels, count)
+    for prefix, count in (("train", train), ("t10k", test)):
+        lit = rng.random(count * 784) < 0.19
+        pixels = np.where(lit, rng.integers(1, 256, count * 784), 0).astype(np.uint8)
+        labels = rng.integers(0, 10, count).astype(np.uint8)
+        _idx_file(raw / f"{prefix}-images-idx3-ubyte", 3, pixels.tobytes(), count, 28, 28)
+        _idx_file(raw / f"{prefix}-labels-idx1-ubyte", 1, labels.tobytes(), count)
 
 
 def _image_folder(root: Path, classes: int = 8, train: int = 2, val: int = 1) -> None:
@@ -636,10 +637,14 @@ def _image_folder(root: Path, classes: int = 8, train: int = 2, val: int = 1) ->
 
 DATA: dict[str, Callable[[Path], None]] = {
     "imagenet-folder": lambda root: _image_folder(root / "imagenet"),  # --data-path=./imagenet
-    "torchvision-mnist": lambda root: _torchvision_mnist(root / "data"),  # ./data
-    "torchvision-mnist-above": lambda root: _torchvision_mnist(root.parent / "data"),  # ../data
+    "torchvision-mnist": lambda root: torchvision_mnist_files(root / "data"),  # ./data
+    "torchvision-mnist-above": lambda root: torchvision_mnist_files(
+        root.parent / "data"
+    ),  # ../data
     # lightning-habana's fabric example: <repository>/Datasets
-    "torchvision-mnist-datasets": lambda root: _torchvision_mnist(root.parents[2] / "Datasets"),
+    "torchvision-mnist-datasets": lambda root: torchvision_mnist_files(
+        root.parents[2] / "Datasets"
+    ),
     # example.py saves each epoch into ./checkpoints, which it does not create (nor does the
     # repository hold it): on a Gaudi too it stops at "Parent directory ./checkpoints does not
     # exist" until the user makes the folder
