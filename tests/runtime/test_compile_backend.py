@@ -225,3 +225,41 @@ def test_dynamic_compiled_function_with_a_graph_break_trains(hpu: Any, dynamo_cl
         assert loss.item() == pytest.approx(f(x).item(), rel=1e-5)
         assert lin.weight.grad is not None and lin.weight.grad.device.type == "hpu"
         lin.weight.grad = None
+
+
+class _Casting(torch.nn.Module):
+    """A module that casts and makes a tensor like its input, as Hugging Face models do
+    (`mask.to(dtype=...)`, `new_zeros`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 8)
+
+    def forward(self, x: Any) -> Any:
+        y = self.lin(x)
+        return y.to(dtype=torch.float32) + y.new_zeros(y.shape)
+
+
+def test_autocast_around_a_compiled_model_adds_no_graph_break(hpu: Any, dynamo_clean: Any) -> None:
+    """Issue 22: a Trainer enters `autocast("hpu")` and calls the compiled model inside it.
+    Dynamo then traces the emulator's autocast (a torch-function mode; the bridge's is C++,
+    which dynamo never sees): neither its host clock nor the emulator's own `Tensor.to` /
+    `new_zeros` may break the graph (they did at every op)."""
+    from hpusim.compile_backend import stats
+    from hpusim.sink import get_sink
+
+    hpu()
+    torch.manual_seed(0)
+    eager = _Casting().to("hpu")
+    compiled = torch.compile(copy.deepcopy(eager), backend="hpu_backend")
+    x = torch.randn(2, 4, device="hpu")
+    get_sink().drain()
+    with torch.autocast("hpu", dtype=torch.bfloat16):
+        out = compiled(x)
+        expected = eager(x)
+    assert out.dtype == expected.dtype == torch.float32
+    assert torch.equal(out.cpu(), expected.cpu())
+    batch = get_sink().drain()
+    assert not runtime_events(batch, "graph_break")
+    assert len(runtime_events(batch, "dynamo_compile")) == 1
+    assert stats()["graph_breaks"] == 0
