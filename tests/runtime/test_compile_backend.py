@@ -263,3 +263,35 @@ def test_autocast_around_a_compiled_model_adds_no_graph_break(hpu: Any, dynamo_c
     assert not runtime_events(batch, "graph_break")
     assert len(runtime_events(batch, "dynamo_compile")) == 1
     assert stats()["graph_breaks"] == 0
+
+
+def test_an_output_the_loss_does_not_use_gets_a_zero_gradient_on_the_device(
+    hpu: Any, dynamo_clean: Any
+) -> None:
+    """A compiled model returning its logits beside its loss (a question-answering head): the
+    autograd engine makes the zero gradient of the unused output with the output's C++ device
+    (the wrapper's CPU); AOT autograd expected an hpu tensor there ('Expected a HpuTensor
+    tangent but got a plain Tensor'). On a Gaudi the zeros are made on the card."""
+    from hpusim.sink import KIND_OP, get_sink
+
+    hpu()
+    torch.manual_seed(0)
+    eager = torch.nn.Linear(4, 4).to("hpu")
+    model = copy.deepcopy(eager)
+
+    def step(lin: Any) -> Any:
+        y = lin(x)
+        return y, (y * y).mean()
+
+    x = torch.randn(3, 4, device="hpu")
+    get_sink().drain()
+    _, loss = torch.compile(step, backend="hpu_backend")(model)
+    loss.backward()
+    batch = get_sink().drain()
+    step(eager)[1].backward()
+    for pe, pc in zip(eager.parameters(), model.parameters(), strict=True):
+        assert pc.grad is not None and pc.grad.device.type == "hpu"
+        assert torch.allclose(pe.grad.cpu(), pc.grad.cpu())
+    ops = [batch.strings[batch.name[i]] for i in range(len(batch)) if batch.kind[i] == KIND_OP]
+    # the unused output's zero gradient, made on the device (`zeros`: an empty, then zero_)
+    assert ops[ops.index("aten::ones_like") + 1 :][:2] == ["aten::empty", "aten::zero_"]
