@@ -295,3 +295,34 @@ def test_an_output_the_loss_does_not_use_gets_a_zero_gradient_on_the_device(
     ops = [batch.strings[batch.name[i]] for i in range(len(batch)) if batch.kind[i] == KIND_OP]
     # the unused output's zero gradient, made on the device (`zeros`: an empty, then zero_)
     assert ops[ops.index("aten::ones_like") + 1 :][:2] == ["aten::empty", "aten::zero_"]
+
+
+def test_dynamo_building_its_fake_inputs_is_no_device_work(hpu: Any, dynamo_clean: Any) -> None:
+    """A view of an hpu tensor that crosses a graph break is an input of the next graph: dynamo
+    fakes it by replaying its views on a fake base (torch's meta_utils `view_from_base`), through
+    the hpu wrappers but outside a fake mode. Those ops are dynamo's, not the device's: none may
+    reach the device model (nor guard on the replay's ephemeral sizes)."""
+    import hpusim.dispatch as dispatch
+    from torch._guards import TracingContext
+
+    hpu()
+    lin = torch.nn.Linear(8, 8).to("hpu")
+
+    def f(x: Any) -> Any:
+        y = lin(x).view(x.shape[0], -1, 2, 4).transpose(1, 2)
+        torch._dynamo.graph_break()
+        return (y * 2).sum()
+
+    modeled_while_tracing: list[str] = []
+
+    def listener(func: Any, key: Any, result: Any, info: Any) -> None:
+        if TracingContext.try_get() is not None:
+            modeled_while_tracing.append(info.label)
+
+    dispatch.add_op_listener(listener)
+    try:
+        x = torch.randn(2, 3, 8, device="hpu")
+        assert torch.compile(f, backend="hpu_backend")(x).item() == pytest.approx(f(x).item())
+    finally:
+        dispatch.remove_op_listener(listener)
+    assert modeled_while_tracing == []
