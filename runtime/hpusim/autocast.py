@@ -43,6 +43,7 @@ import hpusim.state as state
 from hpuprof.gaudi_autocast_lists import DEFAULT_FP32_OPS, DEFAULT_LOWER_OPS
 from hpuprof.trace.schema import CastSource
 from hpusim.tensor import HpuTensor
+from hpusim.transfers import PATCHED_METHODS
 
 LOWER_FIRST_ARG: Final = frozenset({"layer_norm", "group_norm", "instance_norm", "batch_norm"})
 
@@ -289,6 +290,17 @@ def _mode_class() -> type:
         def __torch_function__(
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
+            if compiling():
+                # dynamo inlines a mode's __torch_function__ into the graph it traces: the
+                # bridge's autocast is C++, invisible to dynamo, so nothing here may break the
+                # graph (the host clock below would, once per op; so would the emulator's own
+                # Python for a Tensor method it patches: called by name, the method goes in
+                # the graph); the CPU mirror's policy applies, as in _cast_and_call
+                kwargs = kwargs or {}
+                for patched, name in PATCHED_METHODS:
+                    if func is patched:
+                        return getattr(args[0], name)(*args[1:], **kwargs)
+                return func(*args, **kwargs)
             # the emulation of the bridge's C++ autocast is not the script's host time
             rt = state.RT
             if rt is None:

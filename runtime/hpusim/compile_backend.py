@@ -168,7 +168,12 @@ def hpu_backend(gm: Any, example_inputs: list[Any], **kwargs: Any) -> Any:
 
 
 class _GraphRunner:
-    """Runs one AOT aten graph through the hpu wrappers; one recipe per graph run."""
+    """Runs one AOT aten graph through the hpu wrappers; one recipe per graph run.
+
+    On the host the bridge only launches the graph's cached recipe (`HabanaGraphModule.__call__`,
+    dynamo/compile_backend/recipe_compiler.py:234-280): the emulator's run of the graph's ops
+    costs no host time (unlike a lazy graph's ops, which the bridge accumulates one by one),
+    and its flush only the flush's modeled costs (lazy.py), as at a `mark_step`."""
 
     def __init__(self, gm: Any, kind: str) -> None:
         self.gm = gm
@@ -184,11 +189,15 @@ class _GraphRunner:
             HpuTensor(a) if type(a) is torch.Tensor and not isinstance(a, HpuTensor) else a
             for a in args
         ]
+        clock = rt.clock
         if rt.lazy:
-            flush(rt, "step marker")
+            with clock.pause():
+                flush(rt, "step marker")
         with rt.compiling():
-            out = _Interp(self.gm).run(*wrapped)
-            flush(rt, "step marker")
+            with clock.mute():
+                out = _Interp(self.gm).run(*wrapped)
+            with clock.pause():
+                flush(rt, "step marker")
         return [o._elem if type(o) is HpuTensor else o for o in out]
 
 
@@ -271,8 +280,31 @@ def _skip_emulator_code() -> None:
                 visit_obj(v)
 
 
+_COERCE: Final = "__coerce_same_metadata_as_tangent__"
+
+
+def _zero_tangent_on_device(self: Any, expected_meta: Any = None, expected_type: Any = None) -> Any:
+    """AOT autograd's hook for a runtime tangent whose type it did not expect: a plain tensor
+    where a compiled hpu graph's backward expects an hpu tensor is the autograd engine's zero
+    gradient for an output the loss does not use (a compiled model returning its logits with
+    its loss): the engine materializes it on the output's C++ device (VariableInfo::zeros,
+    torch/csrc/autograd/variable_info.cpp), which is the wrapper's CPU here and the card on a
+    Gaudi, so it is made on the device, as the bridge's `zeros` would. Any other mismatch
+    keeps AOT's error (None)."""
+    import torch
+
+    if expected_type is not HpuTensor or type(self) is not torch.Tensor:
+        return None
+    rt = state.RT
+    if rt is None or (rt.fake is None and bool(self.any())):  # not a materialized zero
+        return None
+    return torch.zeros(self.shape, dtype=self.dtype, device="hpu")
+
+
 def install() -> None:
-    """Register `hpu_backend` with dynamo (once) and hide the emulator's frames from it."""
+    """Register `hpu_backend` with dynamo (once), hide the emulator's frames from it and give
+    AOT autograd the device's zero tangents (`_zero_tangent_on_device`)."""
+    import torch
     from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
 
     if not _registered[0] or BACKEND_NAME not in _COMPILER_FNS:
@@ -281,10 +313,16 @@ def install() -> None:
         _registered[0] = True
     reset_stats()
     _skip_emulator_code()
+    if _COERCE not in vars(torch.Tensor):
+        setattr(torch.Tensor, _COERCE, _zero_tangent_on_device)
 
 
 def uninstall() -> None:
     """Unregister the backend (scripts then fail like on a machine without the bridge)."""
+    import torch
+
+    if vars(torch.Tensor).get(_COERCE) is _zero_tangent_on_device:
+        delattr(torch.Tensor, _COERCE)
     try:
         from torch._dynamo.backends.registry import _BACKENDS, _COMPILER_FNS
     except ImportError:  # pragma: no cover

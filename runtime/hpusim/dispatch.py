@@ -44,6 +44,7 @@ aten = torch.ops.aten
 _current_node = torch._C._current_autograd_node
 _fake_mode = torch._C._get_dispatch_mode
 _FAKE = torch._C._TorchDispatchModeKey.FAKE
+_tracing = torch._guards.TracingContext.try_get
 
 MIXED_DEVICE_ERROR: Final = (
     "Expected all tensors to be on the same device, but found at least two devices, hpu:0 and cpu!"
@@ -543,13 +544,15 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     rt = state.RT
     faking = _fake_mode(_FAKE) is not None
     if rt is None or faking or not rt.clock.projected:
-        return _dispatch(func, args, kwargs, rt, faking)
+        return _dispatch(func, args, kwargs, rt, faking or _tracing() is not None)
     clock = rt.clock
     t = perf_counter_ns()
     node = _current_node()
     clock.enter(t, "drop" if node is not None else gap_mode(clock, t, False))
     try:
-        return _dispatch(func, args, kwargs, rt, False, node)
+        # (dynamo building a fake input: it replays a view's ops on a fake base through the
+        # wrappers, outside a fake mode; dynamo's work, no device op)
+        return _dispatch(func, args, kwargs, rt, _tracing() is not None, node)
     finally:
         clock.exit(perf_counter_ns())
 

@@ -38,6 +38,10 @@ from hpusim.metrics import EventId, publish
 from hpusim.tensor import HpuTensor
 
 _orig: dict[str, Any] = {}
+PATCHED_METHODS: list[tuple[Any, str]] = []
+"""(the emulator's Python replacement, the name) of each `torch.Tensor` method it patches
+(install): a torch-function mode that dynamo traces calls the method by name, which dynamo
+puts in the graph, instead of the replacement (autocast.py)."""
 _BANNER_SHOWN: list[bool] = []  # the bridge prints its banner once per process
 
 
@@ -480,6 +484,10 @@ def install() -> None:
     torch.Tensor.pin_memory = _patched_pin_memory  # type: ignore[method-assign,assignment]
     torch.Tensor.is_pinned = _patched_is_pinned  # type: ignore[method-assign,assignment]
     torch._has_compatible_shallow_copy_type = _patched_shallow
+    PATCHED_METHODS.extend(
+        (getattr(torch.Tensor, name), name)
+        for name in ("to", "pin_memory", "is_pinned", *HOST_NEW_FACTORIES)
+    )
 
 
 def uninstall() -> None:
@@ -498,6 +506,7 @@ def uninstall() -> None:
     torch.Tensor.pin_memory = _orig["pin_memory"]  # type: ignore[method-assign]
     torch.Tensor.is_pinned = _orig["is_pinned"]  # type: ignore[method-assign]
     _PINNED.clear()
+    PATCHED_METHODS.clear()
     torch._has_compatible_shallow_copy_type = _orig["shallow"]
     torch.utils.swap_tensors = _orig["swap_tensors"]
     torch._utils._get_restore_location = _orig["restore_location"]

@@ -135,13 +135,63 @@ for step in range(3):
 """
 
 
+def _predict_compiled(tmp_path: Path, run_predict: Any, source: str) -> dict[str, Any]:
+    """The prediction of `source` under `hpuprof predict --mode compile` (which must succeed)."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(source))
+    code, out, err = run_predict(str(script), options=("--mode", "compile"))
+    assert code == 0, err[-3000:]
+    data: dict[str, Any] = json.loads(out)
+    assert data["steps"] == 3  # (compile mode runs the eager bridge under dynamo)
+    return data
+
+
 def test_compiled_models_and_graph_breaks_are_predicted(tmp_path: Path, run_predict: Any) -> None:
     """torch.compile(model, backend="hpu_backend") of a host-built model, and a dynamic
     compiled function with a graph break, under `hpuprof predict --mode compile`."""
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(COMPILED))
-    code, out, err = run_predict(str(script), options=("--mode", "compile"))
-    assert code == 0, err[-2000:]
-    data = json.loads(out)
-    assert data["steps"] == 3  # (compile mode runs the eager bridge under dynamo)
+    data = _predict_compiled(tmp_path, run_predict, COMPILED)
     assert data["compilations"] >= 2 and data["step_time_s"] > 0
+
+
+SQUAD_STEP = """
+import torch
+import transformers as tf
+cfg = tf.RobertaConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=2,
+                       num_attention_heads=4, intermediate_size=128,
+                       max_position_embeddings=130, type_vocab_size=1,
+                       attn_implementation="eager")
+torch.manual_seed(0)
+model = tf.RobertaForQuestionAnswering(cfg).to("hpu")
+model.train()
+model = torch.compile(model, backend="hpu_backend")
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+b, s = 4, 64
+for step in range(3):
+    inputs = {"input_ids": torch.randint(0, 1000, (b, s)),
+              "attention_mask": torch.ones(b, s, dtype=torch.long),
+              "start_positions": torch.randint(0, s, (b,)),
+              "end_positions": torch.randint(0, s, (b,))}
+    inputs = {k: v.to("hpu") for k, v in inputs.items()}
+    with torch.autocast("hpu", dtype=torch.bfloat16):
+        loss = model(**inputs).loss
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+
+
+def test_a_compiled_question_answering_model_trains_under_autocast(
+    tmp_path: Path, run_predict: Any
+) -> None:
+    """Issue 22: a Hugging Face question-answering model compiled with `hpu_backend` and
+    trained as optimum-habana's Trainer runs it with `--torch_compile` (autocast entered
+    around the compiled model; its loss and its logits returned). It failed in dynamo's shape
+    guards (an IndexError in `produce_guards`: the emulator's autocast broke the graph at every
+    op, and the fake inputs dynamo built from the views crossing each break guarded on
+    ephemeral sizes), then in AOT autograd's backward (the unused logits' zero gradients were
+    host tensors)."""
+    pytest.importorskip("transformers")
+    data = _predict_compiled(tmp_path, run_predict, SQUAD_STEP)
+    assert data["compilations"] == 2  # one graph: its forward and backward recipes, no breaks
+    assert data["recompilations"] == 0
+    assert data["model_flops_per_step"] > 0 and data["tokens_per_step"] == 4 * 64

@@ -225,3 +225,136 @@ def test_dynamic_compiled_function_with_a_graph_break_trains(hpu: Any, dynamo_cl
         assert loss.item() == pytest.approx(f(x).item(), rel=1e-5)
         assert lin.weight.grad is not None and lin.weight.grad.device.type == "hpu"
         lin.weight.grad = None
+
+
+class _Casting(torch.nn.Module):
+    """A module that casts and makes a tensor like its input, as Hugging Face models do
+    (`mask.to(dtype=...)`, `new_zeros`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 8)
+
+    def forward(self, x: Any) -> Any:
+        y = self.lin(x)
+        return y.to(dtype=torch.float32) + y.new_zeros(y.shape)
+
+
+def test_autocast_around_a_compiled_model_adds_no_graph_break(hpu: Any, dynamo_clean: Any) -> None:
+    """Issue 22: a Trainer enters `autocast("hpu")` and calls the compiled model inside it.
+    Dynamo then traces the emulator's autocast (a torch-function mode; the bridge's is C++,
+    which dynamo never sees): neither its host clock nor the emulator's own `Tensor.to` /
+    `new_zeros` may break the graph (they did at every op)."""
+    from hpusim.compile_backend import stats
+    from hpusim.sink import get_sink
+
+    hpu()
+    torch.manual_seed(0)
+    eager = _Casting().to("hpu")
+    compiled = torch.compile(copy.deepcopy(eager), backend="hpu_backend")
+    x = torch.randn(2, 4, device="hpu")
+    get_sink().drain()
+    with torch.autocast("hpu", dtype=torch.bfloat16):
+        out = compiled(x)
+        expected = eager(x)
+    assert out.dtype == expected.dtype == torch.float32
+    assert torch.equal(out.cpu(), expected.cpu())
+    batch = get_sink().drain()
+    assert not runtime_events(batch, "graph_break")
+    assert len(runtime_events(batch, "dynamo_compile")) == 1
+    assert stats()["graph_breaks"] == 0
+
+
+def test_an_output_the_loss_does_not_use_gets_a_zero_gradient_on_the_device(
+    hpu: Any, dynamo_clean: Any
+) -> None:
+    """A compiled model returning its logits beside its loss (a question-answering head): the
+    autograd engine makes the zero gradient of the unused output with the output's C++ device
+    (the wrapper's CPU); AOT autograd expected an hpu tensor there ('Expected a HpuTensor
+    tangent but got a plain Tensor'). On a Gaudi the zeros are made on the card."""
+    from hpusim.sink import KIND_OP, get_sink
+
+    hpu()
+    torch.manual_seed(0)
+    eager = torch.nn.Linear(4, 4).to("hpu")
+    model = copy.deepcopy(eager)
+
+    def step(lin: Any) -> Any:
+        y = lin(x)
+        return y, (y * y).mean()
+
+    x = torch.randn(3, 4, device="hpu")
+    get_sink().drain()
+    _, loss = torch.compile(step, backend="hpu_backend")(model)
+    loss.backward()
+    batch = get_sink().drain()
+    step(eager)[1].backward()
+    for pe, pc in zip(eager.parameters(), model.parameters(), strict=True):
+        assert pc.grad is not None and pc.grad.device.type == "hpu"
+        assert torch.allclose(pe.grad.cpu(), pc.grad.cpu())
+    ops = [batch.strings[batch.name[i]] for i in range(len(batch)) if batch.kind[i] == KIND_OP]
+    # the unused output's zero gradient, made on the device (`zeros`: an empty, then zero_)
+    assert ops[ops.index("aten::ones_like") + 1 :][:2] == ["aten::empty", "aten::zero_"]
+
+
+def test_dynamo_building_its_fake_inputs_is_no_device_work(hpu: Any, dynamo_clean: Any) -> None:
+    """A view of an hpu tensor that crosses a graph break is an input of the next graph: dynamo
+    fakes it by replaying its views on a fake base (torch's meta_utils `view_from_base`), through
+    the hpu wrappers but outside a fake mode. Those ops are dynamo's, not the device's: none may
+    reach the device model (nor guard on the replay's ephemeral sizes)."""
+    import hpusim.dispatch as dispatch
+    from torch._guards import TracingContext
+
+    hpu()
+    lin = torch.nn.Linear(8, 8).to("hpu")
+
+    def f(x: Any) -> Any:
+        y = lin(x).view(x.shape[0], -1, 2, 4).transpose(1, 2)
+        torch._dynamo.graph_break()
+        return (y * 2).sum()
+
+    modeled_while_tracing: list[str] = []
+
+    def listener(func: Any, key: Any, result: Any, info: Any) -> None:
+        if TracingContext.try_get() is not None:
+            modeled_while_tracing.append(info.label)
+
+    dispatch.add_op_listener(listener)
+    try:
+        x = torch.randn(2, 3, 8, device="hpu")
+        assert torch.compile(f, backend="hpu_backend")(x).item() == pytest.approx(f(x).item())
+    finally:
+        dispatch.remove_op_listener(listener)
+    assert modeled_while_tracing == []
+
+
+OPS = 1000
+
+
+def test_a_compiled_graph_costs_the_host_a_launch_not_its_ops(hpu: Any, dynamo_clean: Any) -> None:
+    """At run time the bridge launches a compiled graph's cached recipe
+    (`HabanaGraphModule.__call__`, dynamo/compile_backend/recipe_compiler.py:234-280): no
+    per-op host work, unlike a lazy graph, whose ops the bridge accumulates one by one."""
+    from time import perf_counter_ns
+
+    import hpusim.state as state
+
+    hpu()
+    rt = state.RT
+    assert rt is not None and rt.clock.projected
+
+    def f(x: Any) -> Any:
+        for _ in range(OPS):
+            x = x * 1.0001
+        return x
+
+    cf = torch.compile(f, backend="hpu_backend")
+    x = torch.randn(8, device="hpu")
+    cf(x)  # compiles
+    t0 = perf_counter_ns()
+    p0 = rt.clock.map_end(t0)
+    cf(x)
+    host_ns = rt.clock.map_end(perf_counter_ns()) - p0
+    per_op = rt.profile.host_lazy_op_ns
+    # the flush and launch (lazy.py's costs) and the Python around the call, not OPS ops
+    assert host_ns < OPS * per_op / 2, host_ns
