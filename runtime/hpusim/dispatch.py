@@ -613,7 +613,17 @@ def _dispatch(
     if bool_mask and info.bool_index == 2 and rt.lazy:
         flush(rt, "index_put_frontend_impl_hpu_lazy")
 
-    out = _run_on_cpu(rt, func, info, uargs, ukw, ckey, fallback)
+    # the op's real CPU run (meta tensors with fake compute; in fp32 where CPU torch has no
+    # kernel for the device's dtype), inline: one call fewer on every op
+    if rt.fake is not None:
+        out = run_fake(rt, func, info, uargs, ukw, ckey)
+    else:
+        try:
+            out = info.call(*uargs, **ukw)
+        except (NotImplementedError, RuntimeError) as e:  # CPU torch lacks the device's kernel
+            if fallback or not missing_cpu_kernel(e):
+                raise
+            out = call_in_fp32(info.call, info.func._schema, uargs, ukw)
     t1 = perf_counter_ns()
     if info.to_host:
         return out  # the bridge's complex_hpu computes on the host and returns a cpu tensor
@@ -663,22 +673,6 @@ def _unwrap_kwargs(
             if type(v) is float:
                 n_hpu += 1000
     return ukw, ksig, n_hpu
-
-
-def _run_on_cpu(
-    rt: state.Runtime, func: Any, info: OpInfo, uargs: list[Any], ukw: dict[str, Any],
-    ckey: Any, fallback: bool,
-) -> Any:  # fmt: skip
-    """The op's real CPU run (meta tensors with fake compute; in fp32 where CPU torch has no
-    kernel for the device's dtype)."""
-    if rt.fake is not None:
-        return run_fake(rt, func, info, uargs, ukw, ckey)
-    try:
-        return info.call(*uargs, **ukw)
-    except (NotImplementedError, RuntimeError) as e:  # CPU torch lacks the device's kernel
-        if fallback or not missing_cpu_kernel(e):
-            raise
-        return call_in_fp32(info.call, info.func._schema, uargs, ukw)
 
 
 def _wrap_result(
@@ -931,7 +925,6 @@ def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int) -> tuple[int, int]:
         rt.events.eager_compile(cost.eager_rid, t1 + 1, comp, rt.mode_code)
     else:
         comp = 0
-    ready = tl.launch_ready(t1 + 1) + (0 if tl.clock.projected else comp)
     corr = rt.events.new_corr()
-    start = tl.schedule(cost.engine, ready, cost.dur, cost.flops, cost)
-    return corr, start
+    delay = 0 if tl.clock.projected else comp
+    return corr, tl.launch(t1 + 1, cost.engine, cost.dur, cost.flops, cost, delay)
