@@ -5,8 +5,9 @@
 Workloads: a 16-element `a.add(b)` loop, and a small MLP (16->32->16->10, batch 8) AdamW training
 step. Each is timed on plain CPU, emulated with recording off, and emulated with recording on
 (eager mode, torch threads = 1), in the same process, on the thread's CPU clock by default
-(`--clock wall` for perf_counter); the add also on a bare wrapper subclass that only unwraps,
-runs and wraps (the floor any Python `__torch_dispatch__` device pays). Prints per-op times,
+(`--clock wall` for perf_counter); each also on a bare wrapper subclass that only unwraps,
+runs and wraps (the floor any Python `__torch_dispatch__` device pays; the MLP's runs the same
+ops as the emulated step, in-place ops returning the caller's wrapper). Prints per-op times,
 ratios to CPU, and the recording overhead (recording on minus recording off) per op against the
 3 us target.
 
@@ -137,6 +138,40 @@ class _Bare(torch.Tensor):
         return _Bare(func._op(*[a._elem if type(a) is _Bare else a for a in args]))
 
 
+class _BareAny(_Bare):
+    """`_Bare` for any op (the MLP step's floor): keyword and list arguments, several or no
+    tensor outputs, and an in-place op's `self` returned as the caller's wrapper (as the
+    emulator does); still no emulation."""
+
+    @classmethod
+    def __torch_dispatch__(  # type: ignore[override]
+        cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        inner = [_inner(a) for a in args]
+        out = (
+            func._op(*inner, **{k: _inner(v) for k, v in kwargs.items()})
+            if kwargs
+            else func._op(*inner)
+        )
+        if type(out) is torch.Tensor:
+            if args and out is inner[0]:
+                return args[0]  # an in-place op's self
+            return _BareAny(out)
+        if type(out) in (list, tuple):
+            return type(out)(_BareAny(o) if type(o) is torch.Tensor else o for o in out)
+        return out
+
+
+def _inner(x: Any) -> Any:
+    """`x`, or a `_BareAny`'s inner tensor (also in a list or tuple)."""
+    t = type(x)
+    if t is _BareAny:
+        return x._elem
+    if t is list or t is tuple:
+        return t(v._elem if type(v) is _BareAny else v for v in x)
+    return x
+
+
 def add_loop(device: str) -> Callable[[int], None]:
     """`run(n)`: n 16-element adds, on the same two tensors every call ("bare": on `_Bare`
     wrappers of cpu tensors)."""
@@ -153,7 +188,8 @@ def add_loop(device: str) -> Callable[[int], None]:
 
 
 def mlp_steps(device: str) -> Callable[[int], None]:
-    """`run(n)`: n AdamW training steps of one small MLP (the same model every call)."""
+    """`run(n)`: n AdamW training steps of one small MLP (the same model every call; "bare":
+    its parameters and data `_BareAny` wrappers of cpu tensors)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Linear(16, 32),
@@ -161,10 +197,18 @@ def mlp_steps(device: str) -> Callable[[int], None]:
         torch.nn.Linear(32, 16),
         torch.nn.ReLU(),
         torch.nn.Linear(16, 10),
-    ).to(device)
+    )
+    x = torch.randn(8, 16)
+    y = torch.randint(0, 10, (8,))
+    if device == "bare":
+        for m in model.modules():
+            for k, v in m._parameters.items():
+                if v is not None:
+                    m._parameters[k] = torch.nn.Parameter(_BareAny(v.detach()))
+        x, y = _BareAny(x), _BareAny(y)
+    else:
+        model, x, y = model.to(device), x.to(device), y.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x = torch.randn(8, 16).to(device)
-    y = torch.randint(0, 10, (8,)).to(device)
 
     def step() -> None:
         loss = torch.nn.functional.cross_entropy(model(x), y)
@@ -268,7 +312,10 @@ def main() -> int:
     add_drain = statistics.median(ns / n for ns, n in drains)  # one row per eager op
     drains.clear()
     mlp = _interleaved(
-        {"cpu": mlp_steps("cpu"), "off": mlp_hpu, "on": mlp_hpu}, a.steps, a.repeats, before
+        {"cpu": mlp_steps("cpu"), "bare": mlp_steps("bare"), "off": mlp_hpu, "on": mlp_hpu},
+        a.steps,
+        a.repeats,
+        before,
     )
     before("")
     chunk = 50

@@ -59,12 +59,11 @@ class DeviceAllocator:
         self.peak_op = ""
         # what torch.hpu.memory_stats() reads (device_module.py)
         self.in_use = 0
-        self.max_in_use = 0  # since enable or the last `reset_peak`
-        self.num_allocs = 0  # since enable or the last `reset_counts`
-        self.num_frees = 0
-        self.max_alloc_size = 0
+        self.max_in_use = 0  # since enable or the last `reset_peak`; never above `peak`
+        self.max_alloc_size = 0  # since enable or the last `reset_counts`
         self.total_allocs = 0  # since enable
         self.total_frees = 0
+        self._counts_from = (0, 0)  # (total_allocs, total_frees) at the last `reset_counts`
         self.alignment = 1
         """Every block is rounded up to it (the device model sets the card's: graph_memory)."""
         self.workspace = 0
@@ -72,6 +71,16 @@ class DeviceAllocator:
 
     def __len__(self) -> int:
         return len(self._size)
+
+    @property
+    def num_allocs(self) -> int:
+        """Allocations since enable or the last `reset_counts`."""
+        return self.total_allocs - self._counts_from[0]
+
+    @property
+    def num_frees(self) -> int:
+        """Frees since enable or the last `reset_counts`."""
+        return self.total_frees - self._counts_from[1]
 
     def alive(self, gid: int) -> bool:
         """Whether storage `gid` is still referenced."""
@@ -92,15 +101,14 @@ class DeviceAllocator:
         """Count an allocation of `size` bytes: in use, peaks, the OOM point."""
         used = self.in_use + size
         self.in_use = used
-        self.num_allocs += 1
         self.total_allocs += 1
         if size > self.max_alloc_size:
             self.max_alloc_size = size
         if used > self.max_in_use:
             self.max_in_use = used
-        if used > self.peak:
-            self.peak = used
-            self.peak_op = op
+            if used > self.peak:
+                self.peak = used
+                self.peak_op = op
         if used > self.capacity and self.oom_at is None:
             self.oom_at = OomPoint(op, self._where(), size, used - size, self.capacity)
 
@@ -122,7 +130,6 @@ class DeviceAllocator:
 
     def _uncharge(self, size: int) -> None:
         self.in_use -= size
-        self.num_frees += 1
         self.total_frees += 1
 
     def reset_peak(self) -> None:
@@ -131,8 +138,7 @@ class DeviceAllocator:
 
     def reset_counts(self) -> None:
         """`reset_accumulated_memory_stats`: the allocation and free counts start again."""
-        self.num_frees = 0
-        self.num_allocs = 0
+        self._counts_from = (self.total_allocs, self.total_frees)
         self.max_alloc_size = 0
 
     def resize(self, gid: int, nbytes: int, op: str = "storage resize_") -> None:
@@ -181,10 +187,12 @@ class DeviceAllocator:
             return
         del self._refs[gid]
         size = self._size.pop(gid)
-        key = self._storage_of.pop(gid, None)
-        if key is not None and self._by_storage.get(key) == gid:
-            del self._by_storage[key]
-        if gid in self._emptied:  # freed already by a resize to 0
+        if self._storage_of:  # (empty but where storages are resized: FSDP)
+            key = self._storage_of.pop(gid, None)
+            if key is not None and self._by_storage.get(key) == gid:
+                del self._by_storage[key]
+        if self._emptied and gid in self._emptied:  # freed already by a resize to 0
             self._emptied.discard(gid)
         else:
-            self._uncharge(size)
+            self.in_use -= size  # (`_uncharge`, without its call on the per-op path)
+            self.total_frees += 1

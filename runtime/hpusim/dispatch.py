@@ -616,12 +616,22 @@ def _dispatch(
     if bool_mask and info.bool_index == 2 and rt.lazy:
         flush(rt, "index_put_frontend_impl_hpu_lazy")
 
-    out = _run_on_cpu(rt, func, info, uargs, ukw, ckey, fallback)
+    # the op's real CPU run (meta tensors with fake compute; in fp32 where CPU torch has no
+    # kernel for the device's dtype), inline: one call fewer on every op
+    if rt.fake is not None:
+        out = run_fake(rt, func, info, uargs, ukw, ckey)
+    else:
+        try:
+            out = info.call(*uargs, **ukw)
+        except (NotImplementedError, RuntimeError) as e:  # CPU torch lacks the device's kernel
+            if fallback or not missing_cpu_kernel(e):
+                raise
+            out = call_in_fp32(info.call, info.func._schema, uargs, ukw)
     t1 = perf_counter_ns()
     if info.to_host:
         return out  # the bridge's complex_hpu computes on the host and returns a cpu tensor
     if info.plain_out and type(out) is torch.Tensor:  # the common case, without a call
-        result, out_bytes = HpuTensor(out), out.numel() * out.element_size()
+        result, out_bytes = HpuTensor(out), out.nbytes
     else:
         result, out_bytes = _wrap_result(out, info, args, kwargs)
     if cost is None:
@@ -634,7 +644,13 @@ def _dispatch(
         device_dtype_values(out, rt.flags.int64_support)
     graphed = rt.lazy and not (fallback or info.is_view)
     after_op(rt, info, cost, args, kwargs, result, t1, graphed, fallback, out_bytes)
-    result = _on_device(rt, info, cost, key, sig, uargs, args, result, t0, t1, fallback, node)
+    if fallback or info.is_view or info.collective or rt.lazy:
+        result = _on_device(rt, info, cost, key, sig, uargs, args, result, t0, t1, fallback, node)
+    else:  # an eager launch, the common case, without a call
+        corr, start = _eager_launch(rt, cost, t1)
+        if rt.sink.recording:
+            module, phase = module_and_phase(rt.attribution, node)
+            rt.events.eager_op(info.name_id, MODE_EAGER, cost, t0, t1, module, phase, corr, start)
     if rt.lazy or info.sync_reason is not None or bool_mask:  # else it has nothing to do
         _host_sync_after(rt, info, result, t1, fallback, bool_mask)
     if _listeners:
@@ -668,36 +684,20 @@ def _unwrap_kwargs(
     return ukw, ksig, n_hpu
 
 
-def _run_on_cpu(
-    rt: state.Runtime, func: Any, info: OpInfo, uargs: list[Any], ukw: dict[str, Any],
-    ckey: Any, fallback: bool,
-) -> Any:  # fmt: skip
-    """The op's real CPU run (meta tensors with fake compute; in fp32 where CPU torch has no
-    kernel for the device's dtype)."""
-    if rt.fake is not None:
-        return run_fake(rt, func, info, uargs, ukw, ckey)
-    try:
-        return info.call(*uargs, **ukw)
-    except (NotImplementedError, RuntimeError) as e:  # CPU torch lacks the device's kernel
-        if fallback or not missing_cpu_kernel(e):
-            raise
-        return call_in_fp32(info.call, info.func._schema, uargs, ukw)
-
-
 def _wrap_result(
     out: Any, info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[Any, int]:
     """(the hpu result, the bytes of a plain op's new output or an in-place op's `self`, else
     -1)."""
     if info.plain_out and type(out) is torch.Tensor:
-        return HpuTensor(out), out.numel() * out.element_size()
+        return HpuTensor(out), out.nbytes
     if (
         info.inplace_self
         and type(out) is torch.Tensor
         and type(args[0]) is HpuTensor
         and args[0].shape == out.shape  # else wrap() raises the emulator's resize error
     ):
-        return args[0], out.numel() * out.element_size()
+        return args[0], out.nbytes
     if info.is_view and _inference_enabled() and _views_normal_tensor(args):
         # a view of a normal tensor made inside inference_mode is a normal tensor (autograd
         # sets its version counter): build its wrapper outside inference mode
@@ -711,9 +711,9 @@ def _on_device(
     uargs: list[Any], args: tuple[Any, ...], result: Any, t0: int, t1: int, fallback: bool,
     node: Any,
 ) -> Any:  # fmt: skip
-    """The op on the modeled device and in the sink: a CPU fallback's copies, a collective, a
-    lazy graph's new op, or an eager launch. Returns the result (a collective's, with hpu
-    tensors)."""
+    """The op on the modeled device and in the sink, but for an eager launch (`_dispatch`'s): a
+    CPU fallback's copies, a view, a collective or a lazy graph's new op. Returns the result (a
+    collective's, with hpu tensors)."""
     rec = rt.sink.recording
     if fallback:
         _after_fallback(info, rt, sig, t0, t1, cost, rec)
@@ -724,15 +724,10 @@ def _on_device(
             _record_op(rt, info, cost, t0, t1, node)
     elif info.collective:
         return _COLLECTIVE[0](rt, info, cost, uargs, args, result, t0, t1)
-    elif rt.lazy:
+    else:
         rt.graph.add(key, cost, t0)
         if rec:
             _record_op(rt, info, cost, t0, t1, node)
-    else:
-        corr, start = _eager_launch(rt, cost, t1)
-        if rec:
-            module, phase = module_and_phase(rt.attribution, node)
-            rt.events.eager_op(info.name_id, MODE_EAGER, cost, t0, t1, module, phase, corr, start)
     return result
 
 
@@ -934,7 +929,6 @@ def _eager_launch(rt: state.Runtime, cost: OpCost, t1: int) -> tuple[int, int]:
         rt.events.eager_compile(cost.eager_rid, t1 + 1, comp, rt.mode_code)
     else:
         comp = 0
-    ready = tl.launch_ready(t1 + 1) + (0 if tl.clock.projected else comp)
     corr = rt.events.new_corr()
-    start = tl.schedule(cost.engine, ready, cost.dur, cost.flops, cost)
-    return corr, start
+    delay = 0 if tl.clock.projected else comp
+    return corr, tl.launch(t1 + 1, cost.engine, cost.dur, cost.flops, cost, delay)
