@@ -214,12 +214,16 @@ def hf_train_case(
     note: str = "",
     image_loader: bool = False,
     dataset: tuple[int, int] = (0, 0),
+    compiled: bool = False,
 ) -> Case:
     """An optimum-habana example test on `cards` cards (data parallel): samples/s of the
     steady optimizer steps (the median after the steps that compiled); with `image_loader`,
     of the slower of that step and the data loader's batch (`loader_s_per_image`); with
-    `dataset` (examples, epochs) on one card, as the Trainer counts them (`counted_share`)."""
+    `dataset` (examples, epochs) on one card, as the Trainer counts them (`counted_share`);
+    `compiled`: the test runs the model under `torch.compile` (hpu_backend, eager mode)."""
     args = ["--model", model, "--batch", str(batch), "--steps", "4"]
+    if compiled:
+        args.append("--torch-compile")
     if seq:
         args += ["--seq", str(seq)]
     if pipelining:
@@ -233,11 +237,15 @@ def hf_train_case(
         return cards * batch / step * share
 
     shape = f"batch {batch} / card" + (f", seq {seq}" if seq else ", 224 x 224")
-    recipe = "optimum-habana GaudiTrainer recipe: lazy mode, FusedAdamW, FusedClipNorm, bf16"
+    mode = "torch.compile (hpu_backend), eager mode" if compiled else "lazy mode"
+    recipe = f"optimum-habana GaudiTrainer recipe: {mode}, FusedAdamW, FusedClipNorm, bf16"
+    predict_args = (("--cards", str(cards)) if cards > 1 else ()) + (
+        ("--mode", "compile") if compiled else ()
+    )
     return Case(
         id, device, cards, workload, "bf16", shape, published, "samples/s", OPTIMUM_HABANA,
         "train_hf.py", {"train": args}, predict, f"{recipe}{'; ' + note if note else ''}",
-        ("--cards", str(cards)) if cards > 1 else (), family=family,
+        predict_args, family=family,
         fitted=(LOADER_FIT,) if image_loader else (),
     )  # fmt: skip
 
@@ -425,10 +433,10 @@ CASES: list[Case] = [
     ),
     hf_train_case("g2-ft-bert-large-mrpc", "gaudi2", "bert-large", 256, 1100.598, "BERT-large fine-tuning (GLUE MRPC)", seq=128, note=MRPC_NOTE, dataset=MRPC),
     hf_train_case("g3-ft-bert-large-mrpc", "gaudi3", "bert-large", 256, 1674.509, "BERT-large fine-tuning (GLUE MRPC)", seq=128, note=MRPC_NOTE, dataset=MRPC),
-    hf_train_case("g2-ft-roberta-large-squad", "gaudi2", "roberta-large", 32, 266.47, "RoBERTa-large fine-tuning (SQuAD)", seq=384),
-    hf_train_case("g3-ft-roberta-large-squad", "gaudi3", "roberta-large", 32, 400.151, "RoBERTa-large fine-tuning (SQuAD)", seq=384),
-    hf_train_case("g2-ft-roberta-large-squad-8", "gaudi2", "roberta-large", 32, 2138.366, "RoBERTa-large fine-tuning (SQuAD)", seq=384, cards=8),
-    hf_train_case("g3-ft-roberta-large-squad-8", "gaudi3", "roberta-large", 32, 3146.332, "RoBERTa-large fine-tuning (SQuAD)", seq=384, cards=8),
+    hf_train_case("g2-ft-roberta-large-squad", "gaudi2", "roberta-large", 32, 266.47, "RoBERTa-large fine-tuning (SQuAD)", seq=384, compiled=True),
+    hf_train_case("g3-ft-roberta-large-squad", "gaudi3", "roberta-large", 32, 400.151, "RoBERTa-large fine-tuning (SQuAD)", seq=384, compiled=True),
+    hf_train_case("g2-ft-roberta-large-squad-8", "gaudi2", "roberta-large", 32, 2138.366, "RoBERTa-large fine-tuning (SQuAD)", seq=384, compiled=True, cards=8),
+    hf_train_case("g3-ft-roberta-large-squad-8", "gaudi3", "roberta-large", 32, 3146.332, "RoBERTa-large fine-tuning (SQuAD)", seq=384, compiled=True, cards=8),
     hf_train_case("g2-ft-vit-base", "gaudi2", "vit-base", 128, 886.623, "ViT-base fine-tuning (CIFAR-10)", pipelining=True, family="vision", note=LOADER, image_loader=True),
     hf_train_case("g3-ft-vit-base", "gaudi3", "vit-base", 128, 1100.39, "ViT-base fine-tuning (CIFAR-10)", pipelining=True, family="vision", note=LOADER, image_loader=True),
     hf_train_case("g2-ft-swin-base", "gaudi2", "swin-base", 160, 831.235, "Swin-base fine-tuning (CIFAR-10)", pipelining=True, family="vision", note=LOADER, image_loader=True),

@@ -10,7 +10,10 @@ the model classes (`adapt_transformers_to_gaudi`), bf16 autocast (the models' `g
 `use_torch_autocast`), FusedAdamW (`use_fused_adam`) and FusedClipNorm at max norm 1.0
 (`use_fused_clip_norm`), lazy mode with a `mark_step` after the backward and after the
 optimizer step (and between forward and backward with `--pipelining-fwd-bwd`, as the image
-classification tests run). `--layers N` builds the model with N transformer blocks (Swin: N
+classification tests run). `--torch-compile` compiles the model as the Trainer's
+`--torch_compile --torch_compile_backend hpu_backend` does (accelerate's `torch.compile(model,
+backend="hpu_backend")`; run it in eager mode, `hpuprof predict --mode compile`), as the question
+answering tests run (optimum-habana tests/test_examples.py, `torch_compile=True`). `--layers N` builds the model with N transformer blocks (Swin: N
 blocks in its third stage). `--model bert-large-pretrain` is MLPerf Training's BERT instead
 (mlcommons/training_results_v3.1, Intel-HabanaLabs/benchmarks/bert, HLS-Gaudi2-PT): packed rows
 of 512 tokens, the masked-LM head at the masked positions only, FusedLamb, no clipping by the
@@ -139,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seq", type=int, default=128, help="text models' sequence length")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--pipelining-fwd-bwd", action="store_true")
+    ap.add_argument("--torch-compile", action="store_true")
     args = ap.parse_args(argv)
     import habana_frameworks.torch.core as htcore
     from habana_frameworks.torch.hpex.normalization import FusedClipNorm
@@ -150,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     with torch.device("hpu"):  # built on the device, as large models are: no host copy
         model, kind = build(args.model, args.layers)
     model.train()
+    step_model = torch.compile(model, backend="hpu_backend") if args.torch_compile else model
     decay = [p for n, p in model.named_parameters() if "bias" not in n and "LayerNorm" not in n]
     rest = [p for n, p in model.named_parameters() if "bias" in n or "LayerNorm" in n]
     groups = [{"params": decay, "weight_decay": 0.01}, {"params": rest, "weight_decay": 0.0}]
@@ -163,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.steps):
         inputs = {k: v.to("hpu", non_blocking=True) for k, v in host_batch.items()}
         with torch.autocast("hpu", dtype=torch.bfloat16):
-            loss = model(**inputs).loss
+            loss = step_model(**inputs).loss
         if args.pipelining_fwd_bwd:
             htcore.mark_step()
         loss.backward()

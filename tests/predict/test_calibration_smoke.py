@@ -174,6 +174,24 @@ def test_mrpc_counts_samples_as_the_trainer_does() -> None:
     assert squad8.predict({"train": {"step_time_s": 0.1}}) == pytest.approx(8 * 32 / 0.1)
 
 
+def test_the_squad_rows_run_the_compiled_recipe_their_tests_run() -> None:
+    """optimum-habana's question-answering example tests run `torch_compile=True`
+    (tests/test_examples.py): the SQuAD rows compile the model (hpu_backend) and predict in
+    compile mode; the other optimum-habana rows stay lazy, as their tests run."""
+    from cases import CASES
+
+    squad = [c for c in CASES if "squad" in c.id]
+    assert len(squad) == 4
+    for case in squad:
+        assert "--torch-compile" in case.runs["train"], case.id
+        at = list(case.predict_args).index("--mode")
+        assert case.predict_args[at + 1] == "compile", case.id
+        assert "torch.compile" in case.note
+    for case in (c for c in CASES if "mrpc" in c.id):
+        assert "--torch-compile" not in case.runs["train"]
+        assert "--mode" not in case.predict_args
+
+
 def test_mpt_attention_is_llm_foundrys_alibi_path() -> None:
     """MPT's attention (LLM Foundry's attn_impl torch) equals causal SDPA with the ALiBi bias
     as an additive mask; its slopes are 2^(-8 h / heads) per head."""
