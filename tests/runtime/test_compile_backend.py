@@ -144,15 +144,18 @@ def _train_side_by_side(
     return losses
 
 
-def test_backend_is_registered_only_while_enabled(hpu: Any) -> None:
+def test_backend_and_tangent_hook_are_there_only_while_enabled(hpu: Any) -> None:
     from torch._dynamo.backends.registry import list_backends
 
     hpu()
     assert "hpu_backend" in list_backends(exclude_tags=())
+    # AOT autograd's tangent hook (the device's zero tangents) is torch's only while enabled
+    assert "__coerce_same_metadata_as_tangent__" in vars(torch.Tensor)
     import hpusim
 
     hpusim.disable()
     assert "hpu_backend" not in list_backends(exclude_tags=())
+    assert "__coerce_same_metadata_as_tangent__" not in vars(torch.Tensor)
 
 
 class _ConvNet(torch.nn.Module):
