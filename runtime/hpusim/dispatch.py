@@ -36,7 +36,7 @@ from hpusim.lazy import flush, host_sync
 from hpusim.metrics import EventId, publish
 from hpusim.recorder import input_json
 from hpusim.sink import MODE_EAGER
-from hpusim.tensor import HpuTensor
+from hpusim.tensor import HpuTensor, dynamo_tracing
 from hpusim.transfers import record_copy
 from hpusim.widened_compute import call_in_fp32, missing_cpu_kernel
 
@@ -44,7 +44,6 @@ aten = torch.ops.aten
 _current_node = torch._C._current_autograd_node
 _fake_mode = torch._C._get_dispatch_mode
 _FAKE = torch._C._TorchDispatchModeKey.FAKE
-_tracing = torch._guards.TracingContext.try_get
 
 MIXED_DEVICE_ERROR: Final = (
     "Expected all tensors to be on the same device, but found at least two devices, hpu:0 and cpu!"
@@ -544,7 +543,7 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     rt = state.RT
     faking = _fake_mode(_FAKE) is not None
     if rt is None or faking or not rt.clock.projected:
-        return _dispatch(func, args, kwargs, rt, faking or _tracing() is not None)
+        return _dispatch(func, args, kwargs, rt, faking or dynamo_tracing())
     clock = rt.clock
     t = perf_counter_ns()
     node = _current_node()
@@ -552,7 +551,7 @@ def hpu_dispatch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     try:
         # (dynamo building a fake input: it replays a view's ops on a fake base through the
         # wrappers, outside a fake mode; dynamo's work, no device op)
-        return _dispatch(func, args, kwargs, rt, _tracing() is not None, node)
+        return _dispatch(func, args, kwargs, rt, dynamo_tracing(), node)
     finally:
         clock.exit(perf_counter_ns())
 

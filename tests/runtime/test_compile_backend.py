@@ -361,3 +361,32 @@ def test_a_compiled_graph_costs_the_host_a_launch_not_its_ops(hpu: Any, dynamo_c
     per_op = rt.profile.host_lazy_op_ns
     # the flush and launch (lazy.py's costs) and the Python around the call, not OPS ops
     assert host_ns < OPS * per_op / 2, host_ns
+
+
+def test_dynamo_tracing_answers_as_torchs_tracing_context() -> None:
+    """The dispatcher's cheap check agrees with `TracingContext.try_get()`: before any trace in
+    a thread, inside one, after it, and in another thread while this one traces."""
+    import threading
+
+    from hpusim.tensor import dynamo_tracing
+    from torch._guards import TracingContext, tracing
+
+    def agree() -> bool:
+        return dynamo_tracing() is (TracingContext.try_get() is not None)
+
+    seen: list[tuple[bool, bool]] = []
+
+    def elsewhere() -> None:
+        seen.append((dynamo_tracing(), agree()))
+
+    first = threading.Thread(target=elsewhere)  # a thread that never traced
+    first.start()
+    first.join()
+    assert agree() and seen == [(False, True)]
+    with tracing(TracingContext(None)):
+        assert dynamo_tracing() and agree()
+        other = threading.Thread(target=elsewhere)
+        other.start()
+        other.join()
+    assert seen[1] == (False, True)
+    assert not dynamo_tracing() and agree()
