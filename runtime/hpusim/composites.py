@@ -18,6 +18,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from hpusim.script_builtins import as_builtin
 from hpusim.tensor import HpuTensor
 
 _orig: dict[str, Any] = {}
@@ -71,7 +72,7 @@ def install() -> None:
         return
     for name, patch in _PATCHES.items():
         _orig[name] = getattr(F, name)
-        setattr(F, name, patch)
+        setattr(F, name, as_builtin(patch, _orig[name]))
 
 
 def uninstall() -> None:

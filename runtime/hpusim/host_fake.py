@@ -36,6 +36,7 @@ from torch.overrides import _get_current_function_mode_stack as _function_modes
 from torch.utils._device import DeviceContext, _device_constructors
 
 from hpusim.fake import scalar_standin, warn_standin
+from hpusim.script_builtins import as_builtin
 
 HOST_FAKE_MIN_BYTES: Final = 2**20
 """Host tensors this large or larger are fake under fake compute; smaller ones are real."""
@@ -192,7 +193,7 @@ def install() -> None:
     _mode.append(HostFakeMode())
     for name in FACTORIES:
         _orig[name] = getattr(torch, name)
-        setattr(torch, name, _faking(_orig[name], name))
+        setattr(torch, name, as_builtin(_faking(_orig[name], name), _orig[name]))
     _orig["load"] = torch.load
     torch.load = _mapped_load(torch.load)
 

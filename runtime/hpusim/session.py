@@ -20,6 +20,7 @@ import hpusim.host_fake as host_fake
 import hpusim.hpu_ops as hpu_ops
 import hpusim.metrics as metrics
 import hpusim.module_names as module_names
+import hpusim.script_builtins as script_builtins
 import hpusim.state as state
 import hpusim.tensor as tensor
 import hpusim.transfers as transfers
@@ -118,6 +119,7 @@ def enable(
         gc.callbacks.append(rt.gc_pause)
     rt.sink.recording = record
     dispatch.reset_caches()
+    script_builtins.build_table()  # from torch's own functions, before any is replaced
     tensor.install(dispatch.hpu_dispatch, transfers.to_cpu)
     device_module.install()
     factories.install()
@@ -156,6 +158,7 @@ def disable() -> None:
     composites.uninstall()
     transfers.uninstall()
     host_fake.uninstall()
+    script_builtins.forget()
     factories.uninstall()
     device_module.uninstall()
     metrics.uninstall()

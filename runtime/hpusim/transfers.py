@@ -35,6 +35,7 @@ from hpusim.fake import host_copy, to_fake
 from hpusim.host_fake import release_for_swap
 from hpusim.lazy import flush, host_sync
 from hpusim.metrics import EventId, publish
+from hpusim.script_builtins import as_builtin
 from hpusim.tensor import HpuTensor
 
 _orig: dict[str, Any] = {}
@@ -471,13 +472,13 @@ def install() -> None:
     _orig["shallow"] = torch._has_compatible_shallow_copy_type
     torch.Tensor.to = _patched_to  # type: ignore[method-assign,assignment]
     torch.Tensor.hpu = _patched_hpu  # type: ignore[attr-defined]
-    torch.tensor = _patched_tensor
-    torch.as_tensor = _patched_as_tensor
-    torch.asarray = _patched_asarray
+    torch.tensor = as_builtin(_patched_tensor, _orig["tensor"])
+    torch.as_tensor = as_builtin(_patched_as_tensor, _orig["as_tensor"])
+    torch.asarray = as_builtin(_patched_asarray, _orig["asarray"])
     torch.utils.dlpack.to_dlpack = _patched_to_dlpack  # type: ignore[assignment]
     for name in HOST_LIKE_FACTORIES:
         _orig[name] = getattr(torch, name)
-        setattr(torch, name, _host_factory(_orig[name]))
+        setattr(torch, name, as_builtin(_host_factory(_orig[name]), _orig[name]))
     for name in HOST_NEW_FACTORIES:
         _orig["Tensor." + name] = getattr(torch.Tensor, name)
         setattr(torch.Tensor, name, _host_factory(_orig["Tensor." + name]))
