@@ -16,11 +16,13 @@ import pytest
 
 pytest.importorskip("torch")
 
-LOAD_TOLERANCE = 0.10
-"""NOT the issue's 3 %: busy steps measured 1.03-1.09x their idle neighbours here (noise
-0.03-0.08; 1.07-1.11x before the run-queue accounting). Thread CPU time itself grows when a
-busy machine preempts the thread (caches and TLB refilled after each switch in this VM, most
-for a large process such as torch's), which no reading of the thread's clocks undoes."""
+LOAD_TOLERANCE = 0.03
+"""The issue's 3 %, beside this machine's own step-to-step noise measured in the same run.
+Measured here (2026-11-29, 31 periods of 96 steps): busy steps 1.001, 1.022, 1.002x their
+idle neighbours (noise 0.013-0.027); three whole predictions with the busy loops on for every
+step against three with them off: 0.999, 0.964, 1.021x, as far apart as two idle runs (4.95,
+5.23 ms). Three stops earlier this comment said 1.03-1.09x with 10 periods; what moved it
+since is not isolated."""
 
 SCRIPT = textwrap.dedent(
     """
@@ -95,8 +97,8 @@ def test_prediction_is_the_same_idle_and_with_every_core_busy(
     speed drifts by tens of % within seconds whatever the load (one run's idle steps went 20,
     12, 11 ms), moving a step and its neighbour alike; on a quiet machine the noise is ~0.
     Counting wall time instead made busy steps 2.5-4.7x the idle ones."""
-    aa, ab = _neighbour_ratios(run_predict, _script(tmp_path, steps=32, work=60_000))
-    assert len(ab) >= 9
+    aa, ab = _neighbour_ratios(run_predict, _script(tmp_path, steps=96, work=60_000))
+    assert len(ab) >= 30
     noise = statistics.median(abs(r - 1) for r in aa)
     assert abs(statistics.median(ab) - 1) <= LOAD_TOLERANCE + noise, (ab, aa)
 
