@@ -74,6 +74,7 @@ class StepLedger:
         self._grad_hooked: set[int] = set()
         self._grads: list[tuple[Any, int, int, int, int]] = []
         """(param ref, storage id, bytes, ready, key) of this step's gradients so far."""
+        self._backward_syncs = False  # the last DDP forward ran outside `no_sync`
         self._grad_keys: dict[int, int] = {}  # id(param) -> its key in the what-if log
         self.book = StepBook(rt.timeline.at(perf_counter_ns()))
         self.ddp: DdpSettings | None = None  # the script's DDP (predict_ddp), once called
@@ -210,7 +211,14 @@ class StepLedger:
         if self._is_model(module):
             self._count_inputs(args, _call_kwargs(sys._getframe(1)))
         if self.rt.config.cards > 1:
-            self.ddp = settings_of(module) or self.ddp
+            settings = settings_of(module)
+            if settings is not None:
+                if self._grads and self._backward_syncs:
+                    # the backward of the DDP forward before this one all-reduced (DDP
+                    # outside `no_sync` synchronizes every backward, accumulating or not)
+                    self._all_reduce_grads()
+                self._backward_syncs = bool(module.require_backward_grad_sync)
+            self.ddp = settings or self.ddp
             self._hook_grads(module)
 
     def _fwd_post(self, module: Any, args: Any, output: Any) -> None:

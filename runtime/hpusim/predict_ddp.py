@@ -8,7 +8,10 @@ all-reduce on a Gaudi: `bucket_cap_mb` (torch's default 25 MB; DDP's first bucke
 `dist._DEFAULT_FIRST_BUCKET_BYTES`) and the communication hook (`bf16_compress_hook`,
 `fp16_compress_hook` and their wrappers all-reduce 2-byte buffers; any other hook is modeled as
 an all-reduce of the gradients in their own dtype, and named as such). The ledger
-(hpusim.predict) buckets each optimizer step's gradients with them.
+(hpusim.predict) buckets the gradients with them after each backward that DDP would
+synchronize: a backward of a forward run outside `no_sync` (torch's
+`require_backward_grad_sync`), so gradient accumulation without `no_sync` all-reduces every
+micro-batch, as DDP does, and with it once per optimizer step.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ def _predicted_ddp_class(base: Any) -> Any:
             torch.nn.Module.__init__(self)
             bound = signature.bind(self, module, *args, **kwargs).arguments
             self.module = module
+            self.require_backward_grad_sync = True  # torch's attribute, False in no_sync
             cap = bound.get("bucket_cap_mb")
             self._hpuprof_ddp = DdpSettings(
                 bucket_cap_bytes=int(
@@ -85,7 +89,11 @@ def _predicted_ddp_class(base: Any) -> Any:
 
         @contextlib.contextmanager
         def no_sync(self) -> Iterator[None]:
-            yield  # the ledger all-reduces once per optimizer step anyway
+            before, self.require_backward_grad_sync = self.require_backward_grad_sync, False
+            try:
+                yield
+            finally:
+                self.require_backward_grad_sync = before
 
         def join(self, *args: Any, **kwargs: Any) -> Any:
             return contextlib.nullcontext()

@@ -130,3 +130,56 @@ def test_an_explicit_bf16_all_reduce_is_the_collective_modeled_over_the_cards(
     assert nic["ns"] / 4 >= 100_000, nic
     assert any("4 allreduce of bfloat16 (16 MB each)" in a for a in said), said
     assert any("modeled over 8 cards" in a and "no DDP" in a for a in said), said
+
+
+ACCUMULATING = (
+    textwrap.dedent(
+        """
+    import contextlib, json, sys
+    import torch
+    import habana_frameworks.torch.core as htcore
+    import hpusim.state
+    from hpusim.device_model import ENGINE_NIC
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    micro, use_no_sync, out = int(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
+    model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(4)]).to("hpu")
+    ddp = DDP(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    for step in range(4):
+        for i in range(micro):
+            last = i == micro - 1
+            with contextlib.nullcontext() if last or not use_no_sync else ddp.no_sync():
+                loss = ddp(torch.randn(32, 1024).to("hpu")).pow(2).mean()
+                loss.backward()
+        htcore.mark_step()
+        opt.step()
+        opt.zero_grad()
+        htcore.mark_step()
+    """
+    )
+    + NIC_DUMP
+)
+
+
+def test_gradient_accumulation_all_reduces_every_backward_outside_no_sync(
+    tmp_path: Path, run_predict: Callable[..., tuple[int, str, str]]
+) -> None:
+    """DDP synchronizes every backward of a forward run outside `no_sync`: 4 micro-batches
+    per optimizer step all-reduce 4 times without it and once with it (the ledger all-reduced
+    once per optimizer step either way)."""
+    script = tmp_path / "ddp_accumulate.py"
+    script.write_text(ACCUMULATING)
+    nic = {}
+    for micro, no_sync in ((1, "0"), (4, "0"), (4, "1")):
+        out = tmp_path / f"nic-{micro}-{no_sync}.json"
+        code, _, err = run_predict(
+            str(script), str(micro), no_sync, str(out), options=("--cards", "8")
+        )
+        assert code == 0, err
+        nic[micro, no_sync] = json.loads(out.read_text())
+    once = nic[1, "0"]
+    assert once["count"] > 0
+    assert nic[4, "1"]["count"] == once["count"], nic
+    assert nic[4, "0"]["count"] == 4 * once["count"], nic
+    assert nic[4, "0"]["ns"] == pytest.approx(4 * once["ns"], rel=0.05), nic
