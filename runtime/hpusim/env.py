@@ -154,7 +154,6 @@ class EnvFlags:
         metrics_file: PT_HPU_METRICS_FILE (HABANA_PT_METRICS_FILE) or None.
         metrics_format: PT_HPU_METRICS_FILE_FORMAT, `json` or `text`.
         metrics_triggers: PT_HPU_METRICS_DUMP_TRIGGERS entries.
-        gc_details: PT_HPU_METRICS_GC_DETAILS.
         cache_metrics: PT_HPU_ENABLE_CACHE_METRICS.
         fallback_log: per-op CPU-fallback log lines requested (LOG_LEVEL_PT_FALLBACK<=1 or the
             legacy PT_HPU_LOG_MOD_MASK 0x80 with PT_HPU_LOG_TYPE_MASK 0x8).
@@ -170,7 +169,6 @@ class EnvFlags:
     metrics_file: str | None
     metrics_format: str
     metrics_triggers: tuple[str, ...]
-    gc_details: bool
     cache_metrics: bool
     fallback_log: bool
     console: bool
@@ -234,7 +232,6 @@ def read_flags(env: Mapping[str, str] | None = None) -> EnvFlags:
         metrics_triggers=tuple(
             t.strip() for t in (triggers or "process_exit").split(",") if t.strip()
         ),
-        gc_details=truthy(e.get("PT_HPU_METRICS_GC_DETAILS")),
         cache_metrics=boolean("PT_HPU_ENABLE_CACHE_METRICS"),
         fallback_log=fallback_log,
         console=truthy(e.get("ENABLE_CONSOLE")),

@@ -18,6 +18,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from hpusim.env import truthy
+
 
 class MetricNotFound(Exception):
     """Unknown metric name in `metric_localcontext`."""
@@ -148,8 +150,7 @@ class GraphCompilationMetric(Metric):
     NAME = "graph_compilation"
     EVENTS = (EventId.GRAPH_COMPILATION,)
 
-    def __init__(self, details: bool = False) -> None:
-        self._details = details
+    def __init__(self) -> None:
         self._recipes: list[tuple[str, int]] = []
         super().__init__()
 
@@ -170,7 +171,9 @@ class GraphCompilationMetric(Metric):
             ("TotalTime", self._time_us),
             ("AvgTime", avg),
         ]
-        if self._details:
+        # read at each call, as the bridge's `stats()` reads it (metrics.py:376): a script
+        # or test may set it after the metric exists
+        if truthy(os.environ.get("PT_HPU_METRICS_GC_DETAILS")):
             out.append(("recipe", list(self._recipes)))
         return out
 
@@ -248,10 +251,10 @@ _FACTORIES: dict[str, Callable[[], Metric]] = {}
 _GLOBAL: dict[str, Metric] = {}
 
 
-def install(*, gc_details: bool, cache_metrics: bool) -> None:
+def install(*, cache_metrics: bool) -> None:
     """Register the global metrics in the bridge's order (recipe_cache only when asked for)."""
     uninstall()
-    _FACTORIES["graph_compilation"] = lambda: GraphCompilationMetric(gc_details)
+    _FACTORIES["graph_compilation"] = GraphCompilationMetric
     _FACTORIES["cpu_fallback"] = CpuFallbackMetric
     _FACTORIES["memory_defragmentation"] = MemoryDefragmentationMetric
     if cache_metrics:

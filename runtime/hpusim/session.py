@@ -111,7 +111,7 @@ def enable(
         disable()
     cfg = Config(resolved, device, "argument" if mode else "env", timeline, compute, cards)
     bridge_log.reset_levels()
-    metrics.install(gc_details=flags.gc_details, cache_metrics=flags.cache_metrics)
+    metrics.install(cache_metrics=flags.cache_metrics)
     rt = build_runtime(cfg, flags, profile)
     hpu_ops.install()  # the bridge's torch.ops.hpu.* (fp8_gemm_v2 among them)
     rt.sink.project = BatchProjector(rt.clock) if rt.clock.projected else None

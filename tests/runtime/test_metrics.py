@@ -90,6 +90,24 @@ def test_reset_keeps_the_recipe_details(hpu: Any) -> None:
     assert stats["TotalNumber"] == 0 and len(stats["recipe"]) == 1  # the bridge's quirk
 
 
+def test_recipe_details_follow_the_flag_when_stats_are_read(
+    hpu: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bridge's `GraphCompilationMetric.stats()` reads PT_HPU_METRICS_GC_DETAILS at each
+    call (metrics.py:376), so its own test sets it inside the test, after the metric exists
+    (`test_graph_compilation_check_gc_details`); the emulator read it once, at enable."""
+    sim = hpu("lazy")
+    from hpusim.metrics import metric_global
+
+    _compile_shapes(sim, [1, 2])
+    gc = metric_global("graph_compilation")
+    assert "recipe" not in dict(gc.stats())
+    monkeypatch.setenv("PT_HPU_METRICS_GC_DETAILS", "true")
+    assert len(dict(gc.stats())["recipe"]) == 2
+    monkeypatch.setenv("PT_HPU_METRICS_GC_DETAILS", "0")
+    assert "recipe" not in dict(gc.stats())
+
+
 def test_metrics_dump_json_and_text(hpu: Any, tmp_path: Path) -> None:
     sim = hpu("lazy")
     from habana_frameworks.torch.hpu.metrics import metrics_dump
