@@ -5,7 +5,6 @@ training (both recompute modes), and the hpex optimizers with the 1.19 bridge's 
 
 from __future__ import annotations
 
-import inspect
 import json
 import textwrap
 from pathlib import Path
@@ -14,29 +13,6 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
-
-BRIDGE_1_19 = {
-    "FusedResourceApplyMomentum": "(params, lr, momentum=0, weight_decay=0, nesterov=False)",
-    "FusedEMA": "(model, decay=0.9999, updates=0)",
-    "FusedSGD": "(params, lr, momentum=0, weight_decay=0, dampening=0, nesterov=False)",
-    "FusedLars": "(optimizer, skip_mask, eeta=0.001, eps=1e-08)",
-}
-"""`__init__` of the 1.19.0 bridge's classes (the self argument left out; FusedSGD's `lr` has
-torch's `required` default there, which is required either way)."""
-
-
-def _params(cls: Any) -> str:
-    sig = inspect.signature(cls.__init__)
-    params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
-    return str(sig.replace(parameters=params[1:], return_annotation=inspect.Signature.empty))
-
-
-@pytest.mark.parametrize("name", sorted(BRIDGE_1_19))
-def test_hpex_signatures_are_the_bridges(name: str) -> None:
-    import hpusim.hpex as hpex
-
-    assert _params(getattr(hpex, name)) == BRIDGE_1_19[name]
-
 
 SCRIPT = """
 import torch

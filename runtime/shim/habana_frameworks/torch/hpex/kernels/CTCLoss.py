@@ -1,0 +1,9 @@
+"""`hpex.kernels.CTCLoss` module (emulated)."""
+
+from hpusim.hpex import (
+    CTCLoss,
+)
+
+__all__ = [
+    "CTCLoss",
+]

@@ -1,0 +1,11 @@
+"""`hpex.kernels.PySDPA` module (emulated)."""
+
+from hpusim.hpex import (
+    PySDPA,
+    PySDPAHinted,
+)
+
+__all__ = [
+    "PySDPA",
+    "PySDPAHinted",
+]

@@ -1,0 +1,9 @@
+"""`hpex.movingavrg.FusedEMA` module (emulated)."""
+
+from hpusim.hpex import (
+    FusedEMA,
+)
+
+__all__ = [
+    "FusedEMA",
+]
