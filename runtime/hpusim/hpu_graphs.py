@@ -751,8 +751,12 @@ class _TrainingGraph:
 
     def __init__(self) -> None:
         self.graph = HPUGraph()
+        self.measurement: bool | None = None  # the FP8 measurement mode at capture
 
     def capture(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        from hpusim.transformer_engine import FP8GlobalStateManager
+
+        self.measurement = FP8GlobalStateManager.get_manual_measurement_mode()
         g = self.graph
         g.capture_begin()
         try:
@@ -764,6 +768,8 @@ class _TrainingGraph:
         return out
 
     def replay(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        from hpusim.transformer_engine import FP8GlobalStateManager
+
         rt = state.require_runtime()
         if rt.lazy:
             flush(rt, "HPUGraph::replay")
@@ -773,7 +779,9 @@ class _TrainingGraph:
         t0 = perf_counter_ns()
         sink.recording = False
         try:
-            with rt.clock.mute():  # the CPU re-run is the emulator's: the replay is modeled
+            # the CPU re-run is the emulator's (the replay is modeled), with the capture's
+            # FP8 measurement, which the bridge's recorded graph holds
+            with rt.clock.mute(), FP8GlobalStateManager.measurement_as_captured(self.measurement):
                 out = fn(*args, **kwargs)
         finally:
             sink.recording = rec
@@ -833,7 +841,9 @@ class ModuleCacher:
                 raise AssertionError(f"Unsupported argument type : {p.kind}")
             if p.kind is p.VAR_KEYWORD:
                 print("[WARNING] Variable keyword arguments will not be supported.")
-        target = model if inplace else copy.deepcopy(model)
+        # not in place: a shallow copy, sharing the parameters and buffers (an optimizer of
+        # the original trains it), as the bridge's (graphs.py:1088-1089)
+        target = model if inplace else copy.copy(model)
         cacher = _CachedForward(
             target.forward, target, self.max_graphs, use_lfu, asynchronous,
             have_grad_accumulation, log_frequency, verbose,

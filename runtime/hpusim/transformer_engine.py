@@ -272,6 +272,19 @@ class FP8GlobalStateManager:
         cls.FP8_MANUAL_MEASUREMENT = manual_value if manual else None
 
     @classmethod
+    @contextlib.contextmanager
+    def measurement_as_captured(cls, captured: bool | None) -> Iterator[None]:
+        """A training-side HPU graph (`ModuleCacher`) replays the amax measurement its capture
+        recorded, whatever the mode is at replay: the emulator re-runs the forward under the
+        mode the capture had (Habana's docs capture one graph with and one without
+        measurement; the bridge's `lazy/test_hpu_graph_fp8_te.py`)."""
+        now, cls.FP8_MANUAL_MEASUREMENT = cls.FP8_MANUAL_MEASUREMENT, captured
+        try:
+            yield
+        finally:
+            cls.FP8_MANUAL_MEASUREMENT = now
+
+    @classmethod
     def get_fp8_context_id(cls) -> int:
         return cls.FP8_CURRENT_CONTEXT_ID
 

@@ -205,3 +205,62 @@ def test_module_cacher_replays_training_forwards(hpu: Any) -> None:
     batch = get_sink().drain()
     assert len(runtime_events(batch, "graph_capture")) == 1
     assert len(runtime_events(batch, "graph_replay")) == 2
+
+
+def test_module_cacher_not_in_place_shares_the_parameters(hpu: Any) -> None:
+    """`inplace=False` returns a shallow copy (the bridge's graphs.py:1088-1089), so an
+    optimizer of the original's parameters trains through it (a deep copy trained nothing)."""
+    hpu("lazy")
+    import habana_frameworks.torch.core as htcore
+    import habana_frameworks.torch.hpu as ht_hpu
+
+    model = _mlp().to("hpu")
+    cached = ht_hpu.ModuleCacher(max_graphs=2)(model=model, inplace=False)
+    assert cached is not model and model.forward != cached.forward
+    assert [id(p) for p in cached.parameters()] == [id(p) for p in model.parameters()]
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = [p.detach().cpu().clone() for p in model.parameters()]
+    for _ in range(2):
+        cached(torch.randn(4, 4, device="hpu")).pow(2).sum().backward()
+        opt.step()
+        htcore.mark_step()
+    after = [p.detach().cpu() for p in model.parameters()]
+    assert all(not torch.equal(b, a) for b, a in zip(before, after, strict=True))
+    assert cached.hpu_graph_stats.total_cached_hits == 2  # a capture, then a replay
+
+
+def test_a_replay_measures_fp8_amaxes_as_its_capture_did(hpu: Any) -> None:
+    """A graph captured with the FP8 amax measurement on replays it with the mode off, and one
+    captured with it off measures nothing (the bridge's `test_module_cacher_with_dilation`:
+    Habana's docs cache one graph of each)."""
+    hpu("lazy")
+    import habana_frameworks.torch.core as htcore
+    import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+    import habana_frameworks.torch.hpu as ht_hpu
+    from habana_frameworks.torch.hpex.experimental.transformer_engine.fp8 import (
+        FP8GlobalStateManager,
+    )
+
+    recipe = te.recipe.DelayedScaling(
+        fp8_format=te.recipe.Format.E5M2, amax_history_len=1, amax_compute_algo="max",
+        reduce_amax=False, interval=1,
+    )  # fmt: skip
+    linear = te.Linear(4, 3, bias=True, params_dtype=torch.bfloat16)
+
+    def step(model: Any, value: float) -> float:
+        x = torch.full((4,), value, dtype=torch.bfloat16, device="hpu", requires_grad=True)
+        model(x).sum().backward()
+        htcore.mark_step()
+        return float(linear.fp8_meta["scaling_fwd"].amax_history[0][0].cpu())
+
+    with te.fp8_autocast(enabled=True, fp8_recipe=recipe):
+        step(linear, 0.5)
+        FP8GlobalStateManager.set_measurement_mode(True, True)
+        measuring = ht_hpu.ModuleCacher(max_graphs=2)(model=linear, inplace=False)
+        step(measuring, 0.0)  # captured with the measurement on
+        FP8GlobalStateManager.set_measurement_mode(True, False)
+        quiet = ht_hpu.ModuleCacher(max_graphs=2)(model=linear, inplace=False)
+        assert step(quiet, 0.0) == 0.0  # captured with it off: the history keeps 0.0
+        assert step(quiet, 3.0) == 0.0  # a replay measures nothing
+        assert step(measuring, 3.0) == 3.0  # a replay measures, the mode now off
+        assert step(quiet, 7.0) == 3.0
