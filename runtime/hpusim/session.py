@@ -15,6 +15,7 @@ import hpusim.dispatch as dispatch
 import hpusim.distributed as distributed
 import hpusim.extensions as extensions
 import hpusim.factories as factories
+import hpusim.generic_streams as generic_streams
 import hpusim.hltv_profile as hltv_profile
 import hpusim.host_fake as host_fake
 import hpusim.hpu_ops as hpu_ops
@@ -122,6 +123,7 @@ def enable(
     script_builtins.build_table()  # from torch's own functions, before any is replaced
     tensor.install(dispatch.hpu_dispatch, transfers.to_cpu)
     device_module.install()
+    generic_streams.install()
     factories.install()
     transfers.install()
     if compute == "fake":
@@ -160,6 +162,7 @@ def disable() -> None:
     host_fake.uninstall()
     script_builtins.forget()
     factories.uninstall()
+    generic_streams.uninstall()
     device_module.uninstall()
     metrics.uninstall()
     rt.sink.project = None
