@@ -82,11 +82,14 @@ _F32: Final = torch.float32
 
 
 def _scores(q: Tensor, k: Tensor, mask: Tensor | None, scale: float, is_causal: bool) -> Tensor:
-    """Scaled QK^T in fp32 with the causal triangle and the additive / boolean mask applied."""
+    """Scaled QK^T in fp32 with the causal triangle and the additive / boolean mask applied.
+    The triangle is aligned at the top left (query i sees keys 0..i), as torch's `is_causal`
+    and the bridge's own FusedSDPA tests' reference (`any_mode/FusedSDPA/test_hpu_sdpa.py:127`,
+    `test_hpu_sdpa_fp8.py:311`: `ones(L, S).tril(diagonal=0)`), also when L != S."""
     s = torch.matmul(q.to(_F32), k.to(_F32).transpose(-2, -1)) * scale
     if is_causal:
         seq_q, seq_k = s.shape[-2], s.shape[-1]
-        keep = torch.ones(seq_q, seq_k, dtype=torch.bool, device=s.device).tril(seq_k - seq_q)
+        keep = torch.ones(seq_q, seq_k, dtype=torch.bool, device=s.device).tril()
         s = s.masked_fill(~keep, float("-inf"))
     if mask is not None:
         s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.to(_F32)

@@ -339,6 +339,26 @@ def test_fused_sdpa_grouped_query_attention_and_causal(hpu: Any) -> None:
     torch.testing.assert_close(kh.grad.cpu(), k.grad, atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize(("seq_q", "seq_k"), [(16, 32), (32, 16)])
+@pytest.mark.parametrize("recompute", [True, False])
+def test_causal_fused_sdpa_aligns_its_triangle_at_the_top_left(
+    hpu: Any, seq_q: int, seq_k: int, recompute: bool
+) -> None:
+    """With more keys than queries or fewer, query i sees keys 0..i, as torch's `is_causal`
+    and the bridge's tests' reference (`ones(L, S).tril(diagonal=0)`): the emulator aligned it
+    at the bottom right, and two of the bridge's FusedSDPA tests failed."""
+    hpu("lazy")
+    import habana_frameworks.torch.hpu as ht
+    from habana_frameworks.torch.hpex.kernels import FusedSDPA
+
+    torch.manual_seed(3)
+    q, k, v = torch.randn(2, 4, seq_q, 8), torch.randn(2, 4, seq_k, 8), torch.randn(2, 4, seq_k, 8)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    with ht.sdp_kernel(enable_recompute=recompute):
+        out = FusedSDPA.apply(q.to("hpu"), k.to("hpu"), v.to("hpu"), None, 0.0, True)
+    torch.testing.assert_close(out.cpu(), ref, atol=1e-5, rtol=1e-4)
+
+
 def test_fused_rms_norm_and_rotary_embedding_match_their_formulas(hpu: Any) -> None:
     hpu("eager")
     from habana_frameworks.torch.hpex.kernels import RotaryPosEmbeddingHelperV2
