@@ -79,6 +79,7 @@ ATTENTION_OPS: Final = frozenset(
         "sdpa_fwd",
         "sdpa_bwd",
         "fp8_sdpa_recomp_fwd",
+        "fp8_sdpa_fwd",
         "fp8_sdpa_bwd",
     }
 )

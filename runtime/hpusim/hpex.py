@@ -24,6 +24,10 @@ from torch.optim import Optimizer
 
 import hpusim.state as state
 from hpusim.ctc_loss import CTCLoss as CTCLoss
+from hpusim.fp8_attention import Fp8FusedSDPA as Fp8FusedSDPA
+from hpusim.fp8_attention import fp8_fused_sdpa as fp8_fused_sdpa
+from hpusim.fp8_attention import fp8_sdpa_bwd_wrapper as fp8_sdpa_bwd_wrapper
+from hpusim.fp8_attention import fp8_sdpa_fwd_wrapper as fp8_sdpa_fwd_wrapper
 from hpusim.lazy import mark_step
 
 Tensor = torch.Tensor
@@ -1016,20 +1020,10 @@ class FusedEMA:
             setattr(self.ema, key, value)
 
 
-FP8_WHY = "fp8 kernels with hardware scaling exist only on the device"
 EmbeddingBag = unavailable("habana_frameworks.torch.hpex.kernels.EmbeddingBag", "no CPU reference")
 PySDPA = unavailable(
     "habana_frameworks.torch.hpex.kernels.PySDPA", "use FusedSDPA (the emulated fused kernel)"
 )
 PySDPAHinted = unavailable(
     "habana_frameworks.torch.hpex.kernels.PySDPAHinted", "use FusedSDPA (the emulated fused kernel)"
-)
-fp8_fused_sdpa = unavailable_function(
-    "habana_frameworks.torch.hpex.kernels.fp8_fused_sdpa", FP8_WHY
-)
-fp8_sdpa_fwd_wrapper = unavailable_function(
-    "habana_frameworks.torch.hpex.kernels.fp8_sdpa_fwd_wrapper", FP8_WHY
-)
-fp8_sdpa_bwd_wrapper = unavailable_function(
-    "habana_frameworks.torch.hpex.kernels.fp8_sdpa_bwd_wrapper", FP8_WHY
 )

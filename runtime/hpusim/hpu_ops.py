@@ -60,13 +60,6 @@ SCHEMAS: Final[dict[str, str]] = {
 }
 """Op name (with `.overload`) -> schema without the name, as the bridge registers them."""
 
-FP8_SCHEMAS: Final[dict[str, str]] = {
-    "fp8_sdpa_recomp_fwd": "(Tensor q, Tensor k, Tensor v, Tensor? attention_mask, float p, float scale, bool is_causal, bool requires_backward, str softmax_mode, Tensor? d_scale_q, Tensor? d_scale_k, Tensor? d_scale_v, Tensor? q_scale_s, Tensor? q_scale_o, Tensor? d_scale_s, bool is_amax_s, bool is_amax_0, Tensor? valid_seq_len, str seq_padding_type) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
-}
-"""The bridge's fp8 ops: defined with their schemas, but they need the device's fp8 MME and
-scaling hardware, so calling one raises NotImplementedError naming the op and the emulator.
-`EMULATED_FP8` are the exceptions: `te.Linear` and Habana's quantization toolkit use them."""
-
 EMULATED_FP8: Final[dict[str, str]] = {
     "cast_to_fp8_v2": "(Tensor input, Tensor? scale=None, bool stochastic_rounding=False, bool is_amax=False, ScalarType dtype=None, int[]? scale_shape=None) -> (Tensor, Tensor)",
     "cast_from_fp8": "(Tensor input, Tensor? scale, ScalarType out_dtype, int[]? scale_shape=None) -> Tensor",
@@ -94,6 +87,16 @@ def _scores(q: Tensor, k: Tensor, mask: Tensor | None, scale: float, is_causal: 
     if mask is not None:
         s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.to(_F32)
     return s
+
+
+def softmax_rows(s: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(row max m, 1 / row sum linv, probabilities) of scores `s`, as a flash kernel keeps
+    them for its backward (a fully masked row: m 0, probabilities 0)."""
+    m = s.amax(dim=-1, keepdim=True)
+    m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    e = torch.exp(s - m)
+    linv = 1.0 / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)
+    return m, linv, e * linv
 
 
 def _dropout_mask(shape: torch.Size, p: float, seed: Tensor | None, like: Tensor) -> Tensor | None:
@@ -145,12 +148,7 @@ def sdpa_recomp_fwd(
     """Flash-style forward: out, row max m, 1/row sum linv, dropout seed (`seed`: given by the
     `_dropout_seed` variant, else drawn)."""
     seed = _new_seed(p, q) if seed is None else seed.clone()  # an output: not the input itself
-    s = _scores(q, k, attention_mask, scale, is_causal)
-    m = s.amax(dim=-1, keepdim=True)
-    m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
-    e = torch.exp(s - m)
-    linv = 1.0 / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)
-    probs = e * linv
+    m, linv, probs = softmax_rows(_scores(q, k, attention_mask, scale, is_causal))
     keep = _dropout_mask(probs.shape, p, seed, probs)
     if keep is not None:
         probs = probs * keep / (1.0 - p)
@@ -654,16 +652,6 @@ def convert_from_uint4(
     return _convert_from_4bit(input, scale, zero_point, out_dtype, signed=False)
 
 
-def _fp8_unavailable(name: str) -> Any:
-    def kernel(*args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(
-            f"torch.ops.hpu.{name} is not available under the hpusim emulator: fp8 kernels "
-            "need the device's fp8 hardware"
-        )
-
-    return kernel
-
-
 _KERNELS: Final[dict[str, Any]] = {
     "convert_from_int4": convert_from_int4,
     "convert_from_uint4": convert_from_uint4,
@@ -706,16 +694,17 @@ def install() -> None:
     """Define `torch.ops.hpu.*` (once per process)."""
     if _LIBS:
         return
+    import hpusim.fp8_attention as fp8_attention  # it reads this module's helpers
+
     lib = torch.library.Library("hpu", "FRAGMENT")
-    unavailable = {name: _fp8_unavailable(name) for name in FP8_SCHEMAS}
     emulated_fp8 = {name: getattr(fp8_ops, name) for name in EMULATED_FP8}
     for schemas, kernels in (  # an overload after its op
         (SCHEMAS, _KERNELS),
         (custom_ops.SCHEMAS, custom_ops.KERNELS),
         (ctc_loss.SCHEMAS, ctc_loss.KERNELS),
-        (FP8_SCHEMAS, unavailable),
         (EMULATED_FP8, emulated_fp8),
         (fp8_ops.SCHEMAS, fp8_ops.KERNELS),
+        (fp8_attention.SCHEMAS, fp8_attention.KERNELS),
     ):
         for name, schema in schemas.items():
             lib.define(name + schema)

@@ -484,33 +484,10 @@ def test_what_the_emulator_cannot_provide_says_so(hpu: Any) -> None:
     import hpusim
 
     hpu("eager")
-    from habana_frameworks.torch.hpex.kernels import fp8_fused_sdpa
     from habana_frameworks.torch.hpex.optimizers import FusedAdamW
 
-    with pytest.raises(NotImplementedError, match="fp8_fused_sdpa is not available under the"):
-        fp8_fused_sdpa(torch.ones(1))
     with pytest.raises(NotImplementedError, match=r"FusedAdamW\(moments_dtype=fp8\)"):
         FusedAdamW(_mlp().to("hpu").parameters(), moments_dtype=torch.float8_e4m3fn)
-    with pytest.raises(NotImplementedError, match=r"torch\.ops\.hpu\.fp8_sdpa_recomp_fwd"):
-        torch.ops.hpu.fp8_sdpa_recomp_fwd(
-            *[torch.ones(1, 1, 2, 2, device="hpu")] * 3,
-            None,
-            0.0,
-            1.0,
-            False,
-            False,
-            "None",
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            False,
-            False,
-            None,
-            "left",
-        )
     with pytest.raises(NotImplementedError, match="utilization"):
         torch.hpu.utilization()
     import habana_frameworks.torch.hpex.experimental.transformer_engine as te

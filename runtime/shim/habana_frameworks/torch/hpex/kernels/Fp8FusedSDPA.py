@@ -1,6 +1,7 @@
-"""`hpex.kernels.Fp8FusedSDPA` module (emulated): fp8 attention is device-only."""
+"""`hpex.kernels.Fp8FusedSDPA` module (emulated: `hpusim.fp8_attention`)."""
 
 from hpusim.hpex import (
+    Fp8FusedSDPA,
     fp8_fused_sdpa,
     fp8_sdpa_bwd_wrapper,
     fp8_sdpa_fwd_wrapper,
@@ -8,6 +9,7 @@ from hpusim.hpex import (
 )
 
 __all__ = [
+    "Fp8FusedSDPA",
     "fp8_fused_sdpa",
     "fp8_sdpa_bwd_wrapper",
     "fp8_sdpa_fwd_wrapper",
