@@ -38,6 +38,7 @@ RUNS: dict[str, tuple[int, list[str]]] = {
     "fsdp-2": (2, ["--mode", "fsdp", "--layers", "3", "--width", "512", "--steps", "3"]),
     "fsdp-4": (4, ["--mode", "fsdp", "--layers", "3", "--width", "512", "--steps", "3"]),
     "allreduce-4": (4, ["--steps", "3"]),
+    "per-gradient-2": (2, ["--mode", "per-gradient", "--steps", "3"]),
 }
 
 
@@ -195,3 +196,20 @@ def _ns_of(text: str) -> float:
     """A time as a page shows it ("15.10 ms", "213.3 us") in ns."""
     number, unit = text.split()
     return float(number) * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]
+
+
+@pytest.mark.parametrize("run", ["per-gradient-2"], indirect=True)
+def test_a_graph_reading_an_all_reduced_gradient_runs_after_the_all_reduce(run: Run) -> None:
+    """Per-gradient all-reduces, each gradient divided before the next all-reduce: the next
+    all-reduce's flush launches that division, which reads what the previous one reduced, so
+    on every card the first compute after each all-reduce starts when it has ended (as the
+    bridge's lazy collective produces its tensor, lazy_kernels.cpp:5934-5944)."""
+    for card in run.cards:
+        compute = card.compute.sort_values("correlation")
+        nic = card.nic[card.nic["name"].astype(str) == "hccl_allreduce"]
+        assert len(nic) == 4 * 3, (card.rank, len(nic))  # 4 gradients x 3 steps
+        for row in nic.itertuples():
+            after = compute[compute["correlation"] > row.correlation]
+            if len(after):
+                first = int(after["ts_ns"].min())
+                assert first >= row.ts_ns + row.dur_ns, (card.rank, row.correlation)

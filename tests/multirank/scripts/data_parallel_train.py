@@ -3,6 +3,9 @@ writes it. `--mode` chooses how the gradients meet:
 
 - `allreduce` (default): one `dist.all_reduce` of the gradients' flattened concatenation per
   step (one bucket), after the backward;
+- `per-gradient`: one `dist.all_reduce` per gradient, each divided by the world size before the
+  next all-reduce, no mark_step between them (the next all-reduce's flush launches each
+  division, which reads what the previous all-reduce reduced);
 - `ddp`: DistributedDataParallel; `--bucket-cap-mb` small against the layers' gradients (each
   `--width` x `--width` float32) gives one bucket per layer or so, all-reduced during the
   backward as each bucket becomes ready;
@@ -68,7 +71,9 @@ def main() -> None:
     import habana_frameworks.torch.distributed.hccl  # noqa: F401  (registers the backend)
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=("allreduce", "ddp", "fsdp"), default="allreduce")
+    parser.add_argument(
+        "--mode", choices=("allreduce", "per-gradient", "ddp", "fsdp"), default="allreduce"
+    )
     parser.add_argument("--layers", type=int, default=0)
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--batch", type=int, default=16)
@@ -94,6 +99,10 @@ def main() -> None:
         loss.backward()
         if args.mode == "allreduce":
             average_gradients(model, world)
+        elif args.mode == "per-gradient":
+            for p in model.parameters():
+                dist.all_reduce(p.grad)
+                p.grad /= world
         htcore.mark_step()
         opt.step()
         opt.zero_grad(set_to_none=True)
