@@ -194,7 +194,8 @@ def collectives_in_their_steps(run_cards: list[Card], latency_ns: int) -> dict[i
     far the collectives ran past the host span of their step at most (ns, <= 0: none did).
 
     - issued: the host op of the collective's correlation (`c10d::` op, its launch) lies in
-      step k's ProfilerStep span, and the loaded `step` of the NIC op is k;
+      step k's ProfilerStep span, and the loaded `step` of the NIC op is k (a collective the
+      host issued outside every step, after the last one, has no step either);
     - started: after its launch reached the device (host op end + `latency_ns`), inside step
       k's span; later only when the card's device was still busy then with work queued
       before it (the device runs behind the host: FSDP's copies wait for each all-gather,
@@ -222,7 +223,10 @@ def collectives_in_their_steps(run_cards: list[Card], latency_ns: int) -> dict[i
         worst = -(1 << 62)
         for row, step in zip(nic.itertuples(), issued, strict=True):
             what = (card.rank, row.name, row.correlation, step)
-            assert step is not None and row.step == step, what
+            if step is None:  # issued outside every step (after the last one): so is its op
+                assert row.step < 0 and row.correlation in launched.index, what
+                continue
+            assert row.step == step, what
             start, end = int(row.ts_ns), int(row.ts_ns + row.dur_ns)
             lo, hi = card.steps[step]
             ready = int(launched[row.correlation]) + latency_ns

@@ -122,6 +122,9 @@ def test_ddp_and_fsdp_on_two_cards_train_like_explicit_all_reduces_without_host_
         assert dropped == unsharded > 0, (key, dropped, unsharded)
 
     events = hpuprof.load(out).events
+    # DDP's buckets, FSDP's all-gathers and reduce-scatters and the references' per-gradient
+    # all-reduces each belong to the step that issued them, and what reads them waits for them
+    collectives_in_their_steps(cards(events), launch_latency_ns(out))
     names = events["name"].astype(str)
     for rank in range(2):
         mine = events[events["rank"] == rank]
