@@ -355,6 +355,9 @@ class DeviceTimeline:
         self.watch: dict[int, int] = {}
         """Storage id -> when a launched graph last wrote it (for the ids put here: DDP's
         gradients, whose all-reduce starts when they are ready)."""
+        self.collective_storages: dict[int, int] = {}
+        """Storage id -> when the last collective that reduced, gathered or read it ends
+        (`note_collective_storages`), until every collective is waited for."""
         self.waited_ns = 0
         """The host's modeled waits for the device so far (`host_wait`): the projected host
         time less this is the part of it no device decides (`hpusim.whatif`)."""
@@ -577,6 +580,25 @@ class DeviceTimeline:
         if self.recorder is not None:
             self.recorder.wait_collectives()
         self.stream_free = max(self.stream_free, self.engine_free[ENGINE_NIC])
+        self.collective_storages.clear()
+
+    def note_collective_storages(self, storages: frozenset[int]) -> None:
+        """The collective just scheduled (the NIC's last) reads or writes these storages."""
+        if self.recorder is not None:
+            self.recorder.collective_storages(storages)
+        end = self.engine_free[ENGINE_NIC]
+        for gid in storages:
+            self.collective_storages[gid] = end
+
+    def wait_collectives_on(self, storages: frozenset[int]) -> None:
+        """The compute stream waits for the collectives that touch any of these storages (a
+        graph that reads what they reduced, or writes what they still read)."""
+        if self.recorder is not None:
+            self.recorder.wait_collectives_on(storages)
+        held = self.collective_storages
+        ends = [held[g] for g in storages if g in held]
+        if ends:
+            self.stream_free = max(self.stream_free, *ends)
 
     def idle_at(self) -> int:
         """When the device has finished everything queued so far."""

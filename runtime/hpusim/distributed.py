@@ -220,12 +220,15 @@ def run_collective(
 ) -> Any:  # fmt: skip
     """A collective op dispatched on hpu tensors (dispatch's registered collective handler):
     its device side, then its result with hpu tensors (`hpu_work`)."""
-    collective_on_device(rt, info, cost, uargs, t0, t1)
+    collective_on_device(rt, info, cost, uargs, t0, t1, args)
     return hpu_work(result, args)
 
 
-def collective_on_device(rt: Any, info: Any, cost: Any, uargs: list[Any], t0: int, t1: int) -> None:
-    """The device side of a `c10d::` op run by the dispatch (see the module docstring)."""
+def collective_on_device(
+    rt: Any, info: Any, cost: Any, uargs: list[Any], t0: int, t1: int, args: Any = ()
+) -> None:
+    """The device side of a `c10d::` op run by the dispatch (see the module docstring); `args`:
+    the op's hpu tensors (what it reads and writes, for the graphs that use them after it)."""
     if rt.lazy:
         flush(rt, COLLECTIVE)
     op = info.label.split("::", 1)[-1]
@@ -253,6 +256,9 @@ def collective_on_device(rt: Any, info: Any, cost: Any, uargs: list[Any], t0: in
     duration = collective_duration(rt, op, nbytes, world)
     start = tl.schedule_collective(wait_for, duration)  # after the NIC's earlier collectives
     end = start + duration
+    touched = frozenset(t._gid for t in _tensors(list(args)) if type(t) is HpuTensor and t._gid)
+    if touched:
+        tl.note_collective_storages(touched)
     if not rt.sink.recording:
         return
     module, phase = module_and_phase(rt.attribution)

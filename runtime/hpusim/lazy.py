@@ -31,8 +31,9 @@ def flush_host_cost(rt: Runtime, n_ops: int) -> int:
 
 
 COLLECTIVE: Final = "collective"
-"""The flush before a collective (its inputs); every other flush's graph waits for the
-collectives issued before it."""
+"""The flush before a collective (its inputs): its graph waits for the earlier collectives
+whose storages it reads or writes; every other flush's graph waits for every collective issued
+before it."""
 
 
 def flush(rt: Runtime, reason: str) -> int:
@@ -88,6 +89,10 @@ def flush(rt: Runtime, reason: str) -> int:
     events.graph_launch(rid, launch_ts, launch_dur, rt.mode_code, corr, look.hit, n)
     if reason != COLLECTIVE:  # a graph after the collectives reads what they reduced (DDP's
         tl.wait_collectives()  # optimizer step reads the all-reduced gradients)
+    else:  # a collective's own flush: it waits for the earlier collectives whose storages it
+        # reads or writes (the bridge's lazy collective produces its tensor,
+        # lazy_kernels.cpp:5934-5944), not for the others (DDP's buckets overlap the backward)
+        tl.wait_collectives_on(frozenset(g for io in deps for side in io for g, _ in side))
     nodes = tl.run_graph(graph, deps, ready, rt.alloc.alive)
     lazy_graph.note_plan(graph, deps, rt.alloc.alive)
     events.device_nodes(nodes, rid, corr)

@@ -45,6 +45,7 @@ from hpusim.prediction import MemoryFacts, Prediction, RunFacts, StepBook, proje
 from hpusim.projection import MeasuredClock
 
 GRAPH, SCHEDULE, WAIT_COLLECTIVES, HOST_WAIT, BOUNDARY, GRAD, DDP, END = range(8)
+COLLECTIVE_STORAGES, WAIT_COLLECTIVES_ON = range(8, 10)
 """Kinds of `WorkLog` events (the first item of each)."""
 LAUNCH, HOST, STREAM = range(3)
 """When an op was ready: a launch (host time + the device's launch latency), a host time, or
@@ -140,6 +141,14 @@ class WorkLog:
     def wait_collectives(self) -> None:
         if not self.paused:
             self.events.append((WAIT_COLLECTIVES,))
+
+    def collective_storages(self, storages: frozenset[int]) -> None:
+        if not self.paused:
+            self.events.append((COLLECTIVE_STORAGES, storages))
+
+    def wait_collectives_on(self, storages: frozenset[int]) -> None:
+        if not self.paused:
+            self.events.append((WAIT_COLLECTIVES_ON, storages))
 
     def host_wait(
         self, tl: DeviceTimeline, measured: int, until: int | None, target: int, wait: int
@@ -267,6 +276,10 @@ class _Replay:
                 self._schedule(self._ready(ev[1]), ev[2])
             elif kind == WAIT_COLLECTIVES:
                 tl.wait_collectives()
+            elif kind == COLLECTIVE_STORAGES:
+                tl.note_collective_storages(ev[1])
+            elif kind == WAIT_COLLECTIVES_ON:
+                tl.wait_collectives_on(ev[1])
             elif kind == HOST_WAIT:
                 self._host_wait(ev[1], ev[2])
             elif kind == BOUNDARY:

@@ -5,17 +5,25 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.multirank.cards import (
+    SCRIPTS,
+    analyze_json,
+    cards,
+    cli_env,
+    collectives_in_their_steps,
+    hpuprof_cli,
+    launch_latency_ns,
+    record,
+)
+
 REPO = Path(__file__).resolve().parents[2]
-SCRIPTS = Path(__file__).with_name("scripts")
 SCRIPT = SCRIPTS / "data_parallel_train.py"
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
@@ -24,69 +32,30 @@ SLOW_S = 1.5
 """Extra host time of the slow card before each step (seconds)."""
 
 
-def _hpuprof() -> list[str]:
-    return [sys.executable, "-c", "from hpuprof.cli.main import run; run()"]
-
-
-def _env() -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "runtime")])}
-    env.pop("RANK", None)
-    return env
-
-
-def _record(tmp_path: Path, cards: int, script: Path, *args: str) -> tuple[Path, str]:
-    """`hpuprof record --emulate --cards N -- python script args`: (run directory, stdout)."""
-    out = tmp_path / "run"
-    cmd = [*_hpuprof(), "record", "--emulate", "--cards", str(cards), "-o", str(out), "--"]
-    cmd += ["python", str(script), *args]
-    done = subprocess.run(
-        cmd, env=_env(), capture_output=True, text=True, timeout=600, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    manifest = json.loads((out / "run.json").read_text())
-    assert manifest["ranks"] == list(range(cards)) and manifest["world_size"] == cards
-    assert len(manifest["traces"]) == cards
-    assert f"hpuprof: {cards} emulated cards written to {out}" in done.stdout
-    return out, done.stdout
-
-
 def _distributed_report(tmp_path: Path, run: Path) -> dict[str, Any]:
-    report = tmp_path / "report.json"
-    cmd = [*_hpuprof(), "analyze", str(run), "--report", "distributed", "-f", "json"]
-    done = subprocess.run(
-        [*cmd, "-o", str(report)], env=_env(), capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    doc: dict[str, Any] = json.loads(report.read_text())
+    doc = analyze_json(tmp_path, run, "distributed")
     assert not doc["distributed"]["failed"]
     return doc
 
 
 def _collectives_inside_their_steps(run: Path) -> None:
-    """Every card's collectives run on its NIC inside its own profiled steps (they were
-    seconds after the last step when the NIC lane used the measured clock and the steps the
-    projected one), and the cards' step ends meet (their clocks meet at the first collective)."""
+    """Every card's collectives belong to the step that issued them (`collectives_in_their_steps`;
+    they were seconds after the last step when the NIC lane used the measured clock and the
+    steps the projected one), and the cards' step ends meet (their clocks meet at the first
+    collective)."""
     import hpuprof
 
     events = hpuprof.load(run).events
-    names = events["name"].astype(str)
-    ends = []
-    for rank in sorted(set(events["rank"].tolist())):
-        mine = events[events["rank"] == rank]
-        steps = mine[names[mine.index].str.startswith("ProfilerStep")]
-        first, last = int(steps["ts_ns"].min()), int((steps["ts_ns"] + steps["dur_ns"]).max())
-        nic = mine[mine["is_device"] & (mine["engine"].astype(str) == "NIC")]
-        assert len(nic), rank
-        starts = nic["ts_ns"].to_numpy()
-        assert (starts >= first).all() and (starts <= last).all(), (rank, first, last, starts)
-        ends.append(last)
+    run_cards = cards(events)
+    collectives_in_their_steps(run_cards, launch_latency_ns(run))
+    ends = [max(hi for _, hi in c.steps.values()) for c in run_cards]
     assert max(ends) - min(ends) < 0.5 * (max(ends) - int(events["ts_ns"].min())), ends
 
 
 def test_three_cards_with_a_slow_host_name_the_straggler(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     args = ["--steps", "4", "--slow-rank", "2", "--slow-s", str(SLOW_S)]
-    out, stdout = _record(tmp_path, 3, SCRIPT, *args)
+    out, stdout = record(tmp_path, 3, SCRIPT, *args)
     for r in range(3):  # every card ran every step
         assert f"rank {r} step 3 loss" in stdout
     doc = _distributed_report(tmp_path, out)
@@ -129,7 +98,7 @@ def test_ddp_and_fsdp_on_two_cards_train_like_explicit_all_reduces_without_host_
     pytest.importorskip("torch")
     import hpuprof
 
-    out, stdout = _record(tmp_path, 2, SCRIPTS / "ddp_variants.py")
+    out, stdout = record(tmp_path, 2, SCRIPTS / "ddp_variants.py")
     diffs = {
         (int(m[1]), m[2]): float(m[3])
         for m in re.finditer(r"rank (\d) (\w+) max_abs_diff ([-+.e0-9]+)", stdout)
@@ -153,6 +122,9 @@ def test_ddp_and_fsdp_on_two_cards_train_like_explicit_all_reduces_without_host_
         assert dropped == unsharded > 0, (key, dropped, unsharded)
 
     events = hpuprof.load(out).events
+    # DDP's buckets, FSDP's all-gathers and reduce-scatters and the references' per-gradient
+    # all-reduces each belong to the step that issued them, and what reads them waits for them
+    collectives_in_their_steps(cards(events), launch_latency_ns(out))
     names = events["name"].astype(str)
     for rank in range(2):
         mine = events[events["rank"] == rank]
@@ -189,7 +161,7 @@ def test_lightning_hpu_data_parallel_strategies_on_two_cards(tmp_path: Path, str
     import hpuprof
 
     script = REPO / "tests" / "runtime" / "clients" / "lightning_data_parallel.py"
-    out, stdout = _record(tmp_path, 2, script, strategy)
+    out, stdout = record(tmp_path, 2, script, strategy)
     sums = dict(re.findall(r"rank (\d) weight_sum ([-+.e0-9]+)", stdout))
     assert sorted(sums) == ["0", "1"] and sums["0"] == sums["1"], stdout
     events = hpuprof.load(out).events
@@ -210,25 +182,25 @@ def test_two_cards_are_counted_per_rank_in_every_figure(tmp_path: Path) -> None:
     """A 2-card run of 8 steps: 8 steps per rank, never 16; counts added over the ranks say so;
     the op table has its per-rank split; a comparison is over "8 steps x 2 ranks"."""
     pytest.importorskip("torch")
-    out, _ = _record(tmp_path, 2, SCRIPT, "--steps", "8")
+    out, _ = record(tmp_path, 2, SCRIPT, "--steps", "8")
     text = subprocess.run(
-        [*_hpuprof(), "analyze", str(out)],
-        env=_env() | {"COLUMNS": "200"}, capture_output=True, text=True, timeout=300,
+        [*hpuprof_cli(), "analyze", str(out)],
+        env=cli_env() | {"COLUMNS": "200"}, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert text.returncode == 0, text.stderr[-3000:]
     _collectives_inside_their_steps(out)
     assert "Steps per rank: 8" in text.stdout and "Compilations (total over 2 ranks)" in text.stdout
     report = tmp_path / "ops.json"
-    cmd = [*_hpuprof(), "analyze", str(out), "--report", "ops", "-f", "json", "-o", str(report)]
-    assert subprocess.run(cmd, env=_env(), capture_output=True, timeout=300).returncode == 0
+    cmd = [*hpuprof_cli(), "analyze", str(out), "--report", "ops", "-f", "json", "-o", str(report)]
+    assert subprocess.run(cmd, env=cli_env(), capture_output=True, timeout=300).returncode == 0
     ops = json.loads(report.read_text())["ops"]
     assert {r["rank"] for r in ops["by_rank"]} == {0, 1}
     summed = {o["name"]: o["calls"] for o in ops["ops"]}
     for name, calls in summed.items():
         assert sum(r["calls"] for r in ops["by_rank"] if r["name"] == name) == calls, name
     diff = tmp_path / "diff.json"
-    cmd = [*_hpuprof(), "diff", str(out), str(out), "-f", "json", "-o", str(diff)]
-    done = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
+    cmd = [*hpuprof_cli(), "diff", str(out), str(out), "-f", "json", "-o", str(diff)]
+    done = subprocess.run(cmd, env=cli_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(diff.read_text())
     cmp = doc["compare"]

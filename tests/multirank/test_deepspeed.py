@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.multirank.test_cards import REPO, SCRIPTS, _distributed_report, _record
+from tests.multirank.cards import REPO, SCRIPTS, record
+from tests.multirank.test_cards import _distributed_report
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
@@ -50,7 +51,7 @@ def _nic_collectives(run: Path) -> dict[int, Counter[str]]:
 def test_zero_1_bf16_step_on_one_card(tmp_path: Path) -> None:
     """The issue's first stop: `deepspeed.initialize` moved the model to the card (it failed
     with "Couldn't swap Linear.weight"), then bf16 ZeRO-1 steps train on the emulated HPU."""
-    _, stdout = _record(tmp_path, 1, SCRIPT, "--stage", "1", "--steps", str(STEPS))
+    _, stdout = record(tmp_path, 1, SCRIPT, "--stage", "1", "--steps", str(STEPS))
     assert "accelerator: hpu" in stdout
     losses = [float(x) for x in re.findall(r"^rank 0 step \d+ loss (\S+)$", stdout, re.M)]
     assert len(losses) == STEPS and all(0 < loss < 10 for loss in losses), stdout[-2000:]
@@ -66,7 +67,7 @@ def test_zero_stages_on_two_cards_issue_their_collectives_and_agree(tmp_path: Pa
     for stage in (1, 2, 3):
         folder = tmp_path / f"zero{stage}"
         folder.mkdir()
-        run, stdout = _record(folder, 2, SCRIPT, "--stage", str(stage), "--steps", str(STEPS))
+        run, stdout = record(folder, 2, SCRIPT, "--stage", str(stage), "--steps", str(STEPS))
         per_rank = _weights(stdout)
         lines = [line for line in stdout.splitlines() if "rank " in line]
         assert set(per_rank) == {0, 1} and per_rank[0] == per_rank[1], lines
@@ -99,7 +100,7 @@ def test_zero_2_with_the_optimizer_offloaded_to_the_host(tmp_path: Path) -> None
     for offload in ((), ("--offload",)):
         folder = tmp_path / ("offload" if offload else "on-card")
         folder.mkdir()
-        _, stdout = _record(folder, 1, SCRIPT, "--stage", "2", "--steps", str(STEPS), *offload)
+        _, stdout = record(folder, 1, SCRIPT, "--stage", "2", "--steps", str(STEPS), *offload)
         weights[bool(offload)] = _weights(stdout)[0]
     assert weights[True] == pytest.approx(weights[False], abs=0.01), weights
 
@@ -113,7 +114,7 @@ def test_lightning_habana_deepspeed_strategy_zero_2_on_two_cards(tmp_path: Path)
     if importlib.util.find_spec("lightning_habana") is None:
         pytest.skip("lightning-habana is not installed (the clients extra)")
     script = REPO / "tests" / "runtime" / "clients" / "lightning_deepspeed.py"
-    run, stdout = _record(tmp_path, 2, script, "2")
+    run, stdout = record(tmp_path, 2, script, "2")
     per_rank = _weights(stdout)
     assert set(per_rank) == {0, 1} and per_rank[0] == per_rank[1], stdout[-2000:]
     nic = _nic_collectives(run)

@@ -527,3 +527,45 @@ def test_eager_mode_and_disable_leave_module_setattr_alone(hpu: Any) -> None:
     model = torch.nn.Module()
     model.child = torch.nn.Linear(2, 2)
     assert not hasattr(model.child, "custom_name")
+
+
+def test_a_graph_reading_a_collectives_tensor_runs_after_the_collective(
+    hpu: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """habana_kernels/lazy_kernels.cpp:5934-5944: a lazy all-reduce marks its tensor as a
+    collective's output and is the in-place op that produces it, so the graph that reads it runs
+    after it, even when the next collective's flush launches that graph (an explicit
+    `p.grad /= world` between per-gradient all-reduces, no mark_step); a graph that touches no
+    collective's tensor does not wait (DDP's buckets overlap the backward). Collectives last
+    5 ms here (any duration longer than the host's gap would do)."""
+    import hpusim.distributed as hccl
+    import torch.distributed as dist
+    from hpusim.chrome_events import to_chrome_events
+    from hpusim.sink import get_sink
+
+    hpu("lazy")
+    import habana_frameworks.torch.core as htcore
+
+    monkeypatch.setattr(hccl, "collective_duration", lambda *_: 5_000_000)
+    dist.init_process_group("hccl", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        a, b, c = (torch.ones(256, device="hpu") for _ in range(3))
+        htcore.mark_step()
+        get_sink().drain()
+        dist.all_reduce(a)
+        a.mul_(2)  # reads the all-reduced `a`
+        dist.all_reduce(b)  # flushes the graph of `a.mul_`
+        c.add_(1)  # touches no collective's tensor
+        dist.all_reduce(c)  # flushes the graph of `c.add_`
+        htcore.mark_step()
+        events = to_chrome_events(get_sink().drain(), pid=1, base_ns=0)
+    finally:
+        dist.destroy_process_group()
+    device = [e for e in events if e.get("cat") == "kernel"]
+    spans = [(e["name"], e["ts"], e["ts"] + e["dur"]) for e in device]
+    assert [s[0] for s in spans] == [
+        "hccl_allreduce", "mul_f32", "hccl_allreduce", "add_f32", "hccl_allreduce"
+    ], spans  # fmt: skip
+    (_, _, a_end), (_, mul_start, _), (_, _, b_end), (_, add_start, _) = spans[:4]
+    assert mul_start >= a_end - 1e-3, spans  # us: after the all-reduce it reads
+    assert add_start < b_end, spans  # beside the all-reduce it does not touch
