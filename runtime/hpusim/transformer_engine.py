@@ -22,9 +22,14 @@ emulated `hpu::cast_to_fp8_v2`, `hpu::cast_to_fp8_hybrid`, `hpu::cast_from_fp8` 
 - `save_fp8_meta()` / `load_fp8_meta(saved)` and the module's extra state (`state_dict`) copy
   and restore that state; a changed `amax_history_len` keeps the latest rows.
 
-Differs on purpose: FP8 activation recompute (`distributed.activation_checkpointing`) is not
-emulated, so its phase is never entered; the numerics are the emulated casts' and GEMM's
-(`hpusim.fp8_ops`).
+- `distributed.activation_checkpointing()`: a module run again by `torch.utils.checkpoint` in
+  the backward keeps the FP8 state its step's forward set (no step counted, no scale updated,
+  no amax measured in the recompute);
+- `FusedAttention` outside FP8 regions: the fused attention kernel (`hpex.kernels.FusedSDPA`).
+
+Differs on purpose: `FusedAttention` inside an FP8 region (its FP8 scaling state is Intel's
+package's, which is not public) raises NotImplementedError; the numerics are the emulated
+casts' and GEMM's (`hpusim.fp8_ops`).
 """
 
 from __future__ import annotations
@@ -200,6 +205,8 @@ class FP8GlobalStateManager:
     FP8_CURRENT_CONTEXT_ID: ClassVar[int] = 0
     FP8_AUTOCAST_DEPTH: ClassVar[int] = 0
     FP8_MANUAL_MEASUREMENT: ClassVar[bool | None] = None
+    ACTIVATION_CHECKPOINTING: ClassVar[int] = 0
+    """Depth of `distributed.activation_checkpointing()` regions."""
     global_fp8_buffer: ClassVar[dict[str, list[torch.Tensor]]] = {}
     buffer_delete_key_fwd: ClassVar[str | None] = None
     buffer_delete_key_bwd: ClassVar[str | None] = None
@@ -283,6 +290,12 @@ class FP8GlobalStateManager:
             yield
         finally:
             cls.FP8_MANUAL_MEASUREMENT = now
+
+    @classmethod
+    def in_activation_recompute(cls) -> bool:
+        """Inside an `activation_checkpointing()` region while autograd runs a backward: the
+        forward being run is activation checkpointing's recompute."""
+        return cls.ACTIVATION_CHECKPOINTING > 0 and torch._C._current_graph_task_id() != -1
 
     @classmethod
     def get_fp8_context_id(cls) -> int:
@@ -488,6 +501,27 @@ def _scale_from_amax(
     if recipe.scaling_factor_compute_algo is not None:
         return recipe.scaling_factor_compute_algo(amax, scale, fp8_max, recipe)
     return _default_sf_compute(amax, scale, fp8_max, recipe.margin)
+
+
+class _ActivationCheckpointing(contextlib.ContextDecorator):
+    """A region (or a decorated function) whose recompute under torch's activation
+    checkpointing leaves the FP8 state as the step's forward left it."""
+
+    def __enter__(self) -> _ActivationCheckpointing:
+        FP8GlobalStateManager.ACTIVATION_CHECKPOINTING += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        FP8GlobalStateManager.ACTIVATION_CHECKPOINTING -= 1
+
+
+def activation_checkpointing() -> _ActivationCheckpointing:
+    """`transformer_engine.distributed.activation_checkpointing()`, as a context manager or a
+    decorator: `te` modules run again by `torch.utils.checkpoint` during the backward count no
+    step, update no scale and measure no amax in that forward (the FP8 state stays the one the
+    step's forward set: the bridge's `test_gradient_checkpointing` pins the forward scales
+    across the backward); outside a backward it changes nothing."""
+    return _ActivationCheckpointing()
 
 
 def amax_and_scale_update(
@@ -848,6 +882,14 @@ class TransformerEngineBaseModule(torch.nn.Module):
         enabled = manual if manual is not None else self._measures_this_step()
         return {"manual": manual is not None, "bwd_enabled": enabled, "fwd_enabled": enabled}
 
+    def forward_measure_state(self) -> dict[str, Any]:
+        """What this forward's casts measure: `get_amax_measure_state()`, or in activation
+        checkpointing's recompute nothing in the forward and, in the backward, what the
+        step's forward decided."""
+        if FP8GlobalStateManager.in_activation_recompute():
+            return {**self.fp8_meta["update_amax_fwd"], "fwd_enabled": False}
+        return self.get_amax_measure_state()
+
     def is_scale_update_required(self) -> bool:
         """Whether this step's scales update: as the last forward's forced measurement said,
         else every `interval` steps."""
@@ -866,6 +908,11 @@ class TransformerEngineBaseModule(torch.nn.Module):
         decide whether this step measures, and afterwards buffer its amaxes (`reduce_amax`)."""
         manager = FP8GlobalStateManager
         meta = self.fp8_meta
+        if manager.in_activation_recompute() and self.fp8_initialized:
+            # activation checkpointing's recompute: the forward's scales as they are, no step
+            # counted, no amax measured or buffered (the step's forward did that)
+            yield inp.contiguous(), False
+            return
         self.run_cnt += 1
         self.set_activation_dtype(inp)
         self.fp8_init(num_gemms=num_gemms)
@@ -929,6 +976,46 @@ class TransformerEngineBaseModule(torch.nn.Module):
             measure_amax=measure_state["bwd_enabled"],
         )
         return grad_mat, grad_fp8, grad_bias
+
+
+class FusedAttention(TransformerEngineBaseModule):
+    """`te.FusedAttention(scale=None, attention_dropout=0.0, enable_recompute=True)`, called as
+    `(q, k, v, attn_mask=None, is_causal=False, softmax_mode="None")` (the arguments the
+    bridge's `test_te_fused_sdpa` passes; Intel's package is not public): outside an FP8
+    region it is `FusedSDPA` with the module's dropout (while training) and recompute mode."""
+
+    def __init__(
+        self,
+        scale: float | None = None,
+        attention_dropout: float = 0.0,
+        enable_recompute: bool = True,
+    ) -> None:
+        super().__init__()
+        self.scale = scale
+        self.attention_dropout = attention_dropout
+        self.enable_recompute = enable_recompute
+
+    def forward(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        attn_mask: torch.Tensor | None = None,
+        is_causal: bool = False,
+        softmax_mode: str = "None",
+    ) -> Any:
+        if is_fp8_enabled():
+            raise NotImplementedError(
+                "te.FusedAttention in an fp8_autocast region is not available under the hpusim "
+                "emulator: its FP8 scaling state is Intel's transformer engine's"
+            )
+        from hpusim.hpex import FusedSDPA
+
+        dropout = self.attention_dropout if self.training else 0.0
+        return FusedSDPA.apply(
+            q, k, v, attn_mask, dropout, is_causal, self.scale, softmax_mode,
+            self.enable_recompute,
+        )  # fmt: skip
 
 
 def _cast_if_needed(t: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
@@ -1158,7 +1245,7 @@ class Linear(TransformerEngineBaseModule):
                 weight_tensor, weight_fwd, weight_bwd, inp, bias_tensor,
                 self.apply_bias and bias_tensor is not None, is_first_microbatch,
                 self.fp8_meta, self.activation_dtype, self.minimize_memory,
-                self.get_amax_measure_state(), scale_update_required,
+                self.forward_measure_state(), scale_update_required,
             )  # fmt: skip
         if self.return_bias:
             return out, _cast_if_needed(bias_tensor, self.activation_dtype)
@@ -1175,6 +1262,7 @@ __all__ = [
     "FP8GlobalStateManager",
     "FP8TensorMeta",
     "Format",
+    "FusedAttention",
     "Linear",
     "MetaTensorType",
     "amax_and_scale_update",

@@ -240,3 +240,60 @@ def test_te_linear_scales_by_its_amax_history_one_step_late(hpu: Any) -> None:
     assert FP8GlobalStateManager.get_manual_measurement_mode() is False
     FP8GlobalStateManager.set_measurement_mode(False)
     assert FP8GlobalStateManager.get_manual_measurement_mode() is None
+
+
+def test_activation_checkpointing_recompute_leaves_the_fp8_state(hpu: Any) -> None:
+    """`distributed.activation_checkpointing()`: the forward torch's checkpoint runs again in
+    the backward counts no step, updates no scale and measures no amax; without it each step
+    counted twice and the recompute moved the forward scales inside the backward."""
+    hpu("lazy")
+    import habana_frameworks.torch.core as htcore
+    import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+    from habana_frameworks.torch.hpex.experimental.transformer_engine.distributed import (
+        activation_checkpointing,
+    )
+    from torch.utils.checkpoint import checkpoint
+
+    recipe = te.recipe.DelayedScaling(
+        fp8_format=te.recipe.Format.E5M2, amax_history_len=1, interval=1, reduce_amax=False
+    )
+    linear = te.Linear(8, 8, bias=False)
+    # as the bridge's test_gradient_checkpointing: the FP8 region is the function's own, so
+    # the recompute runs in FP8 too
+    ckpt = activation_checkpointing()(te.fp8_autocast(enabled=True, fp8_recipe=recipe)(linear))
+    for step in (1, 2, 3):
+        x = torch.full((4, 8), 10.0 * step, device="hpu", requires_grad=True)
+        y = checkpoint(ckpt, x, use_reentrant=True)
+        after_forward = linear.fp8_meta["scaling_fwd"].scale.cpu().clone()
+        history = linear.fp8_meta["scaling_fwd"].amax_history.cpu().clone()
+        y.sum().backward()
+        htcore.mark_step()
+        assert linear.run_cnt == step  # the recompute counted no step
+        assert torch.equal(linear.fp8_meta["scaling_fwd"].scale.cpu(), after_forward)
+        assert torch.equal(linear.fp8_meta["scaling_fwd"].amax_history.cpu(), history)
+    assert float(history[0][0]) == 30.0  # the third step's forward measured its input
+
+
+def test_te_fused_attention_is_fused_sdpa_outside_fp8(hpu: Any) -> None:
+    """`te.FusedAttention` outside an FP8 region: the fused attention kernel (values and
+    gradients as torch's SDPA); inside one it says it is not emulated."""
+    hpu("lazy")
+    import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+
+    torch.manual_seed(4)
+    q, k, v = (torch.randn(2, 4, 16, 8, requires_grad=True) for _ in range(3))
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    ref.sum().backward()
+    attention = te.FusedAttention(scale=None, attention_dropout=0.0, enable_recompute=True)
+    qh, kh, vh = (t.detach().to("hpu").requires_grad_() for t in (q, k, v))
+    out = attention(qh, kh, vh, None, True, "None")
+    out.sum().backward()
+    torch.testing.assert_close(out.cpu(), ref, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(kh.grad.cpu(), k.grad, atol=1e-4, rtol=1e-4)
+    assert isinstance(attention.fp8_meta, dict)
+    recipe = te.recipe.DelayedScaling(fp8_format=te.recipe.Format.E5M2)
+    with (
+        te.fp8_autocast(enabled=True, fp8_recipe=recipe),
+        pytest.raises(NotImplementedError, match="FusedAttention in an fp8_autocast region"),
+    ):
+        attention(qh, kh, vh, None, True, "None")

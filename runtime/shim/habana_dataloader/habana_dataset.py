@@ -8,8 +8,12 @@ import torch
 from hpusim.hpex import unavailable, unavailable_function
 
 MEDIA_WHY = "the media pipe and aeon loaders decode on the Gaudi's media engines"
-ImageFolderWithManifest = unavailable("habana_dataloader.habana_dataset.ImageFolderWithManifest", MEDIA_WHY)
-fetch_habana_unet_loader = unavailable_function("habana_dataloader.fetch_habana_unet_loader", MEDIA_WHY)
+ImageFolderWithManifest = unavailable(
+    "habana_dataloader.habana_dataset.ImageFolderWithManifest", MEDIA_WHY
+)
+fetch_habana_unet_loader = unavailable_function(
+    "habana_dataloader.fetch_habana_unet_loader", MEDIA_WHY
+)
 
 
 def _is_image_folder(dataset: Any) -> bool:
@@ -33,7 +37,9 @@ class HabanaDataLoader:
         if not os.getenv("DATALOADER_FALLBACK_EN", True):
             print(f"Habana dataloader configuration failed: {error}")
             raise RuntimeError(error)
-        print(f"Failed to initialize Habana Dataloader, error: {error}\nRunning with PyTorch Dataloader")
+        print(
+            f"Failed to initialize Habana Dataloader, error: {error}\nRunning with PyTorch Dataloader"
+        )
         self.dataloader = torch.utils.data.DataLoader(*args, **kwargs)
         self.fallback_activated = True
 

@@ -17,7 +17,9 @@ def _hpu() -> Any:
     return torch.hpu
 
 
-def _mark_params_as_const(model: Any = None, only_scales: bool = False, console_prints: bool = False) -> None:
+def _mark_params_as_const(
+    model: Any = None, only_scales: bool = False, console_prints: bool = False
+) -> None:
     if model is None:
         return
     for name, p in model.named_parameters():
@@ -59,11 +61,21 @@ def hpu_set_inference_env(model: Any = None) -> Any:
     return None
 
 
-def hpu_initialize(model: Any = None, mark_only_scales_as_const: bool = False, optimizer: Any = None, args: Any = None) -> None:
+def hpu_initialize(
+    model: Any = None,
+    mark_only_scales_as_const: bool = False,
+    optimizer: Any = None,
+    args: Any = None,
+) -> None:
     hpu_inference_initialize(model, mark_only_scales_as_const, optimizer, args)
 
 
-def hpu_inference_initialize(model: Any = None, mark_only_scales_as_const: bool = False, optimizer: Any = None, args: Any = None) -> None:
+def hpu_inference_initialize(
+    model: Any = None,
+    mark_only_scales_as_const: bool = False,
+    optimizer: Any = None,
+    args: Any = None,
+) -> None:
     if _state["set_env"]:
         _hpu().enable_inference_mode()
         _hpu().enable_matmul3d_2d_reshape()

@@ -6,7 +6,14 @@ import os
 
 from . import backends, config
 
-if os.environ.get("PT_HPU_ENABLE_COMPILED_AUTOGRAD", "0").lower() in ("1", "true", "on", "yes", "y", "t"):
+if os.environ.get("PT_HPU_ENABLE_COMPILED_AUTOGRAD", "0").lower() in (
+    "1",
+    "true",
+    "on",
+    "yes",
+    "y",
+    "t",
+):
     from .experimental import enable_compiled_autograd
 
     enable_compiled_autograd()

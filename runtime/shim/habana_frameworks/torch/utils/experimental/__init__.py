@@ -36,7 +36,11 @@ def _get_device_type() -> synDeviceType:
     rt = state.RT
     if rt is None:
         return synDeviceType.synDeviceTypeInvalid
-    return synDeviceType.synDeviceGaudi3 if rt.profile.name == "gaudi3" else synDeviceType.synDeviceGaudi2
+    return (
+        synDeviceType.synDeviceGaudi3
+        if rt.profile.name == "gaudi3"
+        else synDeviceType.synDeviceGaudi2
+    )
 
 
 def _is_fp16_supported() -> bool:

@@ -7,4 +7,9 @@ from hpusim.experimental import (
     get_shape,
 )
 
-__all__ = ["const_shape_dataloader", "data_dynamicity", "detect_recompilation_auto_model", "get_shape"]
+__all__ = [
+    "const_shape_dataloader",
+    "data_dynamicity",
+    "detect_recompilation_auto_model",
+    "get_shape",
+]

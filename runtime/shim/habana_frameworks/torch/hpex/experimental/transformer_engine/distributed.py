@@ -1,9 +1,5 @@
 """`transformer_engine.distributed` (emulated)."""
 
-from hpusim.hpex import unavailable_function
+from hpusim.transformer_engine import activation_checkpointing
 
-activation_checkpointing = unavailable_function(
-    "habana_frameworks.torch.hpex.experimental.transformer_engine.distributed."
-    "activation_checkpointing",
-    "fp8 activation recompute is not emulated",
-)
+__all__ = ["activation_checkpointing"]
