@@ -122,10 +122,11 @@ def _backward(card: Card, step: int) -> tuple[int, int]:
 def test_ddp_bucket_all_reduces_overlap_the_backward(run: Run) -> None:
     """Several buckets: DDP all-reduces each bucket as its gradients are ready, during the
     backward, and the NIC runs it beside the rest of the backward's compute; the distributed
-    report's overlap is that time under compute, > 0 on every card. One bucket: it is ready
-    when the backward ends, nothing overlaps it."""
+    report's overlap is that time under compute on every card (> 0 over the cards). One
+    bucket: it is ready when the backward ends, nothing overlaps it."""
     several = run.name == "ddp-buckets-4"
     overlap = {r["rank"]: r for r in run.report["distributed"]["comm_comp_overlap"]}
+    total_under = 0
     for card in run.cards:
         for step in (1, 2):  # step 0: DDP's first iteration, before it rebuilds its buckets
             first, backward_end = _backward(card, step)
@@ -137,8 +138,13 @@ def test_ddp_bucket_all_reduces_overlap_the_backward(run: Run) -> None:
             assert (first < backward_end) == several, (card.rank, step, first, backward_end)
         under = length(intersect(intervals(card.nic), intervals(card.compute)))
         row = overlap[card.rank]
-        assert row["overlap_ns"] == under and (under > 0) == several, (card.rank, row)
+        assert row["overlap_ns"] == under, (card.rank, row)
         assert row["overlap_pct"] == round(100.0 * under / row["comm_ns"], 2)
+        total_under += under
+    # the compute left in the backward once the first bucket is ready is a few small kernels
+    # (3 layers of 2048 at batch 16): on one card it may fall between the all-reduce's
+    # start and end or not (one loaded run gave 0 on one of 4 cards); over the cards some does
+    assert (total_under > 0) == several, total_under
     print(f"{run.name}: overlap % per rank:", {r: o["overlap_pct"] for r, o in overlap.items()})
 
 
