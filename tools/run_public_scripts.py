@@ -1,10 +1,12 @@
 """Run public Gaudi scripts and test files, written by others, under the hpusim emulator.
 
     python tools/run_public_scripts.py --lightning-habana PATH --optimum-habana PATH
-        --model-references PATH [--only SUBSTRING] [--timeout 900] [--json OUT] [--before REF]
+        --model-references PATH --gaudi-pytorch-bridge PATH [--only SUBSTRING] [--timeout 900]
+        [--json OUT] [--before REF]
 
 Each PATH is a checkout or a bare git directory of HabanaAI/Model-References,
-Lightning-AI/lightning-Habana or huggingface/optimum-habana; `--lightning-habana-ref` and
+Lightning-AI/lightning-Habana, huggingface/optimum-habana or HabanaAI/gaudi-pytorch-bridge
+(its HEAD: 1.19); `--lightning-habana-ref` and
 `--optimum-habana-ref` pick the releases matching the installed packages (pyproject's
 `[clients]` extra: lightning-habana 1.6.0; optimum-habana 1.21.2, whose release is not in the
 mirror: its HEAD, 1.21.0.dev0, is the default). Nothing of theirs is copied into this repository: the
@@ -12,21 +14,35 @@ folder of each script is extracted into a temporary directory and run there, unc
 documentation runs it, under `hpuprof record --emulate` (scripts) or under pytest with the shim
 first on `PYTHONPATH` (test files).
 
+Test files are lightning-habana's (its CI's `--hpus 1`, from the repository's top with its
+`tests/conftest.py`), optimum-habana's, and the bridge's own (`tests/pytest_working` with the
+bridge's conftest, `--mode lazy`, or `--mode compile` for `compile/`, as
+`tools/run_bridge_tests.py` runs them). A test file completes when pytest runs it to the end
+(exit 0 or 1); its passed / failed / error / skipped counts are printed beside it, with the
+failed tests, and totalled, whatever they are; a file pytest cannot run (a collection error)
+fails.
+
 The lightning-habana commands are those its CI runs on Gaudi (`.azure/hpu-tests.yml`), one
 entry per command or documented option. Scripts that download a dataset or a Hub model get a
 synthetic one of the same format and shapes (MNIST, WikiText-2, an ImageNet folder of small
-JPEGs; tiny random GPT-2, LLaMA, BERT and DDPM models), written where the download would have
-put it or where the documented argument points (`DATA`), so they run without the internet;
+JPEGs, MRPC-like sentence pairs; tiny random GPT-2, LLaMA, BERT, ViT and DDPM models; the
+accuracy metric `evaluate.load` would fetch, in ./accuracy, where it looks first), written
+where the download would have put it or where the documented argument points (`DATA`), so
+they run without the internet;
 nothing else is changed. torchvision is PyPI's, served while emulating
 (`hpusim.torchvision_ops`); the optimum-habana examples need the `[examples]` extra. Scripts
 that need what cannot exist here are listed with the reason and not run (a compiled TPC kernel,
 CIFAR-10's md5-checked download, a lightning-habana option that fails the same way on a
 Gaudi). Where a script of this repository follows such a script step for step without what is
 missing (`tools/equivalents/`: DeepSpeed's CIFAR-10 on random CIFAR-shaped data), it runs in
-the public script's folder, named as such in the table. 45 entries: 42 run, 3 listed with
-their reason; all 42 complete, in 42 minutes on 2 shared cores (2026-11-29; the four 2-card
-hello_world mnist runs take 4-6 minutes each: that script starts 12 spawned DataLoader workers
-per loader and rank). The table of the last run is in runtime/hpusim/README.md. Prints one line per script and the tally;
+the public script's folder, named as such in the table. 78 entries over 52 distinct scripts and
+test files: 74 run (49 distinct public files, the DeepSpeed equivalent not counted), 4 listed
+with their reason. The 45 entries before the test files were added: all 42 runnable complete,
+in 42 minutes on 2 shared cores (2026-11-29; the four 2-card hello_world mnist runs take 4-6
+minutes each: that script starts 12 spawned DataLoader workers per loader and rank); the 33
+added since (11 lightning-habana and 19 bridge test files, run_glue, run_image_classification)
+were run alone (`--only`): all 32 runnable complete, in 7 minutes. The table of those runs is in
+runtime/hpusim/README.md. Prints one line per script and the tally;
 `--before REF` runs each script a second time on the emulator (hpusim and shim) of this
 repository's commit REF, extracted with `git archive`: the baseline, measured in the same run.
 """
@@ -55,6 +71,7 @@ REPOS = {
     "model-references": "HabanaAI/Model-References",
     "lightning-habana": "Lightning-AI/lightning-Habana",
     "optimum-habana": "huggingface/optimum-habana",
+    "gaudi-pytorch-bridge": "HabanaAI/gaudi-pytorch-bridge",
 }
 NEEDS_DOWNLOAD = "downloads {data}"
 
@@ -67,7 +84,8 @@ class PublicScript:
     repo: str  # a key of REPOS
     path: str  # the script or test file, inside the repository
     args: tuple[str, ...] = ()
-    kind: str = "script"  # "script": `hpuprof record --emulate`; "pytest": a test file
+    kind: str = "script"  # "script": `hpuprof record --emulate`; "pytest": a test file, `args`
+    # its pytest options
     cards: int = 1
     env: tuple[tuple[str, str], ...] = ()
     data: tuple[str, ...] = ()  # keys of DATA: synthetic stand-ins for downloads
@@ -128,6 +146,26 @@ _FEATURE_EXTRACTION = (  # the README's command, its sentences, on the staged BE
     *("--model_name_or_path", "./tiny-bert", "--source_sentence", "w1 w2 w3 w4"),
     *("--input_texts", "w5 w6 w7", "w8 w9 w10 w11 w12", "w13 w14"),
     *("--use_hpu_graphs", "--sdp_on_bf16", "--bf16"),
+)
+
+
+_GLUE = (  # the README's single-card MRPC command, on the staged BERT and MRPC-like CSV files
+    *("--model_name_or_path", "./tiny-bert", "--gaudi_config_name", "./gaudi_config.json"),
+    *("--train_file", "./data/train.csv", "--validation_file", "./data/validation.csv"),
+    *("--do_train", "--do_eval", "--per_device_train_batch_size", "8", "--max_steps", "8"),
+    *("--learning_rate", "3e-5", "--max_seq_length", "64", "--output_dir", "./out"),
+    *("--overwrite_output_dir", "--use_habana", "--use_lazy_mode", "--report_to", "none"),
+    *("--use_hpu_graphs_for_inference", "--throughput_warmup_steps", "3", "--bf16"),
+    "--sdp_on_bf16",
+)
+_IMAGE_CLASSIFICATION = (  # the README's ViT command, on the staged ViT and ImageNet folder
+    *("--model_name_or_path", "./tiny-vit", "--train_dir", "./imagenet/train"),
+    *("--validation_dir", "./imagenet/val", "--output_dir", "./out", "--overwrite_output_dir"),
+    *("--remove_unused_columns", "False", "--do_train", "--do_eval", "--learning_rate", "3e-5"),
+    *("--max_steps", "4", "--per_device_train_batch_size", "4", "--per_device_eval_batch_size"),
+    *("4", "--seed", "1337", "--use_habana", "--use_lazy_mode", "--report_to", "none"),
+    *("--use_hpu_graphs_for_inference", "--gaudi_config_name", "./gaudi_config.json"),
+    *("--throughput_warmup_steps", "3", "--dataloader_num_workers", "1", "--bf16"),
 )
 
 
@@ -299,6 +337,76 @@ def _gpu_migration_classification() -> PublicScript:
     )
 
 
+_LH_TEST_FILES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    # (file, its options, PT_HPU_LAZY_MODE) as lightning-habana's CI (.azure/hpu-tests.yml) runs
+    # each: "HPU General tests" (fabric, then pytorch with `-m "not standalone_only"`), and the
+    # torch.compile and FSDP steps in eager mode
+    ("test_fabric/test_accelerator.py", ("--hpus", "1"), ""),
+    ("test_fabric/test_strategy.py", ("--hpus", "1"), ""),
+    ("test_fabric/test_precision.py", ("--hpus", "1"), ""),
+    *(
+        (f"test_pytorch/{name}.py", ("--hpus", "1", "-m", "not standalone_only"), "")
+        for name in ("test_accelerator", "test_hpu_graphs", "test_dynamic_shapes")
+    ),
+    *(
+        (f"test_pytorch/{name}.py", ("--hpus", "1", "-m", "not standalone_only"), "")
+        for name in ("test_datamodule", "test_profiler", "test_precision")
+    ),
+    ("test_pytorch/test_compile.py", ("--hpus", "1"), "0"),
+    ("test_pytorch/test_fsdp.py", ("--hpus", "1"), "0"),
+)
+
+
+def _lightning_test_file(path: str, options: tuple[str, ...], lazy: str) -> PublicScript:
+    """One of lightning-habana's (1.6.0) test files, as its CI runs it: pytest from the
+    repository's top with its `tests/conftest.py` (`--hpus`), lightning's demo MNIST staged in
+    ./data as torchvision downloads it (`tools/run_lightning_habana_tests.py` does the same)."""
+    mode = (("PT_HPU_LAZY_MODE", lazy),) if lazy else ()
+    name = f"lh tests/{path}" + (" (eager)" if lazy == "0" else "")
+    data = ("torchvision-mnist-suite",)
+    return PublicScript(
+        name, _LH, f"tests/{path}", options, "pytest", env=mode, data=data, extract="tests"
+    )
+
+
+_BR = "gaudi-pytorch-bridge"
+_BRIDGE_SUITE = "tests/pytest_working"
+_BRIDGE_FILES: tuple[tuple[str, str], ...] = (
+    # what Gaudi users reach for: metrics, HPU graphs, streams, dynamic shapes, autocast, the
+    # fused optimizers, SDPA, EMA, the random generator, serialization, hooks, torch.compile
+    # (files whose every test the bridge marks skip, lazy/test_capture_replay.py,
+    # test_memory_pool.py and fused_ops/lars/test_fused_lars.py, are left out: they test nothing)
+    ("test_metrics.py", "lazy"),
+    ("lazy/test_hpu_graph.py", "lazy"),
+    ("lazy/test_hpu_record_stream.py", "lazy"),
+    ("lazy/test_dynamic_shapes_detector.py", "lazy"),
+    ("any_mode/test_hpu_autocast.py", "lazy"),
+    ("any_mode/test_fused_adamw.py", "lazy"),
+    ("any_mode/FusedSDPA/test_hpu_sdpa.py", "lazy"),
+    ("lazy/fused_ops/test_adamw.py", "lazy"),
+    ("lazy/fused_ops/test_norm.py", "lazy"),
+    ("any_mode/test_ema.py", "lazy"),
+    ("test_habanaframework_api.py", "lazy"),
+    ("lazy/test_hpu_random_gen.py", "lazy"),
+    ("lazy/test_hpu_serialization.py", "lazy"),
+    ("lazy/test_hpu_hooks.py", "lazy"),
+    ("any_mode/test_hpu_multiple_sdpa_impls.py", "lazy"),
+    ("lazy/fused_ops/test_lamb.py", "lazy"),
+    ("compile/test_hpu_simple_graphs.py", "compile"),
+    ("compile/test_compile_graph_breaks.py", "compile"),
+)
+
+
+def _bridge_test_file(path: str, mode: str) -> PublicScript:
+    """One of the bridge's own (1.19) test files, as its suite runs: pytest over the extracted
+    `tests/pytest_working` with the bridge's conftest, `--mode lazy` (its conftest sets
+    `PT_HPU_LAZY_MODE=1` and `PT_HPU_PLACE_ON_CPU=none`; `lazy/`, `any_mode/` and the top
+    folder's files) or `--mode compile` (`compile/`), as `tools/run_bridge_tests.py` runs them."""
+    name = f"br {path}" + (f" (--mode {mode})" if mode != "lazy" else "")
+    suite_path = f"{_BRIDGE_SUITE}/{path}"
+    return PublicScript(name, _BR, suite_path, ("--mode", mode), "pytest", extract=_BRIDGE_SUITE)
+
+
 SCRIPTS: tuple[PublicScript, ...] = (
     _mnist_example(
         "lh hpu_graphs train",
@@ -389,6 +497,20 @@ SCRIPTS: tuple[PublicScript, ...] = (
         _FEATURE_EXTRACTION,
         data=("tiny-bert",),
     ),
+    _optimum_example(
+        "oh run_glue: fine-tune a BERT classifier on MRPC-like CSV files (lazy, bf16)",
+        "examples/text-classification/run_glue.py",
+        _GLUE,
+        needs=("datasets", "evaluate"),
+        data=("tiny-bert", "sentence-pairs", "accuracy-metric"),
+    ),
+    _optimum_example(
+        "oh run_image_classification: fine-tune a ViT on an image folder (lazy, bf16)",
+        "examples/image-classification/run_image_classification.py",
+        _IMAGE_CLASSIFICATION,
+        needs=("datasets", "evaluate", "torchvision"),
+        data=("tiny-vit", "imagenet-folder", "accuracy-metric"),
+    ),
     PublicScript(
         "oh run_pipeline: LLaMA text-generation pipeline (sampling, KV cache, HPU graphs)",
         _OH,
@@ -455,6 +577,26 @@ SCRIPTS: tuple[PublicScript, ...] = (
     ),
     *(_torchvision_classification(*run) for run in _CLASSIFICATION_RUNS),
     _gpu_migration_classification(),
+    *(_lightning_test_file(*entry) for entry in _LH_TEST_FILES),
+    PublicScript(
+        "lh tests/test_fabric/test_fsdp.py (eager)",
+        _LH,
+        "tests/test_fabric/test_fsdp.py",
+        excluded="imports `_TORCH_GREATER_EQUAL_2_1` from lightning.fabric.utilities.imports, "
+        "which lightning 2.4.0 (pyproject's `lightning` extra, the release lightning-habana "
+        "1.6.0 imports with) no longer has: pytest stops at collection with ImportError before "
+        "any device work, on any machine with that lightning",
+    ),
+    *(_bridge_test_file(path, mode) for path, mode in _BRIDGE_FILES),
+    PublicScript(
+        "br test_hpu_stream.py",
+        _BR,
+        f"{_BRIDGE_SUITE}/test_hpu_stream.py",
+        ("--mode", "lazy"),
+        "pytest",
+        needs=("expecttest",),  # PyTorch's test helper, which the file imports
+        extract=_BRIDGE_SUITE,
+    ),
 )
 
 
@@ -570,6 +712,72 @@ def _tiny_bert(root: Path) -> None:
     BertForMaskedLM(config).save_pretrained(bert)
 
 
+def _tiny_vit(root: Path) -> None:
+    """What `google/vit-base-patch16-224-in21k` would download, small and random: ./tiny-vit, a
+    ViT of 2 layers x 64 over 16 x 16 patches of 224 x 224 images with its image processor
+    (resize to 224, ImageNet's 0.5 mean and std, as that repository's); plus `_hub_text`'s
+    gaudi_config.json."""
+    import torch
+    from transformers import ViTConfig, ViTImageProcessor, ViTModel
+
+    _hub_text(root)
+    vit = root / "tiny-vit"
+    torch.manual_seed(0)
+    shape = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2}
+    ViTModel(ViTConfig(num_attention_heads=4, **shape), add_pooling_layer=False).save_pretrained(
+        vit
+    )
+    ViTImageProcessor(size={"height": 224, "width": 224}).save_pretrained(vit)
+
+
+def _sentence_pairs(root: Path) -> None:
+    """MRPC's columns (sentence1, sentence2, label 0 / 1) in ./data/train.csv (256 rows) and
+    ./data/validation.csv (64), as `run_glue --train_file / --validation_file` read them;
+    sentences of the staged words."""
+    import csv
+
+    rng = random.Random(0)
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    for split, rows in (("train", 256), ("validation", 64)):
+        with (root / "data" / f"{split}.csv").open("w", newline="", encoding="utf8") as out:
+            writer = csv.writer(out)
+            writer.writerow(["sentence1", "sentence2", "label"])
+            for _ in range(rows):
+                pair = (" ".join(rng.choices(_WORDS, k=rng.randint(5, 20))) for _ in range(2))
+                writer.writerow([*pair, rng.randint(0, 1)])
+
+
+_ACCURACY_METRIC = '''"""Accuracy: the fraction of predictions equal to their references (a stand-in, written for
+runs without the internet, for the Hub's evaluate-metric/accuracy that `evaluate.load("accuracy")`
+would download; evaluate loads ./accuracy/accuracy.py from the working directory first)."""
+
+import datasets
+import evaluate
+
+
+class Accuracy(evaluate.Metric):
+    def _info(self):
+        ids = datasets.Value("int32")
+        return evaluate.MetricInfo(
+            description="fraction of predictions equal to their references",
+            citation="",
+            inputs_description="predictions and references: class ids",
+            features=datasets.Features({"predictions": ids, "references": ids}),
+        )
+
+    def _compute(self, predictions, references, normalize=True, sample_weight=None):
+        weights = sample_weight if sample_weight is not None else [1.0] * len(predictions)
+        hits = sum(w for p, r, w in zip(predictions, references, weights) if p == r)
+        return {"accuracy": float(hits / sum(weights) if normalize else hits)}
+'''
+
+
+def _accuracy_metric(root: Path) -> None:
+    """./accuracy/accuracy.py: `_ACCURACY_METRIC`, where `evaluate.load("accuracy")` finds it."""
+    (root / "accuracy").mkdir(exist_ok=True)
+    (root / "accuracy" / "accuracy.py").write_text(_ACCURACY_METRIC, encoding="utf8")
+
+
 def _tiny_ddpm(root: Path) -> None:
     """What `DDPMPipeline.from_pretrained("google/ddpm-ema-celebahq-256")` would download, small
     and random: ./tiny-ddpm with a UNet2DModel of 32 x 32 RGB samples (two resolutions of 32 and
@@ -648,12 +856,20 @@ DATA: dict[str, Callable[[Path], None]] = {
     # example.py saves each epoch into ./checkpoints, which it does not create (nor does the
     # repository hold it): on a Gaudi too it stops at "Parent directory ./checkpoints does not
     # exist" until the user makes the folder
+    # lightning-habana's tests, run from the repository's top: its demo MNIST in ./data, at
+    # MNIST's sizes (the datamodule holds 5,000 training images out for validation)
+    "torchvision-mnist-suite": lambda root: torchvision_mnist_files(
+        root.parents[1] / "data", train=60_000, test=10_000
+    ),
     "checkpoints-folder": lambda root: (root / "checkpoints").mkdir(exist_ok=True),
     "lightning-mnist": _lightning_mnist,
     "wikitext-2": _wikitext2,
     "tiny-causal-lms": _tiny_causal_lms,
     "tiny-bert": _tiny_bert,
     "tiny-ddpm": _tiny_ddpm,
+    "tiny-vit": _tiny_vit,
+    "sentence-pairs": _sentence_pairs,
+    "accuracy-metric": _accuracy_metric,
 }
 
 
@@ -667,7 +883,11 @@ class Outcome:
 
 
 _EXCEPTION_LINE = re.compile(r"^\w+(?:\.\w+)*(?:Error|Exception|Interrupt)\b.*$", re.M)
-_PYTEST_TALLY = re.compile(r"(\d+) (passed|failed|errors?|skipped)")
+_PYTEST_TALLY = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b")
+_TALLY_LINE = re.compile(
+    r"\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b.* in [\d.]+s"
+)
+_PYTEST_SUMMARY = re.compile(r"^(?:FAILED|ERROR) .*$", re.M)
 
 
 def why_failed(output: str) -> str:
@@ -677,17 +897,36 @@ def why_failed(output: str) -> str:
 
 
 def pytest_counts(output: str) -> dict[str, int]:
-    """pytest's closing tally (`3 passed, 1 failed, 2 errors`) as counts."""
+    """pytest's closing tally (`3 failed, 6 passed, 2 errors, 1 warning in 7.52s`, its last line
+    of that form: a test's own output may hold such words) as counts."""
+    tally = next((line for line in reversed(output.splitlines()) if _TALLY_LINE.search(line)), "")
     return {
         kind.removesuffix("s") if kind.startswith("error") else kind: int(n)
-        for n, kind in _PYTEST_TALLY.findall(output)
+        for n, kind in _PYTEST_TALLY.findall(tally)
     }
+
+
+PYTEST_RAN = (0, 1)
+"""pytest's exit codes for a session that ran its tests to the end: all passed, some failed
+(2: interrupted, 3: internal error, 4: usage error, 5: no test collected)."""
+
+
+def pytest_outcome(name: str, returncode: int, output: str, seconds: float) -> Outcome:
+    """A test file's outcome: "completed" when pytest ran it to the end (exit 0 or 1), its
+    tally in the counts whatever they are, the last failure's exception line as the detail;
+    "failed" when pytest could not run it (collection error, crash, no tests)."""
+    ran = returncode in PYTEST_RAN
+    failures = _PYTEST_SUMMARY.findall(output)  # `-rfE`: one line per failed test
+    detail = "" if returncode == 0 else "; ".join(failures)[:600] or why_failed(output)
+    status = "completed" if ran else "failed"
+    return Outcome(name, status, seconds, detail, pytest_counts(output))
 
 
 def _command(script: PublicScript, run_dir: Path) -> list[str]:
     if script.kind == "pytest":
-        pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
-        return [*pytest, script.path]
+        pytest = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider"]
+        pytest += ["-o", "addopts="]
+        return [*pytest, script.path, *script.args]
     launcher = script.cards > 1 or script.launched  # `--cards N`: the launcher's variables
     cards = ["--cards", str(script.cards)] if launcher else []
     record = [str(HPUPROF), "record", "--emulate", *cards, "-o", str(run_dir), "--"]
@@ -757,10 +996,7 @@ def run_one(
         seconds = time.monotonic() - started
         output = done.stdout + done.stderr
         if script.kind == "pytest":
-            ok = done.returncode == 0
-            detail = "" if ok else why_failed(output)
-            counts = pytest_counts(output)
-            return Outcome(script.name, "completed" if ok else "failed", seconds, detail, counts)
+            return pytest_outcome(script.name, done.returncode, output, seconds)
         recorded = _run_status(run_dir)
         if done.returncode == 0 and recorded == "completed":
             return Outcome(script.name, "completed", seconds, "run.json: completed")
@@ -778,13 +1014,21 @@ def _report(outcomes: list[Outcome]) -> None:
         counts = ", ".join(f"{n} {k}" for k, n in outcome.counts.items())
         extra = f" [{counts}]" if counts else ""
         print(f"{outcome.status:9} {outcome.seconds:6.1f}s  {outcome.name}{extra}")
-        if outcome.detail and outcome.status != "completed":
+        if outcome.detail and (outcome.status != "completed" or outcome.counts):
             print(f"{'':18}{outcome.detail}")
     completed, ran = _tally(outcomes)
     print(
         f"\npublic scripts under emulation: {completed} of {ran} runnable completed; "
         f"{len(outcomes) - ran} not run (reasons above)"
     )
+    totals: dict[str, int] = {}
+    for outcome in outcomes:
+        for kind, n in outcome.counts.items():
+            totals[kind] = totals.get(kind, 0) + n
+    files = sum(bool(o.counts) for o in outcomes)
+    if files:
+        tests = ", ".join(f"{n} {k}" for k, n in sorted(totals.items()))
+        print(f"tests of the {files} test files run: {tests}")
 
 
 def main() -> int:

@@ -389,6 +389,7 @@ _COSTS: Final[dict[str, Callable[[_Args, str], FusedOpCost]]] = {
     # grads (a norm-result placeholder last), max_norm -> grads (scaled)
     "hpu::fused_clip_norm": _clip_norm,
     "hpu::fused_norm": _clip_norm,
+    "hpu::fused_norm_lazy": _clip_norm,
     "hpu::optimizer_lamb_fused_norm": _lamb_norm,
     # grads, weights, exp_avg, exp_avg_sq, weight norms, adam norms, adam steps, clip norm, bc1, bc2
     "hpu::optimizer_lamb_phase1": _elementwise(15, (0, 1, 2, 3, 7, 8, 9), (2, 3, 4, 5, 6)),

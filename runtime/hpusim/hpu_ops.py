@@ -47,6 +47,8 @@ SCHEMAS: Final[dict[str, str]] = {
     "optimizer_sgd_momentum": "(Tensor[] gradients, Tensor(a!)[] weights_in, Tensor(b!)[] momentum_in, Tensor epoch_num, Tensor(c!) learning_rate, Tensor(d!) mom, float wd, float damp, bool nesterov) -> ()",
     "fused_adagrad": "(Tensor[] gradients, Tensor(a!)[] weights, Tensor(b!)[] variances, Tensor epoch_num, Tensor lr, float wd, float lrd, float epsilon) -> ()",
     "fused_clip_norm": "(Tensor(a!)[] grad, Tensor max_norm, float norm_type) -> Tensor",
+    # _hpex_C.fused_norm's op (habana_kernels/norm_kernels.cpp:1016-1017)
+    "fused_norm_lazy": "(Tensor(a!)[] grad, Tensor max_norm, float norm_type) -> Tensor",
     "optimizer_lamb_fused_norm": "(Tensor[] grad, float max_norm) -> Tensor",
     "optimizer_lamb_phase1": "(Tensor[] gradients, Tensor[] weights, Tensor(a!)[] exp_avg, Tensor(b!)[] exp_avg_sq, Tensor(c!)[] out_weight_norms, Tensor(d!)[] out_adam_norms, Tensor(e!)[] out_adam_steps, Tensor clip_global_grad_norm, int grad_averaging, float beta1, float beta2, float epsilon, Tensor bias_correction1, Tensor bias_correction2, float weight_decay) -> ()",
     "optimizer_lamb_phase2": "(Tensor(a!)[] weights, Tensor[] adam_norms, Tensor[] weight_norms, Tensor[] adam_steps, Tensor neg_step, float wd, bool use_lamb) -> ()",
@@ -502,6 +504,13 @@ def _clip(grads: list[Tensor], max_norm: Tensor, norm_type: float, holder: Tenso
     return out
 
 
+def fused_norm_lazy(grad: list[Tensor], max_norm: Tensor, norm_type: float) -> Tensor:
+    """`_hpex_C.fused_norm`'s op: clip every gradient in place by their global norm; returns the
+    norm as a new one-element tensor of the gradients' dtype (no placeholder in the list, unlike
+    `fused_clip_norm`: habana_kernels/lazy_kernels.cpp:5147-5180)."""
+    return _clip(grad, max_norm, norm_type, None).to(grad[0].dtype)
+
+
 def optimizer_lamb_fused_norm(grad: list[Tensor], max_norm: float) -> Tensor:
     """The LAMB global-norm clip factor: max(norm / max_norm, 1)."""
     total = torch.stack([g.to(_F32).norm(2) for g in grad]).norm(2)
@@ -677,6 +686,7 @@ _KERNELS: Final[dict[str, Any]] = {
     "optimizer_sgd_momentum": optimizer_sgd_momentum,
     "fused_adagrad": fused_adagrad,
     "fused_clip_norm": fused_clip_norm,
+    "fused_norm_lazy": fused_norm_lazy,
     "optimizer_lamb_fused_norm": optimizer_lamb_fused_norm,
     "optimizer_lamb_phase1": optimizer_lamb_phase1,
     "optimizer_lamb_phase2": optimizer_lamb_phase2,

@@ -458,6 +458,31 @@ def test_fused_sgd_and_clip_norm_match_torch(hpu: Any) -> None:
         torch.testing.assert_close(b.detach().cpu(), a.detach(), atol=1e-6, rtol=1e-5)
 
 
+def test_hpex_c_fused_norm_clips_in_place_and_returns_the_norm(hpu: Any) -> None:
+    """`_hpex_C.fused_norm(grads, max_norm, norm_type)` (the bridge's pybind binding, as its
+    lazy/fused_ops/test_norm.py calls it): every tensor of the list scaled in place by
+    max_norm / (norm + 1e-6) when that is below 1, the global norm returned as a new
+    one-element tensor, one `fused_norm_lazy` device op; an empty list is refused."""
+    hpu("lazy")
+    from habana_frameworks.torch import _hpex_C
+    from hpusim.sink import get_sink
+
+    cpu = [torch.rand(2, 64) for _ in range(5)]
+    grads = [t.to("hpu") for t in cpu]
+    norm = torch.stack([t.norm() for t in cpu]).norm()
+    coef = 1.0 / (norm + 1e-6)
+    assert coef < 1  # the case that clips
+    get_sink().drain()
+    got = _hpex_C.fused_norm(grads, torch.ones(1).to("hpu"), 2.0)
+    assert got.shape == (1,) and got.dtype == torch.float32
+    torch.testing.assert_close(got.cpu().reshape(()), norm, rtol=1e-5, atol=1e-6)
+    for g, c in zip(grads, cpu, strict=True):
+        torch.testing.assert_close(g.cpu(), c * coef, rtol=1e-5, atol=1e-6)
+    assert "fused_norm_lazy_f32" in _device_ops(get_sink().drain())
+    with pytest.raises(RuntimeError, match="empty grad vector"):
+        _hpex_C.fused_norm([], torch.ones(1).to("hpu"), 2.0)
+
+
 def test_fused_op_costs_are_pure_functions_of_shapes() -> None:
     from hpusim.fused_costs import FUSED_OPS, fused_op_cost
 

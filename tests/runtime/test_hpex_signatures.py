@@ -133,3 +133,31 @@ def test_hpex_signatures_are_the_bridges(hpu: Any, module: str, name: str, bridg
     for part in name.split("."):
         obj = getattr(obj, part)
     assert _signature(obj) == bridge
+
+
+SAME_NAMED = [
+    ("kernels", ("CTCLoss", "CustomSoftmax", "FusedSDPA", "PySDPA")),
+    ("optimizers", ("FusedAdagrad", "FusedAdamW", "FusedLamb", "FusedLars", "FusedSGD")),
+    ("optimizers", ("FusedResourceApplyMomentum",)),
+    ("normalization", ("FusedClipNorm", "FusedRMSNorm")),
+    ("movingavrg", ("FusedEMA",)),
+    ("optimizers.distributed", ("FusedAdamW",)),
+]
+
+
+@pytest.mark.parametrize(("package", "names"), SAME_NAMED)
+def test_importing_a_same_named_module_leaves_the_package_its_class(
+    hpu: Any, package: str, names: tuple[str, ...]
+) -> None:
+    """`hpex.kernels.CTCLoss` is the class even after `import hpex.kernels.CTCLoss` (the module
+    of that name): the bridge's package `__init__`s import each class from its module
+    (`hpex/kernels/__init__.py`, `optimizers/__init__.py`, `normalization/__init__.py`,
+    `movingavrg/__init__.py`, `optimizers/distributed/__init__.py`), so the module is loaded
+    before the name is bound to the class. Importing the module first rebound the name to the
+    module here, and every later `kernels.CTCLoss.apply` failed."""
+    hpu()
+    root = "habana_frameworks.torch.hpex"
+    for name in names:
+        module = importlib.import_module(f"{root}.{package}.{name}")
+        owner = importlib.import_module(f"{root}.{package}")
+        assert getattr(owner, name) is getattr(module, name), f"{package}.{name}"

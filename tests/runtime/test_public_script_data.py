@@ -29,8 +29,27 @@ def test_every_entry_is_named_once_and_stages_known_data_inside_its_folder(
         assert script.repo in tool.REPOS, script.name
         folder = tool._extracted_folder(script)
         assert Path(script.path).is_relative_to(folder), script.name
-    runnable = [script for script in tool.SCRIPTS if not script.excluded]
-    assert len(runnable) >= 40  # issue 24's target: at least 40 public scripts and test files
+    runnable = {(script.repo, script.path) for script in tool.SCRIPTS if not script.excluded}
+    assert len(runnable) >= 40  # issue 24: at least 40 public scripts and test files (distinct)
+
+
+def test_a_test_file_completes_when_pytest_runs_it_and_keeps_its_tally(tool: ModuleType) -> None:
+    """A test file's entry "completes" when pytest ran it to the end, whatever its tests gave
+    (exit 1: some failed), with the closing tally as counts (not a test's own printed words)
+    and the failed tests as the detail; a file pytest could not run (exit 2: a collection
+    error) has "failed"."""
+    ran = "epoch 0: 5 passed\nFAILED t.py::a - RuntimeError: x\n1 failed, 2 passed, 1 xfailed in 3.1s\n"
+    outcome = tool.pytest_outcome("t", 1, ran, 4.0)
+    assert outcome.status == "completed"
+    assert outcome.counts == {"failed": 1, "passed": 2, "xfailed": 1}
+    assert outcome.detail == "FAILED t.py::a - RuntimeError: x"
+    clean = tool.pytest_outcome("t", 0, "3 passed, 1 warning in 0.5s\n", 1.0)
+    assert (clean.status, clean.counts, clean.detail) == ("completed", {"passed": 3}, "")
+    broken = "ImportError while importing test module 't.py'.\nE   ModuleNotFoundError: x\n"
+    broken += "1 error in 0.8s\n"
+    stopped = tool.pytest_outcome("t", 2, broken, 1.0)
+    assert (stopped.status, stopped.counts) == ("failed", {"error": 1})
+    assert stopped.detail.startswith("ImportError while importing test module")
 
 
 def test_the_imagenet_folder_is_what_imagefolder_and_top5_accuracy_need(

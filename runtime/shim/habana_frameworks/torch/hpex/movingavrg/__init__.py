@@ -1,8 +1,6 @@
 """`habana_frameworks.torch.hpex.movingavrg` (emulated)."""
 
-from hpusim.hpex import (
-    FusedEMA,
-)
+from .FusedEMA import FusedEMA
 
 __all__ = [
     "FusedEMA",

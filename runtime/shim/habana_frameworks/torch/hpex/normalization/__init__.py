@@ -1,10 +1,7 @@
 """`habana_frameworks.torch.hpex.normalization` (emulated): FusedClipNorm, FusedRMSNorm."""
 
-from hpusim.hpex import (
-    FusedClipNorm,
-    FusedRMSNorm,
-    RmsNormBwdMode,
-)
+from .FusedClipNorm import FusedClipNorm
+from .FusedRMSNorm import FusedRMSNorm, RmsNormBwdMode
 
 __all__ = [
     "FusedClipNorm",
