@@ -1,7 +1,6 @@
-"""The bridge's FP8 fused attention: `hpu::fp8_sdpa_recomp_fwd` (and its `.scalar` overload),
-`hpu::fp8_sdpa_fwd`, and the Python API over them (`hpex.kernels.fp8_fused_sdpa`,
-`Fp8FusedSDPA`, `fp8_sdpa_fwd_wrapper`, `fp8_sdpa_bwd_wrapper`, as the 1.19
-`python_packages/habana_frameworks/torch/hpex/kernels/Fp8FusedSDPA.py` has them).
+"""The bridge's FP8 fused attention kernels: `hpu::fp8_sdpa_recomp_fwd` (and its `.scalar`
+overload), `hpu::fp8_sdpa_fwd` and their variants (the Python API over them,
+`hpex.kernels.fp8_fused_sdpa`, is in `hpusim.hpex`).
 
 What the kernel computes, as the bridge's own test states it
 (`tests/pytest_working/any_mode/FusedSDPA/test_hpu_sdpa_fp8.py`, its CPU reference):
@@ -24,14 +23,13 @@ values differ from a card's by that rounding. The costs are the fused attention'
 
 from __future__ import annotations
 
-import math
 from typing import Any, Final
 
 import torch
 from torch import Tensor
 
+from hpusim.attention_math import dropout_mask, new_seed, scores, softmax_rows
 from hpusim.fp8_ops import saturated
-from hpusim.hpu_ops import _dropout_mask, _new_seed, _scores, softmax_rows
 
 _F32: Final = torch.float32
 _FP8: Final = (torch.float8_e4m3fn, torch.float8_e5m2)
@@ -105,7 +103,7 @@ def _attention(
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor | None]:
     """(out in fp32, row max m, 1/row sum, probabilities, amax_s, dropout keep-mask)."""
     d_q, d_k, d_v, q_s, _q_o, d_s = scales
-    m, linv, probs = softmax_rows(_scores(_read(q, d_q), _read(k, d_k), mask, scale, is_causal))
+    m, linv, probs = softmax_rows(scores(_read(q, d_q), _read(k, d_k), mask, scale, is_causal))
     amax_s = _amax(probs)
     used = probs
     if q.dtype in _FP8 and _factor(q_s) is not None:  # P in FP8 for the P V product
@@ -113,7 +111,7 @@ def _attention(
         if descale is None:
             descale = 1.0 / _factor(q_s)  # type: ignore[operator]
         used = _quantized(probs, q.dtype, q_s).to(_F32) * descale
-    keep = _dropout_mask(used.shape, p, seed, used)
+    keep = dropout_mask(used.shape, p, seed, used)
     if keep is not None:
         used = used * keep / (1.0 - p)
     out = torch.matmul(used, _read(v, d_v))
@@ -152,7 +150,7 @@ def fp8_sdpa_recomp_fwd(
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     """(out, m, linv, seed, amax_s, amax_o): the recompute variant's outputs (`seed`: given by
     the `_dropout_seed` variant, else drawn)."""
-    seed = _new_seed(p, q) if seed is None else seed.clone()
+    seed = new_seed(p, q) if seed is None else seed.clone()
     scales = (d_scale_q, d_scale_k, d_scale_v, q_scale_s, q_scale_o, d_scale_s)
     out, m, linv, _, amax_s, _ = _attention(
         q, k, v, attention_mask, p, scale, is_causal, scales, seed
@@ -185,7 +183,7 @@ def fp8_sdpa_fwd(
     seed: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(out, P in q's dtype, dropout mask, amax_s): the non-recompute variant's outputs."""
-    seed = _new_seed(p, q) if seed is None else seed
+    seed = new_seed(p, q) if seed is None else seed
     scales = (d_scale_q, d_scale_k, d_scale_v, q_scale_s, q_scale_o, d_scale_s)
     out, _, _, probs, amax_s, keep = _attention(
         q, k, v, attention_mask, p, scale, is_causal, scales, seed
@@ -216,143 +214,3 @@ KERNELS: Final[dict[str, Any]] = {
     "fp8_sdpa_fwd_non_dropout": fp8_sdpa_fwd,
     "fp8_sdpa_fwd_dropout_seed": _plain_seeded,
 }
-
-
-# --- the Python API (Fp8FusedSDPA.py) ---------------------------------------------------------
-
-
-def fp8_sdpa_fwd_wrapper(
-    ctx: Any,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    attn_mask: Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    scale: float | None = None,
-    softmax_mode: str = "None",
-    d_scale_q: Scale = None,
-    d_scale_k: Scale = None,
-    d_scale_v: Scale = None,
-    q_scale_s: Scale = None,
-    q_scale_o: Scale = None,
-    d_scale_s: Scale = None,
-    is_amax_s: bool = False,
-    is_amax_o: bool = False,
-    valid_seq_len: Tensor | None = None,
-    seq_padding_type: str = "left",
-    recompute: bool | None = None,
-) -> Any:
-    """The bridge's forward wrapper, line for line: training only with the causal triangle,
-    `valid_seq_len` only in causal inference without a mask, grouped-query heads reshaped."""
-    from hpusim.hpex import gqa_input_reshape_fwd, gqa_output_reshape, is_gqa, recompute_sdp_enabled
-
-    requires_backward = q.requires_grad or k.requires_grad or v.requires_grad
-    softmax_mode, seq_padding_type = softmax_mode.lower(), seq_padding_type.lower()
-    scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
-    recompute = recompute_sdp_enabled() if recompute is None else recompute
-    if requires_backward:
-        assert is_causal, "Fp8 FusedSDPA in trining only supports Triangular mask"
-    if valid_seq_len is not None:
-        assert is_causal and not requires_backward and attn_mask is None, (
-            "Valid sequence length is supported only in inference with is_causal(triangular) "
-            "mask case"
-        )
-    gqa = is_gqa(q, k)
-    if gqa:
-        q, k, v, attn_mask = gqa_input_reshape_fwd(q, k, v, attn_mask)
-    ops = torch.ops.hpu
-    amax_o: Tensor | None = None
-    if recompute:
-        out, m, linv, seed, amax_s, amax_o = ops.fp8_sdpa_recomp_fwd(
-            q, k, v, attn_mask, dropout_p, scale, is_causal, requires_backward, softmax_mode,
-            d_scale_q, d_scale_k, d_scale_v, q_scale_s, q_scale_o, d_scale_s, is_amax_s,
-            is_amax_o, valid_seq_len, seq_padding_type,
-        )  # fmt: skip
-        if gqa:
-            out = gqa_output_reshape(out)
-        if not requires_backward:
-            return out, amax_s, amax_o
-        ctx.save_for_backward(q, k, v, attn_mask, m, linv, seed, out)
-    else:
-        out, probs, dm, amax_s = ops.fp8_sdpa_fwd(
-            q, k, v, attn_mask, dropout_p, scale, is_causal, softmax_mode, d_scale_q, d_scale_k,
-            d_scale_v, q_scale_s, q_scale_o, d_scale_s, is_amax_s, valid_seq_len,
-            seq_padding_type,
-        )  # fmt: skip
-        if gqa:
-            out = gqa_output_reshape(out)
-        if not requires_backward:
-            return out, amax_s, None
-        ctx.save_for_backward(q, k, v, probs, dm, out)
-    ctx.dropout_p, ctx.scale, ctx.is_causal = dropout_p, scale, is_causal
-    ctx.recompute, ctx.gqa, ctx.softmax_mode = recompute, gqa, softmax_mode
-    return out, amax_s, amax_o
-
-
-def fp8_sdpa_bwd_wrapper(ctx: Any, dout: Tensor, *args: Any) -> Any:
-    """The bridge's backward wrapper: the bf16 attention backward kernels on what the forward
-    saved (`sdpa_recomp_bwd` / `sdpa_bwd`)."""
-    from hpusim.hpex import _gqa_grad_reshape as gqa_input_reshape_bwd
-    from hpusim.hpex import gqa_output_reshape
-
-    ops = torch.ops.hpu
-    if ctx.recompute:
-        q, k, v, mask, m, linv, seed, fwd_out = ctx.saved_tensors
-        if ctx.gqa:
-            dout, fwd_out = gqa_input_reshape_bwd(q, v, dout), gqa_input_reshape_bwd(q, v, fwd_out)
-        dq, dk, dv = ops.sdpa_recomp_bwd(
-            dout, q, k, v, mask, m, linv, seed, ctx.is_causal, ctx.dropout_p, ctx.scale,
-            ctx.softmax_mode, fwd_out,
-        )  # fmt: skip
-    else:
-        q, k, v, probs, dm, fwd_out = ctx.saved_tensors
-        if ctx.gqa:
-            dout, fwd_out = gqa_input_reshape_bwd(q, v, dout), gqa_input_reshape_bwd(q, v, fwd_out)
-        dq, dk, dv = ops.sdpa_bwd(
-            dout, q, k, v, probs, dm, ctx.is_causal, ctx.dropout_p, ctx.scale, fwd_out
-        )
-    if ctx.gqa:
-        dq, dk, dv = gqa_output_reshape(dq), gqa_output_reshape(dk), gqa_output_reshape(dv)
-    return (dq, dk, dv, *(None,) * 16)  # one gradient per forward argument
-
-
-class Fp8FusedSDPA(torch.autograd.Function):
-    """`hpex.kernels.Fp8FusedSDPA.apply(q, k, v, ...)`: `fp8_sdpa_fwd_wrapper`'s arguments."""
-
-    @staticmethod
-    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
-        return fp8_sdpa_fwd_wrapper(ctx, *args, **kwargs)
-
-    @staticmethod
-    def backward(ctx: Any, dout: Tensor, *args: Any) -> Any:
-        return fp8_sdpa_bwd_wrapper(ctx, dout, *args)
-
-
-def fp8_fused_sdpa(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    attn_mask: Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    scale: float | None = None,
-    softmax_mode: str = "None",
-    d_scale_q: Scale = None,
-    d_scale_k: Scale = None,
-    d_scale_v: Scale = None,
-    q_scale_s: Scale = None,
-    q_scale_o: Scale = None,
-    d_scale_s: Scale = None,
-    is_amax_s: bool = False,
-    is_amax_o: bool = False,
-    valid_seq_len: Tensor | None = None,
-    seq_padding_type: str = "left",
-    recompute: bool | None = None,
-) -> Any:
-    """`hpex.kernels.fp8_fused_sdpa(...)` -> (out, amax_s, amax_o)."""
-    return Fp8FusedSDPA.apply(
-        q, k, v, attn_mask, dropout_p, is_causal, scale, softmax_mode, d_scale_q, d_scale_k,
-        d_scale_v, q_scale_s, q_scale_o, d_scale_s, is_amax_s, is_amax_o, valid_seq_len,
-        seq_padding_type, recompute,
-    )  # fmt: skip

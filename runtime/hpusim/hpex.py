@@ -24,10 +24,7 @@ from torch.optim import Optimizer
 
 import hpusim.state as state
 from hpusim.ctc_loss import CTCLoss as CTCLoss
-from hpusim.fp8_attention import Fp8FusedSDPA as Fp8FusedSDPA
-from hpusim.fp8_attention import fp8_fused_sdpa as fp8_fused_sdpa
-from hpusim.fp8_attention import fp8_sdpa_bwd_wrapper as fp8_sdpa_bwd_wrapper
-from hpusim.fp8_attention import fp8_sdpa_fwd_wrapper as fp8_sdpa_fwd_wrapper
+from hpusim.fp8_attention import Scale
 from hpusim.lazy import mark_step
 
 Tensor = torch.Tensor
@@ -222,6 +219,141 @@ class FusedSDPA(torch.autograd.Function):
         if ctx.gqa:
             dq, dk, dv = gqa_output_reshape(dq), gqa_output_reshape(dk), gqa_output_reshape(dv)
         return (dq, dk, dv, *nones)
+
+
+# --- FP8 fused attention (Fp8FusedSDPA.py), over `hpusim.fp8_attention`'s kernels -------------
+
+
+def fp8_sdpa_fwd_wrapper(
+    ctx: Any,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    softmax_mode: str = "None",
+    d_scale_q: Scale = None,
+    d_scale_k: Scale = None,
+    d_scale_v: Scale = None,
+    q_scale_s: Scale = None,
+    q_scale_o: Scale = None,
+    d_scale_s: Scale = None,
+    is_amax_s: bool = False,
+    is_amax_o: bool = False,
+    valid_seq_len: Tensor | None = None,
+    seq_padding_type: str = "left",
+    recompute: bool | None = None,
+) -> Any:
+    """The bridge's forward wrapper, line for line: training only with the causal triangle,
+    `valid_seq_len` only in causal inference without a mask, grouped-query heads reshaped."""
+    requires_backward = q.requires_grad or k.requires_grad or v.requires_grad
+    softmax_mode, seq_padding_type = softmax_mode.lower(), seq_padding_type.lower()
+    scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
+    recompute = recompute_sdp_enabled() if recompute is None else recompute
+    if requires_backward:
+        assert is_causal, "Fp8 FusedSDPA in trining only supports Triangular mask"
+    if valid_seq_len is not None:
+        assert is_causal and not requires_backward and attn_mask is None, (
+            "Valid sequence length is supported only in inference with is_causal(triangular) "
+            "mask case"
+        )
+    gqa = is_gqa(q, k)
+    if gqa:
+        q, k, v, attn_mask = gqa_input_reshape_fwd(q, k, v, attn_mask)
+    ops = torch.ops.hpu
+    amax_o: Tensor | None = None
+    if recompute:
+        out, m, linv, seed, amax_s, amax_o = ops.fp8_sdpa_recomp_fwd(
+            q, k, v, attn_mask, dropout_p, scale, is_causal, requires_backward, softmax_mode,
+            d_scale_q, d_scale_k, d_scale_v, q_scale_s, q_scale_o, d_scale_s, is_amax_s,
+            is_amax_o, valid_seq_len, seq_padding_type,
+        )  # fmt: skip
+        if gqa:
+            out = gqa_output_reshape(out)
+        if not requires_backward:
+            return out, amax_s, amax_o
+        ctx.save_for_backward(q, k, v, attn_mask, m, linv, seed, out)
+    else:
+        out, probs, dm, amax_s = ops.fp8_sdpa_fwd(
+            q, k, v, attn_mask, dropout_p, scale, is_causal, softmax_mode, d_scale_q, d_scale_k,
+            d_scale_v, q_scale_s, q_scale_o, d_scale_s, is_amax_s, valid_seq_len,
+            seq_padding_type,
+        )  # fmt: skip
+        if gqa:
+            out = gqa_output_reshape(out)
+        if not requires_backward:
+            return out, amax_s, None
+        ctx.save_for_backward(q, k, v, probs, dm, out)
+    ctx.dropout_p, ctx.scale, ctx.is_causal = dropout_p, scale, is_causal
+    ctx.recompute, ctx.gqa, ctx.softmax_mode = recompute, gqa, softmax_mode
+    return out, amax_s, amax_o
+
+
+def fp8_sdpa_bwd_wrapper(ctx: Any, dout: Tensor, *args: Any) -> Any:
+    """The bridge's backward wrapper: the bf16 attention backward kernels on what the forward
+    saved (`sdpa_recomp_bwd` / `sdpa_bwd`)."""
+    ops = torch.ops.hpu
+    if ctx.recompute:
+        q, k, v, mask, m, linv, seed, fwd_out = ctx.saved_tensors
+        if ctx.gqa:
+            dout, fwd_out = _gqa_grad_reshape(q, v, dout), _gqa_grad_reshape(q, v, fwd_out)
+        dq, dk, dv = ops.sdpa_recomp_bwd(
+            dout, q, k, v, mask, m, linv, seed, ctx.is_causal, ctx.dropout_p, ctx.scale,
+            ctx.softmax_mode, fwd_out,
+        )  # fmt: skip
+    else:
+        q, k, v, probs, dm, fwd_out = ctx.saved_tensors
+        if ctx.gqa:
+            dout, fwd_out = _gqa_grad_reshape(q, v, dout), _gqa_grad_reshape(q, v, fwd_out)
+        dq, dk, dv = ops.sdpa_bwd(
+            dout, q, k, v, probs, dm, ctx.is_causal, ctx.dropout_p, ctx.scale, fwd_out
+        )
+    if ctx.gqa:
+        dq, dk, dv = gqa_output_reshape(dq), gqa_output_reshape(dk), gqa_output_reshape(dv)
+    return (dq, dk, dv, *(None,) * 16)  # one gradient per forward argument
+
+
+class Fp8FusedSDPA(torch.autograd.Function):
+    """`hpex.kernels.Fp8FusedSDPA.apply(q, k, v, ...)`: `fp8_sdpa_fwd_wrapper`'s arguments."""
+
+    @staticmethod
+    def forward(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        return fp8_sdpa_fwd_wrapper(ctx, *args, **kwargs)
+
+    @staticmethod
+    def backward(ctx: Any, dout: Tensor, *args: Any) -> Any:
+        return fp8_sdpa_bwd_wrapper(ctx, dout, *args)
+
+
+def fp8_fused_sdpa(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    softmax_mode: str = "None",
+    d_scale_q: Scale = None,
+    d_scale_k: Scale = None,
+    d_scale_v: Scale = None,
+    q_scale_s: Scale = None,
+    q_scale_o: Scale = None,
+    d_scale_s: Scale = None,
+    is_amax_s: bool = False,
+    is_amax_o: bool = False,
+    valid_seq_len: Tensor | None = None,
+    seq_padding_type: str = "left",
+    recompute: bool | None = None,
+) -> Any:
+    """`hpex.kernels.fp8_fused_sdpa(...)` -> (out, amax_s, amax_o)."""
+    return Fp8FusedSDPA.apply(
+        q, k, v, attn_mask, dropout_p, is_causal, scale, softmax_mode, d_scale_q, d_scale_k,
+        d_scale_v, q_scale_s, q_scale_o, d_scale_s, is_amax_s, is_amax_o, valid_seq_len,
+        seq_padding_type, recompute,
+    )  # fmt: skip
 
 
 # --- rotary embedding -----------------------------------------------------------------------

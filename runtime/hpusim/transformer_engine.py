@@ -46,6 +46,7 @@ import numpy as np
 import torch
 
 import hpusim.hpu_ops as hpu_ops
+import hpusim.state as state
 from hpusim.fp8_ops import device_fp8_max
 from hpusim.lifecycle import is_enabled
 
@@ -185,8 +186,6 @@ def get_fp8_te_sr(recipe: DelayedScaling, fprop_tensor: bool = True) -> bool:
 def is_fp8_available() -> tuple[bool, str]:
     """`(True, "")` on an emulated card with an FP8 MME (Gaudi 2 and 3), else why not (asked of
     the device each time: the emulated card changes with `hpusim.enable`)."""
-    from hpusim import state
-
     rt = state.RT
     if rt is None or rt.profile.mme_fp8_tflops <= 0:
         return False, NO_FP8_DEVICE
