@@ -239,6 +239,7 @@ def synchronize() -> None:
     if rt is None:
         return
     host_sync(rt, DEVICE_SYNC, perf_counter_ns())
+    _synced_to[0] = max(_synced_to[0], rt.timeline.idle_at())
 
 
 def set_sync_debug_mode(debug_mode: Any) -> None:
@@ -442,6 +443,10 @@ def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
 # --- streams and events ---------------------------------------------------------------------
 
 
+_synced_to: list[int] = [0]
+"""The modeled device time the host has last waited for (`Event.query` is True up to it)."""
+
+
 class Event:
     """`torch.hpu.Event(enable_timing=False)`: records the MODELED device clock at the point
     where the work queued before it completes; `elapsed_time` is in milliseconds."""
@@ -467,7 +472,11 @@ class Event:
         return None  # one modeled stream: work is already ordered
 
     def query(self) -> bool:
-        return self._device_ns is None or perf_counter_ns() >= self._device_ns
+        """Done when the host has waited past it (a synchronize of it, its stream or the
+        device: the modeled device time may run ahead of this machine's clock), or when this
+        machine's clock has."""
+        done = self._device_ns
+        return done is None or done <= _synced_to[0] or perf_counter_ns() >= done
 
     def synchronize(self) -> None:
         """HPUEvent.cpp:129-134: waits for the recorded event (no step marker); an event never
@@ -475,6 +484,7 @@ class Event:
         rt = state.RT
         if rt is not None and self._device_ns is not None:
             device_wait(rt, EVENT_SYNC, perf_counter_ns())
+            _synced_to[0] = max(_synced_to[0], self._device_ns)
 
     def elapsed_time(self, end_event: Event) -> float:
         if not (self.enable_timing and end_event.enable_timing):
@@ -533,6 +543,7 @@ class Stream:
             host_sync(rt, "HPUStream::synchronize", perf_counter_ns())
         else:
             device_wait(rt, STREAM_SYNC, perf_counter_ns())
+        _synced_to[0] = max(_synced_to[0], rt.timeline.idle_at())
 
     def id(self) -> int:
         return self.stream_id
@@ -894,6 +905,7 @@ def install() -> None:
         if parent is not None:
             parent.hpu = mod  # type: ignore[attr-defined]
     _current[0] = _DEFAULT_STREAM
+    _synced_to[0] = 0
     rng.install()
 
 

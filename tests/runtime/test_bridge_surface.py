@@ -194,8 +194,17 @@ def test_events_measure_modeled_device_time(hpu: Any) -> None:
             a = a @ a
         end.record()
         end.synchronize()
+        # done once the host waited for them, though the modeled device time of 20 large
+        # matmuls lies ahead of this machine's clock (query read that clock only)
+        assert end.query() and start.query()
         spans.append(start.elapsed_time(end))
     assert 0 < spans[0] < spans[1]  # milliseconds of modeled device work between the events
+    late = hthpu.Event()
+    late.record()
+    for _ in range(20):
+        a = a @ a
+    hthpu.synchronize()  # a device synchronize completes every event recorded before it
+    assert late.query()
     with pytest.raises(RuntimeError, match="enable_timing=True"):
         hthpu.Event().elapsed_time(hthpu.Event())
 

@@ -39,3 +39,23 @@ def test_generic_hpu_streams_and_events_are_the_emulators(hpu: Any, mode: str) -
     assert (torch.Stream, torch.Event) == (original_stream, original_event)
     with pytest.raises(RuntimeError, match="not linked with support for hpu"):
         torch.Stream("hpu")
+
+
+@pytest.mark.parametrize("sync", ["event", "stream", "device"])
+def test_an_event_is_done_once_the_host_waited_for_it(hpu: Any, sync: str) -> None:
+    """`query()` after a synchronize is True, also when the modeled device time lies ahead
+    of this machine's clock (lazy mode: the graph's modeled run ends after the host's
+    flush; `query` read this machine's clock only and a CI run saw False)."""
+    hpu("lazy")
+    a = torch.randn(64, 64, device="hpu")
+    for _ in range(8):  # a first graph: its modeled compile puts the device ahead of the host
+        a = a @ a
+    event = torch.hpu.Event()
+    event.record()
+    waits = {
+        "event": event.synchronize,
+        "stream": torch.hpu.current_stream().synchronize,
+        "device": torch.hpu.synchronize,
+    }
+    waits[sync]()
+    assert event.query()
