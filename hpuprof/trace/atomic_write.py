@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -37,13 +37,9 @@ def atomic_output(path: str | os.PathLike[str], *, durable: bool = True) -> Iter
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp_name = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-        )
+        fd, temp = _create_temp(target)
     except OSError as error:
         raise _output_error(target, error) from error
-    temp = Path(temp_name)
-    _IN_FLIGHT.add(temp)
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
@@ -63,6 +59,24 @@ def atomic_output(path: str | os.PathLike[str], *, durable: bool = True) -> Iter
 
 _IN_FLIGHT: set[Path] = set()
 """Temporary files of the writes under way in this process."""
+
+
+def _create_temp(target: Path) -> tuple[int, Path]:
+    """Create a new temporary file beside `target` (mode 0600, as `mkstemp`), its name in
+    `_IN_FLIGHT` *before* it exists: a signal whose handler calls `discard_unfinished_writes`
+    can arrive between any two bytecodes, and a file created before its name was registered
+    was left behind (a kill trial's SIGTERM found `.run.json.*.tmp`)."""
+    for _ in range(100):
+        temp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+        _IN_FLIGHT.add(temp)
+        try:
+            return os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), temp
+        except FileExistsError:
+            _IN_FLIGHT.discard(temp)
+        except BaseException:
+            _IN_FLIGHT.discard(temp)
+            raise
+    raise FileExistsError(errno.EEXIST, f"no free temporary name beside {target}")
 
 
 def discard_unfinished_writes() -> None:

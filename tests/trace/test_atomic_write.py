@@ -4,6 +4,7 @@ write, even one a fatal signal interrupts (the profiler's signal path discards t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +49,32 @@ def test_unfinished_writes_are_discarded_for_a_dying_process(tmp_path: Path) -> 
     with atomic_output(tmp_path / "other.json") as later:  # later writes still work
         later.write(b"x")
     assert (tmp_path / "other.json").read_bytes() == b"x" and _dot_files(tmp_path) == []
+
+
+def test_a_temporary_file_is_registered_before_it_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fatal signal's handler deletes the writes under way (`discard_unfinished_writes`);
+    a signal between the temporary file's creation and its registration left it behind (a
+    kill trial found `.run.json.*.tmp`). The name is registered first: at the moment the file
+    is created, a discard already deletes it."""
+    import os
+
+    import hpuprof.trace.atomic_write as aw
+
+    real_open = os.open
+    seen: list[bool] = []
+
+    def open_and_discard(path: Any, flags: int, mode: int = 0o777) -> int:
+        fd = real_open(path, flags, mode)
+        seen.append(Path(path) in aw._IN_FLIGHT)
+        aw.discard_unfinished_writes()  # as if the signal came right after the creation
+        return fd
+
+    monkeypatch.setattr(aw.os, "open", open_and_discard)
+    target = tmp_path / "run.json"
+    # its temporary file is gone: the rename fails
+    with pytest.raises(aw.OutputError), aw.atomic_output(target) as handle:
+        handle.write(b"{}")
+    assert seen == [True]
+    assert list(tmp_path.iterdir()) == []  # nothing left behind, no target written
