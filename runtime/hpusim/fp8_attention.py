@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from hpusim.attention_math import dropout_mask, new_seed, scores, softmax_rows
-from hpusim.fp8_ops import saturated
+from hpusim.fp8_ops import amax, saturated, scale_tensor, times
 
 _F32: Final = torch.float32
 _FP8: Final = (torch.float8_e4m3fn, torch.float8_e5m2)
@@ -66,28 +66,28 @@ SCHEMAS: Final[dict[str, str]] = {
 Scale = Tensor | float | None
 
 
-def _factor(scale: Scale) -> Tensor | float | None:
-    """A scale as a multiplier: None (or the scalar overload's 0.0) is no scale."""
-    if scale is None or (isinstance(scale, float) and scale == 0.0):
+def _factor(scale: Scale) -> Tensor | None:
+    """A scale as an fp32 multiplier (`fp8_ops.scale_tensor`): None, or the scalar
+    overload's 0.0, is no scale."""
+    if isinstance(scale, float) and scale == 0.0:
         return None
-    return scale.to(_F32) if isinstance(scale, Tensor) else float(scale)
+    return scale_tensor(scale, None)
 
 
 def _read(x: Tensor, d_scale: Scale) -> Tensor:
     """An input in fp32, descaled."""
-    factor = _factor(d_scale)
-    x = x.to(_F32)
-    return x * factor if factor is not None else x
+    return times(x.to(_F32), _factor(d_scale))
 
 
 def _quantized(x: Tensor, dtype: torch.dtype, q_scale: Scale) -> Tensor:
     """`x * q_scale` saturated to `dtype`'s device range and cast (an FP8 cast)."""
-    factor = _factor(q_scale)
-    return saturated(x * factor if factor is not None else x, dtype).to(dtype)
+    return saturated(times(x, _factor(q_scale)), dtype).to(dtype)
 
 
-def _amax(t: Tensor) -> Tensor:
-    return t.detach().abs().amax().to(_F32).reshape(1)
+def _amax_if(t: Tensor, wanted: bool) -> Tensor:
+    """The kernel's amax output, fp32 of shape [1]: `t`'s largest magnitude when asked for,
+    else 0."""
+    return amax(t).reshape(1) if wanted else torch.zeros(1, dtype=_F32)
 
 
 def _attention(
@@ -100,22 +100,21 @@ def _attention(
     is_causal: bool,
     scales: tuple[Scale, Scale, Scale, Scale, Scale, Scale],
     seed: Tensor | None,
-) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor | None]:
-    """(out in fp32, row max m, 1/row sum, probabilities, amax_s, dropout keep-mask)."""
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor | None]:
+    """(out in fp32, row max m, 1/row sum, probabilities, dropout keep-mask)."""
     d_q, d_k, d_v, q_s, _q_o, d_s = scales
     m, linv, probs = softmax_rows(scores(_read(q, d_q), _read(k, d_k), mask, scale, is_causal))
-    amax_s = _amax(probs)
     used = probs
-    if q.dtype in _FP8 and _factor(q_s) is not None:  # P in FP8 for the P V product
+    quantize = _factor(q_s)
+    if q.dtype in _FP8 and quantize is not None:  # P in FP8 for the P V product
         descale = _factor(d_s)
-        if descale is None:
-            descale = 1.0 / _factor(q_s)  # type: ignore[operator]
+        descale = 1.0 / quantize if descale is None else descale
         used = _quantized(probs, q.dtype, q_s).to(_F32) * descale
     keep = dropout_mask(used.shape, p, seed, used)
     if keep is not None:
         used = used * keep / (1.0 - p)
     out = torch.matmul(used, _read(v, d_v))
-    return out, m, linv, probs, amax_s, keep
+    return out, m, linv, probs, keep
 
 
 def _output(out: Tensor, q: Tensor, q_scale_o: Scale) -> Tensor:
@@ -152,12 +151,8 @@ def fp8_sdpa_recomp_fwd(
     the `_dropout_seed` variant, else drawn)."""
     seed = new_seed(p, q) if seed is None else seed.clone()
     scales = (d_scale_q, d_scale_k, d_scale_v, q_scale_s, q_scale_o, d_scale_s)
-    out, m, linv, _, amax_s, _ = _attention(
-        q, k, v, attention_mask, p, scale, is_causal, scales, seed
-    )
-    amax_o = _amax(out) if is_amax_o else torch.zeros(1, dtype=_F32)
-    if not is_amax_s:
-        amax_s = torch.zeros(1, dtype=_F32)
+    out, m, linv, probs, _ = _attention(q, k, v, attention_mask, p, scale, is_causal, scales, seed)
+    amax_s, amax_o = _amax_if(probs, is_amax_s), _amax_if(out, is_amax_o)
     return _output(out, q, q_scale_o), m, linv, seed, amax_s, amax_o
 
 
@@ -185,14 +180,10 @@ def fp8_sdpa_fwd(
     """(out, P in q's dtype, dropout mask, amax_s): the non-recompute variant's outputs."""
     seed = new_seed(p, q) if seed is None else seed
     scales = (d_scale_q, d_scale_k, d_scale_v, q_scale_s, q_scale_o, d_scale_s)
-    out, _, _, probs, amax_s, keep = _attention(
-        q, k, v, attention_mask, p, scale, is_causal, scales, seed
-    )
+    out, _, _, probs, keep = _attention(q, k, v, attention_mask, p, scale, is_causal, scales, seed)
     kept = probs.to(q.dtype) if q.dtype not in _FP8 else _quantized(probs, q.dtype, q_scale_s)
     dm = keep.to(torch.int8) if keep is not None else torch.empty(0, dtype=torch.int8)
-    if not is_amax_s:
-        amax_s = torch.zeros(1, dtype=_F32)
-    return _output(out, q, q_scale_o), kept, dm, amax_s
+    return _output(out, q, q_scale_o), kept, dm, _amax_if(probs, is_amax_s)
 
 
 def _recomp_seeded(seed: Tensor, *args: Any) -> tuple[Tensor, ...]:
