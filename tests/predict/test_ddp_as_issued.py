@@ -26,7 +26,7 @@ NIC_DUMP = textwrap.dedent(
 SCRIPT = (
     textwrap.dedent(
         """
-    import json, sys
+    import contextlib, json, sys
     import torch
     import habana_frameworks.torch.core as htcore
     import hpusim.state
@@ -34,15 +34,19 @@ SCRIPT = (
     from torch.nn.parallel import DistributedDataParallel as DDP
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-    cap, hook, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    cap, hook, micro, use_no_sync, out = sys.argv[1:6]
+    micro, use_no_sync = int(micro), use_no_sync == "1"
     model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(8)]).to("hpu")
     ddp = DDP(model, bucket_cap_mb=int(cap)) if cap else DDP(model)
     if hook:
         ddp.register_comm_hook(None, getattr(default_hooks, hook))
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     for step in range(4):
-        loss = ddp(torch.randn(64, 1024).to("hpu")).pow(2).mean()
-        loss.backward()
+        for i in range(micro):  # micro-batches, all but the last under no_sync if asked
+            last = i == micro - 1
+            with contextlib.nullcontext() if last or not use_no_sync else ddp.no_sync():
+                loss = ddp(torch.randn(64, 1024).to("hpu")).pow(2).mean()
+                loss.backward()
         htcore.mark_step()
         opt.step()
         opt.zero_grad()
@@ -54,12 +58,19 @@ SCRIPT = (
 
 
 def _predict(
-    run_predict: Callable[..., tuple[int, str, str]], tmp_path: Path, cap: str, hook: str
+    run_predict: Callable[..., tuple[int, str, str]],
+    tmp_path: Path,
+    cap: str,
+    hook: str,
+    micro: int = 1,
+    no_sync: bool = False,
 ) -> tuple[dict[str, int], list[str]]:
+    """The script's modeled NIC ops on 8 cards, and the prediction's assumptions."""
     script = tmp_path / "ddp_train.py"
     script.write_text(SCRIPT)
-    out = tmp_path / f"nic-{cap}-{hook}.json"
-    code, stdout, err = run_predict(str(script), cap, hook, str(out), options=("--cards", "8"))
+    out = tmp_path / f"nic-{cap}-{hook}-{micro}-{no_sync:d}.json"
+    args = (cap, hook, str(micro), f"{no_sync:d}", str(out))
+    code, stdout, err = run_predict(str(script), *args, options=("--cards", "8"))
     assert code == 0, err
     nic: dict[str, int] = json.loads(out.read_text())
     return nic, json.loads(stdout)["assumptions"]
@@ -132,54 +143,18 @@ def test_an_explicit_bf16_all_reduce_is_the_collective_modeled_over_the_cards(
     assert any("modeled over 8 cards" in a and "no DDP" in a for a in said), said
 
 
-ACCUMULATING = (
-    textwrap.dedent(
-        """
-    import contextlib, json, sys
-    import torch
-    import habana_frameworks.torch.core as htcore
-    import hpusim.state
-    from hpusim.device_model import ENGINE_NIC
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
-    micro, use_no_sync, out = int(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
-    model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(4)]).to("hpu")
-    ddp = DDP(model)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
-    for step in range(4):
-        for i in range(micro):
-            last = i == micro - 1
-            with contextlib.nullcontext() if last or not use_no_sync else ddp.no_sync():
-                loss = ddp(torch.randn(32, 1024).to("hpu")).pow(2).mean()
-                loss.backward()
-        htcore.mark_step()
-        opt.step()
-        opt.zero_grad()
-        htcore.mark_step()
-    """
-    )
-    + NIC_DUMP
-)
-
-
 def test_gradient_accumulation_all_reduces_every_backward_outside_no_sync(
     tmp_path: Path, run_predict: Callable[..., tuple[int, str, str]]
 ) -> None:
     """DDP synchronizes every backward of a forward run outside `no_sync`: 4 micro-batches
     per optimizer step all-reduce 4 times without it and once with it (the ledger all-reduced
     once per optimizer step either way)."""
-    script = tmp_path / "ddp_accumulate.py"
-    script.write_text(ACCUMULATING)
-    nic = {}
-    for micro, no_sync in ((1, "0"), (4, "0"), (4, "1")):
-        out = tmp_path / f"nic-{micro}-{no_sync}.json"
-        code, _, err = run_predict(
-            str(script), str(micro), no_sync, str(out), options=("--cards", "8")
-        )
-        assert code == 0, err
-        nic[micro, no_sync] = json.loads(out.read_text())
-    once = nic[1, "0"]
+    nic = {
+        (micro, no_sync): _predict(run_predict, tmp_path, "", "", micro, no_sync)[0]
+        for micro, no_sync in ((1, False), (4, False), (4, True))
+    }
+    once = nic[1, False]
     assert once["count"] > 0
-    assert nic[4, "1"]["count"] == once["count"], nic
-    assert nic[4, "0"]["count"] == 4 * once["count"], nic
-    assert nic[4, "0"]["ns"] == pytest.approx(4 * once["ns"], rel=0.05), nic
+    assert nic[4, True]["count"] == once["count"], nic
+    assert nic[4, False]["count"] == 4 * once["count"], nic
+    assert nic[4, False]["ns"] == pytest.approx(4 * once["ns"], rel=0.05), nic
